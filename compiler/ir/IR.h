@@ -1,0 +1,141 @@
+// The block IR: a kernel is one Function whose body is a Block of Operations
+// in SSA form. Control flow is structured: for/if/while own regions (each a
+// single Block) and pass values through yield/condition terminators.
+//
+// Ownership: a Block owns its Operations and its arguments; an Operation owns
+// its results and regions. Values are referenced by raw pointer.
+#pragma once
+
+#include "compiler/ir/Layout.h"
+#include "compiler/ir/Types.h"
+#include "dsl/Diagnostics.h"
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tessera::ir {
+
+enum class OpCode : uint16_t {
+#define OP(name, mnemonic) name,
+#include "compiler/ir/Ops.def"
+#undef OP
+};
+const char *mnemonic(OpCode code);
+
+class Operation;
+class Block;
+
+struct Value {
+  Type type;
+  LayoutRef layout;            // set by the tiling pass, for blocks only
+  Operation *definingOp = nullptr; // null for block arguments
+  Block *ownerBlock = nullptr;     // set for block arguments
+  unsigned index = 0;          // result index or argument index
+  std::string nameHint;        // for the printer: parameter and loop variable names
+};
+
+using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+
+class Block {
+public:
+  Operation *parentOp = nullptr; // null for a function body
+  std::vector<std::unique_ptr<Value>> args;
+  std::list<std::unique_ptr<Operation>> ops;
+
+  Value *addArgument(Type type, std::string nameHint = "");
+  Operation *terminator() const { return ops.empty() ? nullptr : ops.back().get(); }
+};
+
+class Operation {
+public:
+  OpCode code;
+  SourceLoc loc;
+  std::vector<Value *> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  std::map<std::string, Attribute> attrs; // printed in key order
+  std::vector<std::unique_ptr<Block>> regions;
+  Block *parent = nullptr;
+
+  Operation(OpCode code, SourceLoc loc) : code(code), loc(loc) {}
+
+  Value *result(unsigned i = 0) const { return results.at(i).get(); }
+  Value *operand(unsigned i) const { return operands.at(i); }
+  Block *region(unsigned i) const { return regions.at(i).get(); }
+
+  bool hasAttr(const std::string &key) const { return attrs.count(key) != 0; }
+  int64_t intAttr(const std::string &key) const;
+  double floatAttr(const std::string &key) const;
+  const std::string &stringAttr(const std::string &key) const;
+  const std::vector<int64_t> &arrayAttr(const std::string &key) const;
+  bool isFloatConstant() const; // a Constant whose value attr is a double
+
+  // Optional operands of load/store.
+  Value *loadMask() const;
+  Value *loadOther() const;
+  Value *storeMask() const;
+};
+
+struct Param {
+  std::string name;
+  Type type;
+  int divisibility = 1;   // known divisibility (16 from the ":16" hint), pointers in bytes
+  bool equalsOne = false; // int known to be 1 (Triton's specialisation)
+};
+
+struct Function {
+  std::string name;
+  std::vector<Param> params; // body.args[i] is params[i]
+  Block body;
+  unsigned numWarps = 4;
+  std::string sourcePath;
+  // Set by codegen-side analysis: shared memory the kernel needs, in bytes.
+  unsigned sharedBytes = 0;
+};
+
+// Creates operations at the end of a block (or before a given op).
+class Builder {
+public:
+  explicit Builder(Block *block) : block_(block), insertBefore_(block->ops.end()) {}
+  void setInsertionPoint(Block *block, std::list<std::unique_ptr<Operation>>::iterator before) {
+    block_ = block;
+    insertBefore_ = before;
+  }
+  void setInsertionPointToEnd(Block *block) { block_ = block; insertBefore_ = block->ops.end(); }
+  Block *block() const { return block_; }
+  void setLoc(SourceLoc loc) { loc_ = loc; }
+  SourceLoc loc() const { return loc_; }
+
+  // Generic creation: resultTypes may be empty.
+  Operation *create(OpCode code, std::vector<Value *> operands, std::vector<Type> resultTypes,
+                    std::map<std::string, Attribute> attrs = {}, unsigned numRegions = 0);
+  // Single-result convenience.
+  Value *op(OpCode code, std::vector<Value *> operands, Type resultType,
+            std::map<std::string, Attribute> attrs = {});
+
+  Value *intConstant(int64_t value, Type type);
+  Value *floatConstant(double value, Type type);
+
+private:
+  Block *block_;
+  std::list<std::unique_ptr<Operation>>::iterator insertBefore_;
+  SourceLoc loc_;
+};
+
+// Walks every operation (pre-order, nested regions included).
+void walk(Block &block, const std::function<void(Operation &)> &fn);
+// Replaces every use of `from` by `to` inside `block` (recursively).
+void replaceAllUsesWith(Block &block, Value *from, Value *to);
+
+// The canonical text form (stable: golden tests compare it).
+std::string print(const Function &fn);
+// Checks structural and type invariants; returns an empty string when valid,
+// else a description of the first problem.
+std::string verify(const Function &fn);
+
+} // namespace tessera::ir

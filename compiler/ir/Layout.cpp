@@ -1,0 +1,53 @@
+#include "compiler/ir/Layout.h"
+
+namespace tessera::ir {
+
+static std::string list(const std::vector<unsigned> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+unsigned Layout::rank() const {
+  if (kind == Kind::Blocked)
+    return static_cast<unsigned>(sizePerThread.size());
+  return parent->rank() - 1;
+}
+
+std::string Layout::str() const {
+  if (kind == Kind::Slice)
+    return "#slice<dim=" + std::to_string(sliceDim) + ", " + parent->str() + ">";
+  return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
+         ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
+}
+
+bool Layout::operator==(const Layout &o) const {
+  if (kind != o.kind)
+    return false;
+  if (kind == Kind::Slice)
+    return sliceDim == o.sliceDim && sameLayout(parent, o.parent);
+  return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
+         warpsPerCTA == o.warpsPerCTA && order == o.order;
+}
+
+LayoutRef Layout::blocked(std::vector<unsigned> spt, std::vector<unsigned> tpw,
+                          std::vector<unsigned> wpc, std::vector<unsigned> order) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::Blocked;
+  l->sizePerThread = std::move(spt);
+  l->threadsPerWarp = std::move(tpw);
+  l->warpsPerCTA = std::move(wpc);
+  l->order = std::move(order);
+  return l;
+}
+
+LayoutRef Layout::slice(unsigned dim, LayoutRef parent) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::Slice;
+  l->sliceDim = dim;
+  l->parent = std::move(parent);
+  return l;
+}
+
+} // namespace tessera::ir

@@ -1,0 +1,99 @@
+#include "compiler/ir/Types.h"
+
+namespace tessera::ir {
+
+unsigned bitWidth(ScalarType t) {
+  switch (t) {
+  case ScalarType::I1: return 1;
+  case ScalarType::I8: case ScalarType::U8:
+  case ScalarType::F8E4M3: case ScalarType::F8E5M2: return 8;
+  case ScalarType::I16: case ScalarType::U16:
+  case ScalarType::F16: case ScalarType::BF16: return 16;
+  case ScalarType::I32: case ScalarType::U32: case ScalarType::F32: return 32;
+  case ScalarType::I64: case ScalarType::U64: case ScalarType::F64: return 64;
+  }
+  return 0;
+}
+
+bool isFloat(ScalarType t) {
+  switch (t) {
+  case ScalarType::F16: case ScalarType::BF16: case ScalarType::F32: case ScalarType::F64:
+  case ScalarType::F8E4M3: case ScalarType::F8E5M2: return true;
+  default: return false;
+  }
+}
+
+bool isInteger(ScalarType t) { return !isFloat(t); }
+
+bool isSigned(ScalarType t) {
+  switch (t) {
+  case ScalarType::I8: case ScalarType::I16: case ScalarType::I32: case ScalarType::I64: return true;
+  default: return false;
+  }
+}
+
+const char *name(ScalarType t) {
+  switch (t) {
+  case ScalarType::I1: return "i1";
+  case ScalarType::I8: return "i8";
+  case ScalarType::I16: return "i16";
+  case ScalarType::I32: return "i32";
+  case ScalarType::I64: return "i64";
+  case ScalarType::U8: return "u8";
+  case ScalarType::U16: return "u16";
+  case ScalarType::U32: return "u32";
+  case ScalarType::U64: return "u64";
+  case ScalarType::F16: return "f16";
+  case ScalarType::BF16: return "bf16";
+  case ScalarType::F32: return "f32";
+  case ScalarType::F64: return "f64";
+  case ScalarType::F8E4M3: return "fp8e4m3";
+  case ScalarType::F8E5M2: return "fp8e5m2";
+  }
+  return "?";
+}
+
+std::optional<ScalarType> parseScalarType(std::string_view s) {
+  struct Entry { const char *names[4]; ScalarType type; };
+  static const Entry table[] = {
+      {{"i1", "int1", "bool", nullptr}, ScalarType::I1},
+      {{"i8", "int8", nullptr, nullptr}, ScalarType::I8},
+      {{"i16", "int16", nullptr, nullptr}, ScalarType::I16},
+      {{"i32", "int32", nullptr, nullptr}, ScalarType::I32},
+      {{"i64", "int64", nullptr, nullptr}, ScalarType::I64},
+      {{"u8", "uint8", nullptr, nullptr}, ScalarType::U8},
+      {{"u16", "uint16", nullptr, nullptr}, ScalarType::U16},
+      {{"u32", "uint32", nullptr, nullptr}, ScalarType::U32},
+      {{"u64", "uint64", nullptr, nullptr}, ScalarType::U64},
+      {{"f16", "fp16", "float16", nullptr}, ScalarType::F16},
+      {{"bf16", "bfloat16", nullptr, nullptr}, ScalarType::BF16},
+      {{"f32", "fp32", "float32", nullptr}, ScalarType::F32},
+      {{"f64", "fp64", "float64", nullptr}, ScalarType::F64},
+      {{"fp8e4m3", "fp8e4nv", "float8_e4m3fn", nullptr}, ScalarType::F8E4M3},
+      {{"fp8e5m2", "fp8e5", "float8_e5m2", nullptr}, ScalarType::F8E5M2},
+  };
+  for (const Entry &e : table)
+    for (const char *n : e.names)
+      if (n && s == n)
+        return e.type;
+  return std::nullopt;
+}
+
+int64_t Type::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string Type::str() const {
+  std::string elem = pointer ? std::string("ptr<") + name(scalar) + ">" : name(scalar);
+  if (shape.empty())
+    return elem;
+  std::string out = "<";
+  for (int64_t d : shape)
+    out += std::to_string(d) + "x";
+  return out + elem + ">";
+}
+
+} // namespace tessera::ir

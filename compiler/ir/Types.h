@@ -1,0 +1,53 @@
+// Types of the block IR: scalars, pointers to scalars, and blocks (tensors)
+// of either. A Type is a small value (no interning); compare with ==.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::ir {
+
+enum class ScalarType : uint8_t {
+  I1, I8, I16, I32, I64, U8, U16, U32, U64,
+  F16, BF16, F32, F64, F8E4M3, F8E5M2,
+};
+
+unsigned bitWidth(ScalarType t);
+bool isFloat(ScalarType t);
+bool isInteger(ScalarType t); // includes I1
+bool isSigned(ScalarType t);  // signed integers (I1 counts as unsigned)
+// "i32", "f16", "bf16", "fp8e4m3", ...
+const char *name(ScalarType t);
+// Accepts our names and Triton's ("fp32", "float32", "int32", "uint8", "i1", ...).
+std::optional<ScalarType> parseScalarType(std::string_view text);
+
+struct Type {
+  ScalarType scalar = ScalarType::I32; // the element; for pointers, the pointee
+  bool pointer = false;
+  std::vector<int64_t> shape; // empty: not a block
+
+  Type() = default;
+  explicit Type(ScalarType s) : scalar(s) {}
+  static Type ptr(ScalarType pointee) { Type t(pointee); t.pointer = true; return t; }
+
+  bool isBlock() const { return !shape.empty(); }
+  bool isPointerElement() const { return pointer; }
+  bool isFloatElement() const { return !pointer && isFloat(scalar); }
+  bool isIntElement() const { return !pointer && isInteger(scalar); }
+  bool isBoolElement() const { return !pointer && scalar == ScalarType::I1; }
+  int64_t numElements() const;
+  size_t rank() const { return shape.size(); }
+
+  Type element() const { Type t = *this; t.shape.clear(); return t; }
+  Type withShape(std::vector<int64_t> s) const { Type t = *this; t.shape = std::move(s); return t; }
+  Type withElement(const Type &elem) const { Type t = elem; t.shape = shape; return t; }
+
+  // "f32", "ptr<f16>", "<64x32xf32>", "<1024xptr<f32>>"
+  std::string str() const;
+  bool operator==(const Type &o) const = default;
+};
+
+} // namespace tessera::ir
