@@ -1,0 +1,46 @@
+// codegen::generate: lower the laid-out kernel to LLVM IR, check it,
+// optimise it and (optionally) emit PTX. Each call has its own LLVMContext,
+// so concurrent calls from different threads are safe.
+#include "compiler/codegen/Codegen.h"
+
+#include "compiler/codegen/Lowering.h"
+#include "compiler/codegen/NVPTXTarget.h"
+
+#include <llvm/IR/LLVMContext.h>
+
+#include <stdexcept>
+
+namespace tessera::codegen {
+
+CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emitPTX) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createNVPTXTargetMachine(options.arch, options.optimize);
+  llvm::LLVMContext context;
+  llvm::Module module(fn.name, context);
+  module.setTargetTriple(machine->getTargetTriple().str());
+  module.setDataLayout(machine->createDataLayout());
+
+  KernelLowering lowering(fn, module);
+  lowering.run();
+  CodegenResult result;
+  result.sharedBytes = lowering.sharedBytes();
+  if (result.sharedBytes > maxSharedBytes(options.arch))
+    throw std::runtime_error("codegen: kernel '" + fn.name + "' needs " +
+                             std::to_string(result.sharedBytes) +
+                             " bytes of shared memory, more than " + options.arch + " allows (" +
+                             std::to_string(maxSharedBytes(options.arch)) + ")");
+
+  verifyOrThrow(module, "after lowering (a tessera bug)");
+  linkLibdevice(module, fn.name);
+  if (options.optimize) {
+    optimizeModule(module, *machine);
+    verifyOrThrow(module, "after optimisation");
+  }
+  result.llvmIR = printModule(module);
+  if (emitPTX)
+    result.ptx = ::tessera::codegen::emitPTX(module, *machine);
+  fn.sharedBytes = result.sharedBytes;
+  return result;
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,486 @@
+// Block IR -> LLVM IR: the kernel function, value bookkeeping, index math,
+// creation ops, register mappings and structured control flow.
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Metadata.h>
+
+#include <stdexcept>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+std::string describe(const ir::Operation &op) {
+  std::string text = std::string("'") + ir::mnemonic(op.code) + "'";
+  if (op.loc.line == 0)
+    return text + " (no source location)";
+  return text + " at " + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col);
+}
+
+void unsupported(const ir::Operation &op, const std::string &why) {
+  throw std::runtime_error("codegen: cannot lower " + describe(op) + ": " + why);
+}
+
+KernelLowering::KernelLowering(ir::Function &fn, Module &module)
+    : fn_(fn), module_(module), ctx_(module.getContext()), b_(module.getContext()) {}
+
+// ------------------------------------------------------------ values, types
+
+const Regs &KernelLowering::lookup(const ir::Value *v) const {
+  auto it = regs_.find(v);
+  if (it == regs_.end())
+    throw std::logic_error("codegen: value used before it was lowered");
+  return it->second;
+}
+
+void KernelLowering::define(const ir::Value *v, Regs regs) { regs_[v] = std::move(regs); }
+
+Type *KernelLowering::elementType(const ir::Type &t, const ir::Operation *op) const {
+  if (t.pointer)
+    return PointerType::get(ctx_, 1);
+  switch (t.scalar) {
+  case ir::ScalarType::I1: return Type::getInt1Ty(ctx_);
+  case ir::ScalarType::I8: case ir::ScalarType::U8: return Type::getInt8Ty(ctx_);
+  case ir::ScalarType::I16: case ir::ScalarType::U16: return Type::getInt16Ty(ctx_);
+  case ir::ScalarType::I32: case ir::ScalarType::U32: return Type::getInt32Ty(ctx_);
+  case ir::ScalarType::I64: case ir::ScalarType::U64: return Type::getInt64Ty(ctx_);
+  case ir::ScalarType::F16: return Type::getHalfTy(ctx_);
+  case ir::ScalarType::BF16: return Type::getBFloatTy(ctx_);
+  case ir::ScalarType::F32: return Type::getFloatTy(ctx_);
+  case ir::ScalarType::F64: return Type::getDoubleTy(ctx_);
+  case ir::ScalarType::F8E4M3: case ir::ScalarType::F8E5M2: break;
+  }
+  std::string why = std::string("fp8 element type ") + ir::name(t.scalar) + " is not supported yet";
+  if (op)
+    unsupported(*op, why);
+  throw std::runtime_error("codegen: " + why);
+}
+
+Type *KernelLowering::memoryType(const ir::Type &elem, const ir::Operation *op) const {
+  if (!elem.pointer && elem.scalar == ir::ScalarType::I1)
+    return Type::getInt8Ty(ctx_); // bools live in memory as bytes
+  return elementType(elem, op);
+}
+
+DistributedLayout KernelLowering::layoutOf(const ir::Value *v, const ir::Operation &op) const {
+  if (!v->layout)
+    unsupported(op, "block value " + v->type.str() + " has no layout (run assignLayouts first)");
+  try {
+    DistributedLayout layout(*v->layout, v->type.shape);
+    if (layout.numWarps() != fn_.numWarps)
+      unsupported(op, "layout " + v->layout->str() + " does not use num_warps = " +
+                          std::to_string(fn_.numWarps) + " warps");
+    return layout;
+  } catch (const std::invalid_argument &e) {
+    unsupported(op, e.what());
+  }
+}
+
+unsigned KernelLowering::numRegs(const ir::Value *v, const ir::Operation &op) const {
+  return v->type.isBlock() ? layoutOf(v, op).numRegs() : 1;
+}
+
+// ---------------------------------------------------------------- index math
+
+Value *KernelLowering::inEntry(const std::string &key,
+                               const std::function<Value *(IRBuilder<> &)> &make) {
+  auto it = entryCache_.find(key);
+  if (it != entryCache_.end())
+    return it->second;
+  IRBuilder<> entryBuilder(entry_); // appends; entry_ gets its branch at the end
+  return entryCache_[key] = make(entryBuilder);
+}
+
+Value *KernelLowering::laneIndex(const DimMap &m) {
+  if (m.threadsPerWarp == 1)
+    return i32(0);
+  return inEntry("lane/" + std::to_string(m.laneStride) + "/" + std::to_string(m.threadsPerWarp),
+                 [&](IRBuilder<> &eb) {
+                   Value *shifted = eb.CreateLShr(lane_, log2Exact(m.laneStride));
+                   return eb.CreateAnd(shifted, m.threadsPerWarp - 1, "lane.idx");
+                 });
+}
+
+Value *KernelLowering::warpIndex(const DimMap &m) {
+  if (m.warpsPerCTA == 1)
+    return i32(0);
+  return inEntry("warp/" + std::to_string(m.warpStride) + "/" + std::to_string(m.warpsPerCTA),
+                 [&](IRBuilder<> &eb) {
+                   Value *shifted = eb.CreateLShr(warp_, log2Exact(m.warpStride));
+                   return eb.CreateAnd(shifted, m.warpsPerCTA - 1, "warp.idx");
+                 });
+}
+
+Value *KernelLowering::threadOffset(const DimMap &m) {
+  Value *lane = laneIndex(m), *warp = warpIndex(m);
+  std::string key = "offset/" + std::to_string(m.laneStride) + "/" +
+                    std::to_string(m.threadsPerWarp) + "/" + std::to_string(m.warpStride) + "/" +
+                    std::to_string(m.warpsPerCTA) + "/" + std::to_string(m.sizePerThread);
+  return inEntry(key, [&](IRBuilder<> &eb) {
+    Value *fromWarp = eb.CreateMul(warp, eb.getInt32(m.threadsPerWarp * m.sizePerThread));
+    Value *fromLane = eb.CreateMul(lane, eb.getInt32(m.sizePerThread));
+    return eb.CreateAdd(fromWarp, fromLane, "thread.offset");
+  });
+}
+
+std::vector<Value *> KernelLowering::coordinates(const DistributedLayout &layout, unsigned reg) {
+  std::vector<unsigned> index = layout.regIndex(reg);
+  std::vector<Value *> coords;
+  for (unsigned d : layout.valueDims()) {
+    const DimMap &m = layout.dim(d);
+    if (m.extent == 1) {
+      coords.push_back(i32(0));
+      continue;
+    }
+    Value *c = b_.CreateAdd(i32(m.regOffset(index[d])), threadOffset(m));
+    if (m.wraps()) // copies of a smaller block: wrap around
+      c = b_.CreateAnd(c, i32(m.extent - 1));
+    coords.push_back(c);
+  }
+  return coords;
+}
+
+Value *KernelLowering::linearIndex(const std::vector<Value *> &coords,
+                                   const std::vector<int64_t> &shape) {
+  Value *index = i32(0);
+  for (size_t i = 0; i < shape.size(); ++i)
+    index = b_.CreateAdd(b_.CreateMul(index, i32(shape[i])), coords[i]);
+  return index;
+}
+
+Value *KernelLowering::andPredicates(Value *a, Value *b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return b_.CreateAnd(a, b);
+}
+
+Value *KernelLowering::ownerPredicate(const DistributedLayout &layout, unsigned reg) {
+  std::vector<unsigned> index = layout.regIndex(reg);
+  Value *pred = nullptr;
+  for (unsigned d = 0; d < layout.baseRank(); ++d) {
+    const DimMap &m = layout.dim(d);
+    if (!m.wraps())
+      continue;
+    Value *unwrapped = b_.CreateAdd(i32(m.regOffset(index[d])), threadOffset(m));
+    Value *owns = b_.CreateICmpULT(unwrapped, i32(m.extent));
+    if (auto *c = dyn_cast<ConstantInt>(owns); c && c->isOne())
+      continue;
+    pred = andPredicates(pred, owns);
+  }
+  return pred;
+}
+
+// ------------------------------------------------------------------ kernel
+
+Function *KernelLowering::run() {
+  std::vector<Type *> paramTypes;
+  for (auto &arg : fn_.body.args) {
+    if (arg->type.isBlock())
+      throw std::runtime_error("codegen: kernel parameter '" + arg->nameHint + "' is a block");
+    paramTypes.push_back(elementType(arg->type, nullptr));
+  }
+  auto *fnType = FunctionType::get(Type::getVoidTy(ctx_), paramTypes, false);
+  kernel_ = Function::Create(fnType, GlobalValue::ExternalLinkage, fn_.name, module_);
+  kernel_->setCallingConv(CallingConv::PTX_Kernel);
+  kernel_->addFnAttr(Attribute::NoUnwind);
+  for (unsigned i = 0; i < fn_.body.args.size(); ++i) {
+    Argument *arg = kernel_->getArg(i);
+    arg->setName(fn_.body.args[i]->nameHint);
+    int divisibility = i < fn_.params.size() ? fn_.params[i].divisibility : 1;
+    if (fn_.body.args[i]->type.pointer && divisibility >= 16) {
+      uint64_t align = 16; // the largest power of two dividing it, capped
+      while (align < 256 && divisibility % (align * 2) == 0)
+        align *= 2;
+      arg->addAttr(Attribute::getWithAlignment(ctx_, Align(align)));
+    }
+  }
+  // The calling convention makes it a .entry; the annotations carry the
+  // block size bound (and mark the kernel for older consumers).
+  NamedMDNode *annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
+  auto annotate = [&](const char *key, unsigned value) {
+    Metadata *ops[] = {ValueAsMetadata::get(kernel_), MDString::get(ctx_, key),
+                       ConstantAsMetadata::get(b_.getInt32(value))};
+    annotations->addOperand(MDNode::get(ctx_, ops));
+  };
+  annotate("kernel", 1);
+  annotate("maxntidx", kWarpSize * fn_.numWarps);
+
+  entry_ = BasicBlock::Create(ctx_, "entry", kernel_);
+  b_.SetInsertPoint(entry_);
+  tid_ = b_.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}, nullptr, "tid");
+  lane_ = b_.CreateAnd(tid_, kWarpSize - 1, "lane");
+  warp_ = b_.CreateLShr(tid_, log2Exact(kWarpSize), "warp");
+  BasicBlock *body = BasicBlock::Create(ctx_, "body", kernel_);
+  b_.SetInsertPoint(body);
+  for (unsigned i = 0; i < fn_.body.args.size(); ++i)
+    define(fn_.body.args[i].get(), {kernel_->getArg(i)});
+  lowerBlock(fn_.body);
+  if (!b_.GetInsertBlock()->getTerminator())
+    b_.CreateRetVoid();
+  IRBuilder<>(entry_).CreateBr(body);
+  return kernel_;
+}
+
+void KernelLowering::lowerBlock(ir::Block &block) {
+  for (auto &op : block.ops) {
+    if (op->code == ir::OpCode::Yield || op->code == ir::OpCode::Condition)
+      return; // the parent op reads it
+    if (op->code == ir::OpCode::Return) {
+      if (&block != &fn_.body)
+        unsupported(*op, "'return' inside a region (early exit) is not supported yet");
+      b_.CreateRetVoid();
+      return;
+    }
+    lowerOp(*op);
+  }
+}
+
+void KernelLowering::lowerOp(ir::Operation &op) {
+  using ir::OpCode;
+  switch (op.code) {
+  case OpCode::Constant: return lowerConstant(op);
+  case OpCode::ProgramId: case OpCode::NumPrograms: return lowerSpecialRegister(op);
+  case OpCode::MakeRange: return lowerMakeRange(op);
+  case OpCode::Splat:
+    define(op.result(), Regs(numRegs(op.result(), op), lookup(op.operand(0))[0]));
+    return;
+  case OpCode::Broadcast: case OpCode::ExpandDims: return lowerRegisterMapping(op);
+  case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
+  case OpCode::Load: return lowerLoad(op);
+  case OpCode::Store: return lowerStore(op);
+  case OpCode::Reduce: return lowerReduce(op);
+  case OpCode::For: return lowerFor(op);
+  case OpCode::If: return lowerIf(op);
+  case OpCode::While: return lowerWhile(op);
+  case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
+    unsupported(op, "terminator in an unexpected position");
+  default:
+    return lowerElementwise(op);
+  }
+}
+
+// ------------------------------------------------------------ creation ops
+
+void KernelLowering::lowerConstant(ir::Operation &op) {
+  const ir::Type elem = op.result()->type.element();
+  Type *type = elementType(elem, &op);
+  const ir::Attribute &value = op.attrs.at("value");
+  const bool isDouble = std::holds_alternative<double>(value);
+  const double asDouble = isDouble ? std::get<double>(value)
+                                   : static_cast<double>(std::get<int64_t>(value));
+  const int64_t asInt = isDouble ? static_cast<int64_t>(std::get<double>(value))
+                                 : std::get<int64_t>(value);
+  Constant *c;
+  if (elem.pointer)
+    c = asInt == 0 ? ConstantPointerNull::get(cast<PointerType>(type))
+                   : ConstantExpr::getIntToPtr(b_.getInt64(asInt), type);
+  else if (elem.isFloatElement())
+    c = ConstantFP::get(type, asDouble);
+  else if (elem.scalar == ir::ScalarType::I1)
+    c = b_.getInt1(asInt != 0);
+  else
+    c = ConstantInt::get(type, static_cast<uint64_t>(asInt), /*isSigned=*/true);
+  define(op.result(), Regs(numRegs(op.result(), op), c));
+}
+
+void KernelLowering::lowerSpecialRegister(ir::Operation &op) {
+  static const Intrinsic::ID ctaid[] = {Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
+                                        Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+                                        Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
+  static const Intrinsic::ID nctaid[] = {Intrinsic::nvvm_read_ptx_sreg_nctaid_x,
+                                         Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
+                                         Intrinsic::nvvm_read_ptx_sreg_nctaid_z};
+  int64_t axis = op.intAttr("axis");
+  if (axis < 0 || axis > 2)
+    unsupported(op, "axis must be 0, 1 or 2");
+  Intrinsic::ID id = op.code == ir::OpCode::ProgramId ? ctaid[axis] : nctaid[axis];
+  Value *v = b_.CreateIntrinsic(id, {}, {});
+  Type *want = elementType(op.result()->type, &op);
+  define(op.result(), {b_.CreateZExtOrTrunc(v, want)});
+}
+
+void KernelLowering::lowerMakeRange(ir::Operation &op) {
+  DistributedLayout layout = layoutOf(op.result(), op);
+  Type *type = elementType(op.result()->type.element(), &op);
+  int64_t start = op.intAttr("start");
+  Regs regs;
+  for (unsigned r = 0; r < layout.numRegs(); ++r) {
+    Value *v = b_.CreateAdd(coordinates(layout, r)[0], i32(start));
+    regs.push_back(b_.CreateSExtOrTrunc(v, type));
+  }
+  define(op.result(), std::move(regs));
+}
+
+// broadcast / expand_dims: same base layout, so each result register is one
+// of the operand's registers (no data moves between threads).
+void KernelLowering::lowerRegisterMapping(ir::Operation &op) {
+  DistributedLayout src = layoutOf(op.operand(0), op);
+  DistributedLayout dst = layoutOf(op.result(), op);
+  if (!(src.base() == dst.base()))
+    unsupported(op, "operand layout " + op.operand(0)->layout->str() +
+                        " is not compatible with result layout " + op.result()->layout->str());
+  const Regs &in = lookup(op.operand(0));
+  Regs out;
+  for (unsigned r = 0; r < dst.numRegs(); ++r) {
+    std::vector<unsigned> index = dst.regIndex(r);
+    for (unsigned d = 0; d < dst.baseRank(); ++d)
+      if (src.dim(d).numRegs != dst.dim(d).numRegs)
+        index[d] = 0; // a size-1 (or sliced) dim of the operand: all copies
+    out.push_back(in[src.regNumber(index)]);
+  }
+  define(op.result(), std::move(out));
+}
+
+// ------------------------------------------------------------ control flow
+
+std::vector<Regs> KernelLowering::terminatorValues(ir::Block &region, unsigned firstOperand) {
+  std::vector<Regs> values;
+  ir::Operation *term = region.terminator();
+  if (!term || (term->code != ir::OpCode::Yield && term->code != ir::OpCode::Condition))
+    return values;
+  for (unsigned i = firstOperand; i < term->operands.size(); ++i)
+    values.push_back(lookup(term->operand(i)));
+  return values;
+}
+
+std::vector<Regs> KernelLowering::makePhis(const std::vector<Regs> &incoming, BasicBlock *from) {
+  std::vector<Regs> phis;
+  for (const Regs &regs : incoming) {
+    Regs out;
+    for (Value *v : regs) {
+      PHINode *phi = b_.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, from);
+      out.push_back(phi);
+    }
+    phis.push_back(std::move(out));
+  }
+  return phis;
+}
+
+void KernelLowering::addIncoming(std::vector<Regs> &phis, const std::vector<Regs> &values,
+                                 BasicBlock *from, const ir::Operation &op) {
+  if (phis.size() != values.size())
+    unsupported(op, "region yields " + std::to_string(values.size()) + " values, expected " +
+                        std::to_string(phis.size()));
+  for (size_t i = 0; i < phis.size(); ++i) {
+    if (phis[i].size() != values[i].size())
+      unsupported(op, "yielded block has a different layout than the carried value");
+    for (size_t r = 0; r < phis[i].size(); ++r)
+      cast<PHINode>(phis[i][r])->addIncoming(values[i][r], from);
+  }
+}
+
+void KernelLowering::lowerFor(ir::Operation &op) {
+  ir::Block &body = *op.region(0);
+  Value *lb = lookup(op.operand(0))[0], *ub = lookup(op.operand(1))[0];
+  Value *step = lookup(op.operand(2))[0];
+  std::vector<Regs> inits;
+  for (unsigned i = 3; i < op.operands.size(); ++i)
+    inits.push_back(lookup(op.operand(i)));
+
+  BasicBlock *pre = b_.GetInsertBlock();
+  BasicBlock *header = BasicBlock::Create(ctx_, "for.header", kernel_);
+  BasicBlock *bodyBB = BasicBlock::Create(ctx_, "for.body", kernel_);
+  BasicBlock *exit = BasicBlock::Create(ctx_, "for.exit", kernel_);
+  b_.CreateBr(header);
+
+  b_.SetInsertPoint(header);
+  std::vector<Regs> iv = makePhis({{lb}}, pre);
+  std::vector<Regs> carried = makePhis(inits, pre);
+  bool isSigned = ir::isSigned(op.operand(0)->type.scalar);
+  Value *more = isSigned ? b_.CreateICmpSLT(iv[0][0], ub) : b_.CreateICmpULT(iv[0][0], ub);
+  b_.CreateCondBr(more, bodyBB, exit);
+
+  b_.SetInsertPoint(bodyBB);
+  define(body.args.at(0).get(), iv[0]);
+  for (size_t i = 0; i < carried.size(); ++i)
+    define(body.args.at(i + 1).get(), carried[i]);
+  lowerBlock(body);
+  std::vector<Regs> next = terminatorValues(body, 0);
+  Value *nextIv = b_.CreateAdd(iv[0][0], step);
+  BasicBlock *latch = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  addIncoming(iv, {{nextIv}}, latch, op);
+  addIncoming(carried, next, latch, op);
+
+  b_.SetInsertPoint(exit);
+  for (size_t i = 0; i < carried.size(); ++i)
+    define(op.result(static_cast<unsigned>(i)), carried[i]);
+}
+
+void KernelLowering::lowerIf(ir::Operation &op) {
+  Value *cond = lookup(op.operand(0))[0];
+  BasicBlock *thenBB = BasicBlock::Create(ctx_, "if.then", kernel_);
+  BasicBlock *elseBB = BasicBlock::Create(ctx_, "if.else", kernel_);
+  BasicBlock *merge = BasicBlock::Create(ctx_, "if.end", kernel_);
+  b_.CreateCondBr(cond, thenBB, elseBB);
+
+  b_.SetInsertPoint(thenBB);
+  lowerBlock(*op.region(0));
+  std::vector<Regs> thenValues = terminatorValues(*op.region(0), 0);
+  BasicBlock *thenEnd = b_.GetInsertBlock();
+  b_.CreateBr(merge);
+
+  b_.SetInsertPoint(elseBB);
+  std::vector<Regs> elseValues;
+  if (op.regions.size() > 1) {
+    lowerBlock(*op.region(1));
+    elseValues = terminatorValues(*op.region(1), 0);
+  }
+  BasicBlock *elseEnd = b_.GetInsertBlock();
+  b_.CreateBr(merge);
+
+  b_.SetInsertPoint(merge);
+  if (op.results.empty())
+    return;
+  std::vector<Regs> phis = makePhis(thenValues, thenEnd);
+  addIncoming(phis, elseValues, elseEnd, op);
+  for (size_t i = 0; i < op.results.size(); ++i)
+    define(op.result(static_cast<unsigned>(i)), phis.at(i));
+}
+
+void KernelLowering::lowerWhile(ir::Operation &op) {
+  ir::Block &before = *op.region(0), &after = *op.region(1);
+  std::vector<Regs> inits;
+  for (ir::Value *v : op.operands)
+    inits.push_back(lookup(v));
+
+  BasicBlock *pre = b_.GetInsertBlock();
+  BasicBlock *beforeBB = BasicBlock::Create(ctx_, "while.before", kernel_);
+  BasicBlock *afterBB = BasicBlock::Create(ctx_, "while.after", kernel_);
+  BasicBlock *exit = BasicBlock::Create(ctx_, "while.exit", kernel_);
+  b_.CreateBr(beforeBB);
+
+  b_.SetInsertPoint(beforeBB);
+  std::vector<Regs> carried = makePhis(inits, pre);
+  for (size_t i = 0; i < carried.size(); ++i)
+    define(before.args.at(i).get(), carried[i]);
+  lowerBlock(before);
+  ir::Operation *condition = before.terminator();
+  if (!condition || condition->code != ir::OpCode::Condition)
+    unsupported(op, "the before region must end with 'condition'");
+  Value *keepGoing = lookup(condition->operand(0))[0];
+  std::vector<Regs> passed = terminatorValues(before, 1);
+  b_.CreateCondBr(keepGoing, afterBB, exit);
+
+  // The passed values are defined in (or dominate) the block that branches
+  // to both afterBB and exit, so they can be used there directly.
+  b_.SetInsertPoint(afterBB);
+  for (size_t i = 0; i < passed.size(); ++i)
+    define(after.args.at(i).get(), passed[i]);
+  lowerBlock(after);
+  std::vector<Regs> next = terminatorValues(after, 0);
+  BasicBlock *latch = b_.GetInsertBlock();
+  b_.CreateBr(beforeBB);
+  addIncoming(carried, next, latch, op);
+
+  b_.SetInsertPoint(exit);
+  for (size_t i = 0; i < op.results.size(); ++i)
+    define(op.result(static_cast<unsigned>(i)), passed.at(i));
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,211 @@
+#include "compiler/codegen/LayoutMath.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::codegen {
+
+unsigned log2Exact(int64_t v) {
+  unsigned n = 0;
+  while ((int64_t{1} << n) < v)
+    ++n;
+  return n;
+}
+
+unsigned DimMap::distinctLanes() const {
+  if (sliced || extent <= sizePerThread)
+    return 1;
+  return static_cast<unsigned>(std::min<int64_t>(extent / sizePerThread, threadsPerWarp));
+}
+
+unsigned DimMap::distinctWarps() const {
+  int64_t perWarp = int64_t{sizePerThread} * threadsPerWarp;
+  if (sliced || extent <= perWarp)
+    return 1;
+  return static_cast<unsigned>(std::min<int64_t>(extent / perWarp, warpsPerCTA));
+}
+
+namespace {
+
+// Follows slice parents down to the blocked layout; `sliced` marks the base
+// dims removed on the way and `valueDims` maps value dims to base dims.
+const ir::Layout &resolveBase(const ir::Layout &layout, std::vector<bool> &sliced,
+                              std::vector<unsigned> &valueDims) {
+  if (layout.kind == ir::Layout::Kind::Blocked) {
+    unsigned rank = static_cast<unsigned>(layout.sizePerThread.size());
+    sliced.assign(rank, false);
+    valueDims.clear();
+    for (unsigned d = 0; d < rank; ++d)
+      valueDims.push_back(d);
+    return layout;
+  }
+  if (!layout.parent)
+    throw std::invalid_argument("slice layout without a parent");
+  const ir::Layout &base = resolveBase(*layout.parent, sliced, valueDims);
+  if (layout.sliceDim >= valueDims.size())
+    throw std::invalid_argument("slice dim out of range in " + layout.str());
+  sliced[valueDims[layout.sliceDim]] = true;
+  valueDims.erase(valueDims.begin() + layout.sliceDim);
+  return base;
+}
+
+} // namespace
+
+DistributedLayout::DistributedLayout(const ir::Layout &layout, const std::vector<int64_t> &shape) {
+  std::vector<bool> sliced;
+  base_ = resolveBase(layout, sliced, valueDims_);
+  unsigned rank = static_cast<unsigned>(base_.sizePerThread.size());
+  if (base_.threadsPerWarp.size() != rank || base_.warpsPerCTA.size() != rank ||
+      base_.order.size() != rank)
+    throw std::invalid_argument("malformed layout " + layout.str());
+  if (valueDims_.size() != shape.size())
+    throw std::invalid_argument("layout " + layout.str() + " has rank " +
+                                std::to_string(valueDims_.size()) + " but the value has rank " +
+                                std::to_string(shape.size()));
+  order_ = base_.order;
+  dims_.resize(rank);
+  for (unsigned i = 0; i < valueDims_.size(); ++i)
+    dims_[valueDims_[i]].extent = shape[i];
+
+  unsigned laneStride = 1, warpStride = 1;
+  for (unsigned d : order_) {
+    if (d >= rank)
+      throw std::invalid_argument("bad order in layout " + layout.str());
+    DimMap &m = dims_[d];
+    m.sizePerThread = base_.sizePerThread[d];
+    m.threadsPerWarp = base_.threadsPerWarp[d];
+    m.warpsPerCTA = base_.warpsPerCTA[d];
+    m.sliced = sliced[d];
+    m.laneStride = laneStride;
+    m.warpStride = warpStride;
+    laneStride *= m.threadsPerWarp;
+    warpStride *= m.warpsPerCTA;
+    if (!isPowerOfTwo(m.sizePerThread) || !isPowerOfTwo(m.threadsPerWarp) ||
+        !isPowerOfTwo(m.warpsPerCTA))
+      throw std::invalid_argument("layout parameters must be powers of two: " + layout.str());
+    if (!isPowerOfTwo(m.extent))
+      throw std::invalid_argument("block dims must be powers of two, got " +
+                                  std::to_string(m.extent));
+    m.tile = int64_t{m.sizePerThread} * m.threadsPerWarp * m.warpsPerCTA;
+  }
+  if (laneStride != kWarpSize)
+    throw std::invalid_argument("threadsPerWarp must multiply to 32 in " + layout.str());
+  computeRegisterCounts();
+}
+
+void DistributedLayout::computeRegisterCounts() {
+  numRegs_ = 1;
+  for (DimMap &m : dims_) {
+    m.numRegs = m.sliced ? 1
+                         : static_cast<unsigned>(m.sizePerThread *
+                                                 std::max<int64_t>(1, m.extent / m.tile));
+    numRegs_ *= m.numRegs;
+  }
+}
+
+DistributedLayout DistributedLayout::slicedAlong(unsigned axis) const {
+  DistributedLayout out = *this;
+  unsigned d = valueDims_.at(axis);
+  out.dims_[d].sliced = true;
+  out.dims_[d].extent = 1;
+  out.valueDims_.erase(out.valueDims_.begin() + axis);
+  out.computeRegisterCounts();
+  return out;
+}
+
+unsigned DistributedLayout::numWarps() const {
+  unsigned n = 1;
+  for (const DimMap &m : dims_)
+    n *= m.warpsPerCTA;
+  return n;
+}
+
+std::vector<unsigned> DistributedLayout::regIndex(unsigned reg) const {
+  std::vector<unsigned> index(dims_.size(), 0);
+  for (unsigned d : order_) {
+    index[d] = reg % dims_[d].numRegs;
+    reg /= dims_[d].numRegs;
+  }
+  return index;
+}
+
+unsigned DistributedLayout::regNumber(const std::vector<unsigned> &index) const {
+  unsigned reg = 0;
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it)
+    reg = reg * dims_[*it].numRegs + index[*it];
+  return reg;
+}
+
+bool DistributedLayout::isDuplicateRegister(unsigned reg) const {
+  std::vector<unsigned> index = regIndex(reg);
+  for (unsigned d = 0; d < dims_.size(); ++d)
+    if (dims_[d].regOffset(index[d]) >= dims_[d].extent)
+      return true;
+  return false;
+}
+
+std::vector<int64_t> DistributedLayout::coordinates(unsigned tid, unsigned reg) const {
+  std::vector<unsigned> index = regIndex(reg);
+  std::vector<int64_t> coords;
+  for (unsigned d : valueDims_) {
+    const DimMap &m = dims_[d];
+    coords.push_back((m.regOffset(index[d]) + m.threadOffset(tid)) % m.extent);
+  }
+  return coords;
+}
+
+bool DistributedLayout::isOwner(unsigned tid, unsigned reg) const {
+  std::vector<unsigned> index = regIndex(reg);
+  for (unsigned d = 0; d < dims_.size(); ++d)
+    if (dims_[d].regOffset(index[d]) + dims_[d].threadOffset(tid) >= dims_[d].extent)
+      return false;
+  return true;
+}
+
+ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps) {
+  unsigned rank = static_cast<unsigned>(shape.size());
+  std::vector<unsigned> order, spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
+  for (unsigned i = 0; i < rank; ++i)
+    order.push_back(rank - 1 - i);
+
+  // Contiguous elements per thread (for wide loads later), but only while
+  // every thread of the CTA still gets distinct elements.
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  int64_t threads = int64_t{kWarpSize} * numWarps;
+  unsigned vec = 1;
+  while (vec < 4 && shape[rank - 1] % (2 * vec) == 0 && total / (2 * vec) >= threads)
+    vec *= 2;
+  spt[rank - 1] = vec;
+
+  // Lanes then warps from the fastest dim outwards (Triton's rule); what is
+  // left goes to the slowest dim.
+  int64_t remainingThreads = threads;
+  unsigned remainingLanes = kWarpSize, remainingWarps = numWarps;
+  unsigned usedLanes = 1, usedWarps = 1;
+  for (unsigned k = 0; k + 1 < rank; ++k) {
+    unsigned d = order[k];
+    int64_t threadsHere = std::clamp<int64_t>(remainingThreads, 1, std::max<int64_t>(1, shape[d] / spt[d]));
+    tpw[d] = static_cast<unsigned>(std::clamp<int64_t>(threadsHere, 1, remainingLanes));
+    wpc[d] = static_cast<unsigned>(std::clamp<int64_t>(threadsHere / tpw[d], 1, remainingWarps));
+    remainingWarps /= wpc[d];
+    remainingLanes /= tpw[d];
+    remainingThreads /= threadsHere;
+    usedLanes *= tpw[d];
+    usedWarps *= wpc[d];
+  }
+  tpw[order[rank - 1]] = kWarpSize / usedLanes;
+  wpc[order[rank - 1]] = numWarps / usedWarps;
+  return ir::Layout::blocked(spt, tpw, wpc, order);
+}
+
+int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape) {
+  int64_t index = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    index = index * shape[i] + coords[i];
+  return index;
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,107 @@
+// Layout math: which element of a block value each (thread, register) of a
+// CTA holds. Pure C++ (no LLVM) so the tiling pass, codegen and the unit
+// tests share one definition; docs/codegen.md explains the formulas.
+//
+// A layout is resolved to its blocked "base" layout: a slice layout is its
+// parent's base with the sliced dims marked. Every base dim d has
+//   tile(d)     = spt(d) * tpw(d) * wpc(d)
+//   numRegs(d)  = spt(d) * max(1, extent(d) / tile(d))     (1 for a sliced dim)
+//   regOffset   = (r / spt) * tile + r % spt               (r: register index along d)
+//   threadOffset= warpIdx(d) * tpw(d) * spt(d) + laneIdx(d) * spt(d)
+//   coordinate  = (regOffset + threadOffset) mod extent(d)
+// A sliced dim behaves like a dim of extent 1 with one register. All extents
+// and layout parameters are powers of two, so "mod" wraps cleanly and every
+// element has exactly one owner: the copy whose unwrapped coordinate
+// (regOffset + threadOffset) is already < extent along every dim.
+#pragma once
+
+#include "compiler/ir/Layout.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tessera::codegen {
+
+constexpr unsigned kWarpSize = 32;
+
+inline bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+unsigned log2Exact(int64_t v); // v must be a power of two
+
+// One dim of the base layout, as seen by one value.
+struct DimMap {
+  unsigned sizePerThread = 1, threadsPerWarp = 1, warpsPerCTA = 1;
+  unsigned laneStride = 1; // lane id = sum over dims of laneIdx(d) * laneStride(d)
+  unsigned warpStride = 1; // likewise for the warp id
+  int64_t extent = 1;      // the value's size along this dim (1 when sliced)
+  int64_t tile = 1;        // elements one pass of the CTA covers
+  unsigned numRegs = 1;    // registers per thread along this dim
+  bool sliced = false;     // removed by a slice layout: not a dim of the value
+
+  bool wraps() const { return extent < tile; } // some threads hold copies
+  int64_t regOffset(unsigned r) const {
+    return static_cast<int64_t>(r / sizePerThread) * tile + r % sizePerThread;
+  }
+  unsigned laneIndex(unsigned lane) const { return (lane / laneStride) % threadsPerWarp; }
+  unsigned warpIndex(unsigned warp) const { return (warp / warpStride) % warpsPerCTA; }
+  int64_t threadOffset(unsigned tid) const {
+    return static_cast<int64_t>(warpIndex(tid / kWarpSize)) * threadsPerWarp * sizePerThread +
+           static_cast<int64_t>(laneIndex(tid % kWarpSize)) * sizePerThread;
+  }
+  // Lanes (resp. warps) along this dim that hold different data; the rest
+  // hold copies (wrap-around).
+  unsigned distinctLanes() const;
+  unsigned distinctWarps() const;
+};
+
+class DistributedLayout {
+public:
+  // Throws std::invalid_argument when the layout does not fit the shape
+  // (rank mismatch, non power-of-two extents or parameters, lanes != 32).
+  DistributedLayout(const ir::Layout &layout, const std::vector<int64_t> &shape);
+
+  // The same layout with value dim `axis` removed (a reduction's result).
+  DistributedLayout slicedAlong(unsigned axis) const;
+
+  unsigned baseRank() const { return static_cast<unsigned>(dims_.size()); }
+  unsigned rank() const { return static_cast<unsigned>(valueDims_.size()); }
+  const DimMap &dim(unsigned baseDim) const { return dims_[baseDim]; }
+  // valueDims()[i]: the base dim that value dim i is.
+  const std::vector<unsigned> &valueDims() const { return valueDims_; }
+  // Base dims, fastest-varying first (for lanes, warps and registers).
+  const std::vector<unsigned> &order() const { return order_; }
+  const ir::Layout &base() const { return base_; } // blocked
+  unsigned numWarps() const;
+  unsigned numRegs() const { return numRegs_; }
+
+  // Register r <-> per-base-dim register indices; order()[0] varies fastest.
+  std::vector<unsigned> regIndex(unsigned reg) const;
+  unsigned regNumber(const std::vector<unsigned> &index) const;
+
+  // True when register `reg` is a copy in every thread (its offset along
+  // some dim is >= the extent): it never needs storing or reducing.
+  bool isDuplicateRegister(unsigned reg) const;
+
+  // CPU model of what codegen emits, for tests and assertions.
+  std::vector<int64_t> coordinates(unsigned tid, unsigned reg) const; // value dims
+  bool isOwner(unsigned tid, unsigned reg) const;
+
+private:
+  DistributedLayout() = default;
+  ir::Layout base_;
+  std::vector<DimMap> dims_;
+  std::vector<unsigned> valueDims_;
+  std::vector<unsigned> order_;
+  unsigned numRegs_ = 1;
+  void computeRegisterCounts();
+};
+
+// The blocked layout the tiling pass gives a shape (see docs/codegen.md):
+// up to 4 consecutive elements per thread along the last dim while every
+// thread still gets distinct elements, then lanes and warps from the last
+// dim outwards; leftover lanes/warps go to the first dim (they wrap).
+ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps);
+
+// Row-major linear index of a coordinate in a shape.
+int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape);
+
+} // namespace tessera::codegen

@@ -1,0 +1,115 @@
+// Internal to codegen: the block-IR -> LLVM IR lowering of one kernel.
+// The member functions are defined by concern in LLVMLowering.cpp (driver,
+// values, index math, control flow), Elementwise.cpp, Memory.cpp, Reduce.cpp
+// and SharedMemory.cpp. See docs/codegen.md.
+#pragma once
+
+#include "compiler/codegen/Codegen.h"
+#include "compiler/codegen/LayoutMath.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace tessera::codegen {
+
+// The registers of one thread for one value, in the layout's register order
+// (a scalar has exactly one).
+using Regs = llvm::SmallVector<llvm::Value *, 8>;
+
+// "'load' at 12:5" (or "'load' (no source location)").
+std::string describe(const ir::Operation &op);
+[[noreturn]] void unsupported(const ir::Operation &op, const std::string &why);
+
+class KernelLowering {
+public:
+  KernelLowering(ir::Function &fn, llvm::Module &module);
+  llvm::Function *run();
+  unsigned sharedBytes() const { return sharedBytes_; }
+
+private:
+  ir::Function &fn_;
+  llvm::Module &module_;
+  llvm::LLVMContext &ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function *kernel_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr; // thread-index math, dominates everything
+  llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
+  llvm::GlobalVariable *smem_ = nullptr;
+  unsigned sharedBytes_ = 0;
+  std::unordered_map<const ir::Value *, Regs> regs_;
+  std::map<std::string, llvm::Value *> entryCache_; // per-layout thread offsets
+
+  // ------------------------------------------------ values and types (LLVMLowering.cpp)
+  const Regs &lookup(const ir::Value *v) const;
+  void define(const ir::Value *v, Regs regs);
+  llvm::Type *elementType(const ir::Type &t, const ir::Operation *op) const;
+  llvm::Type *memoryType(const ir::Type &elem, const ir::Operation *op) const; // i1 -> i8
+  DistributedLayout layoutOf(const ir::Value *v, const ir::Operation &op) const;
+  unsigned numRegs(const ir::Value *v, const ir::Operation &op) const;
+  llvm::Value *i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+
+  // ------------------------------------------------ index math (LLVMLowering.cpp)
+  llvm::Value *inEntry(const std::string &key, const std::function<llvm::Value *(llvm::IRBuilder<> &)> &make);
+  llvm::Value *laneIndex(const DimMap &m);
+  llvm::Value *warpIndex(const DimMap &m);
+  llvm::Value *threadOffset(const DimMap &m);
+  // Value coordinates (i32) of register `reg` of this thread.
+  std::vector<llvm::Value *> coordinates(const DistributedLayout &layout, unsigned reg);
+  llvm::Value *linearIndex(const std::vector<llvm::Value *> &coords,
+                           const std::vector<int64_t> &shape);
+  // i1 "this thread holds the canonical copy of register `reg`"; null = always.
+  llvm::Value *ownerPredicate(const DistributedLayout &layout, unsigned reg);
+  llvm::Value *andPredicates(llvm::Value *a, llvm::Value *b);
+
+  // ------------------------------------------------ ops
+  void lowerBlock(ir::Block &block);
+  void lowerOp(ir::Operation &op);
+  void lowerFor(ir::Operation &op);
+  void lowerIf(ir::Operation &op);
+  void lowerWhile(ir::Operation &op);
+  // The registers of the values a region's terminator passes on.
+  std::vector<Regs> terminatorValues(ir::Block &region, unsigned firstOperand);
+  std::vector<Regs> makePhis(const std::vector<Regs> &incoming, llvm::BasicBlock *from);
+  void addIncoming(std::vector<Regs> &phis, const std::vector<Regs> &values,
+                   llvm::BasicBlock *from, const ir::Operation &op);
+  void lowerConstant(ir::Operation &op);
+  void lowerSpecialRegister(ir::Operation &op);
+  void lowerMakeRange(ir::Operation &op);
+  void lowerRegisterMapping(ir::Operation &op); // broadcast, expand_dims
+
+  // Elementwise.cpp
+  void lowerElementwise(ir::Operation &op);
+  llvm::Value *elementwise(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x);
+  llvm::Value *castElement(ir::Operation &op, llvm::Value *x, const ir::Type &from,
+                           const ir::Type &to);
+  llvm::Value *mathElement(ir::Operation &op, llvm::Value *x, const ir::Type &t);
+  llvm::Value *combine(ir::Operation &op, const std::string &kind, const ir::Type &elem,
+                       llvm::Value *a, llvm::Value *b); // reduce kinds; also max/min
+
+  // Memory.cpp
+  void lowerLoad(ir::Operation &op);
+  void lowerStore(ir::Operation &op);
+  llvm::Value *predicatedLoad(ir::Operation &op, llvm::Type *memTy, llvm::Value *ptr,
+                              llvm::Value *pred, llvm::Value *other);
+  void predicatedStore(ir::Operation &op, llvm::Value *ptr, llvm::Value *value,
+                       llvm::Value *pred);
+
+  // Reduce.cpp
+  void lowerReduce(ir::Operation &op);
+  llvm::Value *shuffleXor(llvm::Value *v, unsigned laneMask);
+
+  // SharedMemory.cpp
+  llvm::Value *sharedScratch(uint64_t bytes, const ir::Operation &op); // base pointer
+  void barrier();
+  void lowerThroughSharedMemory(ir::Operation &op); // convert_layout, reshape
+  llvm::Value *toMemory(llvm::Value *v, const ir::Type &elem);
+  llvm::Value *fromMemory(llvm::Value *v, const ir::Type &elem);
+};
+
+} // namespace tessera::codegen

@@ -1,0 +1,149 @@
+#include "compiler/codegen/NVPTXTarget.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/IPO/Internalize.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+// Only the NVPTX back-end is linked in; these come from its libraries.
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTarget();
+extern "C" void LLVMInitializeNVPTXTargetMC();
+extern "C" void LLVMInitializeNVPTXAsmPrinter();
+
+namespace tessera::codegen {
+
+namespace {
+
+constexpr const char *kTriple = "nvptx64-nvidia-cuda";
+// PTX 8.0 (CUDA 12.0): the oldest ISA with sm_90a, accepted by CUDA 13's
+// ptxas and by any driver that can run sm_90a code.
+constexpr const char *kPtxFeatures = "+ptx80";
+
+void initialiseNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+std::string libdevicePath() {
+  if (const char *path = std::getenv("TESSERA_LIBDEVICE"))
+    return path;
+  std::string cuda = "/usr/local/cuda";
+  if (const char *home = std::getenv("CUDA_HOME"))
+    cuda = home;
+  return cuda + "/nvvm/libdevice/libdevice.10.bc";
+}
+
+} // namespace
+
+unsigned maxSharedBytes(const std::string &arch) {
+  if (arch == "sm_80")
+    return 163 * 1024;
+  if (arch == "sm_86" || arch == "sm_89")
+    return 99 * 1024;
+  return 227 * 1024; // sm_90, sm_90a
+}
+
+std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string &arch,
+                                                              bool optimize) {
+  if (arch != "sm_80" && arch != "sm_86" && arch != "sm_89" && arch != "sm_90" &&
+      arch != "sm_90a")
+    throw std::runtime_error("codegen: unsupported arch '" + arch +
+                             "' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)");
+  initialiseNVPTX();
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, error);
+  if (!target)
+    throw std::runtime_error("codegen: NVPTX target unavailable: " + error);
+  llvm::TargetOptions options;
+  auto level = optimize ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      kTriple, arch, kPtxFeatures, options, std::nullopt, std::nullopt, level));
+  if (!machine)
+    throw std::runtime_error("codegen: cannot create the NVPTX target machine for " + arch);
+  return machine;
+}
+
+void verifyOrThrow(const llvm::Module &module, const std::string &stage) {
+  std::string report;
+  llvm::raw_string_ostream os(report);
+  if (llvm::verifyModule(module, &os)) {
+    os.flush();
+    throw std::runtime_error("codegen: invalid LLVM IR " + stage + ":\n" + report);
+  }
+}
+
+void linkLibdevice(llvm::Module &module, const std::string &keep) {
+  bool needed = false;
+  for (const llvm::Function &f : module)
+    needed = needed || (f.isDeclaration() && f.getName().starts_with("__nv_"));
+  if (!needed)
+    return;
+  std::string path = libdevicePath();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    throw std::runtime_error("codegen: f64 math needs libdevice, not found at " + path +
+                             " (set TESSERA_LIBDEVICE or CUDA_HOME)");
+  auto library = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
+  if (!library)
+    throw std::runtime_error("codegen: cannot read libdevice " + path + ": " +
+                             llvm::toString(library.takeError()));
+  (*library)->setTargetTriple(module.getTargetTriple());
+  (*library)->setDataLayout(module.getDataLayout());
+  // libdevice asks __nvvm_reflect whether to flush denormals: no.
+  module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  if (llvm::Linker::linkModules(module, std::move(*library), llvm::Linker::Flags::LinkOnlyNeeded))
+    throw std::runtime_error("codegen: linking libdevice failed");
+  llvm::internalizeModule(module, [&](const llvm::GlobalValue &gv) { return gv.getName() == keep; });
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(&machine); // registers the NVPTX callbacks
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  passes.run(module, mam);
+}
+
+std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw std::runtime_error("codegen: the NVPTX target cannot emit assembly");
+  passes.run(module);
+  return std::string(ptx.str());
+}
+
+std::string printModule(const llvm::Module &module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,28 @@
+// Internal to codegen: the NVPTX target machine, the optimisation pipeline,
+// libdevice linking and PTX emission.
+#pragma once
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+#include <string>
+
+namespace tessera::codegen {
+
+// Throws std::runtime_error for an arch we do not target.
+std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string &arch,
+                                                              bool optimize);
+// Most dynamic shared memory one block may use on `arch`, in bytes.
+unsigned maxSharedBytes(const std::string &arch);
+// Throws std::runtime_error with the verifier's report if `module` is invalid.
+void verifyOrThrow(const llvm::Module &module, const std::string &stage);
+// Links the libdevice functions the module calls (__nv_*) and internalises
+// everything but `keep`; a no-op when nothing calls libdevice.
+void linkLibdevice(llvm::Module &module, const std::string &keep);
+// Runs LLVM's O3 pipeline with the target's callbacks (NVVMReflect, ...).
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine);
+std::string printModule(const llvm::Module &module);
+
+} // namespace tessera::codegen

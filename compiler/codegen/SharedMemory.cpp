@@ -1,0 +1,75 @@
+// Shared memory: one dynamic `extern .shared` byte array that every op
+// needing scratch space reuses from offset 0 (ops run one after another,
+// each ending with a barrier), so the kernel needs the maximum of their
+// sizes. convert_layout and reshape go through it: every thread stores its
+// elements at their row-major index, a barrier, every thread loads the
+// elements its new layout wants, and a barrier before the space is reused.
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
+  if (bytes > UINT32_MAX)
+    unsupported(op, "needs more than 4 GiB of shared memory");
+  sharedBytes_ = std::max(sharedBytes_, static_cast<unsigned>(bytes));
+  if (!smem_) {
+    smem_ = new GlobalVariable(module_, ArrayType::get(b_.getInt8Ty(), 0), /*isConstant=*/false,
+                               GlobalValue::ExternalLinkage, nullptr, "global_smem", nullptr,
+                               GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+    smem_->setAlignment(Align(16));
+  }
+  return smem_;
+}
+
+void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
+
+Value *KernelLowering::toMemory(Value *v, const ir::Type &elem) {
+  if (!elem.pointer && elem.scalar == ir::ScalarType::I1)
+    return b_.CreateZExt(v, b_.getInt8Ty());
+  return v;
+}
+
+Value *KernelLowering::fromMemory(Value *v, const ir::Type &elem) {
+  if (!elem.pointer && elem.scalar == ir::ScalarType::I1)
+    return b_.CreateICmpNE(v, b_.getInt8(0));
+  return v;
+}
+
+void KernelLowering::lowerThroughSharedMemory(ir::Operation &op) {
+  ir::Value *src = op.operand(0), *dst = op.result();
+  if (!src->type.isBlock() || !dst->type.isBlock())
+    unsupported(op, "operand and result must be blocks");
+  if (src->type.numElements() != dst->type.numElements())
+    unsupported(op, "operand and result have different element counts");
+  const Regs &in = lookup(src);
+  if (src->type.shape == dst->type.shape && sameLayout(src->layout, dst->layout)) {
+    define(dst, in); // nothing moves
+    return;
+  }
+  DistributedLayout from = layoutOf(src, op), to = layoutOf(dst, op);
+  const ir::Type elem = src->type.element();
+  Type *memTy = memoryType(elem, &op);
+  uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
+  Value *base = sharedScratch(static_cast<uint64_t>(src->type.numElements()) * elemBytes, op);
+
+  for (unsigned r = 0; r < from.numRegs(); ++r) {
+    if (from.isDuplicateRegister(r))
+      continue; // copies in other threads write the same value
+    Value *index = linearIndex(coordinates(from, r), src->type.shape);
+    b_.CreateStore(toMemory(in[r], elem), b_.CreateGEP(memTy, base, index));
+  }
+  barrier();
+  Regs out;
+  for (unsigned r = 0; r < to.numRegs(); ++r) {
+    Value *index = linearIndex(coordinates(to, r), dst->type.shape);
+    out.push_back(fromMemory(b_.CreateLoad(memTy, b_.CreateGEP(memTy, base, index)), elem));
+  }
+  barrier();
+  define(dst, std::move(out));
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,121 @@
+#include "compiler/driver/Compiler.h"
+
+#include "compiler/codegen/Codegen.h"
+#include "compiler/passes/Pipeline.h"
+
+#include <stdexcept>
+
+namespace tessera {
+
+std::optional<Stage> parseStage(std::string_view name) {
+  if (name == "ast") return Stage::AST;
+  if (name == "ir") return Stage::IR;
+  if (name == "ir-opt") return Stage::IROpt;
+  if (name == "llvm") return Stage::LLVM;
+  if (name == "ptx") return Stage::PTX;
+  return std::nullopt;
+}
+
+const char *stageName(Stage stage) {
+  switch (stage) {
+  case Stage::AST: return "ast";
+  case Stage::IR: return "ir";
+  case Stage::IROpt: return "ir-opt";
+  case Stage::LLVM: return "llvm";
+  case Stage::PTX: return "ptx";
+  }
+  return "?";
+}
+
+static std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<ArgSpec> parseSignature(std::string_view text) {
+  std::vector<ArgSpec> out;
+  if (trim(text).empty()) return out;
+  size_t index = 0;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view entry = trim(text.substr(0, comma));
+    ++index;
+    std::string where = "signature entry " + std::to_string(index) + " ('" + std::string(entry) + "')";
+    ArgSpec spec;
+    std::string_view typeText = entry;
+    if (size_t colon = entry.find(':'); colon != std::string_view::npos) {
+      typeText = trim(entry.substr(0, colon));
+      std::string_view hint = trim(entry.substr(colon + 1));
+      if (hint == "16") spec.divisibility = 16;
+      else if (hint == "1") spec.equalsOne = true;
+      else throw std::invalid_argument(where + ": the hint after ':' must be 16 (divisible by 16) or 1 (equals 1)");
+    }
+    bool pointer = !typeText.empty() && typeText.front() == '*';
+    if (pointer) typeText.remove_prefix(1);
+    auto scalar = ir::parseScalarType(typeText);
+    if (typeText.empty() || !scalar)
+      throw std::invalid_argument(where + ": unknown type; expected e.g. *fp32, *fp16, *bf16, i32, i64, fp32");
+    spec.type = pointer ? ir::Type::ptr(*scalar) : ir::Type(*scalar);
+    if (spec.equalsOne && (pointer || !spec.type.isIntElement()))
+      throw std::invalid_argument(where + ": only integers can carry the ':1' hint");
+    out.push_back(spec);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::string versionString() { return std::string("tessera ") + TESSERA_VERSION + " (LLVM " + TESSERA_LLVM_VERSION + ")"; }
+
+bool isSupportedArch(std::string_view arch) {
+  for (const char *a : {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"})
+    if (arch == a) return true;
+  return false;
+}
+
+CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                             const std::vector<ArgSpec> &signature,
+                             const std::map<std::string, ConstexprValue> &constexprs,
+                             const CompileOptions &options, Stage stopAfter) {
+  if (!isSupportedArch(options.arch))
+    throw std::invalid_argument("unsupported architecture '" + options.arch +
+                                "' (supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)");
+  if (options.numWarps == 0 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
+    throw std::invalid_argument("num_warps must be a power of 2 between 1 and 32, got " +
+                                std::to_string(options.numWarps));
+  CompiledKernel out;
+  out.name = kernelName;
+  out.numWarps = options.numWarps;
+
+  ast::Module module = ast::parseModule(file);
+  if (stopAfter == Stage::AST) {
+    out.ast = ast::printAST(module);
+    return out;
+  }
+
+  Specialization spec{kernelName, signature, constexprs, options.numWarps};
+  std::unique_ptr<ir::Function> fn = specialize(module, spec);
+  if (std::string problem = ir::verify(*fn); !problem.empty())
+    throw std::logic_error("internal error: the specialiser produced invalid IR: " + problem + "\n" + ir::print(*fn));
+  out.ir = ir::print(*fn);
+  if (stopAfter == Stage::IR) return out;
+
+  passes::PipelineOptions pipeline = passes::pipelineOptionsFromEnvironment();
+  pipeline.stopAfter = options.stopAfterPass;
+  passes::runPipeline(*fn, pipeline);
+  if (!options.stopAfterPass.empty() && stopAfter > Stage::IROpt)
+    throw std::invalid_argument("--stop-after only goes with --emit ir-opt");
+  out.irOpt = ir::print(*fn);
+  if (stopAfter == Stage::IROpt) return out;
+
+  codegen::CodegenOptions cg;
+  cg.arch = options.arch;
+  codegen::CodegenResult result = codegen::generate(*fn, cg, stopAfter == Stage::PTX);
+  out.llvmIR = std::move(result.llvmIR);
+  out.ptx = std::move(result.ptx);
+  out.sharedBytes = result.sharedBytes;
+  return out;
+}
+
+} // namespace tessera

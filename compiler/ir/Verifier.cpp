@@ -1,0 +1,212 @@
+// The IR verifier: structural invariants (operands defined before use and
+// visible from the use's region, terminators, region arity) and per-op type
+// rules. Runs after every pass in debug builds and in tests.
+#include "compiler/ir/IR.h"
+
+#include <set>
+
+namespace tessera::ir {
+
+namespace {
+
+class Verifier {
+public:
+  std::string run(const Function &fn) {
+    if (fn.params.size() != fn.body.args.size()) return "parameter count differs from body arguments";
+    for (const auto &a : fn.body.args) visible_.insert(a.get());
+    if (!verifyBlock(fn.body)) return problem_;
+    const Operation *last = fn.body.terminator();
+    if (!last || last->code != OpCode::Return) return "the kernel body does not end in 'return'";
+    return {};
+  }
+
+private:
+  std::set<const Value *> visible_;
+  std::string problem_;
+
+  bool fail(const Operation &op, const std::string &msg) {
+    problem_ = std::string("'") + mnemonic(op.code) + "' at line " + std::to_string(op.loc.line) + ": " + msg;
+    return false;
+  }
+
+  bool verifyBlock(const Block &block) {
+    std::vector<const Value *> added;
+    for (const auto &a : block.args) {
+      visible_.insert(a.get());
+      added.push_back(a.get());
+    }
+    bool ok = true;
+    for (const auto &op : block.ops) {
+      bool isLast = op.get() == block.ops.back().get();
+      bool terminator = op->code == OpCode::Yield || op->code == OpCode::Condition || op->code == OpCode::Return;
+      if (terminator && !isLast) { ok = fail(*op, "terminator in the middle of a block"); break; }
+      if (op->parent != &block) { ok = fail(*op, "operation's parent pointer is wrong"); break; }
+      if (!verifyOp(*op)) { ok = false; break; }
+      for (const auto &r : op->results) {
+        visible_.insert(r.get());
+        added.push_back(r.get());
+      }
+    }
+    for (const Value *v : added) visible_.erase(v);
+    return ok;
+  }
+
+  bool sameShape(const Type &a, const Type &b) { return a.shape == b.shape; }
+
+  bool verifyOp(const Operation &op) {
+    for (const Value *v : op.operands) {
+      if (!v) return fail(op, "null operand");
+      if (!visible_.count(v)) return fail(op, "operand is not defined before its use");
+    }
+    for (size_t i = 0; i < op.results.size(); ++i)
+      if (op.results[i]->definingOp != &op || op.results[i]->index != i) return fail(op, "bad result bookkeeping");
+    auto nOperands = [&](size_t n) { return op.operands.size() == n || fail(op, "expects " + std::to_string(n) + " operands"); };
+    auto nResults = [&](size_t n) { return op.results.size() == n || fail(op, "expects " + std::to_string(n) + " results"); };
+    const Type *r = op.results.empty() ? nullptr : &op.results[0]->type;
+    switch (op.code) {
+    case OpCode::Constant:
+      return nOperands(0) && nResults(1) && (op.hasAttr("value") || fail(op, "needs a value"));
+    case OpCode::ProgramId:
+    case OpCode::NumPrograms:
+      return nOperands(0) && nResults(1) && (*r == Type(ScalarType::I32) || fail(op, "result must be i32"));
+    case OpCode::MakeRange:
+      return nOperands(0) && nResults(1) &&
+             (r->rank() == 1 && r->shape[0] == op.intAttr("end") - op.intAttr("start") ||
+              fail(op, "result shape does not match the range"));
+    case OpCode::Splat:
+      return nOperands(1) && nResults(1) &&
+             (!op.operand(0)->type.isBlock() && op.operand(0)->type == r->element() ||
+              fail(op, "splat needs a scalar of the result's element type"));
+    case OpCode::Broadcast: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      const Type &in = op.operand(0)->type;
+      if (in.element() != r->element() || in.rank() != r->rank()) return fail(op, "broadcast keeps element type and rank");
+      for (size_t i = 0; i < in.rank(); ++i)
+        if (in.shape[i] != r->shape[i] && in.shape[i] != 1) return fail(op, "broadcast can only expand size-1 dims");
+      return true;
+    }
+    case OpCode::ExpandDims: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      std::vector<int64_t> s = op.operand(0)->type.shape;
+      int64_t axis = op.intAttr("axis");
+      if (axis < 0 || axis > static_cast<int64_t>(s.size())) return fail(op, "axis out of range");
+      s.insert(s.begin() + axis, 1);
+      return s == r->shape || fail(op, "result shape is wrong");
+    }
+    case OpCode::Reshape:
+      return nOperands(1) && nResults(1) &&
+             (op.operand(0)->type.numElements() == r->numElements() || fail(op, "reshape changes the element count"));
+    case OpCode::ConvertLayout:
+      return nOperands(1) && nResults(1) && (op.operand(0)->type == *r || fail(op, "convert_layout changes the type"));
+    case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+    case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
+    case OpCode::Max: case OpCode::Min:
+      if (!nOperands(2) || !nResults(1)) return false;
+      if (op.operand(0)->type != *r || op.operand(1)->type != *r) return fail(op, "operands and result must have one type");
+      if (r->pointer) return fail(op, "arithmetic on pointers (use addptr)");
+      if ((op.code == OpCode::And || op.code == OpCode::Or || op.code == OpCode::Xor || op.code == OpCode::Shl ||
+           op.code == OpCode::Shr) && !r->isIntElement())
+        return fail(op, "needs integer operands");
+      return true;
+    case OpCode::Neg: case OpCode::Not: case OpCode::Exp: case OpCode::Exp2: case OpCode::Log:
+    case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs:
+      if (!nOperands(1) || !nResults(1)) return false;
+      if (op.operand(0)->type != *r) return fail(op, "operand and result must have one type");
+      if (op.code >= OpCode::Exp && op.code <= OpCode::Sqrt && !r->isFloatElement()) return fail(op, "needs floats");
+      return true;
+    case OpCode::Cmp:
+      if (!nOperands(2) || !nResults(1)) return false;
+      if (op.operand(0)->type != op.operand(1)->type) return fail(op, "operands must have one type");
+      if (!r->isBoolElement() || !sameShape(*r, op.operand(0)->type)) return fail(op, "result must be i1 of the operands' shape");
+      return true;
+    case OpCode::Select:
+      if (!nOperands(3) || !nResults(1)) return false;
+      if (!op.operand(0)->type.isBoolElement() || !sameShape(op.operand(0)->type, *r)) return fail(op, "condition must be i1 of the result's shape");
+      if (op.operand(1)->type != *r || op.operand(2)->type != *r) return fail(op, "both sides must have the result's type");
+      return true;
+    case OpCode::AddPtr:
+      if (!nOperands(2) || !nResults(1)) return false;
+      if (!r->pointer || op.operand(0)->type != *r) return fail(op, "first operand and result must be the same pointer type");
+      if (!op.operand(1)->type.isIntElement() || !sameShape(op.operand(1)->type, *r)) return fail(op, "offset must be an int of the same shape");
+      return true;
+    case OpCode::Cast:
+    case OpCode::Bitcast:
+      return nOperands(1) && nResults(1) && (sameShape(op.operand(0)->type, *r) || fail(op, "shape must not change"));
+    case OpCode::Load: {
+      size_t n = 1 + (op.loadMask() ? 1 : 0) + (op.loadOther() ? 1 : 0);
+      if (!nOperands(n) || !nResults(1)) return false;
+      const Type &p = op.operand(0)->type;
+      if (!p.pointer || r->pointer || r->scalar != p.scalar || !sameShape(p, *r)) return fail(op, "result must be the pointee of the pointer operand");
+      if (Value *m = op.loadMask(); m && (!m->type.isBoolElement() || !sameShape(m->type, p))) return fail(op, "mask must be i1 of the pointer's shape");
+      if (Value *o = op.loadOther(); o && o->type != *r) return fail(op, "other must have the result's type");
+      return true;
+    }
+    case OpCode::Store: {
+      size_t n = 2 + (op.storeMask() ? 1 : 0);
+      if (!nOperands(n) || !nResults(0)) return false;
+      const Type &p = op.operand(0)->type;
+      if (!p.pointer || op.operand(1)->type != p.withElement(Type(p.scalar))) return fail(op, "value must be the pointee of the pointer operand");
+      if (Value *m = op.storeMask(); m && (!m->type.isBoolElement() || !sameShape(m->type, p))) return fail(op, "mask must be i1 of the pointer's shape");
+      return true;
+    }
+    case OpCode::Reduce: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      std::vector<int64_t> s = op.operand(0)->type.shape;
+      int64_t axis = op.intAttr("axis");
+      if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return fail(op, "axis out of range");
+      s.erase(s.begin() + axis);
+      if (r->shape != s || r->element() != op.operand(0)->type.element()) return fail(op, "result type is wrong");
+      const std::string &kind = op.stringAttr("kind");
+      return kind == "sum" || kind == "max" || kind == "min" || fail(op, "unknown kind '" + kind + "'");
+    }
+    case OpCode::For: {
+      if (op.operands.size() < 3 || op.regions.size() != 1) return fail(op, "needs lb, ub, step and one region");
+      size_t n = op.operands.size() - 3;
+      const Block &body = *op.regions[0];
+      if (op.results.size() != n || body.args.size() != n + 1) return fail(op, "iter values, region args and results disagree");
+      for (size_t i = 0; i < n; ++i)
+        if (op.operand(3 + i)->type != op.results[i]->type || body.args[i + 1]->type != op.results[i]->type)
+          return fail(op, "iter value types disagree");
+      return verifyRegion(op, body, OpCode::Yield, op.results);
+    }
+    case OpCode::If: {
+      if (op.operands.size() != 1 || op.regions.size() != 2) return fail(op, "needs a condition and two regions");
+      if (op.operand(0)->type != Type(ScalarType::I1)) return fail(op, "condition must be a scalar i1");
+      return verifyRegion(op, *op.regions[0], OpCode::Yield, op.results) &&
+             verifyRegion(op, *op.regions[1], OpCode::Yield, op.results);
+    }
+    case OpCode::While: {
+      if (op.regions.size() != 2) return fail(op, "needs two regions");
+      if (!verifyBlock(*op.regions[0])) return false;
+      const Operation *cond = op.regions[0]->terminator();
+      if (!cond || cond->code != OpCode::Condition) return fail(op, "before region must end in 'condition'");
+      if (!verifyBlock(*op.regions[1])) return false;
+      const Operation *y = op.regions[1]->terminator();
+      if (!y || y->code != OpCode::Yield) return fail(op, "after region must end in 'yield'");
+      return true;
+    }
+    case OpCode::Yield:
+    case OpCode::Condition:
+    case OpCode::Return:
+      return true;
+    }
+    return fail(op, "unknown operation");
+  }
+
+  bool verifyRegion(const Operation &op, const Block &region, OpCode terminator,
+                    const std::vector<std::unique_ptr<Value>> &results) {
+    if (!verifyBlock(region)) return false;
+    const Operation *t = region.terminator();
+    if (!t || t->code != terminator) return fail(op, std::string("region must end in '") + mnemonic(terminator) + "'");
+    if (t->operands.size() != results.size()) return fail(op, "terminator yields the wrong number of values");
+    for (size_t i = 0; i < results.size(); ++i)
+      if (t->operands[i]->type != results[i]->type) return fail(op, "terminator yields a value of the wrong type");
+    return true;
+  }
+};
+
+} // namespace
+
+std::string verify(const Function &fn) { return Verifier().run(fn); }
+
+} // namespace tessera::ir

@@ -1,0 +1,74 @@
+#include "compiler/passes/CommonSubexpressionElimination.h"
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+// Loads are excluded: a store between two loads may change what they read.
+bool isPure(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Load: case OpCode::Store: case OpCode::For: case OpCode::If: case OpCode::While:
+  case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
+    return false;
+  default:
+    return op.regions.empty();
+  }
+}
+
+using Key = std::tuple<OpCode, std::vector<const Value *>, std::map<std::string, Attribute>, std::vector<std::string>>;
+
+Key keyOf(const Operation &op) {
+  std::vector<std::string> types;
+  for (const auto &r : op.results) types.push_back(r->type.str() + (r->layout ? r->layout->str() : ""));
+  return {op.code, {op.operands.begin(), op.operands.end()}, op.attrs, types};
+}
+
+class Eliminator {
+public:
+  explicit Eliminator(Function &fn) : fn_(fn) {}
+  void run() { visit(fn_.body); }
+
+private:
+  Function &fn_;
+  std::vector<std::map<Key, Operation *>> scopes_;
+
+  Operation *find(const Key &key) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto hit = it->find(key); hit != it->end()) return hit->second;
+    return nullptr;
+  }
+
+  void visit(Block &block) {
+    scopes_.emplace_back();
+    for (auto it = block.ops.begin(); it != block.ops.end();) {
+      Operation &op = **it;
+      for (auto &region : op.regions) visit(*region);
+      if (!isPure(op)) {
+        ++it;
+        continue;
+      }
+      Key key = keyOf(op);
+      if (Operation *earlier = find(key)) {
+        for (size_t i = 0; i < op.results.size(); ++i)
+          replaceAllUsesWith(fn_.body, op.result(i), earlier->result(i));
+        it = block.ops.erase(it);
+        continue;
+      }
+      scopes_.back()[key] = &op;
+      ++it;
+    }
+    scopes_.pop_back();
+  }
+};
+
+} // namespace
+
+void eliminateCommonSubexpressions(Function &fn) { Eliminator(fn).run(); }
+
+} // namespace tessera::passes

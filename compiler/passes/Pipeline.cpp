@@ -1,0 +1,66 @@
+// The whole pass pipeline, top to bottom. Each step names the pass (its
+// dump tag and its golden-test folder share that name), runs it, then
+// optionally verifies and dumps the IR.
+#include "compiler/passes/Pipeline.h"
+
+#include "compiler/passes/Canonicalize.h"
+#include "compiler/passes/CommonSubexpressionElimination.h"
+#include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/LayoutAssignment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tessera::passes {
+
+PipelineOptions pipelineOptionsFromEnvironment() {
+  PipelineOptions o;
+  const char *dump = std::getenv("TESSERA_DUMP_IR");
+  o.dumpIR = dump && *dump && std::string(dump) != "0";
+#ifndef NDEBUG
+  o.verifyEach = true;
+#endif
+  return o;
+}
+
+namespace {
+
+// Returns false once the pipeline should stop (after options.stopAfter).
+template <typename PassFn>
+bool runPass(const char *name, PassFn pass, ir::Function &fn, const PipelineOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  pass(fn);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  if (options.verifyEach) {
+    std::string problem = ir::verify(fn);
+    if (!problem.empty())
+      throw std::logic_error(std::string("IR is invalid after pass '") + name + "': " + problem + "\n" + ir::print(fn));
+  }
+  if (options.dumpIR)
+    std::fprintf(stderr, "// ----- IR after %s (%lld us) -----\n%s\n", name, static_cast<long long>(micros),
+                 ir::print(fn).c_str());
+  return options.stopAfter != name;
+}
+
+} // namespace
+
+const std::vector<std::string> &passNames() {
+  static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
+                                                 "layout-assignment"};
+  return names;
+}
+
+void runPipeline(ir::Function &fn, const PipelineOptions &options) {
+  if (!options.stopAfter.empty() &&
+      std::find(passNames().begin(), passNames().end(), options.stopAfter) == passNames().end())
+    throw std::invalid_argument("unknown pass '" + options.stopAfter + "'");
+  runPass("canonicalize", canonicalize, fn, options) &&
+  runPass("common-subexpression-elimination", eliminateCommonSubexpressions, fn, options) &&
+  runPass("dead-code-elimination", eliminateDeadCode, fn, options) &&
+  runPass("layout-assignment", assignLayouts, fn, options);
+}
+
+} // namespace tessera::passes

@@ -1,0 +1,26 @@
+// The optimisation pipeline over block IR, in one function.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::passes {
+
+struct PipelineOptions {
+  bool dumpIR = false;      // TESSERA_DUMP_IR=1: print the IR after every pass (stderr)
+  bool verifyEach = false;  // run the verifier after every pass (debug builds, tests)
+  std::string stopAfter;    // a pass name: skip the passes after it (golden tests)
+};
+
+// The pass names, in pipeline order.
+const std::vector<std::string> &passNames();
+
+// Reads TESSERA_DUMP_IR and the build type.
+PipelineOptions pipelineOptionsFromEnvironment();
+
+// Runs every pass in order; throws std::logic_error if a pass breaks the IR.
+void runPipeline(ir::Function &fn, const PipelineOptions &options);
+
+} // namespace tessera::passes

@@ -1,0 +1,433 @@
+// The specialiser, part 3: the tl.* builtins of the language and Python's
+// own builtins that kernels use (float("inf"), min/max on constexprs, ...).
+// Each builtin binds its arguments by Triton's parameter names, checks them,
+// and emits block IR.
+#include "dsl/SpecializerImpl.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace tessera::spec {
+
+using ir::OpCode;
+using ir::ScalarType;
+using CK = ConstexprValue::Kind;
+
+namespace {
+
+struct ParamSpec {
+  const char *name;
+  bool required;
+};
+
+// Binds positional and keyword arguments to parameter names; missing
+// optional parameters are None.
+struct Bound {
+  std::vector<SValue> values;
+  std::vector<SourceLoc> locs;
+  const SValue &operator[](size_t i) const { return values[i]; }
+  bool has(size_t i) const { return !values[i].isNone(); }
+};
+
+Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std::vector<ParamSpec> params) {
+  Bound b;
+  b.values.assign(params.size(), SValue::constant(ConstexprValue::none()));
+  b.locs.assign(params.size(), args.loc);
+  std::vector<bool> given(params.size(), false);
+  if (args.args.size() > params.size())
+    sp.error(args.argLocs[params.size()], fname + "() takes at most " + std::to_string(params.size()) +
+                                              " positional argument" + (params.size() == 1 ? "" : "s") + " but " +
+                                              std::to_string(args.args.size()) + " were given");
+  for (size_t i = 0; i < args.args.size(); ++i) {
+    b.values[i] = args.args[i];
+    b.locs[i] = args.argLocs[i];
+    given[i] = true;
+  }
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto &[name, value] = args.keywords[k];
+    size_t i = 0;
+    while (i < params.size() && name != params[i].name) ++i;
+    if (i == params.size()) sp.error(args.keywordLocs[k], fname + "() got an unexpected keyword argument '" + name + "'");
+    if (given[i]) sp.error(args.keywordLocs[k], fname + "() got multiple values for argument '" + name + "'");
+    b.values[i] = value;
+    b.locs[i] = args.keywordLocs[k];
+    given[i] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].required && !given[i])
+      sp.error(args.loc, fname + "() missing required argument '" + std::string(params[i].name) + "'");
+  return b;
+}
+
+bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+} // namespace
+
+static std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, SourceLoc loc, const std::string &fname) {
+  std::vector<int64_t> shape;
+  if (v.isConst()) {
+    shape.push_back(sp.requireInt(v, loc, fname + "'s shape"));
+  } else if (v.kind == SValue::Kind::Tuple) {
+    for (const SValue &d : v.elems) shape.push_back(sp.requireInt(d, loc, fname + "'s shape"));
+  } else {
+    sp.error(loc, fname + "'s shape must be a list of constexpr ints, got " + sp.describe(v));
+  }
+  for (int64_t d : shape)
+    if (!isPowerOfTwo(d)) sp.error(loc, "block dimensions must be powers of 2, got " + std::to_string(d));
+  return shape;
+}
+
+SValue Specializer::reduce(ir::Value *x, const SValue &axisArg, const std::string &kind, bool keepDims, SourceLoc loc) {
+  if (!x->type.isBlock()) return SValue::ir(x); // reducing a scalar is the identity
+  if (x->type.pointer) error(loc, "cannot reduce a block of pointers");
+  // Small ints and bools are summed in i32, as Triton does.
+  if (kind == "sum" && x->type.isIntElement() && bitWidth(x->type.scalar) < 32)
+    x = castElement(x, ir::Type(ScalarType::I32));
+  if (axisArg.isNone()) {
+    // Reduce over every dim: innermost first.
+    ir::Value *v = x;
+    while (v->type.isBlock()) {
+      int64_t axis = static_cast<int64_t>(v->type.rank()) - 1;
+      std::vector<int64_t> shape = v->type.shape;
+      shape.erase(shape.begin() + axis);
+      v = b_.op(OpCode::Reduce, {v}, v->type.withShape(shape), {{"axis", axis}, {"kind", kind}});
+    }
+    if (keepDims) {
+      std::vector<int64_t> ones(x->type.rank(), 1);
+      v = b_.op(OpCode::Splat, {v}, v->type.withShape(ones));
+    }
+    return SValue::ir(v);
+  }
+  int64_t axis = requireInt(axisArg, loc, "the reduction axis");
+  int64_t rank = static_cast<int64_t>(x->type.rank());
+  if (axis < -rank || axis >= rank)
+    error(loc, "reduction axis " + std::to_string(axis) + " is out of range for a block of rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> shape = x->type.shape;
+  shape.erase(shape.begin() + axis);
+  ir::Value *r = b_.op(OpCode::Reduce, {x}, x->type.withShape(shape), {{"axis", axis}, {"kind", kind}});
+  if (keepDims) {
+    std::vector<int64_t> kept = x->type.shape;
+    kept[axis] = 1;
+    r = r->type.isBlock() ? b_.op(OpCode::ExpandDims, {r}, r->type.withShape(kept), {{"axis", axis}})
+                          : b_.op(OpCode::Splat, {r}, r->type.withShape(kept));
+  }
+  return SValue::ir(r);
+}
+
+SValue Specializer::callMethod(const SValue &self, const std::string &method, CallArgs &args) {
+  if (method == "to") {
+    Bound b = bind(*this, args, "to", {{"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});
+    ir::Type target = requireDType(b[0], b.locs[0], "to()'s dtype");
+    ir::Value *x = self.value;
+    bool bitcast = b.has(2) && requireInt(b[2], b.locs[2], "bitcast") != 0;
+    if (bitcast) {
+      if (bitWidth(x->type.scalar) != bitWidth(target.scalar) || x->type.pointer != target.pointer)
+        error(args.loc, "cannot bitcast " + x->type.element().str() + " to " + target.str() + ": sizes differ");
+      return SValue::ir(b_.op(OpCode::Bitcast, {x}, x->type.withElement(target)));
+    }
+    if (x->type.pointer != target.pointer && !(x->type.pointer && target.isIntElement()))
+      error(args.loc, "cannot convert " + x->type.element().str() + " to " + target.str());
+    return SValue::ir(castElement(x, target));
+  }
+  // x.sum(axis), x.max(axis), ... mirror the tl functions.
+  static const char *forwarded[] = {"sum", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "abs"};
+  for (const char *f : forwarded)
+    if (method == f) {
+      CallArgs withSelf = args;
+      withSelf.args.insert(withSelf.args.begin(), self);
+      withSelf.argLocs.insert(withSelf.argLocs.begin(), args.loc);
+      return callBuiltin(std::string("lang.") + f, withSelf);
+    }
+  error(args.loc, describe(self) + " has no method '" + method + "'");
+}
+
+SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
+  // tl.math.exp and tl.exp are the same function.
+  std::string name = name0;
+  if (name.rfind("lang.math.", 0) == 0) name = "lang." + name.substr(10);
+  if (name == "top.cdiv") name = "lang.cdiv";
+  SourceLoc loc = args.loc;
+  auto constResult = [](ConstexprValue c) { return SValue::constant(std::move(c)); };
+
+  // ---- Python builtins on constexprs
+  if (name == "float") {
+    Bound b = bind(*this, args, "float", {{"x", true}});
+    ConstexprValue c = requireConst(b[0], b.locs[0], "float()'s argument");
+    if (c.kind == CK::String) {
+      std::string s = c.stringValue;
+      for (char &ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (s == "inf" || s == "+inf" || s == "infinity") return constResult(ConstexprValue::ofFloat(INFINITY));
+      if (s == "-inf" || s == "-infinity") return constResult(ConstexprValue::ofFloat(-INFINITY));
+      if (s == "nan") return constResult(ConstexprValue::ofFloat(NAN));
+      ConstexprValue parsed = ConstexprValue::parse(c.stringValue);
+      if (parsed.kind == CK::Float) return constResult(parsed);
+      if (parsed.kind == CK::Int) return constResult(ConstexprValue::ofFloat(double(parsed.intValue)));
+      error(b.locs[0], "could not convert string to float: " + c.str());
+    }
+    if (c.kind == CK::Float) return constResult(c);
+    if (c.kind == CK::Int || c.kind == CK::Bool) return constResult(ConstexprValue::ofFloat(double(c.intValue)));
+    error(b.locs[0], "float() needs a number or a string, got " + c.str());
+  }
+  if (name == "int" || name == "bool") {
+    Bound b = bind(*this, args, name, {{"x", true}});
+    ConstexprValue c = requireConst(b[0], b.locs[0], name + "()'s argument");
+    int64_t v = c.kind == CK::Float ? static_cast<int64_t>(c.floatValue) : c.intValue;
+    if (c.kind != CK::Float && c.kind != CK::Int && c.kind != CK::Bool)
+      error(b.locs[0], name + "() needs a number, got " + c.str());
+    return constResult(name == "int" ? ConstexprValue::ofInt(v) : ConstexprValue::ofBool(v != 0));
+  }
+  if (name == "min" || name == "max") {
+    if (args.args.size() < 2 || !args.keywords.empty()) error(loc, name + "() takes two or more constexpr arguments");
+    ConstexprValue best = requireConst(args.args[0], args.argLocs[0], name + "()'s argument");
+    for (size_t i = 1; i < args.args.size(); ++i) {
+      ConstexprValue c = requireConst(args.args[i], args.argLocs[i], name + "()'s argument");
+      double a = best.kind == CK::Float ? best.floatValue : double(best.intValue);
+      double x = c.kind == CK::Float ? c.floatValue : double(c.intValue);
+      if (name == "min" ? x < a : x > a) best = c;
+    }
+    return constResult(best);
+  }
+  if (name == "len") {
+    Bound b = bind(*this, args, "len", {{"x", true}});
+    if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "len() needs a tuple, got " + describe(b[0]));
+    return constResult(ConstexprValue::ofInt(static_cast<int64_t>(b[0].elems.size())));
+  }
+  if (name == "abs" && !args.args.empty() && args.args[0].isConst()) {
+    ConstexprValue c = args.args[0].c;
+    if (c.kind == CK::Float) return constResult(ConstexprValue::ofFloat(std::fabs(c.floatValue)));
+    return constResult(ConstexprValue::ofInt(c.intValue < 0 ? -c.intValue : c.intValue));
+  }
+  if (name == "abs") name = "lang.abs";
+  if (name == "print" || name == "lang.static_print") return SValue::constant(ConstexprValue::none());
+  if (name == "range" || name == "lang.range" || name == "lang.static_range")
+    error(loc, "range() can only be used as the iterable of a for loop");
+
+  // ---- the language
+  if (name == "lang.constexpr") {
+    Bound b = bind(*this, args, "tl.constexpr", {{"value", true}});
+    if (b[0].isIR()) error(b.locs[0], "tl.constexpr() needs a compile-time value, got " + describe(b[0]));
+    return b[0];
+  }
+  if (name == "lang.static_assert") {
+    Bound b = bind(*this, args, "tl.static_assert", {{"cond", true}, {"msg", false}});
+    ConstexprValue c = requireConst(b[0], b.locs[0], "tl.static_assert's condition");
+    bool ok = c.kind == CK::Float ? c.floatValue != 0 : c.intValue != 0;
+    if (!ok)
+      error(loc, "static assertion failed" +
+                     (b.has(1) && b[1].isConst() ? ": " + (b[1].c.kind == CK::String ? b[1].c.stringValue : b[1].c.str())
+                                                 : std::string()));
+    return SValue::constant(ConstexprValue::none());
+  }
+  if (name == "lang.program_id" || name == "lang.num_programs") {
+    Bound b = bind(*this, args, "tl." + name.substr(5), {{"axis", true}});
+    int64_t axis = requireInt(b[0], b.locs[0], "the axis");
+    if (axis < 0 || axis > 2) error(b.locs[0], "axis must be 0, 1 or 2, got " + std::to_string(axis));
+    return SValue::ir(b_.op(name == "lang.program_id" ? OpCode::ProgramId : OpCode::NumPrograms, {},
+                            ir::Type(ScalarType::I32), {{"axis", axis}}));
+  }
+  if (name == "lang.arange") {
+    Bound b = bind(*this, args, "tl.arange", {{"start", true}, {"end", true}});
+    int64_t start = requireInt(b[0], b.locs[0], "tl.arange's start");
+    int64_t end = requireInt(b[1], b.locs[1], "tl.arange's end");
+    if (end <= start) error(loc, "tl.arange needs end > start, got " + std::to_string(start) + " and " + std::to_string(end));
+    if (!isPowerOfTwo(end - start))
+      error(loc, "tl.arange's range must be a power of 2, got " + std::to_string(end - start));
+    if (end - start > (1 << 20)) error(loc, "tl.arange's range is too large (more than 2^20 elements)");
+    return SValue::ir(b_.op(OpCode::MakeRange, {}, ir::Type(ScalarType::I32).withShape({end - start}),
+                            {{"start", start}, {"end", end}}));
+  }
+  if (name == "lang.zeros" || name == "lang.full") {
+    bool full = name == "lang.full";
+    Bound b = full ? bind(*this, args, "tl.full", {{"shape", true}, {"value", true}, {"dtype", true}})
+                   : bind(*this, args, "tl.zeros", {{"shape", true}, {"dtype", true}});
+    std::vector<int64_t> shape = shapeArgument(*this, b[0], b.locs[0], full ? "tl.full" : "tl.zeros");
+    ir::Type dtype = requireDType(b[full ? 2 : 1], b.locs[full ? 2 : 1], "the dtype");
+    ir::Value *scalar;
+    if (full && b[1].isIR()) {
+      scalar = castElement(b[1].value, dtype);
+      if (scalar->type.isBlock()) error(b.locs[1], "tl.full's value must be a scalar");
+    } else {
+      SValue value = full ? b[1] : SValue::constant(ConstexprValue::ofInt(0));
+      ConstexprValue c = requireConst(value, b.locs[full ? 1 : 0], "tl.full's value");
+      if (c.kind != CK::Int && c.kind != CK::Float && c.kind != CK::Bool)
+        error(b.locs[1], "tl.full's value must be a number, got " + c.str());
+      if (dtype.isFloatElement())
+        return SValue::ir(b_.floatConstant(c.kind == CK::Float ? c.floatValue : double(c.intValue), dtype.withShape(shape)));
+      if (dtype.pointer) error(b.locs[0], "cannot fill a block of pointers with a number");
+      return SValue::ir(b_.intConstant(c.kind == CK::Float ? int64_t(c.floatValue) : c.intValue, dtype.withShape(shape)));
+    }
+    return SValue::ir(b_.op(OpCode::Splat, {scalar}, dtype.withShape(shape)));
+  }
+  if (name == "lang.zeros_like") {
+    Bound b = bind(*this, args, "tl.zeros_like", {{"input", true}});
+    ir::Value *x = toIR(b[0], b.locs[0]);
+    if (x->type.isFloatElement()) return SValue::ir(b_.floatConstant(0.0, x->type));
+    return SValue::ir(b_.intConstant(0, x->type));
+  }
+  if (name == "lang.cdiv") {
+    Bound b = bind(*this, args, "tl.cdiv", {{"x", true}, {"div", true}});
+    SValue one = SValue::constant(ConstexprValue::ofInt(1));
+    SValue sum = binary(ast::BinaryOp::Sub, binary(ast::BinaryOp::Add, b[0], b[1], loc), one, loc);
+    return binary(ast::BinaryOp::FloorDiv, sum, b[1], loc);
+  }
+  if (name == "lang.multiple_of" || name == "lang.max_contiguous" || name == "lang.max_constancy") {
+    // Hints for the axis analysis (tiling issue); the value passes through.
+    Bound b = bind(*this, args, "tl." + name.substr(5), {{"input", true}, {"values", true}});
+    return b[0];
+  }
+  if (name == "lang.load") {
+    Bound b = bind(*this, args, "tl.load",
+                   {{"pointer", true}, {"mask", false}, {"other", false}, {"boundary_check", false},
+                    {"padding_option", false}, {"cache_modifier", false}, {"eviction_policy", false},
+                    {"volatile", false}});
+    ir::Value *ptr = toIR(b[0], b.locs[0]);
+    if (!ptr->type.pointer) error(b.locs[0], "tl.load needs a pointer or a block of pointers, got " + describe(b[0]));
+    std::vector<ir::Value *> operands = {ptr};
+    std::map<std::string, ir::Attribute> attrs = {{"has_mask", int64_t(0)}, {"has_other", int64_t(0)}};
+    if (b.has(1)) {
+      ir::Value *mask = toBool(toIR(b[1], b.locs[1]));
+      if (!mask->type.isBoolElement()) error(b.locs[1], "tl.load's mask must be boolean, got " + mask->type.element().str());
+      auto shape = broadcastShapes(ptr->type, mask->type, b.locs[1]);
+      ptr = broadcastTo(ptr, shape, b.locs[0]);
+      operands[0] = ptr;
+      operands.push_back(broadcastTo(mask, shape, b.locs[1]));
+      attrs["has_mask"] = int64_t(1);
+      if (b.has(2)) {
+        ir::Type pointee(ptr->type.scalar);
+        ir::Value *other = castElement(toIR(b[2], b.locs[2], &pointee), pointee);
+        operands.push_back(broadcastTo(other, shape, b.locs[2]));
+        attrs["has_other"] = int64_t(1);
+      }
+    } else if (b.has(2)) {
+      error(b.locs[2], "tl.load's 'other' needs a 'mask'");
+    }
+    for (size_t i : {size_t(5), size_t(6)})
+      if (b.has(i)) attrs[i == 5 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
+    if (b.has(7) && requireInt(b[7], b.locs[7], "volatile")) attrs["volatile"] = int64_t(1);
+    if (b.has(3) || b.has(4)) error(b.locs[3], "boundary_check/padding_option need block pointers, which are not supported yet");
+    return SValue::ir(b_.op(OpCode::Load, operands, ptr->type.withElement(ir::Type(ptr->type.scalar)), attrs));
+  }
+  if (name == "lang.store") {
+    Bound b = bind(*this, args, "tl.store",
+                   {{"pointer", true}, {"value", true}, {"mask", false}, {"boundary_check", false},
+                    {"cache_modifier", false}, {"eviction_policy", false}});
+    ir::Value *ptr = toIR(b[0], b.locs[0]);
+    if (!ptr->type.pointer) error(b.locs[0], "tl.store needs a pointer or a block of pointers, got " + describe(b[0]));
+    ir::Type pointee(ptr->type.scalar);
+    ir::Value *value = toIR(b[1], b.locs[1], &pointee);
+    if (value->type.pointer) error(b.locs[1], "tl.store cannot store pointers");
+    auto shape = broadcastShapes(ptr->type, value->type, b.locs[1]);
+    ir::Value *mask = nullptr;
+    if (b.has(2)) {
+      mask = toBool(toIR(b[2], b.locs[2]));
+      shape = broadcastShapes(ptr->type.withShape(shape), mask->type, b.locs[2]);
+    }
+    if (shape != ptr->type.shape && ptr->type.isBlock() && ptr->type.numElements() < ir::Type().withShape(shape).numElements()) {
+      // Storing a larger block through fewer pointers would drop values.
+    }
+    ptr = broadcastTo(ptr, shape, b.locs[0]);
+    std::vector<ir::Value *> operands = {ptr, broadcastTo(castElement(value, pointee), shape, b.locs[1])};
+    std::map<std::string, ir::Attribute> attrs = {{"has_mask", int64_t(mask ? 1 : 0)}};
+    if (mask) operands.push_back(broadcastTo(mask, shape, b.locs[2]));
+    for (size_t i : {size_t(4), size_t(5)})
+      if (b.has(i)) attrs[i == 4 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
+    if (b.has(3)) error(b.locs[3], "boundary_check needs block pointers, which are not supported yet");
+    b_.create(OpCode::Store, operands, {}, attrs);
+    return SValue::constant(ConstexprValue::none());
+  }
+  if (name == "lang.where") {
+    Bound b = bind(*this, args, "tl.where", {{"condition", true}, {"x", true}, {"y", true}});
+    if (b[0].isConst()) {
+      // A constexpr condition picks a side (still typed like the pair).
+    }
+    ir::Value *c = toBool(toIR(b[0], b.locs[0]));
+    SValue x = b[1], y = b[2];
+    ir::Value *xv = x.isIR() ? x.value : nullptr;
+    ir::Value *yv = y.isIR() ? y.value : nullptr;
+    if (!xv && !yv) {
+      xv = toIR(x, b.locs[1]);
+      yv = toIR(y, b.locs[2], &xv->type);
+    } else {
+      if (!xv) xv = toIR(x, b.locs[1], &yv->type);
+      if (!yv) yv = toIR(y, b.locs[2], &xv->type);
+    }
+    ir::Type elem = xv->type.pointer && yv->type.pointer && xv->type.element() == yv->type.element()
+                        ? xv->type.element()
+                        : promote(xv->type, yv->type, "where", loc);
+    auto shape = broadcastShapes(c->type, xv->type, loc);
+    shape = broadcastShapes(c->type.withShape(shape), yv->type, loc);
+    c = broadcastTo(c, shape, b.locs[0]);
+    xv = broadcastTo(castElement(xv, elem), shape, b.locs[1]);
+    yv = broadcastTo(castElement(yv, elem), shape, b.locs[2]);
+    return SValue::ir(b_.op(OpCode::Select, {c, xv, yv}, xv->type));
+  }
+  if (name == "lang.maximum" || name == "lang.minimum") {
+    Bound b = bind(*this, args, "tl." + name.substr(5), {{"x", true}, {"y", true}, {"propagate_nan", false}});
+    if (b[0].isConst() && b[1].isConst()) {
+      CallArgs pair = args;
+      pair.keywords.clear();
+      return callBuiltin(name == "lang.maximum" ? "max" : "min", pair);
+    }
+    ir::Value *x = b[0].isIR() ? b[0].value : toIR(b[0], b.locs[0], &b[1].value->type);
+    ir::Value *y = b[1].isIR() ? b[1].value : toIR(b[1], b.locs[1], &x->type);
+    ir::Type elem = promote(x->type, y->type, name.c_str() + 5, loc);
+    auto shape = broadcastShapes(x->type, y->type, loc);
+    x = broadcastTo(castElement(x, elem), shape, b.locs[0]);
+    y = broadcastTo(castElement(y, elem), shape, b.locs[1]);
+    return SValue::ir(b_.op(name == "lang.maximum" ? OpCode::Max : OpCode::Min, {x, y}, x->type));
+  }
+  struct MathFn { const char *name; OpCode code; };
+  static const MathFn mathFns[] = {{"exp", OpCode::Exp},   {"exp2", OpCode::Exp2}, {"log", OpCode::Log},
+                                   {"log2", OpCode::Log2}, {"sqrt", OpCode::Sqrt}, {"abs", OpCode::Abs}};
+  for (const MathFn &m : mathFns) {
+    if (name != std::string("lang.") + m.name) continue;
+    Bound b = bind(*this, args, std::string("tl.") + m.name, {{"x", true}});
+    if (b[0].isConst()) {
+      ConstexprValue c = b[0].c;
+      double v = c.kind == CK::Float ? c.floatValue : double(c.intValue);
+      if (c.kind != CK::Float && c.kind != CK::Int) error(b.locs[0], std::string(m.name) + "() needs a number");
+      double r = m.code == OpCode::Exp ? std::exp(v) : m.code == OpCode::Exp2 ? std::exp2(v)
+               : m.code == OpCode::Log ? std::log(v) : m.code == OpCode::Log2 ? std::log2(v)
+               : m.code == OpCode::Sqrt ? std::sqrt(v) : std::fabs(v);
+      if (m.code == OpCode::Abs && c.kind == CK::Int) return constResult(ConstexprValue::ofInt(c.intValue < 0 ? -c.intValue : c.intValue));
+      return constResult(ConstexprValue::ofFloat(r));
+    }
+    ir::Value *x = toIR(b[0], b.locs[0]);
+    if (x->type.pointer) error(b.locs[0], std::string(m.name) + "() needs numbers, got pointers");
+    if (m.code != OpCode::Abs && x->type.isIntElement()) x = castElement(x, ir::Type(ScalarType::F32));
+    return SValue::ir(b_.op(m.code, {x}, x->type));
+  }
+  if (name == "lang.max" || name == "lang.min" || name == "lang.sum") {
+    Bound b = bind(*this, args, "tl." + name.substr(5),
+                   {{"input", true}, {"axis", false}, {"return_indices", false}, {"return_indices_tie_break_left", false},
+                    {"keep_dims", false}, {"dtype", false}});
+    if (name == "lang.sum") {
+      // tl.sum(input, axis=None, keep_dims=False, dtype=None): positional order differs.
+      b = bind(*this, args, "tl.sum", {{"input", true}, {"axis", false}, {"keep_dims", false}, {"dtype", false}});
+      ir::Value *x = toIR(b[0], b.locs[0]);
+      if (b.has(3)) x = castElement(x, requireDType(b[3], b.locs[3], "sum's dtype"));
+      bool keep = b.has(2) && requireInt(b[2], b.locs[2], "keep_dims");
+      return reduce(x, b[1], "sum", keep, loc);
+    }
+    if (b.has(2) && requireInt(b[2], b.locs[2], "return_indices"))
+      error(b.locs[2], "return_indices is not supported yet");
+    ir::Value *x = toIR(b[0], b.locs[0]);
+    bool keep = b.has(4) && requireInt(b[4], b.locs[4], "keep_dims");
+    return reduce(x, b[1], name.substr(5), keep, loc);
+  }
+  if (name == "lang.cast") {
+    Bound b = bind(*this, args, "tl.cast", {{"input", true}, {"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});
+    CallArgs rest;
+    rest.loc = loc;
+    rest.args = {b[1], SValue::constant(ConstexprValue::none()), b[3]};
+    rest.argLocs = {b.locs[1], b.locs[2], b.locs[3]};
+    return callMethod(SValue::ir(toIR(b[0], b.locs[0])), "to", rest);
+  }
+  if (name.rfind("lang.", 0) == 0) error(loc, "tl." + name.substr(5) + " is not supported yet");
+  if (name.rfind("top.", 0) == 0) error(loc, "'" + name.substr(4) + "' cannot be called inside a kernel");
+  error(loc, "'" + name + "' cannot be called inside a kernel");
+}
+
+} // namespace tessera::spec

@@ -1,0 +1,495 @@
+// The expression half of the parser (see the top of Parser.cpp).
+//
+// Precedence, loosest first:
+//   a if c else b  <  or  <  and  <  not  <  comparisons (chained)  <  |  <  ^
+//   <  &  <  << >>  <  + -  <  * / // % @  <  unary - + ~  <  **  <  primary
+// `**` is right-associative and binds tighter than a unary operator on its
+// left (-x**2 is -(x**2)) but not on its right (2**-1 is 2**(-1)).
+#include "dsl/Parser.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace tessera::ast {
+
+namespace {
+constexpr const char *kTooDeep = "expression nested too deeply";
+} // namespace
+
+unsigned Parser::heightOf(const Expr *e) const {
+  if (!e)
+    return 0;
+  auto it = heights_.find(e);
+  return it == heights_.end() ? 1 : it->second;
+}
+
+ExprPtr Parser::finish(ExprPtr node) {
+  unsigned h = 0;
+  auto see = [&](const Expr *child) { h = std::max(h, heightOf(child)); };
+  auto seeAll = [&](const std::vector<ExprPtr> &children) {
+    for (const ExprPtr &c : children)
+      see(c.get());
+  };
+  switch (node->kind) {
+  case ExprKind::Name:
+  case ExprKind::Constant:
+    break;
+  case ExprKind::Attribute:
+    see(static_cast<Attribute &>(*node).value.get());
+    break;
+  case ExprKind::Subscript:
+    see(static_cast<Subscript &>(*node).value.get());
+    seeAll(static_cast<Subscript &>(*node).indices);
+    break;
+  case ExprKind::Slice: {
+    auto &s = static_cast<Slice &>(*node);
+    see(s.lower.get());
+    see(s.upper.get());
+    see(s.step.get());
+    break;
+  }
+  case ExprKind::Call: {
+    auto &c = static_cast<Call &>(*node);
+    see(c.func.get());
+    seeAll(c.args);
+    for (const Keyword &k : c.keywords)
+      see(k.value.get());
+    break;
+  }
+  case ExprKind::BinOp:
+    see(static_cast<BinOp &>(*node).lhs.get());
+    see(static_cast<BinOp &>(*node).rhs.get());
+    break;
+  case ExprKind::UnaryOp:
+    see(static_cast<UnaryOp &>(*node).operand.get());
+    break;
+  case ExprKind::BoolOp:
+    seeAll(static_cast<BoolOp &>(*node).values);
+    break;
+  case ExprKind::Compare:
+    seeAll(static_cast<Compare &>(*node).operands);
+    break;
+  case ExprKind::IfExp: {
+    auto &i = static_cast<IfExp &>(*node);
+    see(i.cond.get());
+    see(i.thenValue.get());
+    see(i.elseValue.get());
+    break;
+  }
+  case ExprKind::Tuple:
+    seeAll(static_cast<Tuple &>(*node).elts);
+    break;
+  case ExprKind::List:
+    seeAll(static_cast<List &>(*node).elts);
+    break;
+  }
+  ++h;
+  if (h > kMaxExprDepth)
+    error(node->loc, kTooDeep);
+  if (h > 1)
+    heights_[node.get()] = h;
+  return node;
+}
+
+// star_expressions: star_item (',' star_item)* [',']
+// A Tuple (located at its first element) when there is a comma.
+ExprPtr Parser::parseStarExpressions() {
+  SourceLoc loc = tok().loc;
+  ExprPtr first = parseStarItem();
+  if (!isOp(","))
+    return first;
+  auto tuple = std::make_unique<Tuple>(loc);
+  tuple->elts.push_back(std::move(first));
+  while (acceptOp(",") && startsExpression(tok()))
+    tuple->elts.push_back(parseStarItem());
+  return finish(std::move(tuple));
+}
+
+// star_item: expression      ('*' expression is recognised and rejected)
+ExprPtr Parser::parseStarItem() {
+  if (isOp("*"))
+    unsupported(tok().loc, "starred expression");
+  return parseExpression();
+}
+
+// expression: disjunction ['if' disjunction 'else' expression]
+ExprPtr Parser::parseExpression() {
+  DepthGuard guard(*this, exprDepth_, kMaxExprDepth, kTooDeep);
+  ExprPtr e = parseDisjunction();
+  if (isKeyword("if")) {
+    take();
+    ExprPtr cond = parseDisjunction();
+    if (!isKeyword("else"))
+      error(tok().loc, "expected 'else' after 'if' expression");
+    take();
+    ExprPtr elseValue = parseExpression();
+    SourceLoc loc = e->loc;
+    e = finish(std::make_unique<IfExp>(loc, std::move(cond), std::move(e), std::move(elseValue)));
+  }
+  if (isOp(":="))
+    unsupported(tok().loc, "':='");
+  return e;
+}
+
+// disjunction: conjunction ('or' conjunction)*
+ExprPtr Parser::parseDisjunction() {
+  ExprPtr first = parseConjunction();
+  if (!isKeyword("or"))
+    return first;
+  auto node = std::make_unique<BoolOp>(first->loc, /*isAnd=*/false);
+  node->values.push_back(std::move(first));
+  while (isKeyword("or")) {
+    take();
+    node->values.push_back(parseConjunction());
+  }
+  return finish(std::move(node));
+}
+
+// conjunction: inversion ('and' inversion)*
+ExprPtr Parser::parseConjunction() {
+  ExprPtr first = parseInversion();
+  if (!isKeyword("and"))
+    return first;
+  auto node = std::make_unique<BoolOp>(first->loc, /*isAnd=*/true);
+  node->values.push_back(std::move(first));
+  while (isKeyword("and")) {
+    take();
+    node->values.push_back(parseInversion());
+  }
+  return finish(std::move(node));
+}
+
+// inversion: 'not' inversion | comparison
+ExprPtr Parser::parseInversion() {
+  if (!isKeyword("not"))
+    return parseComparison();
+  DepthGuard guard(*this, exprDepth_, kMaxExprDepth, kTooDeep);
+  SourceLoc loc = take().loc;
+  ExprPtr operand = parseInversion();
+  return finish(std::make_unique<UnaryOp>(loc, UnaryOperator::Not, std::move(operand)));
+}
+
+// comparison: bitwise_or (compare_op bitwise_or)*
+// compare_op: '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in'
+//           | 'is' | 'is' 'not'
+// A chain a < b <= c is one Compare with operands {a, b, c}.
+ExprPtr Parser::parseComparison() {
+  ExprPtr first = parseBitOr();
+  std::unique_ptr<Compare> node;
+  for (;;) {
+    const Token &t = tok();
+    std::optional<CompareOp> op;
+    int length = 1;
+    if (t.isOp("=="))
+      op = CompareOp::Eq;
+    else if (t.isOp("!="))
+      op = CompareOp::NotEq;
+    else if (t.isOp("<"))
+      op = CompareOp::Lt;
+    else if (t.isOp("<="))
+      op = CompareOp::LtE;
+    else if (t.isOp(">"))
+      op = CompareOp::Gt;
+    else if (t.isOp(">="))
+      op = CompareOp::GtE;
+    else if (t.isKeyword("in"))
+      op = CompareOp::In;
+    else if (t.isKeyword("is"))
+      op = isKeyword("not", 1) ? (length = 2, CompareOp::IsNot) : CompareOp::Is;
+    else if (t.isKeyword("not") && isKeyword("in", 1))
+      op = CompareOp::NotIn, length = 2;
+    if (!op)
+      break;
+    for (int i = 0; i < length; ++i)
+      take();
+    if (!node) {
+      node = std::make_unique<Compare>(first->loc);
+      node->operands.push_back(std::move(first));
+    }
+    node->ops.push_back(*op);
+    node->operands.push_back(parseBitOr());
+  }
+  if (!node)
+    return first;
+  return finish(std::move(node));
+}
+
+// The loop shared by the left-associative binary levels below:
+//   level: operand (op operand)*
+// Each BinOp is located at the start of its left operand.
+ExprPtr Parser::parseBinaryLevel(
+    Operand operand, std::initializer_list<std::pair<std::string_view, BinaryOp>> ops) {
+  ExprPtr lhs = (this->*operand)();
+  for (;;) {
+    const Token &t = tok();
+    std::optional<BinaryOp> op;
+    for (const auto &[spelling, binop] : ops)
+      if (t.isOp(spelling))
+        op = binop;
+    if (!op)
+      return lhs;
+    take();
+    ExprPtr rhs = (this->*operand)();
+    SourceLoc loc = lhs->loc;
+    lhs = finish(std::make_unique<BinOp>(loc, *op, std::move(lhs), std::move(rhs)));
+  }
+}
+
+// bitwise_or: bitwise_xor ('|' bitwise_xor)*
+ExprPtr Parser::parseBitOr() {
+  return parseBinaryLevel(&Parser::parseBitXor, {{"|", BinaryOp::BitOr}});
+}
+
+// bitwise_xor: bitwise_and ('^' bitwise_and)*
+ExprPtr Parser::parseBitXor() {
+  return parseBinaryLevel(&Parser::parseBitAnd, {{"^", BinaryOp::BitXor}});
+}
+
+// bitwise_and: shift_expr ('&' shift_expr)*
+ExprPtr Parser::parseBitAnd() {
+  return parseBinaryLevel(&Parser::parseShift, {{"&", BinaryOp::BitAnd}});
+}
+
+// shift_expr: sum (('<<' | '>>') sum)*
+ExprPtr Parser::parseShift() {
+  return parseBinaryLevel(&Parser::parseSum,
+                          {{"<<", BinaryOp::LShift}, {">>", BinaryOp::RShift}});
+}
+
+// sum: term (('+' | '-') term)*
+ExprPtr Parser::parseSum() {
+  return parseBinaryLevel(&Parser::parseTerm, {{"+", BinaryOp::Add}, {"-", BinaryOp::Sub}});
+}
+
+// term: factor (('*' | '/' | '//' | '%' | '@') factor)*
+ExprPtr Parser::parseTerm() {
+  return parseBinaryLevel(&Parser::parseFactor,
+                          {{"*", BinaryOp::Mul},
+                           {"/", BinaryOp::Div},
+                           {"//", BinaryOp::FloorDiv},
+                           {"%", BinaryOp::Mod},
+                           {"@", BinaryOp::MatMul}});
+}
+
+// factor: ('+' | '-' | '~') factor | power
+ExprPtr Parser::parseFactor() {
+  UnaryOperator op;
+  if (isOp("-"))
+    op = UnaryOperator::Neg;
+  else if (isOp("+"))
+    op = UnaryOperator::Pos;
+  else if (isOp("~"))
+    op = UnaryOperator::Invert;
+  else
+    return parsePower();
+  DepthGuard guard(*this, exprDepth_, kMaxExprDepth, kTooDeep);
+  SourceLoc loc = take().loc;
+  ExprPtr operand = parseFactor();
+  return finish(std::make_unique<UnaryOp>(loc, op, std::move(operand)));
+}
+
+// power: primary ['**' factor]
+ExprPtr Parser::parsePower() {
+  ExprPtr base = parsePrimary();
+  if (!isOp("**"))
+    return base;
+  take();
+  DepthGuard guard(*this, exprDepth_, kMaxExprDepth, kTooDeep);
+  ExprPtr exponent = parseFactor();
+  SourceLoc loc = base->loc;
+  return finish(std::make_unique<BinOp>(loc, BinaryOp::Pow, std::move(base), std::move(exponent)));
+}
+
+// primary: atom ('.' NAME | '(' [arguments] ')' | '[' slices ']')*
+ExprPtr Parser::parsePrimary() {
+  ExprPtr e = parseAtom();
+  for (;;) {
+    if (acceptOp(".")) {
+      std::string attr = expectName("expected a name after '.'");
+      SourceLoc loc = e->loc;
+      e = finish(std::make_unique<Attribute>(loc, std::move(e), std::move(attr)));
+    } else if (isOp("(")) {
+      e = parseCall(std::move(e));
+    } else if (isOp("[")) {
+      e = parseSubscript(std::move(e));
+    } else {
+      return e;
+    }
+  }
+}
+
+// atom: NAME | 'True' | 'False' | 'None' | NUMBER | strings | group_or_tuple | list
+ExprPtr Parser::parseAtom() {
+  const Token &t = tok();
+  SourceLoc loc = t.loc;
+  switch (t.kind) {
+  case TokenKind::Name: {
+    Token name = take();
+    return std::make_unique<Name>(loc, std::move(name.text));
+  }
+  case TokenKind::Int: {
+    auto c = std::make_unique<Constant>(loc, Constant::Type::Int);
+    c->intValue = take().intValue;
+    return c;
+  }
+  case TokenKind::Float: {
+    auto c = std::make_unique<Constant>(loc, Constant::Type::Float);
+    c->floatValue = take().floatValue;
+    return c;
+  }
+  case TokenKind::String:
+    return parseStrings();
+  case TokenKind::Keyword:
+    if (t.text == "True" || t.text == "False") {
+      auto c = std::make_unique<Constant>(loc, Constant::Type::Bool);
+      c->intValue = t.text == "True";
+      take();
+      return c;
+    }
+    if (t.text == "None") {
+      take();
+      return std::make_unique<Constant>(loc, Constant::Type::None);
+    }
+    if (t.text == "lambda" || t.text == "yield" || t.text == "await")
+      unsupported(loc, "'" + t.text + "'");
+    break;
+  case TokenKind::Op:
+    if (t.text == "(")
+      return parseParenthesized();
+    if (t.text == "[")
+      return parseList();
+    if (t.text == "{")
+      unsupported(loc, "dict or set display");
+    if (t.text == "...")
+      unsupported(loc, "'...'");
+    if (t.text == "*")
+      unsupported(loc, "starred expression");
+    break;
+  default:
+    break;
+  }
+  error(loc, "expected an expression");
+}
+
+// strings: STRING+          (adjacent literals are concatenated)
+ExprPtr Parser::parseStrings() {
+  auto c = std::make_unique<Constant>(tok().loc, Constant::Type::String);
+  while (tok().kind == TokenKind::String)
+    c->stringValue += take().stringValue;
+  return c;
+}
+
+// group_or_tuple: '(' ')'
+//               | '(' star_item ')'
+//               | '(' star_item ',' [star_item (',' star_item)* [',']] ')'
+// A group returns the inner expression itself; a tuple is located at '('.
+ExprPtr Parser::parseParenthesized() {
+  SourceLoc loc = take().loc;
+  if (acceptOp(")"))
+    return std::make_unique<Tuple>(loc);
+  ExprPtr first = parseStarItem();
+  if (isKeyword("for"))
+    unsupported(loc, "generator expression");
+  if (acceptOp(")"))
+    return first;
+  if (!isOp(","))
+    error(tok().loc, "expected ',' or ')'");
+  auto tuple = std::make_unique<Tuple>(loc);
+  tuple->elts.push_back(std::move(first));
+  while (acceptOp(",") && !isOp(")"))
+    tuple->elts.push_back(parseStarItem());
+  expectOp(")", "expected ',' or ')'");
+  return finish(std::move(tuple));
+}
+
+// list: '[' [star_item (',' star_item)* [',']] ']'
+ExprPtr Parser::parseList() {
+  SourceLoc loc = take().loc;
+  auto list = std::make_unique<List>(loc);
+  while (!isOp("]")) {
+    list->elts.push_back(parseStarItem());
+    if (isKeyword("for"))
+      unsupported(loc, "list comprehension");
+    if (!acceptOp(","))
+      break;
+  }
+  expectOp("]", "expected ',' or ']'");
+  return finish(std::move(list));
+}
+
+// call: primary '(' [arguments] ')'
+// arguments: argument (',' argument)* [',']
+// argument: NAME '=' expression | expression
+// Positional arguments must come first; `*args`, `**kwargs` and generator
+// arguments are rejected.
+ExprPtr Parser::parseCall(ExprPtr func) {
+  take();
+  SourceLoc loc = func->loc;
+  auto call = std::make_unique<Call>(loc, std::move(func));
+  while (!isOp(")")) {
+    const Token &t = tok();
+    if (t.isOp("*") || t.isOp("**"))
+      unsupported(t.loc, "argument unpacking with '" + t.text + "'");
+    if (t.kind == TokenKind::Name && isOp("=", 1)) {
+      Keyword kw;
+      kw.loc = t.loc;
+      kw.name = take().text;
+      take();
+      for (const Keyword &other : call->keywords)
+        if (other.name == kw.name)
+          error(kw.loc, "keyword argument repeated: " + kw.name);
+      kw.value = parseExpression();
+      call->keywords.push_back(std::move(kw));
+    } else {
+      ExprPtr arg = parseExpression();
+      if (isOp("="))
+        error(arg->loc, "expression cannot contain assignment, perhaps you meant \"==\"?");
+      if (isKeyword("for"))
+        unsupported(arg->loc, "generator expression");
+      if (!call->keywords.empty())
+        error(arg->loc, "positional argument follows keyword argument");
+      call->args.push_back(std::move(arg));
+    }
+    if (!acceptOp(","))
+      break;
+  }
+  expectOp(")", "expected ',' or ')'");
+  return finish(std::move(call));
+}
+
+// subscript: primary '[' slices ']'
+// slices: slice (',' slice)* [',']
+ExprPtr Parser::parseSubscript(ExprPtr value) {
+  take();
+  std::vector<ExprPtr> indices;
+  do {
+    if (isOp("]") && !indices.empty())
+      break; // trailing comma
+    indices.push_back(parseSliceItem());
+  } while (acceptOp(","));
+  expectOp("]", "expected ',' or ']'");
+  SourceLoc loc = value->loc;
+  return finish(std::make_unique<Subscript>(loc, std::move(value), std::move(indices)));
+}
+
+// slice: [expression] ':' [expression] [':' [expression]] | star_item
+// A Slice is located at its first token (the lower bound or the ':').
+ExprPtr Parser::parseSliceItem() {
+  SourceLoc loc = tok().loc;
+  ExprPtr lower;
+  if (!isOp(":")) {
+    lower = parseStarItem();
+    if (!isOp(":"))
+      return lower;
+  }
+  take();
+  auto slice = std::make_unique<Slice>(loc);
+  slice->lower = std::move(lower);
+  if (startsExpression(tok()))
+    slice->upper = parseExpression();
+  if (acceptOp(":") && startsExpression(tok()))
+    slice->step = parseExpression();
+  return finish(std::move(slice));
+}
+
+} // namespace tessera::ast

@@ -1,0 +1,686 @@
+// The specialiser, part 1: module scope, parameters, statements and
+// structured control flow. Python's function-level scoping is kept as one
+// Env (name -> SValue) per function; control flow copies it per branch and
+// turns the names a branch or loop body reassigns into values carried
+// through the IR's if/for/while ops.
+#include "dsl/SpecializerImpl.h"
+
+#include "llvm/Support/Casting.h"
+
+#include <algorithm>
+#include <charconv>
+
+using llvm::cast;
+using llvm::dyn_cast;
+using llvm::isa;
+
+namespace tessera {
+
+ConstexprValue ConstexprValue::parse(const std::string &text) {
+  if (text == "True" || text == "true") return ofBool(true);
+  if (text == "False" || text == "false") return ofBool(false);
+  if (text == "None") return none();
+  int64_t i = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
+  if (ec == std::errc() && p == text.data() + text.size() && !text.empty()) return ofInt(i);
+  double d = 0;
+  auto [q, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec2 == std::errc() && q == text.data() + text.size() && !text.empty()) return ofFloat(d);
+  return ofString(text);
+}
+
+std::string ConstexprValue::str() const {
+  switch (kind) {
+  case Kind::Int: return std::to_string(intValue);
+  case Kind::Bool: return intValue ? "True" : "False";
+  case Kind::None: return "None";
+  case Kind::String: return "'" + stringValue + "'";
+  case Kind::Float: {
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof buf, floatValue);
+    std::string s(buf, res.ptr);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  }
+  }
+  return "?";
+}
+
+static bool isJitDecorator(const ast::Expr &e) {
+  const ast::Expr *target = &e;
+  if (auto *call = dyn_cast<ast::Call>(target)) target = call->func.get();
+  if (auto *name = dyn_cast<ast::Name>(target)) return name->id == "jit";
+  if (auto *attr = dyn_cast<ast::Attribute>(target)) return attr->attr == "jit";
+  return false;
+}
+
+static bool isJitFunction(const ast::FunctionDef &fn) {
+  return std::any_of(fn.decorators.begin(), fn.decorators.end(),
+                     [](const ast::ExprPtr &d) { return isJitDecorator(*d); });
+}
+
+std::vector<std::string> jitFunctionNames(const ast::Module &module) {
+  std::vector<std::string> names;
+  for (const auto &s : module.body)
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && isJitFunction(*fn))
+      names.push_back(fn->name);
+  return names;
+}
+
+namespace spec {
+
+static void collectAssigned(const ast::Expr &target, std::vector<std::string> &out) {
+  if (auto *n = dyn_cast<ast::Name>(&target)) {
+    if (std::find(out.begin(), out.end(), n->id) == out.end()) out.push_back(n->id);
+  } else if (auto *t = dyn_cast<ast::Tuple>(&target)) {
+    for (const auto &e : t->elts) collectAssigned(*e, out);
+  } else if (auto *l = dyn_cast<ast::List>(&target)) {
+    for (const auto &e : l->elts) collectAssigned(*e, out);
+  }
+}
+
+static void collectAssigned(const ast::Body &body, std::vector<std::string> &out) {
+  for (const auto &s : body) {
+    if (auto *a = dyn_cast<ast::Assign>(s.get())) {
+      for (const auto &t : a->targets) collectAssigned(*t, out);
+    } else if (auto *a = dyn_cast<ast::AugAssign>(s.get())) {
+      collectAssigned(*a->target, out);
+    } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get())) {
+      if (a->value) collectAssigned(*a->target, out);
+    } else if (auto *i = dyn_cast<ast::If>(s.get())) {
+      collectAssigned(i->body, out);
+      collectAssigned(i->orelse, out);
+    } else if (auto *f = dyn_cast<ast::For>(s.get())) {
+      collectAssigned(*f->target, out);
+      collectAssigned(f->body, out);
+    } else if (auto *w = dyn_cast<ast::While>(s.get())) {
+      collectAssigned(w->body, out);
+    }
+  }
+}
+
+std::vector<std::string> assignedNames(const ast::Body &body) {
+  std::vector<std::string> out;
+  collectAssigned(body, out);
+  return out;
+}
+
+Specializer::Specializer(const ast::Module &module, const Specialization &spec)
+    : module_(module), spec_(spec), b_(&scratch_) {}
+
+void Specializer::error(SourceLoc loc, const std::string &message) const {
+  raiseError(*module_.file, loc, message);
+}
+
+// The names a kernel file can use at module level: imports (to recognise
+// tl / triton / tessera), @jit functions, and constants.
+void Specializer::collectModuleScope() {
+  auto canonical = [](const std::string &module) -> std::string {
+    for (const char *top : {"tessera", "triton"}) {
+      std::string t = top;
+      if (module == t) return "top";
+      if (module == t + ".language") return "lang";
+      if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
+          module == t + ".language.extra.cuda.libdevice")
+        return "lang.math";
+    }
+    return "";
+  };
+  globals_["range"] = SValue::builtin("range");
+  globals_["float"] = SValue::builtin("float");
+  globals_["int"] = SValue::builtin("int");
+  globals_["bool"] = SValue::builtin("bool");
+  globals_["min"] = SValue::builtin("min");
+  globals_["max"] = SValue::builtin("max");
+  globals_["len"] = SValue::builtin("len");
+  globals_["abs"] = SValue::builtin("abs");
+  globals_["print"] = SValue::builtin("print");
+  for (const auto &s : module_.body) {
+    if (auto *imp = dyn_cast<ast::Import>(s.get())) {
+      for (const auto &alias : imp->names) {
+        std::string path = canonical(alias.module);
+        if (!alias.asName.empty()) {
+          if (!path.empty()) globals_[alias.asName] = SValue::module(path);
+        } else {
+          // "import triton.language" binds "triton".
+          std::string first = alias.module.substr(0, alias.module.find('.'));
+          if (!canonical(first).empty()) globals_[first] = SValue::module(canonical(first));
+        }
+      }
+    } else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get())) {
+      std::string path = canonical(imp->module);
+      if (path.empty()) continue;
+      for (const auto &alias : imp->names) {
+        const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
+        if (alias.name == "language")
+          globals_[local] = SValue::module(path == "top" ? "lang" : path + ".language");
+        else if (alias.name == "jit" || alias.name == "autotune" || alias.name == "heuristics")
+          globals_[local] = SValue::builtin(path + "." + alias.name);
+        else if (alias.name != "*")
+          globals_[local] = SValue::builtin(path + "." + alias.name);
+      }
+    } else if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) {
+      globals_[fn->name] = SValue::function(fn);
+    }
+  }
+  // Module-level constants, in order, so that later ones can use earlier ones.
+  for (const auto &s : module_.body) {
+    const ast::Expr *value = nullptr;
+    std::vector<const ast::Expr *> targets;
+    if (auto *a = dyn_cast<ast::Assign>(s.get())) {
+      value = a->value.get();
+      for (const auto &t : a->targets) targets.push_back(t.get());
+    } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get()); a && a->value) {
+      value = a->value.get();
+      targets.push_back(a->target.get());
+    }
+    if (!value) continue;
+    SValue v;
+    try {
+      v = evalGlobal(*value);
+    } catch (const CompileError &) {
+      continue; // not a constant a kernel can use (e.g. a torch tensor); ignore it
+    }
+    for (const ast::Expr *t : targets)
+      if (auto *n = dyn_cast<ast::Name>(t)) globals_[n->id] = v;
+  }
+}
+
+// Globals are evaluated with an empty environment and no IR builder access:
+// only constant expressions succeed.
+SValue Specializer::evalGlobal(const ast::Expr &e) {
+  Env empty;
+  Env *saved = env_;
+  env_ = &empty;
+  bool wasGlobal = evaluatingGlobal_;
+  evaluatingGlobal_ = true;
+  try {
+    SValue v = eval(e);
+    env_ = saved;
+    evaluatingGlobal_ = wasGlobal;
+    if (v.isIR()) error(e.loc, "module-level value is not a constant");
+    return v;
+  } catch (...) {
+    env_ = saved;
+    evaluatingGlobal_ = wasGlobal;
+    throw;
+  }
+}
+
+const ast::FunctionDef *Specializer::findKernel() const {
+  for (const auto &s : module_.body)
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == spec_.kernelName) {
+      if (!isJitFunction(*fn))
+        error(fn->loc, "function '" + fn->name + "' is not decorated with @jit");
+      return fn;
+    }
+  std::string known;
+  for (const std::string &n : jitFunctionNames(module_)) known += (known.empty() ? "" : ", ") + n;
+  raiseError(*module_.file, SourceLoc{},
+             "no @jit function named '" + spec_.kernelName + "' in this file" +
+                 (known.empty() ? std::string(" (it defines none)") : " (it defines: " + known + ")"));
+}
+
+static bool isConstexprAnnotation(const ast::Expr *e) {
+  if (!e) return false;
+  if (auto *a = dyn_cast<ast::Attribute>(e)) return a->attr == "constexpr";
+  if (auto *n = dyn_cast<ast::Name>(e)) return n->id == "constexpr";
+  if (auto *c = dyn_cast<ast::Constant>(e))
+    return c->type == ast::Constant::Type::String && c->stringValue.find("constexpr") != std::string::npos;
+  return false;
+}
+
+void Specializer::bindParameters(const ast::FunctionDef &kernel) {
+  size_t runtimeCount = 0;
+  for (const auto &p : kernel.params)
+    if (!isConstexprAnnotation(p.annotation.get())) ++runtimeCount;
+  if (runtimeCount != spec_.args.size())
+    error(kernel.loc, "kernel '" + kernel.name + "' has " + std::to_string(runtimeCount) +
+                          " non-constexpr parameter" + (runtimeCount == 1 ? "" : "s") +
+                          " but the signature gives " + std::to_string(spec_.args.size()) + " type" +
+                          (spec_.args.size() == 1 ? "" : "s"));
+  for (const auto &[name, value] : spec_.constexprs) {
+    bool found = std::any_of(kernel.params.begin(), kernel.params.end(),
+                             [&](const ast::Param &p) { return p.name == name; });
+    if (!found) error(kernel.loc, "kernel '" + kernel.name + "' has no parameter named '" + name + "'");
+  }
+  size_t argIndex = 0;
+  for (const auto &p : kernel.params) {
+    if (isConstexprAnnotation(p.annotation.get())) {
+      auto it = spec_.constexprs.find(p.name);
+      if (it != spec_.constexprs.end()) {
+        (*env_)[p.name] = SValue::constant(it->second);
+      } else if (p.defaultValue) {
+        (*env_)[p.name] = evalGlobal(*p.defaultValue);
+      } else {
+        error(p.loc, "missing value for constexpr parameter '" + p.name + "'");
+      }
+      continue;
+    }
+    if (spec_.constexprs.count(p.name))
+      error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it");
+    const ArgSpec &arg = spec_.args[argIndex++];
+    ir::Param param{p.name, arg.type, arg.divisibility, arg.equalsOne};
+    fn_->params.push_back(param);
+    ir::Value *v = fn_->body.addArgument(arg.type, p.name);
+    // Triton specialises ints equal to 1 into the constant 1.
+    if (arg.equalsOne && arg.type.isIntElement())
+      (*env_)[p.name] = SValue::constant(ConstexprValue::ofInt(1));
+    else
+      (*env_)[p.name] = SValue::ir(v);
+  }
+}
+
+std::unique_ptr<ir::Function> Specializer::run() {
+  collectModuleScope();
+  const ast::FunctionDef *kernel = findKernel();
+  fn_ = std::make_unique<ir::Function>();
+  fn_->name = kernel->name;
+  fn_->numWarps = spec_.numWarps;
+  fn_->sourcePath = module_.file->path;
+  Env env;
+  env_ = &env;
+  b_.setInsertionPointToEnd(&fn_->body);
+  bindParameters(*kernel);
+  b_.setLoc(kernel->loc);
+  if (execBody(kernel->body) == Flow::Returned && !returnValue_.isNone())
+    error(kernel->loc, "a kernel cannot return a value");
+  b_.setInsertionPointToEnd(&fn_->body);
+  b_.create(ir::OpCode::Return, {}, {});
+  env_ = nullptr;
+  return std::move(fn_);
+}
+
+Specializer::Flow Specializer::execBody(const ast::Body &body) {
+  for (const auto &s : body)
+    if (execStmt(*s) == Flow::Returned) return Flow::Returned;
+  return Flow::Normal;
+}
+
+void Specializer::execAssign(const ast::Expr &target, const SValue &value) {
+  if (auto *n = dyn_cast<ast::Name>(&target)) {
+    (*env_)[n->id] = value;
+    return;
+  }
+  const std::vector<ast::ExprPtr> *elts = nullptr;
+  if (auto *t = dyn_cast<ast::Tuple>(&target)) elts = &t->elts;
+  if (auto *l = dyn_cast<ast::List>(&target)) elts = &l->elts;
+  if (elts) {
+    if (value.kind != SValue::Kind::Tuple)
+      error(target.loc, "cannot unpack " + describe(value) + " into " + std::to_string(elts->size()) + " names");
+    if (value.elems.size() != elts->size())
+      error(target.loc, "cannot unpack a tuple of " + std::to_string(value.elems.size()) + " values into " +
+                            std::to_string(elts->size()) + " names");
+    for (size_t i = 0; i < elts->size(); ++i) execAssign(*(*elts)[i], value.elems[i]);
+    return;
+  }
+  if (isa<ast::Subscript>(&target))
+    error(target.loc, "cannot assign to an element of a block: blocks are immutable (build a new one with tl.where)");
+  error(target.loc, "unsupported assignment target");
+}
+
+Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
+  b_.setLoc(s.loc);
+  switch (s.kind) {
+  case ast::StmtKind::Expr: {
+    auto &e = cast<ast::ExprStmt>(s);
+    if (auto *c = dyn_cast<ast::Constant>(e.value.get()); c && c->type == ast::Constant::Type::String)
+      return Flow::Normal; // docstring
+    eval(*e.value);
+    return Flow::Normal;
+  }
+  case ast::StmtKind::Assign: {
+    auto &a = cast<ast::Assign>(s);
+    SValue v = eval(*a.value);
+    for (const auto &t : a.targets) execAssign(*t, v);
+    return Flow::Normal;
+  }
+  case ast::StmtKind::AugAssign: {
+    auto &a = cast<ast::AugAssign>(s);
+    if (!isa<ast::Name>(a.target.get()))
+      error(a.target->loc, "augmented assignment needs a plain name on the left");
+    SValue current = eval(*a.target);
+    SValue rhs = eval(*a.value);
+    execAssign(*a.target, binary(a.op, current, rhs, s.loc));
+    return Flow::Normal;
+  }
+  case ast::StmtKind::AnnAssign: {
+    auto &a = cast<ast::AnnAssign>(s);
+    if (a.value) execAssign(*a.target, eval(*a.value));
+    return Flow::Normal;
+  }
+  case ast::StmtKind::If:
+    execIf(cast<ast::If>(s));
+    return Flow::Normal;
+  case ast::StmtKind::For:
+    execFor(cast<ast::For>(s));
+    return Flow::Normal;
+  case ast::StmtKind::While:
+    execWhile(cast<ast::While>(s));
+    return Flow::Normal;
+  case ast::StmtKind::Break:
+    error(s.loc, "unsupported construct: 'break' (tessera loops cannot exit early yet)");
+  case ast::StmtKind::Continue:
+    error(s.loc, "unsupported construct: 'continue' (tessera loops cannot skip iterations yet)");
+  case ast::StmtKind::Return: {
+    auto &r = cast<ast::Return>(s);
+    returnValue_ = r.value ? eval(*r.value) : SValue::constant(ConstexprValue::none());
+    return Flow::Returned;
+  }
+  case ast::StmtKind::Assert: {
+    auto &a = cast<ast::Assert>(s);
+    SValue c = eval(*a.cond);
+    if (c.isConst()) {
+      bool ok = c.c.kind == ConstexprValue::Kind::Float ? c.c.floatValue != 0
+                                                        : (c.c.kind != ConstexprValue::Kind::None && c.c.intValue != 0);
+      if (c.c.kind == ConstexprValue::Kind::String) ok = !c.c.stringValue.empty();
+      if (!ok) {
+        std::string msg = "assertion failed";
+        if (a.msg) {
+          SValue m = eval(*a.msg);
+          if (m.isConst()) msg += ": " + (m.c.kind == ConstexprValue::Kind::String ? m.c.stringValue : m.c.str());
+        }
+        error(s.loc, msg);
+      }
+    }
+    // Runtime asserts become device asserts in debug builds (runtime issue); dropped here.
+    return Flow::Normal;
+  }
+  case ast::StmtKind::Pass:
+    return Flow::Normal;
+  case ast::StmtKind::FunctionDef:
+    error(s.loc, "unsupported construct: a function defined inside a kernel");
+  case ast::StmtKind::Import:
+  case ast::StmtKind::ImportFrom:
+    error(s.loc, "unsupported construct: 'import' inside a kernel");
+  }
+  error(s.loc, "unsupported statement");
+}
+
+// ------------------------------------------------------------- control flow
+
+static bool constTruth(const ConstexprValue &c) {
+  switch (c.kind) {
+  case ConstexprValue::Kind::Int:
+  case ConstexprValue::Kind::Bool: return c.intValue != 0;
+  case ConstexprValue::Kind::Float: return c.floatValue != 0;
+  case ConstexprValue::Kind::None: return false;
+  case ConstexprValue::Kind::String: return !c.stringValue.empty();
+  }
+  return false;
+}
+
+// Values a structured op carries for `name`: the merged type of both sides.
+void Specializer::execIf(const ast::If &s) {
+  SValue cond = eval(*s.cond);
+  if (cond.isConst()) {
+    // Like Triton: a constexpr condition selects a branch at compile time.
+    if (execBody(constTruth(cond.c) ? s.body : s.orelse) == Flow::Returned)
+      error(s.loc, "'return' inside an if is only supported at the end of an inlined function's branch chain");
+    return;
+  }
+  if (!cond.isIR()) error(s.cond->loc, "an if condition must be a scalar, got " + describe(cond));
+  ir::Value *c = toBool(toIR(cond, s.cond->loc));
+  if (c->type.isBlock())
+    error(s.cond->loc, "an if condition must be a scalar, got a block of type " + c->type.str() +
+                           " (use tl.where for elementwise choice)");
+
+  ir::Operation *ifOp = b_.create(ir::OpCode::If, {c}, {}, {}, 2);
+  auto after = b_.block()->ops.end();
+  ir::Block *outer = b_.block();
+  Env before = *env_;
+
+  auto runBranch = [&](const ast::Body &body, ir::Block *region) {
+    Env branchEnv = before;
+    Env *saved = env_;
+    env_ = &branchEnv;
+    b_.setInsertionPointToEnd(region);
+    if (execBody(body) == Flow::Returned)
+      error(s.loc, "'return' inside an if whose condition is not a constexpr is not supported");
+    env_ = saved;
+    return branchEnv;
+  };
+  Env thenEnv = runBranch(s.body, ifOp->region(0));
+  Env elseEnv = runBranch(s.orelse, ifOp->region(1));
+
+  // Names visible after the if: assigned in a branch and defined on both paths.
+  std::vector<std::string> names = assignedNames(s.body);
+  for (const std::string &n : assignedNames(s.orelse))
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  std::vector<std::string> carried;
+  std::vector<ir::Value *> thenValues, elseValues;
+  for (const std::string &n : names) {
+    auto t = thenEnv.find(n), e = elseEnv.find(n);
+    if (t == thenEnv.end() || e == elseEnv.end()) continue;
+    const SValue &tv = t->second, &ev = e->second;
+    if (tv.isConst() && ev.isConst() && tv.c == ev.c) {
+      (*env_)[n] = tv;
+      continue;
+    }
+    if (!(tv.isIR() || tv.isConst()) || !(ev.isIR() || ev.isConst()))
+      error(s.loc, "variable '" + n + "' must be a value in both branches of the if");
+    // Materialise each side inside its own region, typed like the other side.
+    const ir::Type *peerForThen = ev.isIR() ? &ev.value->type : nullptr;
+    const ir::Type *peerForElse = tv.isIR() ? &tv.value->type : nullptr;
+    b_.setInsertionPointToEnd(ifOp->region(0));
+    ir::Value *tval = toIR(tv, s.loc, peerForThen);
+    b_.setInsertionPointToEnd(ifOp->region(1));
+    ir::Value *eval_ = toIR(ev, s.loc, peerForElse);
+    if (tval->type != eval_->type)
+      error(s.loc, "variable '" + n + "' has type " + tval->type.str() + " in one branch of the if and " +
+                       eval_->type.str() + " in the other");
+    carried.push_back(n);
+    thenValues.push_back(tval);
+    elseValues.push_back(eval_);
+  }
+  b_.setInsertionPointToEnd(ifOp->region(0));
+  b_.create(ir::OpCode::Yield, thenValues, {});
+  b_.setInsertionPointToEnd(ifOp->region(1));
+  b_.create(ir::OpCode::Yield, elseValues, {});
+  for (size_t i = 0; i < carried.size(); ++i) {
+    auto v = std::make_unique<ir::Value>();
+    v->type = thenValues[i]->type;
+    v->definingOp = ifOp;
+    v->index = static_cast<unsigned>(i);
+    (*env_)[carried[i]] = SValue::ir(v.get());
+    ifOp->results.push_back(std::move(v));
+  }
+  b_.setInsertionPoint(outer, after);
+}
+
+// Which names a loop carries: those its body reassigns that exist before it.
+static std::vector<std::string> loopCarriedNames(const ast::Body &body, const Env &env,
+                                                 const std::string &inductionName) {
+  std::vector<std::string> carried;
+  for (const std::string &n : assignedNames(body)) {
+    if (n == inductionName) continue;
+    auto it = env.find(n);
+    if (it != env.end() && (it->second.isIR() || it->second.isConst())) carried.push_back(n);
+  }
+  return carried;
+}
+
+void Specializer::execFor(const ast::For &s) {
+  auto *call = dyn_cast<ast::Call>(s.iter.get());
+  SValue callee = call ? eval(*call->func) : SValue();
+  std::string kind = callee.kind == SValue::Kind::Builtin ? callee.path : "";
+  if (kind != "range" && kind != "lang.range" && kind != "lang.static_range")
+    error(s.iter->loc, "unsupported loop: iterate over range(...), tl.range(...) or tl.static_range(...)");
+  if (!s.orelse.empty()) error(s.loc, "unsupported construct: 'else' on a for loop");
+  auto *target = dyn_cast<ast::Name>(s.target.get());
+  if (!target) error(s.target->loc, "a for loop's target must be a single name");
+
+  std::vector<SValue> bounds;
+  for (const auto &a : call->args) bounds.push_back(eval(*a));
+  if (bounds.empty() || bounds.size() > 3)
+    error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
+  for (const auto &kw : call->keywords)
+    if (kw.name != "num_stages" && kw.name != "loop_unroll_factor" && kw.name != "warp_specialize" &&
+        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten")
+      error(kw.loc, "unexpected keyword argument '" + kw.name + "' to range");
+  SValue lb = bounds.size() >= 2 ? bounds[0] : SValue::constant(ConstexprValue::ofInt(0));
+  SValue ub = bounds.size() >= 2 ? bounds[1] : bounds[0];
+  SValue step = bounds.size() == 3 ? bounds[2] : SValue::constant(ConstexprValue::ofInt(1));
+
+  if (kind == "lang.static_range") {
+    int64_t l = requireInt(lb, call->loc, "tl.static_range's start");
+    int64_t u = requireInt(ub, call->loc, "tl.static_range's end");
+    int64_t st = requireInt(step, call->loc, "tl.static_range's step");
+    if (st == 0) error(call->loc, "tl.static_range's step must not be zero");
+    if ((u - l) / st > 4096) error(call->loc, "tl.static_range would unroll more than 4096 iterations");
+    for (int64_t i = l; st > 0 ? i < u : i > u; i += st) {
+      (*env_)[target->id] = SValue::constant(ConstexprValue::ofInt(i));
+      if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
+    }
+    return;
+  }
+
+  // Bounds become IR scalars of one integer type (i64 if any is i64).
+  ir::Type ivType(ir::ScalarType::I32);
+  for (const SValue *v : {&lb, &ub, &step}) {
+    if (v->isIR()) {
+      if (v->value->type.isBlock() || !v->value->type.isIntElement())
+        error(call->loc, "range() bounds must be integer scalars, got " + v->value->type.str());
+      if (ir::bitWidth(v->value->type.scalar) == 64) ivType = ir::Type(ir::ScalarType::I64);
+    } else if (!v->isConst() || (v->c.kind != ConstexprValue::Kind::Int && v->c.kind != ConstexprValue::Kind::Bool)) {
+      error(call->loc, "range() bounds must be integers, got " + describe(*v));
+    }
+  }
+  if (step.isConst() && step.c.intValue <= 0)
+    error(call->loc, "range() step must be positive in a tessera loop");
+  ir::Value *lbv = castElement(toIR(lb, call->loc, &ivType), ivType);
+  ir::Value *ubv = castElement(toIR(ub, call->loc, &ivType), ivType);
+  ir::Value *stepv = castElement(toIR(step, call->loc, &ivType), ivType);
+
+  std::vector<std::string> carried = loopCarriedNames(s.body, *env_, target->id);
+  std::vector<ir::Value *> inits;
+  for (const std::string &n : carried) inits.push_back(toIR((*env_)[n], s.loc));
+  std::vector<ir::Value *> operands = {lbv, ubv, stepv};
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  std::vector<ir::Type> resultTypes;
+  for (ir::Value *v : inits) resultTypes.push_back(v->type);
+
+  ir::Operation *forOp = b_.create(ir::OpCode::For, operands, resultTypes, {}, 1);
+  auto after = b_.block()->ops.end();
+  ir::Block *outer = b_.block();
+  ir::Block *body = forOp->region(0);
+  ir::Value *iv = body->addArgument(ivType, target->id);
+  Env bodyEnv = *env_;
+  bodyEnv[target->id] = SValue::ir(iv);
+  for (size_t i = 0; i < carried.size(); ++i)
+    bodyEnv[carried[i]] = SValue::ir(body->addArgument(inits[i]->type, carried[i]));
+
+  Env *saved = env_;
+  env_ = &bodyEnv;
+  b_.setInsertionPointToEnd(body);
+  if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
+  std::vector<ir::Value *> yields;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    ir::Value *v = toIR(bodyEnv[carried[i]], s.loc, &inits[i]->type);
+    if (v->type != inits[i]->type)
+      error(s.loc, "loop-carried variable '" + carried[i] + "' has type " + inits[i]->type.str() +
+                       " before the loop and " + v->type.str() +
+                       " after an iteration; give it its loop type before the loop");
+    yields.push_back(v);
+  }
+  b_.create(ir::OpCode::Yield, yields, {});
+  env_ = saved;
+  b_.setInsertionPoint(outer, after);
+  for (size_t i = 0; i < carried.size(); ++i) (*env_)[carried[i]] = SValue::ir(forOp->result(i));
+}
+
+void Specializer::execWhile(const ast::While &s) {
+  if (!s.orelse.empty()) error(s.loc, "unsupported construct: 'else' on a while loop");
+  std::vector<std::string> carried = loopCarriedNames(s.body, *env_, "");
+  std::vector<ir::Value *> inits;
+  for (const std::string &n : carried) inits.push_back(toIR((*env_)[n], s.loc));
+  std::vector<ir::Type> types;
+  for (ir::Value *v : inits) types.push_back(v->type);
+
+  ir::Operation *whileOp = b_.create(ir::OpCode::While, inits, types, {}, 2);
+  auto after = b_.block()->ops.end();
+  ir::Block *outer = b_.block();
+  Env *saved = env_;
+
+  // before: evaluate the condition on the carried values.
+  ir::Block *beforeBlock = whileOp->region(0);
+  Env condEnv = *saved;
+  std::vector<ir::Value *> beforeArgs;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    beforeArgs.push_back(beforeBlock->addArgument(types[i], carried[i]));
+    condEnv[carried[i]] = SValue::ir(beforeArgs.back());
+  }
+  env_ = &condEnv;
+  b_.setInsertionPointToEnd(beforeBlock);
+  SValue cond = eval(*s.cond);
+  if (cond.isConst())
+    error(s.cond->loc, "a while condition that is a constant would loop forever or never (tessera has no 'break')");
+  ir::Value *c = toBool(toIR(cond, s.cond->loc));
+  if (c->type.isBlock()) error(s.cond->loc, "a while condition must be a scalar, got " + c->type.str());
+  std::vector<ir::Value *> condOperands = {c};
+  condOperands.insert(condOperands.end(), beforeArgs.begin(), beforeArgs.end());
+  b_.create(ir::OpCode::Condition, condOperands, {});
+
+  // after: the body.
+  ir::Block *afterBlock = whileOp->region(1);
+  Env bodyEnv = *saved;
+  for (size_t i = 0; i < carried.size(); ++i)
+    bodyEnv[carried[i]] = SValue::ir(afterBlock->addArgument(types[i], carried[i]));
+  env_ = &bodyEnv;
+  b_.setInsertionPointToEnd(afterBlock);
+  if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
+  std::vector<ir::Value *> yields;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    ir::Value *v = toIR(bodyEnv[carried[i]], s.loc, &types[i]);
+    if (v->type != types[i])
+      error(s.loc, "loop-carried variable '" + carried[i] + "' has type " + types[i].str() +
+                       " before the loop and " + v->type.str() + " after an iteration");
+    yields.push_back(v);
+  }
+  b_.create(ir::OpCode::Yield, yields, {});
+  env_ = saved;
+  b_.setInsertionPoint(outer, after);
+  for (size_t i = 0; i < carried.size(); ++i) (*env_)[carried[i]] = SValue::ir(whileOp->result(i));
+}
+
+// Calls to @jit functions are inlined: bind arguments, run the body in a
+// fresh environment (module globals stay visible), return its value.
+SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
+  if (++inlineDepth_ > 64) error(args.loc, "call depth exceeds 64 (recursive @jit functions are not supported)");
+  Env callee;
+  if (args.args.size() > fn.params.size())
+    error(args.loc, "'" + fn.name + "' takes " + std::to_string(fn.params.size()) + " argument" +
+                        (fn.params.size() == 1 ? "" : "s") + " but " + std::to_string(args.args.size()) +
+                        " were given");
+  for (size_t i = 0; i < args.args.size(); ++i) callee[fn.params[i].name] = args.args[i];
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto &[name, value] = args.keywords[k];
+    bool known = std::any_of(fn.params.begin(), fn.params.end(), [&](const ast::Param &p) { return p.name == name; });
+    if (!known) error(args.keywordLocs[k], "'" + fn.name + "' got an unexpected keyword argument '" + name + "'");
+    if (callee.count(name)) error(args.keywordLocs[k], "'" + fn.name + "' got multiple values for argument '" + name + "'");
+    callee[name] = value;
+  }
+  for (const auto &p : fn.params) {
+    if (callee.count(p.name)) continue;
+    if (!p.defaultValue) error(args.loc, "'" + fn.name + "' is missing a value for parameter '" + p.name + "'");
+    callee[p.name] = evalGlobal(*p.defaultValue);
+  }
+  Env *saved = env_;
+  SValue savedReturn = returnValue_;
+  env_ = &callee;
+  returnValue_ = SValue::constant(ConstexprValue::none());
+  execBody(fn.body);
+  SValue result = returnValue_;
+  env_ = saved;
+  returnValue_ = savedReturn;
+  --inlineDepth_;
+  return result;
+}
+
+} // namespace spec
+
+std::unique_ptr<ir::Function> specialize(const ast::Module &module, const Specialization &spec) {
+  return spec::Specializer(module, spec).run();
+}
+
+} // namespace tessera

@@ -1,0 +1,57 @@
+// The specialiser turns the AST of a kernel file plus a signature (argument
+// types and constexpr values) into block IR: constexprs are folded,
+// tl.static_range is unrolled, calls to other @jit functions are inlined,
+// Triton's type promotion and broadcasting rules are applied, and type and
+// shape errors are reported at their source location.
+#pragma once
+
+#include "compiler/ir/IR.h"
+#include "dsl/AST.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+// A compile-time Python value: what a tl.constexpr parameter or global holds.
+struct ConstexprValue {
+  enum class Kind { Int, Float, Bool, None, String };
+  Kind kind = Kind::None;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  std::string stringValue;
+
+  static ConstexprValue ofInt(int64_t v) { ConstexprValue c; c.kind = Kind::Int; c.intValue = v; return c; }
+  static ConstexprValue ofFloat(double v) { ConstexprValue c; c.kind = Kind::Float; c.floatValue = v; return c; }
+  static ConstexprValue ofBool(bool v) { ConstexprValue c; c.kind = Kind::Bool; c.intValue = v; return c; }
+  static ConstexprValue ofString(std::string s) { ConstexprValue c; c.kind = Kind::String; c.stringValue = std::move(s); return c; }
+  static ConstexprValue none() { return {}; }
+  // Parses "1024", "0.5", "True", "None", anything else as a string.
+  static ConstexprValue parse(const std::string &text);
+  std::string str() const; // Python's repr
+  bool operator==(const ConstexprValue &o) const = default;
+};
+
+// The type of one runtime (non-constexpr) argument.
+struct ArgSpec {
+  ir::Type type;          // scalar or pointer
+  int divisibility = 1;   // ":16" hint: ints divisible by 16, pointers 16-byte aligned
+  bool equalsOne = false; // int known to be 1: specialised to the constant 1
+};
+
+struct Specialization {
+  std::string kernelName;
+  std::vector<ArgSpec> args; // one per non-constexpr parameter, in order
+  std::map<std::string, ConstexprValue> constexprs;
+  unsigned numWarps = 4;
+};
+
+// Throws CompileError (with location) on any user error.
+std::unique_ptr<ir::Function> specialize(const ast::Module &module, const Specialization &spec);
+
+// Names of the @jit functions defined in a file (for listings and errors).
+std::vector<std::string> jitFunctionNames(const ast::Module &module);
+
+} // namespace tessera

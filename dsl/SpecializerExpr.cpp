@@ -1,0 +1,617 @@
+// The specialiser, part 2: expressions. Compile-time values fold with
+// Python's semantics; runtime values follow Triton's rules: Python literals
+// are "weakly" typed (they take the other operand's type), then operands are
+// promoted to a common element type and broadcast to a common shape.
+#include "dsl/SpecializerImpl.h"
+
+#include "llvm/Support/Casting.h"
+
+#include <cmath>
+#include <limits>
+
+using llvm::cast;
+using llvm::dyn_cast;
+
+namespace tessera::spec {
+
+using ir::OpCode;
+using ir::ScalarType;
+using CK = ConstexprValue::Kind;
+
+std::string Specializer::describe(const SValue &v) const {
+  switch (v.kind) {
+  case SValue::Kind::IR: return (v.value->type.isBlock() ? "a block of type " : "a value of type ") + v.value->type.str();
+  case SValue::Kind::Const: return "the constant " + v.c.str();
+  case SValue::Kind::DType: return "the dtype " + v.dtype.str();
+  case SValue::Kind::Module: return "a module";
+  case SValue::Kind::Function: return "the function '" + v.fn->name + "'";
+  case SValue::Kind::Builtin: return "the builtin '" + v.path + "'";
+  case SValue::Kind::BoundMethod: return "the method '" + v.path + "'";
+  case SValue::Kind::Tuple: return "a tuple of " + std::to_string(v.elems.size());
+  }
+  return "a value";
+}
+
+ConstexprValue Specializer::requireConst(const SValue &v, SourceLoc loc, const std::string &what) const {
+  if (v.isConst()) return v.c;
+  error(loc, what + " must be a constexpr (a literal, a tl.constexpr parameter or a global), but it is " + describe(v));
+}
+
+int64_t Specializer::requireInt(const SValue &v, SourceLoc loc, const std::string &what) const {
+  ConstexprValue c = requireConst(v, loc, what);
+  if (c.kind != CK::Int && c.kind != CK::Bool) error(loc, what + " must be an integer, got " + c.str());
+  return c.intValue;
+}
+
+ir::Type Specializer::requireDType(const SValue &v, SourceLoc loc, const std::string &what) const {
+  if (v.kind == SValue::Kind::DType) return v.dtype;
+  error(loc, what + " must be a dtype such as tl.float32, got " + describe(v));
+}
+
+// ------------------------------------------------------------------- values
+
+static bool fitsI32(int64_t v) {
+  return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+}
+
+// A Python literal next to a runtime operand takes that operand's type.
+ir::Value *Specializer::toIR(const SValue &v, SourceLoc loc, const ir::Type *peer) {
+  if (v.isIR()) return v.value;
+  if (v.kind == SValue::Kind::Tuple) error(loc, "expected a value but got a tuple");
+  if (!v.isConst()) error(loc, "expected a value but got " + describe(v));
+  if (evaluatingGlobal_) error(loc, "module-level value is not a constant");
+  const ConstexprValue &c = v.c;
+  ir::Type elem = peer ? peer->element() : ir::Type();
+  bool peerInt = peer && peer->isIntElement() && peer->scalar != ScalarType::I1;
+  bool peerFloat = peer && peer->isFloatElement();
+  switch (c.kind) {
+  case CK::Int:
+    if (peerInt || peerFloat) return peerFloat ? b_.floatConstant(double(c.intValue), elem) : b_.intConstant(c.intValue, elem);
+    return b_.intConstant(c.intValue, ir::Type(fitsI32(c.intValue) ? ScalarType::I32 : ScalarType::I64));
+  case CK::Float:
+    return b_.floatConstant(c.floatValue, peerFloat ? elem : ir::Type(ScalarType::F32));
+  case CK::Bool:
+    if (peerInt) return b_.intConstant(c.intValue, elem);
+    return b_.intConstant(c.intValue, ir::Type(ScalarType::I1));
+  case CK::None: error(loc, "expected a value but got None");
+  case CK::String: error(loc, "expected a value but got the string " + c.str());
+  }
+  error(loc, "expected a value");
+}
+
+ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
+  ir::Type target = v->type.withElement(elem.element());
+  if (target == v->type) return v;
+  return b_.op(OpCode::Cast, {v}, target);
+}
+
+ir::Value *Specializer::toBool(ir::Value *v) {
+  if (v->type.isBoolElement()) return v;
+  if (v->type.isPointerElement()) return v; // rejected by callers that care
+  ir::Value *zero = v->type.isFloatElement() ? b_.floatConstant(0.0, v->type.element())
+                                             : b_.intConstant(0, v->type.element());
+  if (v->type.isBlock()) zero = b_.op(OpCode::Splat, {zero}, v->type);
+  return b_.op(OpCode::Cmp, {v, zero}, v->type.withElement(ir::Type(ScalarType::I1)), {{"predicate", std::string("ne")}});
+}
+
+static std::string shapeText(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::vector<int64_t> Specializer::broadcastShapes(const ir::Type &a, const ir::Type &b, SourceLoc loc) const {
+  const auto &sa = a.shape, &sb = b.shape;
+  size_t rank = std::max(sa.size(), sb.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - sa.size() ? 1 : sa[i - (rank - sa.size())];
+    int64_t db = i < rank - sb.size() ? 1 : sb[i - (rank - sb.size())];
+    if (da != db && da != 1 && db != 1)
+      error(loc, "cannot broadcast shapes " + shapeText(sa) + " and " + shapeText(sb));
+    out[i] = std::max(da, db);
+  }
+  if (sa.empty() && sb.empty()) out.clear();
+  return out;
+}
+
+ir::Value *Specializer::broadcastTo(ir::Value *v, const std::vector<int64_t> &shape, SourceLoc loc) {
+  if (v->type.shape == shape) return v;
+  if (shape.empty()) error(loc, "cannot turn " + v->type.str() + " into a scalar");
+  if (!v->type.isBlock()) return b_.op(OpCode::Splat, {v}, v->type.withShape(shape));
+  if (v->type.rank() > shape.size())
+    error(loc, "cannot broadcast shape " + shapeText(v->type.shape) + " to " + shapeText(shape));
+  while (v->type.rank() < shape.size()) {
+    std::vector<int64_t> s = v->type.shape;
+    s.insert(s.begin(), 1);
+    v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(0)}});
+  }
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (v->type.shape[i] != shape[i] && v->type.shape[i] != 1)
+      error(loc, "cannot broadcast shape " + shapeText(v->type.shape) + " to " + shapeText(shape));
+  return b_.op(OpCode::Broadcast, {v}, v->type.withShape(shape));
+}
+
+// Triton's computation type of two element types.
+ir::Type Specializer::promote(const ir::Type &a0, const ir::Type &b0, const char *opText, SourceLoc loc) const {
+  ir::Type a = a0.element(), b = b0.element();
+  if (a == b) return a;
+  if (a.pointer || b.pointer)
+    error(loc, std::string("unsupported operand types for ") + opText + ": " + a.str() + " and " + b.str());
+  bool af = isFloat(a.scalar), bf = isFloat(b.scalar);
+  if (af && bf) {
+    if (a.scalar == ScalarType::F64 || b.scalar == ScalarType::F64) return ir::Type(ScalarType::F64);
+    if (a.scalar == ScalarType::F32 || b.scalar == ScalarType::F32) return ir::Type(ScalarType::F32);
+    if (bitWidth(a.scalar) != bitWidth(b.scalar)) return bitWidth(a.scalar) > bitWidth(b.scalar) ? a : b;
+    return ir::Type(ScalarType::F32); // f16 with bf16, or mixed fp8
+  }
+  if (af) return a;
+  if (bf) return b;
+  if (a.scalar == ScalarType::I1) return b;
+  if (b.scalar == ScalarType::I1) return a;
+  unsigned wa = bitWidth(a.scalar), wb = bitWidth(b.scalar);
+  if (isSigned(a.scalar) == isSigned(b.scalar)) return wa >= wb ? a : b;
+  const ir::Type &u = isSigned(a.scalar) ? b : a, &s = isSigned(a.scalar) ? a : b;
+  return bitWidth(u.scalar) >= bitWidth(s.scalar) ? u : s;
+}
+
+// -------------------------------------------------------------- expressions
+
+SValue Specializer::eval(const ast::Expr &e) {
+  switch (e.kind) {
+  case ast::ExprKind::Name: return evalName(cast<ast::Name>(e));
+  case ast::ExprKind::Constant: {
+    auto &c = cast<ast::Constant>(e);
+    switch (c.type) {
+    case ast::Constant::Type::Int: return SValue::constant(ConstexprValue::ofInt(c.intValue));
+    case ast::Constant::Type::Float: return SValue::constant(ConstexprValue::ofFloat(c.floatValue));
+    case ast::Constant::Type::Bool: return SValue::constant(ConstexprValue::ofBool(c.intValue != 0));
+    case ast::Constant::Type::None: return SValue::constant(ConstexprValue::none());
+    case ast::Constant::Type::String: return SValue::constant(ConstexprValue::ofString(c.stringValue));
+    }
+    break;
+  }
+  case ast::ExprKind::Attribute: return evalAttribute(cast<ast::Attribute>(e));
+  case ast::ExprKind::Subscript: return evalSubscript(cast<ast::Subscript>(e));
+  case ast::ExprKind::Slice: error(e.loc, "a slice is only allowed inside []");
+  case ast::ExprKind::Call: return evalCall(cast<ast::Call>(e));
+  case ast::ExprKind::BinOp: {
+    auto &b = cast<ast::BinOp>(e);
+    SValue lhs = eval(*b.lhs);
+    SValue rhs = eval(*b.rhs);
+    return binary(b.op, lhs, rhs, e.loc);
+  }
+  case ast::ExprKind::UnaryOp: {
+    auto &u = cast<ast::UnaryOp>(e);
+    return unary(u.op, eval(*u.operand), e.loc);
+  }
+  case ast::ExprKind::BoolOp: return evalBoolOp(cast<ast::BoolOp>(e));
+  case ast::ExprKind::Compare: return evalCompare(cast<ast::Compare>(e));
+  case ast::ExprKind::IfExp: return evalIfExp(cast<ast::IfExp>(e));
+  case ast::ExprKind::Tuple:
+  case ast::ExprKind::List: {
+    const auto &elts = e.kind == ast::ExprKind::Tuple ? cast<ast::Tuple>(e).elts : cast<ast::List>(e).elts;
+    std::vector<SValue> values;
+    for (const auto &x : elts) values.push_back(eval(*x));
+    return SValue::tuple(std::move(values));
+  }
+  }
+  error(e.loc, "unsupported expression");
+}
+
+SValue Specializer::evalName(const ast::Name &e) {
+  if (env_) {
+    auto it = env_->find(e.id);
+    if (it != env_->end()) return it->second;
+  }
+  auto it = globals_.find(e.id);
+  if (it != globals_.end()) return it->second;
+  error(e.loc, "name '" + e.id + "' is not defined");
+}
+
+SValue Specializer::evalAttribute(const ast::Attribute &e) {
+  SValue base = eval(*e.value);
+  const std::string &attr = e.attr;
+  switch (base.kind) {
+  case SValue::Kind::Module: {
+    if (base.path == "top") {
+      if (attr == "language") return SValue::module("lang");
+      return SValue::builtin("top." + attr);
+    }
+    if (base.path == "lang") {
+      if (attr == "math") return SValue::module("lang.math");
+      if (attr == "extra") return SValue::module("lang.extra");
+      if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
+        return SValue::dtypeOf(ir::Type(*s));
+      if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
+      return SValue::builtin("lang." + attr);
+    }
+    if (base.path == "lang.extra") return SValue::module("lang.math");
+    return SValue::builtin(base.path + "." + attr);
+  }
+  case SValue::Kind::DType:
+    if (attr == "element_ty") {
+      if (!base.dtype.pointer) error(e.loc, "dtype " + base.dtype.str() + " has no element_ty (it is not a pointer)");
+      return SValue::dtypeOf(ir::Type(base.dtype.scalar));
+    }
+    if (attr == "primitive_bitwidth") return SValue::constant(ConstexprValue::ofInt(bitWidth(base.dtype.scalar)));
+    error(e.loc, "dtype has no attribute '" + attr + "'");
+  case SValue::Kind::IR:
+    if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
+    if (attr == "shape") {
+      std::vector<SValue> dims;
+      for (int64_t d : base.value->type.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+      return SValue::tuple(std::move(dims));
+    }
+    if (attr == "T") {
+      error(e.loc, "'.T' (transpose) is not supported yet");
+    }
+    {
+      SValue m;
+      m.kind = SValue::Kind::BoundMethod;
+      m.path = attr;
+      m.elems = {base};
+      return m;
+    }
+  case SValue::Kind::Const:
+    if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
+      if (attr == "value") return base; // tl.constexpr(...).value
+    }
+    error(e.loc, describe(base) + " has no attribute '" + attr + "'");
+  default:
+    error(e.loc, describe(base) + " has no attribute '" + attr + "'");
+  }
+}
+
+SValue Specializer::evalSubscript(const ast::Subscript &e) {
+  SValue base = eval(*e.value);
+  if (base.kind == SValue::Kind::Tuple) {
+    if (e.indices.size() != 1) error(e.loc, "a tuple takes one index");
+    int64_t i = requireInt(eval(*e.indices[0]), e.indices[0]->loc, "a tuple index");
+    int64_t n = static_cast<int64_t>(base.elems.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) error(e.indices[0]->loc, "tuple index out of range");
+    return base.elems[i];
+  }
+  if (!base.isIR()) error(e.loc, describe(base) + " cannot be indexed");
+  // x[:, None]: every index is ':' (keep a dim) or None (insert a size-1 dim).
+  ir::Value *v = base.value;
+  size_t dim = 0;
+  for (const auto &idx : e.indices) {
+    if (auto *c = dyn_cast<ast::Constant>(idx.get()); c && c->type == ast::Constant::Type::None) {
+      std::vector<int64_t> s = v->type.shape;
+      if (dim > s.size()) error(idx->loc, "too many indices");
+      s.insert(s.begin() + dim, 1);
+      v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      ++dim;
+    } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
+      if (dim >= v->type.rank()) error(idx->loc, "too many indices for a block of rank " + std::to_string(v->type.rank()));
+      ++dim;
+    } else {
+      error(idx->loc, "only ':' and None are supported as block indices (x[:, None])");
+    }
+  }
+  if (dim < v->type.rank() && !e.indices.empty()) {
+    // Trailing dims are implicitly ':' (as in numpy).
+  }
+  return SValue::ir(v);
+}
+
+SValue Specializer::evalCall(const ast::Call &e) {
+  SValue callee = eval(*e.func);
+  CallArgs args;
+  args.loc = e.loc;
+  for (const auto &a : e.args) {
+    args.args.push_back(eval(*a));
+    args.argLocs.push_back(a->loc);
+  }
+  for (const auto &k : e.keywords) {
+    args.keywords.emplace_back(k.name, eval(*k.value));
+    args.keywordLocs.push_back(k.loc);
+  }
+  switch (callee.kind) {
+  case SValue::Kind::Builtin: return callBuiltin(callee.path, args);
+  case SValue::Kind::BoundMethod: return callMethod(callee.elems[0], callee.path, args);
+  case SValue::Kind::Function: {
+    const ast::FunctionDef &fn = *callee.fn;
+    bool jit = false;
+    for (const auto &d : fn.decorators) {
+      const ast::Expr *t = d.get();
+      if (auto *c = dyn_cast<ast::Call>(t)) t = c->func.get();
+      if (auto *n = dyn_cast<ast::Name>(t); n && n->id == "jit") jit = true;
+      if (auto *a = dyn_cast<ast::Attribute>(t); a && a->attr == "jit") jit = true;
+    }
+    if (!jit) error(e.loc, "'" + fn.name + "' is not a @jit function; only @jit functions can be called from a kernel");
+    if (evaluatingGlobal_) error(e.loc, "module-level value is not a constant");
+    return inlineCall(fn, args);
+  }
+  case SValue::Kind::DType: error(e.loc, "a dtype is not callable; use x.to(" + callee.dtype.str() + ")");
+  default: error(e.loc, describe(callee) + " is not callable");
+  }
+}
+
+static bool truthy(const ConstexprValue &c) {
+  switch (c.kind) {
+  case CK::Int:
+  case CK::Bool: return c.intValue != 0;
+  case CK::Float: return c.floatValue != 0;
+  case CK::None: return false;
+  case CK::String: return !c.stringValue.empty();
+  }
+  return false;
+}
+
+SValue Specializer::evalBoolOp(const ast::BoolOp &e) {
+  // Python's short circuit for constexprs; logical and/or for runtime values.
+  SValue acc = eval(*e.values[0]);
+  for (size_t i = 1; i < e.values.size(); ++i) {
+    if (acc.isConst()) {
+      bool t = truthy(acc.c);
+      if (e.isAnd ? !t : t) return acc;
+      acc = eval(*e.values[i]);
+      continue;
+    }
+    SValue rhs = eval(*e.values[i]);
+    if (rhs.isConst()) {
+      bool t = truthy(rhs.c);
+      if (e.isAnd ? t : !t) continue; // x and True == x (as a bool)
+      acc = rhs;
+      continue;
+    }
+    ir::Value *a = toBool(toIR(acc, e.loc));
+    ir::Value *b = toBool(toIR(rhs, e.values[i]->loc));
+    auto shape = broadcastShapes(a->type, b->type, e.loc);
+    a = broadcastTo(a, shape, e.loc);
+    b = broadcastTo(b, shape, e.loc);
+    acc = SValue::ir(b_.op(e.isAnd ? OpCode::And : OpCode::Or, {a, b}, a->type));
+  }
+  return acc;
+}
+
+SValue Specializer::evalCompare(const ast::Compare &e) {
+  SValue lhs = eval(*e.operands[0]);
+  SValue result;
+  for (size_t i = 0; i < e.ops.size(); ++i) {
+    SValue rhs = eval(*e.operands[i + 1]);
+    SValue r = compare(e.ops[i], lhs, rhs, e.loc);
+    if (i == 0) {
+      result = r;
+    } else if (result.isConst() && r.isConst()) {
+      result = SValue::constant(ConstexprValue::ofBool(truthy(result.c) && truthy(r.c)));
+    } else {
+      result = binary(ast::BinaryOp::BitAnd, result, r, e.loc);
+    }
+    lhs = rhs;
+  }
+  return result;
+}
+
+SValue Specializer::evalIfExp(const ast::IfExp &e) {
+  SValue cond = eval(*e.cond);
+  if (cond.isConst()) return eval(truthy(cond.c) ? *e.thenValue : *e.elseValue);
+  SValue a = eval(*e.thenValue), b = eval(*e.elseValue);
+  CallArgs args;
+  args.loc = e.loc;
+  args.args = {cond, a, b};
+  args.argLocs = {e.cond->loc, e.thenValue->loc, e.elseValue->loc};
+  return callBuiltin("lang.where", args);
+}
+
+// ----------------------------------------------------------- constant folding
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+static int64_t pyMod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+static SValue foldBinary(const Specializer &sp, ast::BinaryOp op, const ConstexprValue &a, const ConstexprValue &b,
+                         SourceLoc loc) {
+  auto isNum = [](const ConstexprValue &c) { return c.kind == CK::Int || c.kind == CK::Bool || c.kind == CK::Float; };
+  if (a.kind == CK::String && b.kind == CK::String && op == ast::BinaryOp::Add)
+    return SValue::constant(ConstexprValue::ofString(a.stringValue + b.stringValue));
+  if (!isNum(a) || !isNum(b))
+    sp.error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + a.str() + " and " + b.str());
+  bool isInt = a.kind != CK::Float && b.kind != CK::Float;
+  double fa = a.kind == CK::Float ? a.floatValue : double(a.intValue);
+  double fb = b.kind == CK::Float ? b.floatValue : double(b.intValue);
+  int64_t ia = a.intValue, ib = b.intValue;
+  auto I = [](int64_t v) { return SValue::constant(ConstexprValue::ofInt(v)); };
+  auto F = [](double v) { return SValue::constant(ConstexprValue::ofFloat(v)); };
+  switch (op) {
+  case ast::BinaryOp::Add: return isInt ? I(ia + ib) : F(fa + fb);
+  case ast::BinaryOp::Sub: return isInt ? I(ia - ib) : F(fa - fb);
+  case ast::BinaryOp::Mul: return isInt ? I(ia * ib) : F(fa * fb);
+  case ast::BinaryOp::Div:
+    if (fb == 0) sp.error(loc, "division by zero in a constant expression");
+    return F(fa / fb);
+  case ast::BinaryOp::FloorDiv:
+    if (fb == 0) sp.error(loc, "division by zero in a constant expression");
+    return isInt ? I(floorDiv(ia, ib)) : F(std::floor(fa / fb));
+  case ast::BinaryOp::Mod:
+    if (fb == 0) sp.error(loc, "modulo by zero in a constant expression");
+    return isInt ? I(pyMod(ia, ib)) : F(fa - std::floor(fa / fb) * fb);
+  case ast::BinaryOp::Pow:
+    if (isInt && ib >= 0) {
+      int64_t r = 1;
+      for (int64_t i = 0; i < ib && i < 64; ++i) r *= ia;
+      return I(r);
+    }
+    return F(std::pow(fa, fb));
+  default: break;
+  }
+  if (!isInt) sp.error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + a.str() + " and " + b.str());
+  switch (op) {
+  case ast::BinaryOp::LShift: return I(ib >= 64 ? 0 : int64_t(uint64_t(ia) << ib));
+  case ast::BinaryOp::RShift: return I(ib >= 64 ? (ia < 0 ? -1 : 0) : ia >> ib);
+  case ast::BinaryOp::BitAnd:
+    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia & ib));
+    return I(ia & ib);
+  case ast::BinaryOp::BitOr:
+    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia | ib));
+    return I(ia | ib);
+  case ast::BinaryOp::BitXor:
+    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia ^ ib));
+    return I(ia ^ ib);
+  default: break;
+  }
+  sp.error(loc, std::string("unsupported operator ") + ast::spelling(op) + " on constants");
+}
+
+SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
+  if (lhs.isConst() && rhs.isConst()) return foldBinary(*this, op, lhs.c, rhs.c, loc);
+  const char *text = ast::spelling(op);
+  if (op == ast::BinaryOp::Pow) error(loc, "'**' is only supported on constexprs; use tl.exp2/tl.math.pow for blocks");
+  if (op == ast::BinaryOp::MatMul) error(loc, "'@' (matrix product) is not supported yet; use tl.dot");
+  if (!(lhs.isIR() || lhs.isConst())) error(loc, std::string("unsupported operand for ") + text + ": " + describe(lhs));
+  if (!(rhs.isIR() || rhs.isConst())) error(loc, std::string("unsupported operand for ") + text + ": " + describe(rhs));
+  ir::Value *a = lhs.isIR() ? lhs.value : toIR(lhs, loc, &rhs.value->type);
+  ir::Value *b = rhs.isIR() ? rhs.value : toIR(rhs, loc, &lhs.value->type);
+
+  // Pointer arithmetic: ptr + int, int + ptr, ptr - int.
+  if (a->type.pointer || b->type.pointer) {
+    bool ok = (op == ast::BinaryOp::Add && (a->type.pointer != b->type.pointer)) ||
+              (op == ast::BinaryOp::Sub && a->type.pointer && !b->type.pointer);
+    ir::Value *ptr = a->type.pointer ? a : b, *off = a->type.pointer ? b : a;
+    if (!ok || !off->type.isIntElement())
+      error(loc, std::string("unsupported operand types for ") + text + ": " + a->type.element().str() + " and " +
+                     b->type.element().str());
+    auto shape = broadcastShapes(ptr->type, off->type, loc);
+    ptr = broadcastTo(ptr, shape, loc);
+    off = broadcastTo(off, shape, loc);
+    if (op == ast::BinaryOp::Sub) off = b_.op(OpCode::Neg, {off}, off->type);
+    return SValue::ir(b_.op(OpCode::AddPtr, {ptr, off}, ptr->type));
+  }
+
+  ir::Type elem = promote(a->type, b->type, text, loc);
+  bool isIntOp = op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::LShift || op == ast::BinaryOp::RShift ||
+                 op == ast::BinaryOp::BitAnd || op == ast::BinaryOp::BitOr || op == ast::BinaryOp::BitXor;
+  if (isIntOp && !elem.isIntElement())
+    error(loc, std::string("operator ") + text + " needs integer operands, got " + a->type.element().str() + " and " +
+                   b->type.element().str());
+  if (op == ast::BinaryOp::Div && elem.isIntElement()) elem = ir::Type(ScalarType::F32); // true division
+  auto shape = broadcastShapes(a->type, b->type, loc);
+  a = broadcastTo(castElement(a, elem), shape, loc);
+  b = broadcastTo(castElement(b, elem), shape, loc);
+  OpCode code;
+  switch (op) {
+  case ast::BinaryOp::Add: code = OpCode::Add; break;
+  case ast::BinaryOp::Sub: code = OpCode::Sub; break;
+  case ast::BinaryOp::Mul: code = OpCode::Mul; break;
+  case ast::BinaryOp::Div: code = OpCode::Div; break;
+  case ast::BinaryOp::FloorDiv: code = OpCode::Div; break;
+  case ast::BinaryOp::Mod: code = OpCode::Rem; break;
+  case ast::BinaryOp::LShift: code = OpCode::Shl; break;
+  case ast::BinaryOp::RShift: code = OpCode::Shr; break;
+  case ast::BinaryOp::BitAnd: code = OpCode::And; break;
+  case ast::BinaryOp::BitOr: code = OpCode::Or; break;
+  case ast::BinaryOp::BitXor: code = OpCode::Xor; break;
+  default: error(loc, std::string("unsupported operator ") + text);
+  }
+  return SValue::ir(b_.op(code, {a, b}, a->type));
+}
+
+SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
+  if (op == ast::CompareOp::Is || op == ast::CompareOp::IsNot) {
+    bool same;
+    if (lhs.isConst() && rhs.isConst()) same = lhs.c == rhs.c;
+    else if (lhs.kind == SValue::Kind::DType && rhs.kind == SValue::Kind::DType) same = lhs.dtype == rhs.dtype;
+    else same = false; // a runtime value is never None
+    return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::Is ? same : !same));
+  }
+  if (op == ast::CompareOp::In || op == ast::CompareOp::NotIn) {
+    if (rhs.kind != SValue::Kind::Tuple) error(loc, "'in' needs a tuple on the right");
+    bool found = false;
+    for (const SValue &x : rhs.elems) {
+      if (lhs.isConst() && x.isConst() && lhs.c == x.c) found = true;
+      if (lhs.kind == SValue::Kind::DType && x.kind == SValue::Kind::DType && lhs.dtype == x.dtype) found = true;
+    }
+    return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::In ? found : !found));
+  }
+  if (lhs.kind == SValue::Kind::DType && rhs.kind == SValue::Kind::DType) {
+    bool eq = lhs.dtype == rhs.dtype;
+    if (op == ast::CompareOp::Eq) return SValue::constant(ConstexprValue::ofBool(eq));
+    if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!eq));
+  }
+  const char *pred = nullptr;
+  switch (op) {
+  case ast::CompareOp::Eq: pred = "eq"; break;
+  case ast::CompareOp::NotEq: pred = "ne"; break;
+  case ast::CompareOp::Lt: pred = "lt"; break;
+  case ast::CompareOp::LtE: pred = "le"; break;
+  case ast::CompareOp::Gt: pred = "gt"; break;
+  case ast::CompareOp::GtE: pred = "ge"; break;
+  default: break;
+  }
+  if (lhs.isConst() && rhs.isConst()) {
+    const ConstexprValue &a = lhs.c, &b = rhs.c;
+    if (a.kind == CK::String || b.kind == CK::String || a.kind == CK::None || b.kind == CK::None) {
+      if (op == ast::CompareOp::Eq) return SValue::constant(ConstexprValue::ofBool(a == b));
+      if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!(a == b)));
+      error(loc, "cannot order " + a.str() + " and " + b.str());
+    }
+    double fa = a.kind == CK::Float ? a.floatValue : double(a.intValue);
+    double fb = b.kind == CK::Float ? b.floatValue : double(b.intValue);
+    bool r = false;
+    std::string p = pred;
+    if (p == "eq") r = fa == fb;
+    if (p == "ne") r = fa != fb;
+    if (p == "lt") r = fa < fb;
+    if (p == "le") r = fa <= fb;
+    if (p == "gt") r = fa > fb;
+    if (p == "ge") r = fa >= fb;
+    return SValue::constant(ConstexprValue::ofBool(r));
+  }
+  if (!(lhs.isIR() || lhs.isConst()) || !(rhs.isIR() || rhs.isConst()))
+    error(loc, "cannot compare " + describe(lhs) + " with " + describe(rhs));
+  ir::Value *a = lhs.isIR() ? lhs.value : toIR(lhs, loc, &rhs.value->type);
+  ir::Value *b = rhs.isIR() ? rhs.value : toIR(rhs, loc, &lhs.value->type);
+  ir::Type elem = a->type.pointer && b->type.pointer ? a->type.element() : promote(a->type, b->type, "comparison", loc);
+  auto shape = broadcastShapes(a->type, b->type, loc);
+  a = broadcastTo(castElement(a, elem), shape, loc);
+  b = broadcastTo(castElement(b, elem), shape, loc);
+  return SValue::ir(b_.op(OpCode::Cmp, {a, b}, a->type.withElement(ir::Type(ScalarType::I1)),
+                          {{"predicate", std::string(pred)}}));
+}
+
+SValue Specializer::unary(ast::UnaryOperator op, const SValue &v, SourceLoc loc) {
+  if (v.isConst()) {
+    const ConstexprValue &c = v.c;
+    switch (op) {
+    case ast::UnaryOperator::Not: return SValue::constant(ConstexprValue::ofBool(!truthy(c)));
+    case ast::UnaryOperator::Pos: return v;
+    case ast::UnaryOperator::Neg:
+      if (c.kind == CK::Float) return SValue::constant(ConstexprValue::ofFloat(-c.floatValue));
+      if (c.kind == CK::Int || c.kind == CK::Bool) return SValue::constant(ConstexprValue::ofInt(-c.intValue));
+      break;
+    case ast::UnaryOperator::Invert:
+      if (c.kind == CK::Int || c.kind == CK::Bool) return SValue::constant(ConstexprValue::ofInt(~c.intValue));
+      break;
+    }
+    error(loc, std::string("bad operand for unary ") + ast::spelling(op) + ": " + c.str());
+  }
+  if (!v.isIR()) error(loc, std::string("bad operand for unary ") + ast::spelling(op) + ": " + describe(v));
+  ir::Value *x = v.value;
+  switch (op) {
+  case ast::UnaryOperator::Pos: return v;
+  case ast::UnaryOperator::Neg:
+    if (x->type.pointer) error(loc, "cannot negate a pointer");
+    return SValue::ir(b_.op(OpCode::Neg, {x}, x->type));
+  case ast::UnaryOperator::Not: {
+    ir::Value *bv = toBool(x);
+    return SValue::ir(b_.op(OpCode::Not, {bv}, bv->type));
+  }
+  case ast::UnaryOperator::Invert:
+    if (!x->type.isIntElement()) error(loc, "operator ~ needs an integer operand, got " + x->type.element().str());
+    return SValue::ir(b_.op(OpCode::Not, {x}, x->type));
+  }
+  error(loc, "unsupported unary operator");
+}
+
+} // namespace tessera::spec

@@ -1,0 +1,1 @@
+"""Kernels written in tessera's language (Triton's syntax)."""

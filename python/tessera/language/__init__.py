@@ -1,0 +1,78 @@
+"""The names of tessera's kernel language (Triton's `triton.language`).
+
+Inside kernels these names are resolved by the C++ front-end; here they
+exist so that kernel files import under Python, for editors, and as the
+host-side values constexprs and dtypes take.
+"""
+from . import math
+
+
+class constexpr:
+    """A compile-time value: `BLOCK: tl.constexpr` or `LOG2E = tl.constexpr(1.44)`."""
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return self.value
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+
+class dtype:
+    def __init__(self, name, bits):
+        self.name = name
+        self.primitive_bitwidth = bits
+
+    def __repr__(self):
+        return f"tessera.language.{self.name}"
+
+    def __eq__(self, other):
+        return isinstance(other, dtype) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+int1 = dtype("int1", 1)
+int8 = dtype("int8", 8)
+int16 = dtype("int16", 16)
+int32 = dtype("int32", 32)
+int64 = dtype("int64", 64)
+uint8 = dtype("uint8", 8)
+uint16 = dtype("uint16", 16)
+uint32 = dtype("uint32", 32)
+uint64 = dtype("uint64", 64)
+float16 = dtype("fp16", 16)
+bfloat16 = dtype("bf16", 16)
+float32 = dtype("fp32", 32)
+float64 = dtype("fp64", 64)
+float8e4nv = dtype("fp8e4nv", 8)
+float8e5 = dtype("fp8e5", 8)
+
+
+def _device_only(name):
+    def fn(*args, **kwargs):
+        raise RuntimeError(f"tessera.language.{name} can only be called inside a @tessera.jit kernel")
+    fn.__name__ = name
+    return fn
+
+
+for _name in [
+    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "load", "store",
+    "where", "maximum", "minimum", "exp", "exp2", "log", "log2", "sqrt", "abs", "max", "min",
+    "sum", "cdiv", "multiple_of", "max_contiguous", "static_assert", "static_print", "cast",
+    "range", "static_range",
+]:
+    globals()[_name] = _device_only(_name)
+del _name

@@ -1,0 +1,86 @@
+// The launch path: kept to a few comparisons around one cuLaunchKernel.
+#include "runtime/Launch.h"
+
+#include "runtime/Device.h"
+#include "runtime/DriverApi.h"
+#include "runtime/Module.h"
+
+namespace tessera::rt {
+
+using detail::driver;
+
+namespace {
+
+constexpr unsigned kMaxGridX = 0x7fffffffu;
+constexpr unsigned kMaxGridYZ = 65535u;
+
+std::string gridText(const Grid &grid) {
+  return "(" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+         std::to_string(grid.z) + ")";
+}
+
+[[noreturn, gnu::noinline]] void raiseBadGrid(const Grid &grid, std::string_view kernelName) {
+  std::string prefix = "cannot launch kernel '" + std::string(kernelName) + "': ";
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    throw Error(prefix + "empty grid " + gridText(grid) +
+                "; every grid dimension must be at least 1");
+  throw Error(prefix + "grid " + gridText(grid) + " exceeds the limits (" +
+              std::to_string(kMaxGridX) + ", " + std::to_string(kMaxGridYZ) + ", " +
+              std::to_string(kMaxGridYZ) + ")");
+}
+
+inline bool gridOk(const Grid &grid) {
+  return grid.x - 1 < kMaxGridX && grid.y - 1 < kMaxGridYZ && grid.z - 1 < kMaxGridYZ;
+}
+
+[[noreturn, gnu::noinline]] void raiseWrongContext(const LoadedKernel &kernel) {
+  std::string where;
+  try {
+    where = " (one of device " + std::to_string(currentDevice()) + ")";
+  } catch (...) {
+  }
+  throw Error("cannot launch kernel '" + kernel.name() + "': it was loaded on device " +
+              std::to_string(kernel.device()) + " but another CUDA context is current" + where +
+              "; make device " + std::to_string(kernel.device()) +
+              " current or load the kernel for the current device");
+}
+
+} // namespace
+
+void validateGrid(const Grid &grid, std::string_view kernelName) {
+  if (!gridOk(grid)) [[unlikely]]
+    raiseBadGrid(grid, kernelName);
+}
+
+void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream) {
+  const auto &api = driver();
+  if (!kernel) [[unlikely]]
+    throw Error("cannot launch an empty kernel (nothing was loaded into it)");
+  if (!gridOk(grid)) [[unlikely]]
+    raiseBadGrid(grid, kernel.name());
+
+  CUcontext current = nullptr;
+  detail::check(api.cuCtxGetCurrent(&current), "cuCtxGetCurrent failed before a launch");
+  if (current != kernel.context()) [[unlikely]] {
+    if (current)
+      raiseWrongContext(kernel);
+    // A fresh thread: adopt the kernel's context (not a switch).
+    detail::check(api.cuCtxSetCurrent(kernel.context()), [&] {
+      return "cuCtxSetCurrent failed while making the context of kernel '" + kernel.name() +
+             "' current";
+    });
+  }
+
+  CUresult result = api.cuLaunchKernel(kernel.function(), grid.x, grid.y, grid.z,
+                                       kernel.blockThreads(), 1, 1, kernel.sharedBytes(),
+                                       stream, args, nullptr);
+  if (result != CUDA_SUCCESS) [[unlikely]]
+    detail::throwDriverError(result, "cuLaunchKernel failed while launching kernel '" +
+                                         kernel.name() + "' with grid " + gridText(grid) +
+                                         ", " + std::to_string(kernel.blockThreads()) +
+                                         " threads per block and " +
+                                         std::to_string(kernel.sharedBytes()) +
+                                         " bytes of dynamic shared memory");
+}
+
+} // namespace tessera::rt

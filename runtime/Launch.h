@@ -1,0 +1,37 @@
+// Launching a LoadedKernel. The launch path is one cuLaunchKernel plus a few
+// comparisons: block size and shared memory were fixed and validated when
+// the kernel was loaded, so nothing is looked up, allocated or formatted
+// unless something fails. It never synchronises or switches contexts, so a
+// launch can be captured into a CUDA graph.
+#pragma once
+
+#include "runtime/CudaTypes.h"
+
+#include <string_view>
+
+namespace tessera::rt {
+
+class LoadedKernel;
+
+// Grid of blocks; every dimension must be at least 1 (x up to 2^31 - 1, y and
+// z up to 65535).
+struct Grid {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// Throws rt::Error for an empty grid ("empty grid (0, 1, 1)") or one over the
+// hardware limits; the message names `kernelName`. Needs no driver.
+void validateGrid(const Grid &grid, std::string_view kernelName);
+
+// Launches `kernel` on `stream` (null: the legacy default stream) with
+// 32 * numWarps threads per block and kernel.sharedBytes() of dynamic shared
+// memory. `args` points to one pointer per kernel parameter, each pointing
+// to the argument's value (cuLaunchKernel's kernelParams).
+//
+// The kernel's context must be current, as it is when the caller's current
+// device is the one the kernel was loaded on; if no context is current on
+// this thread the kernel's is made current. A kernel of another device is
+// refused with an rt::Error, as is an empty kernel or grid.
+void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr);
+
+} // namespace tessera::rt

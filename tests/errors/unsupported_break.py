@@ -1,0 +1,10 @@
+# RUN: --kernel k --signature "*fp32,i32"
+import tessera
+import tessera.language as tl
+
+@tessera.jit
+def k(x_ptr, n):
+    for i in range(0, n):
+        if i > 3:
+            break
+        tl.store(x_ptr + i, 1.0)

@@ -1,0 +1,12 @@
+# RUN: --kernel k --signature "*fp32"
+import tessera
+import tessera.language as tl
+
+@tessera.jit
+def scale(x, factor):
+    return x * factor
+
+@tessera.jit
+def k(x_ptr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, scale(x, 2.0, 3.0))

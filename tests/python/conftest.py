@@ -1,0 +1,30 @@
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("TESSERA_BUILD_DIR", ROOT / "build"))
+CLI = BUILD / "bin" / "tessera"
+PTXAS = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "ptxas"
+
+sys.path.insert(0, str(ROOT / "python"))
+
+
+def run_cli(args, check=False):
+    """Runs the tessera CLI from the repository root (paths in messages stay relative)."""
+    if isinstance(args, str):
+        args = shlex.split(args)
+    proc = subprocess.run([str(CLI)] + list(args), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tessera {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session", autouse=True)
+def require_cli():
+    if not CLI.exists():
+        pytest.fail(f"{CLI} does not exist: build first (bash scripts/setup.sh)")

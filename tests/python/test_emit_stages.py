@@ -1,0 +1,81 @@
+"""`tessera compile --emit STAGE` stops at that stage and prints it."""
+import pytest
+
+from conftest import run_cli
+
+SOFTMAX = ["compile", "kernels/softmax.py", "--kernel", "softmax_kernel",
+           "--signature", "*fp32,*fp32,i32,i32,i32,i32", "--constexpr", "BLOCK_SIZE=1024"]
+
+
+def emit(stage, extra=()):
+    return run_cli(SOFTMAX + ["--emit", stage] + list(extra), check=True).stdout
+
+
+def test_ast_stage_is_the_parse_tree():
+    out = emit("ast")
+    assert out.startswith("(module")
+    assert "softmax_kernel" in out
+    assert "kernel @" not in out
+
+
+def test_ir_stage_is_block_ir_without_layouts():
+    out = emit("ir")
+    assert "kernel @softmax_kernel(" in out
+    assert "reduce" in out and "for" in out
+    assert "#blocked" not in out
+
+
+def test_ir_opt_stage_has_layouts():
+    out = emit("ir-opt")
+    assert "#blocked" in out
+    assert "kernel @softmax_kernel(" in out
+
+
+def test_stop_after_a_pass():
+    out = emit("ir-opt", ["--stop-after", "canonicalize"])
+    assert "#blocked" not in out
+    bad = run_cli(SOFTMAX + ["--emit", "ir-opt", "--stop-after", "no-such-pass"])
+    assert bad.returncode == 1
+    assert "unknown pass 'no-such-pass'" in bad.stderr
+
+
+def test_llvm_stage_is_an_nvptx_module():
+    out = emit("llvm")
+    assert 'target triple = "nvptx64-nvidia-cuda"' in out
+    assert "softmax_kernel" in out
+
+
+def test_ptx_stage_is_ptx():
+    out = emit("ptx")
+    assert ".entry softmax_kernel" in out
+    assert ".target sm_90a" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, ptx; got 'bogus'"),
+    (["--arch", "sm_70"], "unsupported architecture 'sm_70'"),
+    (["--num-warps", "3"], "num_warps must be a power of 2 between 1 and 32, got 3"),
+    (["--constexpr", "BLOCK_SIZE"], "--constexpr needs NAME=VALUE, got 'BLOCK_SIZE'"),
+])
+def test_bad_options_give_one_clear_error(args, message):
+    proc = run_cli(SOFTMAX + args)
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_signature_names_the_entry():
+    proc = run_cli(["compile", "kernels/vector_add.py", "--kernel", "add_kernel",
+                    "--signature", "*fp32,*fp33,*fp32,i32", "--constexpr", "BLOCK_SIZE=64"])
+    assert proc.returncode == 1
+    assert "signature entry 2 ('*fp33'): unknown type" in proc.stderr
+
+
+def test_help_lists_commands_and_options():
+    assert "compile FILE" in run_cli(["--help"], check=True).stdout
+    assert "--signature SIG" in run_cli(["compile", "--help"], check=True).stdout
+    assert "tessera 0.1.0 (LLVM 19" in run_cli(["version"], check=True).stdout
+
+
+def test_list_names_the_jit_functions():
+    assert run_cli(["list", "kernels/softmax.py"], check=True).stdout.split() == ["softmax_kernel"]
