@@ -115,8 +115,8 @@ void Parser::unsupported(SourceLoc loc, std::string_view what) const {
   error(loc, "unsupported construct: " + std::string(what));
 }
 
-Parser::DepthGuard::DepthGuard(Parser &p, unsigned &depth, unsigned limit, const char *message)
-    : depth(depth) {
+Parser::DepthGuard::DepthGuard(Parser &p, unsigned &counter, unsigned limit, const char *message)
+    : depth(counter) {
   if (++depth > limit) {
     --depth;
     p.error(p.tok().loc, message);

@@ -41,7 +41,7 @@ private:
 
   // Counts recursion; throws `message` at the current token past `limit`.
   struct DepthGuard {
-    DepthGuard(Parser &p, unsigned &depth, unsigned limit, const char *message);
+    DepthGuard(Parser &p, unsigned &counter, unsigned limit, const char *message);
     ~DepthGuard() { --depth; }
     unsigned &depth;
   };

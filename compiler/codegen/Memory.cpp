@@ -7,6 +7,8 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <optional>
+
 namespace tessera::codegen {
 
 using namespace llvm;

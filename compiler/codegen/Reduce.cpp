@@ -86,8 +86,7 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
   // the distinct warps' partials for the elements it holds.
   const unsigned warps = m.distinctWarps();
   if (warps > 1) {
-    const ir::Type memElem = elem;
-    Type *memTy = memoryType(memElem, &op);
+    Type *memTy = memoryType(elem, &op);
     uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
     std::vector<int64_t> outShape = op.result()->type.shape; // empty for a scalar
     int64_t outElems = 1;
@@ -108,7 +107,7 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
       if (out.isDuplicateRegister(r))
         continue;
       Value *addr = b_.CreateGEP(memTy, base, b_.CreateAdd(slots[r], warpIdx));
-      b_.CreateStore(toMemory(acc[r], memElem), addr);
+      b_.CreateStore(toMemory(acc[r], elem), addr);
     }
     b_.CreateBr(written);
     b_.SetInsertPoint(written);
@@ -117,7 +116,7 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
       Value *v = nullptr;
       for (unsigned w = 0; w < warps; ++w) { // same order in every thread
         Value *addr = b_.CreateGEP(memTy, base, b_.CreateAdd(slots[r], i32(w)));
-        Value *e = fromMemory(b_.CreateLoad(memTy, addr), memElem);
+        Value *e = fromMemory(b_.CreateLoad(memTy, addr), elem);
         v = v ? combine(op, kind, elem, v, e) : e;
       }
       acc[r] = v;

@@ -1,0 +1,107 @@
+// Shared declarations of the tessera._C extension. One file per concept:
+//   Module.cpp     PYBIND11_MODULE: calls the register* functions below
+//   Errors.cpp     C++ exceptions → tessera.CompilationError / DriverError / LaunchError
+//   Compile.cpp    compile(), kernel_parameters(), CompiledKernel, version
+//   Arguments.cpp  Python values → argument types, hints and launch bytes
+//   Launcher.cpp   JitKernel: binding, specialisation key, caches, launch()
+//   Runtime.cpp    driver / device queries, synchronize, load_ptx
+//
+// Only simple C++ types cross into libtessera (std::string, std::vector,
+// std::map, the plain structs of Compiler.h and the runtime), so the
+// extension may be compiled by a newer g++ than libtessera was.
+#pragma once
+
+#include "compiler/driver/Compiler.h"
+#include "runtime/Kernel.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::python {
+
+namespace py = pybind11;
+
+void registerErrors(py::module_ &m);
+void registerCompile(py::module_ &m);
+void registerLauncher(py::module_ &m);
+void registerRuntime(py::module_ &m);
+
+// ------------------------------------------------------------- parameters
+
+struct ParamInfo {
+  std::string name;
+  bool isConstexpr = false;
+  bool hasDefault = false;
+};
+
+// The parameters of @jit function `kernelName` in `file`, read from its AST
+// (constexpr: annotated tl.constexpr). Throws CompileError when the file
+// does not parse or has no such function.
+std::vector<ParamInfo> kernelParameters(const std::shared_ptr<const SourceFile> &file,
+                                        const std::string &kernelName);
+
+std::shared_ptr<const SourceFile> makeSourceFile(std::string text, std::string path,
+                                                 uint32_t firstLine);
+
+// -------------------------------------------------------------- arguments
+
+inline constexpr int kUnknownDevice = -2; // not a device pointer, or its device is unknown
+
+// One runtime argument, classified.
+struct Arg {
+  ArgSpec spec;           // type (scalar or pointer) and Triton's hints
+  uint64_t bits = 0;      // the value as cuLaunchKernel reads it (little-endian, zero-padded)
+  int device = kUnknownDevice;
+  bool torch = false;     // a torch tensor: launch on torch's current stream
+};
+
+// Classifies the value of runtime parameter `param` of kernel `kernel`.
+// `specialize` false: no ":16" / ":1" hints (do_not_specialize).
+// Throws TypeError / ValueError naming the argument.
+Arg classifyArgument(py::handle value, const std::string &kernel, const std::string &param,
+                     bool specialize = true);
+
+// Converts to the exact parameter type `want` of an already compiled kernel
+// (ints narrowed or widened, pointers' dtypes checked).
+Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &kernel,
+                    const std::string &param);
+
+// The value of a constexpr parameter (or an entry of compile(constexprs=)).
+ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const std::string &param);
+py::object fromConstexpr(const ConstexprValue &value);
+
+// "*fp32:16", "i32:1", "fp32".
+std::string argSpecText(const ArgSpec &spec);
+std::string signatureText(const std::vector<ArgSpec> &signature);
+
+// --------------------------------------------------------------- launches
+
+// A grid from a tuple/list of 1-3 ints or an int. Returns false (launch
+// nothing) when a dimension is 0, like Triton.
+bool toGrid(py::handle grid, rt::Grid &out, const std::string &kernel);
+
+// The stream to launch on: an explicit one (int handle, object with
+// .cuda_stream, or None), else torch's current stream of `device` when a
+// torch tensor was among the arguments, else the legacy default stream.
+CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device);
+
+// A kernel compiled for one specialisation (what warmup()/compile() return
+// and what the launch caches hold).
+struct CompiledEntry {
+  std::shared_ptr<const SourceFile> file;
+  std::vector<ParamInfo> params; // all parameters, constexprs included
+  Kernel kernel;                 // PTX + lazily loaded modules per device
+  std::map<std::string, ConstexprValue> constexprs;
+  unsigned numStages = 3;
+};
+
+// Launches `entry` with the values of its runtime parameters (`args` gives
+// either all parameters, constexprs included, or only the runtime ones).
+void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid, py::tuple args,
+                    py::handle stream);
+
+} // namespace tessera::python

@@ -1,0 +1,210 @@
+// Compiling without launching: tessera._C.compile (tessera.compile and
+// JITFunction.warmup end here), kernel_parameters (how Python splits a
+// kernel's arguments into runtime ones and constexprs), the CompiledKernel
+// class, and the version.
+#include "Bindings.h"
+
+#include "dsl/AST.h"
+
+#include <pybind11/stl.h>
+
+namespace tessera::python {
+
+namespace {
+
+// Same rule as the specialiser: `tl.constexpr`, `constexpr`, or a string
+// annotation mentioning constexpr.
+bool isConstexprAnnotation(const ast::Expr *e) {
+  if (!e) return false;
+  switch (e->kind) {
+  case ast::ExprKind::Attribute:
+    return static_cast<const ast::Attribute *>(e)->attr == "constexpr";
+  case ast::ExprKind::Name:
+    return static_cast<const ast::Name *>(e)->id == "constexpr";
+  case ast::ExprKind::Constant: {
+    auto *c = static_cast<const ast::Constant *>(e);
+    return c->type == ast::Constant::Type::String &&
+           c->stringValue.find("constexpr") != std::string::npos;
+  }
+  default:
+    return false;
+  }
+}
+
+std::string joinSignature(py::handle signature) {
+  if (py::isinstance<py::str>(signature)) return signature.cast<std::string>();
+  if (py::isinstance<py::dict>(signature))
+    throw py::type_error("signature must be a string like \"*fp32:16,i32\" or a list of such entries, "
+                         "not a dict");
+  std::string out;
+  for (py::handle entry : signature) {
+    if (!py::isinstance<py::str>(entry))
+      throw py::type_error("signature entries must be strings like \"*fp32:16\" or \"i32\"");
+    out += (out.empty() ? "" : ",") + entry.cast<std::string>();
+  }
+  return out;
+}
+
+py::dict asmOf(const CompiledEntry &entry) {
+  const CompiledKernel &c = entry.kernel.compiled();
+  py::dict out;
+  // The AST of the whole (reduced) file the kernel came from.
+  out["ast"] = py::str(ast::printAST(ast::parseModule(entry.file)));
+  out["ir"] = py::str(c.ir);
+  out["ir-opt"] = py::str(c.irOpt);
+  out["llvm"] = py::str(c.llvmIR);
+  out["ptx"] = py::str(c.ptx);
+  return out;
+}
+
+py::dict attributesOf(const rt::LoadedKernel &k) {
+  const rt::FunctionAttributes &a = k.attributes();
+  py::dict out;
+  out["device"] = k.device();
+  out["n_regs"] = a.registers;
+  out["n_spills"] = a.localBytes; // local memory per thread (spills and local arrays)
+  out["shared_static"] = a.staticSharedBytes;
+  out["shared_dynamic"] = k.sharedBytes();
+  out["const_bytes"] = a.constBytes;
+  out["max_threads_per_block"] = a.maxThreadsPerBlock;
+  out["max_dynamic_shared"] = a.maxDynamicSharedBytes;
+  out["ptx_version"] = a.ptxVersion;
+  out["binary_version"] = a.binaryVersion;
+  out["num_warps"] = k.numWarps();
+  return out;
+}
+
+} // namespace
+
+std::shared_ptr<const SourceFile> makeSourceFile(std::string text, std::string path,
+                                                 uint32_t firstLine) {
+  auto file = std::make_shared<SourceFile>();
+  file->text = std::move(text);
+  file->path = path.empty() ? std::string("<source>") : std::move(path);
+  file->firstLine = firstLine == 0 ? 1 : firstLine;
+  return file;
+}
+
+std::vector<ParamInfo> kernelParameters(const std::shared_ptr<const SourceFile> &file,
+                                        const std::string &kernelName) {
+  ast::Module module = ast::parseModule(file);
+  for (const auto &s : module.body) {
+    if (s->kind != ast::StmtKind::FunctionDef) continue;
+    auto *fn = static_cast<const ast::FunctionDef *>(s.get());
+    if (fn->name != kernelName) continue;
+    std::vector<ParamInfo> params;
+    for (const ast::Param &p : fn->params)
+      params.push_back({p.name, isConstexprAnnotation(p.annotation.get()), p.defaultValue != nullptr});
+    return params;
+  }
+  std::string known;
+  for (const std::string &n : jitFunctionNames(module)) known += (known.empty() ? "" : ", ") + n;
+  raiseError(*file, SourceLoc{},
+             "no @jit function named '" + kernelName + "' in this file" +
+                 (known.empty() ? std::string(" (it defines none)") : " (it defines: " + known + ")"));
+}
+
+void registerCompile(py::module_ &m) {
+  m.def("version", &versionString, "\"tessera X.Y.Z (LLVM 19.1.7)\"");
+  m.def("is_supported_arch", [](const std::string &arch) { return isSupportedArch(arch); });
+  m.def("parse_signature",
+        [](const std::string &text) { return signatureText(parseSignature(text)); },
+        "Normalises a signature string (ValueError naming a bad entry).");
+
+  m.def(
+      "kernel_parameters",
+      [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName) {
+        py::list out;
+        for (const ParamInfo &p : kernelParameters(makeSourceFile(std::move(source), std::move(path), firstLine),
+                                                   kernelName))
+          out.append(py::make_tuple(p.name, p.isConstexpr, p.hasDefault));
+        return out;
+      },
+      py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
+      "[(name, is_constexpr, has_default)] for each parameter of the kernel, in order.");
+
+  py::class_<CompiledEntry, std::shared_ptr<CompiledEntry>>(m, "CompiledKernel")
+      .def_property_readonly("name", [](const CompiledEntry &e) { return e.kernel.name(); })
+      .def_property_readonly("num_warps", [](const CompiledEntry &e) { return e.kernel.numWarps(); })
+      .def_property_readonly("num_stages", [](const CompiledEntry &e) { return e.numStages; })
+      .def_property_readonly("shared", [](const CompiledEntry &e) { return e.kernel.sharedBytes(); })
+      .def_property_readonly("arch", [](const CompiledEntry &e) { return e.kernel.arch(); })
+      .def_property_readonly("path", [](const CompiledEntry &e) { return e.file->path; })
+      .def_property_readonly("signature",
+                             [](const CompiledEntry &e) { return signatureText(e.kernel.signature()); })
+      .def_property_readonly("constexprs",
+                             [](const CompiledEntry &e) {
+                               py::dict out;
+                               for (const auto &[k, v] : e.constexprs) out[py::str(k)] = fromConstexpr(v);
+                               return out;
+                             })
+      .def_property_readonly("params",
+                             [](const CompiledEntry &e) {
+                               py::list out;
+                               for (const ParamInfo &p : e.params)
+                                 out.append(py::make_tuple(p.name, p.isConstexpr, p.hasDefault));
+                               return out;
+                             })
+      .def("asm", &asmOf, "{'ast', 'ir', 'ir-opt', 'llvm', 'ptx'} as text")
+      .def(
+          "load",
+          [](const CompiledEntry &e, int device) {
+            const rt::LoadedKernel *k = nullptr;
+            {
+              py::gil_scoped_release nogil;
+              k = &e.kernel.load(device);
+            }
+            return attributesOf(*k);
+          },
+          py::arg("device") = rt::kCurrentDevice,
+          "Links the PTX to a cubin and loads it on the device (once per device); returns the "
+          "function's attributes (n_regs, n_spills, ...).")
+      .def(
+          "cubin",
+          [](const CompiledEntry &e, int device) {
+            std::vector<char> bytes = e.kernel.cubin(device);
+            return py::bytes(bytes.data(), bytes.size());
+          },
+          py::arg("device") = rt::kCurrentDevice, "The cubin linked for the device (b'' before load()).")
+      .def(
+          "launch",
+          [](const std::shared_ptr<CompiledEntry> &e, py::handle grid, py::tuple args, py::handle stream) {
+            launchCompiled(e, grid, args, stream);
+          },
+          py::arg("grid"), py::arg("args"), py::arg("stream") = py::none());
+
+  m.def(
+      "compile",
+      [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
+         py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
+         std::string arch) {
+        auto entry = std::make_shared<CompiledEntry>();
+        entry->file = makeSourceFile(std::move(source), std::move(path), firstLine);
+        entry->params = kernelParameters(entry->file, kernelName);
+        std::vector<ArgSpec> specs = parseSignature(joinSignature(signature));
+        if (!constexprs.is_none()) {
+          for (auto item : py::reinterpret_borrow<py::dict>(constexprs)) {
+            std::string name = py::str(item.first);
+            entry->constexprs[name] = toConstexpr(item.second, kernelName, name);
+          }
+        }
+        CompileOptions options;
+        options.numWarps = numWarps;
+        options.numStages = numStages;
+        options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
+        entry->numStages = numStages;
+        CompiledKernel compiled;
+        {
+          py::gil_scoped_release nogil;
+          compiled = compileKernel(entry->file, kernelName, specs, entry->constexprs, options, Stage::PTX);
+        }
+        entry->kernel = Kernel(std::move(compiled), std::move(specs), options.arch);
+        return entry;
+      },
+      py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
+      py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
+      py::arg("num_stages") = 3, py::arg("arch") = "sm_90a",
+      "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's).");
+}
+
+} // namespace tessera::python

@@ -1,0 +1,110 @@
+// The C++ API: compile a kernel from source text and launch it.
+//
+//   tessera::CompileOptions options;
+//   options.arch = tessera::targetArch();            // the current GPU's, e.g. "sm_90a"
+//   tessera::Kernel k = tessera::compile(source, "add_kernel", "*fp32:16,*fp32:16,*fp32:16,i32",
+//                                        {{"BLOCK_SIZE", tessera::ConstexprValue::ofInt(1024)}},
+//                                        options);
+//   k.launch({blocks}, stream, x.get(), y.get(), out.get(), n);   // CUdeviceptr, ..., int
+//
+// A Kernel holds the compiled stages (CompiledKernel: PTX and friends) and,
+// lazily on the first launch on each device, an rt::LoadedKernel: the PTX is
+// linked to a cubin in-process by the driver's JIT (no ptxas at run time) and
+// the cubin is kept, so that a cache can store it. Copies of a Kernel share
+// that state; loading is thread-safe. Compiling needs no GPU; loading and
+// launching need the CUDA driver (else rt::DriverNotFoundError).
+#pragma once
+
+#include "compiler/driver/Compiler.h"
+#include "runtime/CudaTypes.h"
+#include "runtime/Device.h"
+#include "runtime/Launch.h"
+#include "runtime/Module.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+// The architecture tessera compiles for on `device` (rt::kCurrentDevice: the
+// current one): sm_90a on compute capability 9.0, sm_80/86/87/89 on those,
+// sm_90 (portable PTX the driver JIT-compiles) on anything newer, sm_80 on
+// other 8.x parts. Throws rt::Error for GPUs older than sm_80, and
+// rt::DriverNotFoundError without a driver.
+std::string targetArch(int device = rt::kCurrentDevice);
+// The same mapping from a compute capability (major, minor); "" if unsupported.
+std::string targetArchFor(int major, int minor);
+
+class Kernel {
+public:
+  Kernel() = default; // empty: operator bool is false
+  // `signature` is the one the kernel was compiled with (one entry per
+  // runtime parameter, in order), used to check the variadic launch.
+  Kernel(CompiledKernel compiled, std::vector<ArgSpec> signature, std::string arch);
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  const CompiledKernel &compiled() const;
+  const std::string &name() const;
+  const std::string &ptx() const;
+  const std::string &arch() const; // what the PTX was compiled for
+  unsigned numWarps() const;
+  unsigned sharedBytes() const; // dynamic shared memory per block
+  const std::vector<ArgSpec> &signature() const;
+
+  // Links the PTX to a cubin and loads it on `device` the first time it is
+  // asked for (per device), then returns the same LoadedKernel.
+  const rt::LoadedKernel &load(int device = rt::kCurrentDevice) const;
+  // The cubin linked for `device` (empty until load() for that device).
+  std::vector<char> cubin(int device = rt::kCurrentDevice) const;
+
+  // Launches on the current device (loading the kernel there on first use)
+  // with cuLaunchKernel's argument array: one pointer per runtime parameter,
+  // each pointing at the value (CUdeviceptr / pointer for *T, int32_t for
+  // i32, int64_t for i64, float for fp32, ...). Null stream: the legacy
+  // default stream. An empty grid (any dimension 0) is an rt::Error.
+  void launch(rt::Grid grid, void **args, CUstream stream = nullptr) const;
+
+  // The same with the arguments themselves; their addresses are packed for
+  // cuLaunchKernel. Each argument's size must match its parameter's
+  // (pointers 8 bytes, i32 4, ...): a mismatch, or a wrong number of
+  // arguments, throws std::invalid_argument naming the parameter.
+  template <typename... Args>
+  void launch(rt::Grid grid, CUstream stream, const Args &...args) const {
+    std::array<std::size_t, sizeof...(Args)> sizes{sizeof(Args)...};
+    checkArgumentSizes(sizes.data(), sizes.size());
+    std::array<void *, sizeof...(Args)> pointers{
+        const_cast<void *>(static_cast<const void *>(&args))...};
+    launch(grid, pointers.data(), stream);
+  }
+
+private:
+  void checkArgumentSizes(const std::size_t *sizes, std::size_t count) const;
+  struct Impl;
+  const Impl &state() const; // throws std::logic_error when empty
+  std::shared_ptr<Impl> impl_;
+};
+
+// Compiles kernel `kernelName` of the Python source text `source` (a whole
+// kernel file: imports, constexpr globals and the @jit functions it calls)
+// for the signature "*fp32:16,i32,..." (one entry per non-constexpr
+// parameter) to PTX. `path` names the source in diagnostics; `firstLine` is
+// the line of the real file that the text starts at. An empty
+// options.arch means targetArch() of the current device.
+// Throws CompileError for errors in the kernel and std::invalid_argument for
+// a bad signature or options.
+Kernel compile(std::string source, std::string kernelName, std::string signature,
+               std::map<std::string, ConstexprValue> constexprs = {},
+               CompileOptions options = {}, std::string path = "<source>",
+               uint32_t firstLine = 1);
+
+// compile() of a file read from disk (the path appears in diagnostics).
+Kernel compileFile(const std::string &path, std::string kernelName, std::string signature,
+                   std::map<std::string, ConstexprValue> constexprs = {},
+                   CompileOptions options = {});
+
+} // namespace tessera
