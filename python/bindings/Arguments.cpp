@@ -44,7 +44,16 @@ enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 }
   throw py::value_error(kernel + "(): argument '" + param + "' " + what);
 }
 
-std::string typeName(py::handle value) { return py::str(py::type::handle_of(value).attr("__name__")); }
+// "list", "numpy.ndarray", "torch.Tensor".
+std::string typeName(py::handle value) {
+  py::handle type = py::type::handle_of(value);
+  std::string name = py::str(type.attr("__name__"));
+  if (PyObject_HasAttrString(type.ptr(), "__module__") == 1) {
+    std::string module = py::str(type.attr("__module__"));
+    if (module != "builtins" && !module.empty()) return module.substr(0, module.find('.')) + "." + name;
+  }
+  return name;
+}
 
 const char *kSupportedDtypes =
     "float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2, int8, int16, int32, int64, "
@@ -310,7 +319,7 @@ std::string argSpecText(const ArgSpec &spec) {
 
 std::string signatureText(const std::vector<ArgSpec> &signature) {
   std::string out;
-  for (const ArgSpec &s : signature) out += (out.empty() ? "" : ",") + argSpecText(s);
+  for (const ArgSpec &s : signature) appendJoined(out, ",", argSpecText(s));
   return out;
 }
 
@@ -425,7 +434,7 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   if (PyFloat_Check(o)) return ConstexprValue::ofFloat(PyFloat_AS_DOUBLE(o));
   if (PyUnicode_Check(o)) return ConstexprValue::ofString(value.cast<std::string>());
   // tl.constexpr(x) wraps a value.
-  if (typeName(value) == "constexpr" && hasAttr(value, "value"))
+  if (std::string(py::str(py::type::handle_of(value).attr("__name__"))) == "constexpr" && hasAttr(value, "value"))
     return toConstexpr(value.attr("value"), kernel, param);
   if (hasAttr(value, "data_ptr") || hasAttr(value, "__cuda_array_interface__") || hasAttr(value, "__dlpack__"))
     return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings or None");
@@ -435,7 +444,7 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
     if (!i) throw py::error_already_set();
     return toConstexpr(i, kernel, param);
   }
-  if (hasAttr(value, "__float__") && typeName(value) != "dtype") {
+  if (hasAttr(value, "__float__") && std::string(py::str(py::type::handle_of(value).attr("__name__"))) != "dtype") {
     double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
     return ConstexprValue::ofFloat(d);

@@ -30,6 +30,12 @@ void registerCompile(py::module_ &m);
 void registerLauncher(py::module_ &m);
 void registerRuntime(py::module_ &m);
 
+// out += separator + item, without the separator before the first item.
+inline void appendJoined(std::string &out, const char *separator, const std::string &item) {
+  if (!out.empty()) out += separator;
+  out += item;
+}
+
 // ------------------------------------------------------------- parameters
 
 struct ParamInfo {

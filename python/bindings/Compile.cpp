@@ -40,7 +40,7 @@ std::string joinSignature(py::handle signature) {
   for (py::handle entry : signature) {
     if (!py::isinstance<py::str>(entry))
       throw py::type_error("signature entries must be strings like \"*fp32:16\" or \"i32\"");
-    out += (out.empty() ? "" : ",") + entry.cast<std::string>();
+    appendJoined(out, ",", entry.cast<std::string>());
   }
   return out;
 }
@@ -98,7 +98,7 @@ std::vector<ParamInfo> kernelParameters(const std::shared_ptr<const SourceFile> 
     return params;
   }
   std::string known;
-  for (const std::string &n : jitFunctionNames(module)) known += (known.empty() ? "" : ", ") + n;
+  for (const std::string &n : jitFunctionNames(module)) appendJoined(known, ", ", n);
   raiseError(*file, SourceLoc{},
              "no @jit function named '" + kernelName + "' in this file" +
                  (known.empty() ? std::string(" (it defines none)") : " (it defines: " + known + ")"));

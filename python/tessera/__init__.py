@@ -2,15 +2,57 @@
 
 Kernels are compiled by tessera's C++ front-end (no Python in the compile
 path). This package gives kernel files the names they import; the compiled
-extension (tessera._C) adds compilation and launching.
-"""
-from . import language
-from .jit import JITFunction, jit
+extension (tessera._C, see _loader.py for where it is looked for) adds
+compilation and launching:
 
-__all__ = ["jit", "JITFunction", "language", "cdiv"]
+    @tessera.jit                      # jit.py
+    kernel[grid](*args, **meta)       # launch (C++: bind, specialise, cache, launch)
+    kernel.warmup(*args, **meta)      # compile only
+    tessera.compile(kernel, signature="*fp32:16,i32", constexprs={...})   # compiler.py
+
+Errors: errors.py (CompilationError, DriverError, ...).
+"""
+from . import errors, language
+from .errors import CompilationError, DriverError, DriverNotFoundError, LaunchError, TesseraError
+from .jit import JITFunction, jit
+from . import _loader
+import sys as _sys
+
+_C, _C_error = _loader.load(_sys.modules[__name__])
+
+from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
+from .compiler import CompiledKernel, compile  # noqa: E402
+
+__all__ = [
+    "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
+    "CompilationError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
+    "runtime", "driver_available", "device_count", "synchronize",
+]
 __version__ = "0.1.0"
 
 
 def cdiv(x, y):
     """Ceiling division, usable on the host (e.g. in grid lambdas) and in kernels."""
     return (x + y - 1) // y
+
+
+def next_power_of_2(n):
+    """The smallest power of 2 >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def driver_available():
+    """True when a CUDA driver is loaded and initialised (never raises)."""
+    return _C is not None and _C.driver_available()
+
+
+def device_count():
+    from .jit import _ext
+    return _ext().device_count()
+
+
+def synchronize(device=-1):
+    """Waits for all work on the device (the current one by default)."""
+    from .jit import _ext
+    _ext().synchronize(device)

@@ -1,0 +1,188 @@
+"""The source text a @jit function is compiled from.
+
+The C++ front-end resolves a kernel's imports, module-level constexpr globals
+and the other @jit functions it calls by itself, from the text of the kernel's
+file. But a real file holds more than kernels (torch code, classes, f-strings,
+`if __name__ == "__main__":`), which the front-end's Python subset does not
+parse. So the file is handed over *reduced*: every top-level statement that
+is not an import, a simple constant assignment or a @jit function is blanked
+out line by line. Line and column numbers are untouched, so diagnostics name
+the real file:line:col.
+
+A kernel defined inside a function (as in tests) is lifted to the top level:
+its lines (and those of @jit siblings) are dedented; its line numbers stay
+right, its columns shift by the indentation.
+
+Without a file (exec'd code) the function's own source is used
+(inspect.getsource), with `first_line` its line.
+"""
+import ast
+import inspect
+import linecache
+import textwrap
+
+# Expression nodes the front-end's parser knows (dsl/AST.h).
+_EXPR_NODES = (
+    ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.keyword, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+    ast.Compare, ast.IfExp, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.expr_context,
+    ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
+)
+
+
+def _is_jit_decorator(node):
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name):
+        return target.id == "jit"
+    if isinstance(target, ast.Attribute):
+        return target.attr == "jit"
+    return False
+
+
+def _is_jit_def(node):
+    return isinstance(node, ast.FunctionDef) and any(_is_jit_decorator(d) for d in node.decorator_list)
+
+
+def _simple_expression(node):
+    for n in ast.walk(node):
+        if not isinstance(n, _EXPR_NODES):
+            return False
+        if isinstance(n, ast.Constant) and isinstance(n.value, (bytes, complex, type(...))):
+            return False
+    return True
+
+
+def _simple_target(node):
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_simple_target(e) for e in node.elts)
+    return False
+
+
+def _kept_top_level(node):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(node, ast.Assign):
+        return all(_simple_target(t) for t in node.targets) and _simple_expression(node.value)
+    if isinstance(node, ast.AnnAssign):
+        return (node.value is not None and isinstance(node.target, ast.Name)
+                and _simple_expression(node.value) and _simple_expression(node.annotation))
+    return _is_jit_def(node)
+
+
+def _start(node):
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _find_function(tree, name, first_line):
+    """The FunctionDef whose first line (decorators included) is first_line, and its parent body."""
+    best = None
+    for parent in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(parent, field, None)
+            if not isinstance(body, list):
+                continue
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                    if _start(node) == first_line or node.lineno == first_line:
+                        return node, body, parent
+                    if best is None:
+                        best = (node, body, parent)
+    return best
+
+
+def _reduce(text, lines, name, first_line):
+    tree = ast.parse(text)
+    found = _find_function(tree, name, first_line)
+    if found is None:
+        return None
+    target, siblings, parent = found
+    out = list(lines)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+
+    def blank(first, last):
+        for i in range(first - 1, min(last, len(out))):
+            out[i] = "\n"
+
+    def strip_non_jit_decorators(node):
+        for d in node.decorator_list:
+            if not _is_jit_decorator(d) and d.end_lineno < node.lineno:
+                blank(d.lineno, d.end_lineno)
+
+    # Top level: blank what the front-end does not need (line by line).
+    kept_lines = set()
+    for node in tree.body:
+        if _kept_top_level(node):
+            kept_lines.update(range(_start(node), node.end_lineno + 1))
+    for node in tree.body:
+        if not _kept_top_level(node):
+            first, last = _start(node), node.end_lineno
+            for line in range(first, last + 1):
+                if line not in kept_lines:
+                    out[line - 1] = "\n"
+        elif isinstance(node, ast.FunctionDef):
+            strip_non_jit_decorators(node)
+
+    if parent is not tree:
+        # A nested kernel: lift it (and @jit functions next to it) to the top level.
+        lifted = [n for n in siblings if n is target or _is_jit_def(n)]
+        for node in lifted:
+            first, last = _start(node), node.end_lineno
+            indent = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+            prefix = lines[first - 1][:indent]
+            for i in range(first - 1, last):
+                line = lines[i]
+                out[i] = line[indent:] if line.startswith(prefix) else line.lstrip(" \t") or "\n"
+            strip_non_jit_decorators(node)
+    elif not _is_jit_def(target):
+        # A top-level function jit was applied to as a call: keep it.
+        first, last = _start(target), target.end_lineno
+        for i in range(first - 1, last):
+            out[i] = lines[i]
+        strip_non_jit_decorators(target)
+    if not _is_jit_def(target) and target.lineno >= 2 and out[target.lineno - 2].strip() == "":
+        # kernel = tessera.jit(fn): mark fn for the front-end on the (blank) line above it.
+        out[target.lineno - 2] = "@jit\n"
+    return "".join(out)
+
+
+def kernel_source(fn):
+    """(text, path, first_line) to compile the Python function `fn` from."""
+    code = fn.__code__
+    path = code.co_filename
+    first_line = code.co_firstlineno
+    lines = linecache.getlines(path, fn.__globals__)
+    if lines:
+        text = "".join(lines)
+        try:
+            reduced = _reduce(text, lines, fn.__name__, first_line)
+        except SyntaxError:
+            reduced = None  # the file changed on disk since it was imported
+        if reduced is not None:
+            return reduced, path, 1
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError) as e:
+        raise OSError(f"cannot find the source of kernel '{fn.__name__}' (defined in {path}): tessera compiles "
+                      "kernels from their source text, so define them in a file") from e
+    prelude = _prelude(fn)
+    return prelude + textwrap.dedent(source), path, max(1, first_line - prelude.count("\n"))
+
+
+def _prelude(fn):
+    """For a function without a file: the imports and constants of its globals the front-end needs."""
+    import types
+    out = []
+    for name, value in sorted(fn.__globals__.items()):
+        if isinstance(value, types.ModuleType):
+            module = value.__name__
+            if module.split(".")[0] in ("tessera", "triton"):
+                out.append(f"import {module} as {name}\n" if "." in module or module != name
+                           else f"import {module}\n")
+        elif isinstance(value, (bool, int, float)) and not name.startswith("__"):
+            out.append(f"{name} = {value!r}\n")
+        elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
+            out.append(f"{name} = {value.value!r}\n")
+    return "".join(out)

@@ -1,0 +1,52 @@
+"""tessera's exceptions. The C++ extension raises these (python/bindings/Errors.cpp).
+
+    TesseraError                      base of all of them
+    ├── CompilationError              an error in a kernel's source (message: file:line:col, line, caret)
+    ├── DriverError (RuntimeError)    a CUDA driver call failed (.code: the CUresult)
+    │   └── DriverNotFoundError       no CUDA driver on this machine ("no CUDA driver found: ...")
+    └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
+
+Argument errors are TypeError / ValueError naming the argument.
+"""
+
+
+class TesseraError(Exception):
+    """Base class of tessera's exceptions."""
+
+
+class CompilationError(TesseraError):
+    """An error in a kernel. str(e) is the formatted diagnostic:
+
+        path/to/kernel.py:7:20: error: name 'offsetz' is not defined
+            x = tl.load(x_ptr + offsetz)
+                                ^
+    """
+
+    def __init__(self, message, path=None, line=None, col=None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.col = col
+
+    def __str__(self):
+        return self.message
+
+
+class DriverError(TesseraError, RuntimeError):
+    """A CUDA driver call failed; `code` is the CUresult (-1 when no call could be made)."""
+
+    def __init__(self, message, code=-1):
+        super().__init__(message)
+        self.code = code
+
+
+class DriverNotFoundError(DriverError):
+    """There is no usable CUDA driver (libcuda.so.1) on this machine."""
+
+
+class LaunchError(TesseraError, RuntimeError):
+    """A kernel could not be loaded or launched (bad grid, too much shared memory, wrong device...)."""
+
+
+__all__ = ["TesseraError", "CompilationError", "DriverError", "DriverNotFoundError", "LaunchError"]

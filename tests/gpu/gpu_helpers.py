@@ -1,0 +1,66 @@
+"""Helpers of the GPU suite: why it skips, what it runs on, and the checks
+(poisoned outputs, relative errors in float64)."""
+import functools
+
+
+@functools.lru_cache(None)
+def skip_reason():
+    """None when torch, a CUDA GPU and the tessera extension are all there; else why not.
+    A missing extension raises (a wrong build must fail, not skip)."""
+    try:
+        import torch
+    except ImportError as e:
+        return f"torch is not installed ({e})"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA GPU (torch.cuda.is_available() is False)"
+    import tessera
+    if tessera._C is None:
+        return None  # not a reason to skip: extension_error() makes every test fail
+    if not tessera.driver_available():
+        return "tessera finds no CUDA driver: " + tessera._C.driver_status()["error"]
+    return None
+
+
+def extension_error():
+    """Why tessera._C cannot be imported (None when it can)."""
+    import tessera
+    if tessera._C is not None:
+        return None
+    from tessera._loader import missing_message
+    return missing_message(tessera._C_error)
+
+
+def describe():
+    reason = skip_reason()
+    if reason:
+        return f"skipping every test: {reason}"
+    if extension_error():
+        return "every test fails: " + extension_error()
+    import torch
+    import tessera
+    props = tessera._C.device_properties(torch.cuda.current_device())
+    return (f"{props['name']} ({props['arch']}, {props['multiprocessor_count']} SMs), tessera target "
+            f"{tessera._C.target_arch(torch.cuda.current_device())}, torch {torch.__version__}, "
+            f"CUDA driver {tessera._C.driver_version()}, {tessera._C.version()}")
+
+
+def poisoned(shape, dtype, device="cuda"):
+    """An output buffer full of NaN: a kernel that does not write an element fails the check."""
+    import torch
+    return torch.full(shape, float("nan"), dtype=dtype, device=device)
+
+
+def rel_err(out, ref):
+    """||out - ref|| / ||ref|| in float64 (inf when out has NaNs, i.e. unwritten elements)."""
+    import torch
+    out64, ref64 = out.double(), ref.double()
+    if torch.isnan(out64).any():
+        return float("inf")
+    den = torch.linalg.vector_norm(ref64).item()
+    num = torch.linalg.vector_norm(out64 - ref64).item()
+    return num / den if den else num
+
+
+def assert_rel_err(out, ref, tol, what=""):
+    err = rel_err(out, ref)
+    assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.0e}"

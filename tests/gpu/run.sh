@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The whole GPU suite in one command, from the repository root of the GPU machine:
+#
+#     bash tests/gpu/run.sh
+#
+# The GPU machine has no LLVM 19, so the compiler comes prebuilt (by
+# scripts/setup.sh on a CPU machine, carried over in build/):
+#     build/lib/libtessera.so  build/bin/tessera  build/tests/tessera_gpu_tests  build/examples/vector_add
+# When LLVM 19 is present and something is missing, it is built here instead.
+# Steps:
+#   1. the pybind11 extension tessera._C only, against build/lib/libtessera.so,
+#      in build-gpu-py/ (-DTESSERA_BUILD_COMPILER=OFF -DTESSERA_PREBUILT_LIB=...;
+#      plain g++ when cmake is missing);
+#   2. build/tests/tessera_gpu_tests    (C++ runtime tests, gtest)
+#   3. build/examples/vector_add        (the C++ API example)
+#   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
+#                                        streams, CUDA graphs, Triton tutorials)
+#   5. benchmarks (bench/, not written yet: see the marked place below)
+# and prints one summary line with the counts and the device; the exit status
+# is non-zero if anything failed (or could not run).
+#
+# Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build),
+# TESSERA_GPU_PY_BUILD (default build-gpu-py), PYTEST_ARGS (extra pytest arguments).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${TESSERA_BUILD_DIR:-build}
+PYBUILD=${TESSERA_GPU_PY_BUILD:-build-gpu-py}
+PY=${PYTHON:-python3}
+LOGS=$PYBUILD/logs
+mkdir -p "$LOGS"
+
+failures=()
+summary=()
+note() { printf '\n=== %s\n' "$*"; }
+fail() { failures+=("$1"); }
+
+# The binaries were linked on another machine, maybe at another path: find the library anyway.
+export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# --- 0. The prebuilt compiler, tests and example ---------------------------------------------
+need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add")
+missing=()
+for f in "${need[@]}"; do [ -e "$f" ] || missing+=("$f"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v llvm-config-19 >/dev/null 2>&1 || [ -d /usr/lib/llvm-19/lib/cmake/llvm ]; then
+    note "building what is missing (${missing[*]}) with LLVM 19"
+    gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+    cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure-build.log" 2>&1 \
+      && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add \
+           -j "$(nproc)" >"$LOGS/build.log" 2>&1 \
+      || cmake --build "$BUILD" -j "$(nproc)" >>"$LOGS/build.log" 2>&1 \
+      || { echo "build failed: see $LOGS/build.log"; tail -30 "$LOGS/build.log"; }
+  fi
+  missing=()
+  for f in "${need[@]}"; do [ -e "$f" ] || missing+=("$f"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "tests/gpu/run.sh: missing ${missing[*]}: build them first on a CPU machine (bash scripts/setup.sh) and carry build/ over"
+    echo "tessera GPU suite: FAIL (missing prebuilt files)"
+    exit 2
+  fi
+fi
+
+# --- 1. The Python extension against the prebuilt library ------------------------------------
+note "1. building tessera._C against $BUILD/lib/libtessera.so in $PYBUILD"
+ext_ok=1
+t0=$(date +%s)
+PYEXE=$(command -v "$PY")
+if command -v cmake >/dev/null 2>&1; then
+  gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+  if ! cmake -S . -B "$PYBUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_COMPILER=OFF \
+         -DTESSERA_BUILD_TESTS=OFF -DTESSERA_PREBUILT_LIB="$ROOT/$BUILD/lib/libtessera.so" \
+         -DPython_EXECUTABLE="$PYEXE" >"$LOGS/configure-ext.log" 2>&1 \
+     || ! cmake --build "$PYBUILD" --target tessera_python -j "$(nproc)" >"$LOGS/build-ext.log" 2>&1; then
+    ext_ok=0
+    cat "$LOGS/configure-ext.log" "$LOGS/build-ext.log" 2>/dev/null | tail -40
+  fi
+else
+  # No cmake: the same build with g++ directly.
+  out="$PYBUILD/python/tessera"
+  mkdir -p "$out"
+  suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  includes=$("$PY" -m pybind11 --includes 2>/dev/null) || { echo "pybind11 is not installed for $PY"; ext_ok=0; }
+  if [ $ext_ok = 1 ]; then
+    cp -f "$BUILD/lib/libtessera.so" "$out/libtessera.so"
+    if ! ${CXX:-g++} -O2 -std=c++20 -shared -fPIC -fvisibility=hidden $includes -I"$ROOT" \
+         python/bindings/*.cpp -L"$out" -ltessera -Wl,-rpath,'$ORIGIN' -o "$out/_C$suffix" \
+         >"$LOGS/build-ext.log" 2>&1; then
+      ext_ok=0
+      tail -40 "$LOGS/build-ext.log"
+    fi
+  fi
+fi
+export TESSERA_EXT_DIR="$ROOT/$PYBUILD/python/tessera"
+if [ $ext_ok = 1 ] && "$PY" -c "import sys; sys.path.insert(0, 'python'); import tessera; assert tessera._C, tessera._C_error" \
+     >"$LOGS/import.log" 2>&1; then
+  summary+=("extension: built in $(( $(date +%s) - t0 ))s")
+else
+  cat "$LOGS/import.log" 2>/dev/null | tail -20
+  summary+=("extension: FAILED")
+  fail "the extension tessera._C did not build or import"
+fi
+
+DEVICE=$("$PY" - <<'EOF' 2>/dev/null
+import sys
+sys.path.insert(0, "python")
+try:
+    import tessera
+    p = tessera._C.device_properties(0)
+    print(f"{p['name']} ({p['arch']}), tessera target {tessera._C.target_arch(0)}")
+except Exception as e:  # noqa: BLE001
+    print(f"unknown device ({type(e).__name__}: {e})")
+EOF
+)
+[ -n "$DEVICE" ] || DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+[ -n "$DEVICE" ] || DEVICE="unknown device"
+note "device: $DEVICE"
+
+# --- 2. C++ runtime tests ----------------------------------------------------------------------
+note "2. $BUILD/tests/tessera_gpu_tests"
+"$BUILD/tests/tessera_gpu_tests" 2>&1 | tee "$LOGS/gtest.log"
+rc=${PIPESTATUS[0]}
+passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$LOGS/gtest.log" | grep -oE '[0-9]+$' | tail -1)
+failed=$(grep -oE '^\[  FAILED  \] [0-9]+ tests?,' "$LOGS/gtest.log" | grep -oE '[0-9]+' | tail -1)
+skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+ tests?,' "$LOGS/gtest.log" | grep -oE '[0-9]+' | tail -1)
+summary+=("C++ runtime: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped")
+[ "$rc" = 0 ] || fail "tessera_gpu_tests (exit $rc)"
+[ "${skipped:-0}" = 0 ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
+
+# --- 3. The C++ API example --------------------------------------------------------------------
+note "3. $BUILD/examples/vector_add"
+"$BUILD/examples/vector_add" 2>&1 | tee "$LOGS/example.log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" = 0 ] && grep -q '^PASS' "$LOGS/example.log"; then
+  summary+=("example vector_add: PASS")
+else
+  summary+=("example vector_add: FAIL")
+  fail "examples/vector_add (exit $rc$(grep -q '^no GPU' "$LOGS/example.log" && echo ', no GPU'))"
+fi
+
+# --- 4. The Python GPU suite -------------------------------------------------------------------
+note "4. $PY -m pytest tests/gpu -q"
+# shellcheck disable=SC2086
+"$PY" -m pytest tests/gpu -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$LOGS/pytest.log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '(passed|failed|error|skipped|no tests ran)' "$LOGS/pytest.log" | tail -1 | sed -E 's/=+//g; s/^ +| +$//g')
+summary+=("pytest: ${line:-no result}")
+[ "$rc" = 0 ] || fail "pytest tests/gpu (exit $rc)"
+if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"; then
+  fail "pytest skipped everything (no torch or no GPU?)"
+fi
+
+# --- 5. Benchmarks -----------------------------------------------------------------------------
+# >>> BENCHMARKS: bench/ comes later. Run it here, e.g.
+#       "$PY" bench/run.py --json "$LOGS/bench.json" || fail "benchmarks"
+#     and add its headline numbers to `summary` (summary+=("bench: ...")).
+# <<< BENCHMARKS
+
+# --- Summary -----------------------------------------------------------------------------------
+status=PASS
+[ ${#failures[@]} -eq 0 ] || status=FAIL
+printf '\n'
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
+(IFS=';'; echo "tessera GPU suite on $DEVICE: $status —${summary[*]/#/ }")
+[ "$status" = PASS ]
