@@ -12,7 +12,7 @@ if ! command -v llvm-config-19 >/dev/null || ! command -v clang++-19 >/dev/null 
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
     llvm-19-dev clang-19 libclang-rt-19-dev ninja-build ccache cmake g++ libgtest-dev \
-    zlib1g-dev libzstd-dev libxml2-dev libffi-dev
+    zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-dev
 fi
 python3 -m pip install -q pybind11 pytest numpy
 

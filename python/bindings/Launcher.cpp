@@ -83,9 +83,12 @@ unsigned optionValue(py::handle v, const std::string &kernel, const char *what) 
   if (!PyIndex_Check(v.ptr()) || PyBool_Check(v.ptr()))
     throw py::type_error(kernel + "(): " + what + " must be an int, got " +
                          std::string(py::str(py::type::handle_of(v).attr("__name__"))));
-  long long n = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr())).cast<long long>();
-  if (n <= 0 || n > 1024)
-    throw py::value_error(kernel + "(): " + what + " must be a positive int, got " + std::to_string(n));
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow || n <= 0 || n > 1024)
+    throw py::value_error(kernel + "(): " + what + " must be a positive int, got " + std::string(py::str(v)));
   return static_cast<unsigned>(n);
 }
 
@@ -406,19 +409,23 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
   }
   if (!torchSeen) return nullptr;
   // torch's current stream for the device (what torch.cuda.current_stream() is).
-  static py::object getRawStream;
+  // Kept as a leaked reference: a static py::object would be released after
+  // the interpreter is gone.
+  static PyObject *getRawStream = nullptr;
   static bool haveRaw = false;
   if (!getRawStream) {
     py::module_ torch = py::module_::import("torch");
     py::object c = torch.attr("_C");
+    py::object f;
     if (PyObject_HasAttrString(c.ptr(), "_cuda_getCurrentRawStream") == 1) {
-      getRawStream = c.attr("_cuda_getCurrentRawStream");
+      f = c.attr("_cuda_getCurrentRawStream");
       haveRaw = true;
     } else {
-      getRawStream = torch.attr("cuda").attr("current_stream");
+      f = torch.attr("cuda").attr("current_stream");
     }
+    getRawStream = f.release().ptr();
   }
-  py::object result = getRawStream(device);
+  py::object result = py::handle(getRawStream)(device);
   if (!haveRaw) result = result.attr("cuda_stream");
   return reinterpret_cast<CUstream>(result.cast<uintptr_t>());
 }

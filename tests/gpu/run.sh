@@ -106,10 +106,15 @@ import sys
 sys.path.insert(0, "python")
 try:
     import tessera
-    p = tessera._C.device_properties(0)
-    print(f"{p['name']} ({p['arch']}), tessera target {tessera._C.target_arch(0)}")
+    if not tessera._C.driver_available():
+        print("no GPU (" + tessera._C.driver_status()["error"].split(":")[0] + ")")
+    else:
+        n = tessera._C.device_count()
+        p = tessera._C.device_properties(0)
+        print(f"{p['name']} ({p['arch']}{f', {n} devices' if n > 1 else ''}), "
+              f"tessera target {tessera._C.target_arch(0)}")
 except Exception as e:  # noqa: BLE001
-    print(f"unknown device ({type(e).__name__}: {e})")
+    print(f"unknown device ({type(e).__name__})")
 EOF
 )
 [ -n "$DEVICE" ] || DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
