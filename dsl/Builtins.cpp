@@ -273,9 +273,25 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return binary(ast::BinaryOp::FloorDiv, sum, b[1], loc);
   }
   if (name == "lang.multiple_of" || name == "lang.max_contiguous" || name == "lang.max_constancy") {
-    // Hints for the axis analysis (tiling issue); the value passes through.
-    Bound b = bind(*this, args, "tl." + name.substr(5), {{"input", true}, {"values", true}});
-    return b[0];
+    // Facts the axis analysis cannot derive (compiler/passes/AxisAnalysis.cpp):
+    // a `hint` op that passes the value through with one int per dim.
+    std::string fname = "tl." + name.substr(5);
+    Bound b = bind(*this, args, fname, {{"input", true}, {"values", true}});
+    if (!b[0].isIR()) return b[0]; // a constexpr already says everything
+    ir::Value *x = b[0].value;
+    std::vector<int64_t> values;
+    if (b[1].kind == SValue::Kind::Tuple)
+      for (const SValue &v : b[1].elems) values.push_back(requireInt(v, b.locs[1], fname + "'s values"));
+    else
+      values.push_back(requireInt(b[1], b.locs[1], fname + "'s values"));
+    size_t dims = std::max<size_t>(1, x->type.rank());
+    if (values.size() == 1) values.assign(dims, values[0]);
+    if (values.size() != dims)
+      error(b.locs[1], fname + " needs one value per dimension (" + std::to_string(dims) + "), got " +
+                           std::to_string(values.size()));
+    for (int64_t v : values)
+      if (v < 1) error(b.locs[1], fname + "'s values must be positive, got " + std::to_string(v));
+    return SValue::ir(b_.op(OpCode::Hint, {x}, x->type, {{name.substr(5), values}}));
   }
   if (name == "lang.load") {
     Bound b = bind(*this, args, "tl.load",

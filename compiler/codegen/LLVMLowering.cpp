@@ -249,6 +249,9 @@ void KernelLowering::lowerOp(ir::Operation &op) {
     define(op.result(), Regs(numRegs(op.result(), op), lookup(op.operand(0))[0]));
     return;
   case OpCode::Broadcast: case OpCode::ExpandDims: return lowerRegisterMapping(op);
+  case OpCode::Hint: // facts for the passes; same layout as its operand
+    define(op.result(), lookup(op.operand(0)));
+    return;
   case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
   case OpCode::Load: return lowerLoad(op);
   case OpCode::Store: return lowerStore(op);

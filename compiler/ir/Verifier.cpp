@@ -3,6 +3,7 @@
 // rules. Runs after every pass in debug builds and in tests.
 #include "compiler/ir/IR.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tessera::ir {
@@ -98,6 +99,19 @@ private:
              (op.operand(0)->type.numElements() == r->numElements() || fail(op, "reshape changes the element count"));
     case OpCode::ConvertLayout:
       return nOperands(1) && nResults(1) && (op.operand(0)->type == *r || fail(op, "convert_layout changes the type"));
+    case OpCode::Hint: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      if (op.operand(0)->type != *r) return fail(op, "hint changes the type");
+      size_t dims = std::max<size_t>(1, r->rank());
+      for (const char *key : {"multiple_of", "max_contiguous", "max_constancy"}) {
+        if (!op.hasAttr(key)) continue;
+        const auto *values = std::get_if<std::vector<int64_t>>(&op.attrs.at(key));
+        if (!values || values->size() != dims) return fail(op, std::string(key) + " needs one value per dim");
+        for (int64_t v : *values)
+          if (v < 1) return fail(op, std::string(key) + " values must be positive");
+      }
+      return true;
+    }
     case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
     case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
     case OpCode::Max: case OpCode::Min:

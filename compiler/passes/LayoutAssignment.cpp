@@ -35,7 +35,7 @@ bool isElementwise(OpCode code) {
   case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Not: case OpCode::Cmp:
   case OpCode::Select: case OpCode::AddPtr: case OpCode::Exp: case OpCode::Exp2:
   case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs: case OpCode::Cast:
-  case OpCode::Bitcast:
+  case OpCode::Bitcast: case OpCode::Hint:
     return true;
   default:
     return false;

@@ -47,7 +47,9 @@ def describe():
 def poisoned(shape, dtype, device="cuda"):
     """An output buffer full of NaN: a kernel that does not write an element fails the check."""
     import torch
-    return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    if isinstance(shape, int):
+        shape = (shape,)
+    return torch.full(tuple(shape), float("nan"), dtype=dtype, device=device)
 
 
 def rel_err(out, ref):

@@ -130,7 +130,9 @@ failed=$(grep -oE '^\[  FAILED  \] [0-9]+ tests?,' "$LOGS/gtest.log" | grep -oE 
 skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+ tests?,' "$LOGS/gtest.log" | grep -oE '[0-9]+' | tail -1)
 summary+=("C++ runtime: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped")
 [ "$rc" = 0 ] || fail "tessera_gpu_tests (exit $rc)"
-[ "${skipped:-0}" = 0 ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
+# Only the multi-GPU tests may skip (on a one-GPU machine); anything else means no GPU.
+multi=$(grep -cE 'needs (two|2) GPUs' "$LOGS/gtest.log" || true)
+[ "${skipped:-0}" -le "${multi:-0}" ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
 
 # --- 3. The C++ API example --------------------------------------------------------------------
 note "3. $BUILD/examples/vector_add"

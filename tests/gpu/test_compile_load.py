@@ -30,7 +30,7 @@ def manifest():
             yield pytest.param(file, kernel, signature, constexprs, warps, id=f"{kernel}-{signature}")
 
 
-@pytest.mark.parametrize("file,kernel,signature,constexprs,warps", manifest())
+@pytest.mark.parametrize("file,kernel,signature,constexprs,warps", list(manifest()))
 def test_manifest_kernel_loads(file, kernel, signature, constexprs, warps):
     k = tessera.compile(ROOT / "kernels" / file, kernel=kernel, signature=signature, constexprs=constexprs,
                         num_warps=warps, target="")  # "": the current GPU's arch
