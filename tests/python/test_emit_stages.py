@@ -78,4 +78,18 @@ def test_help_lists_commands_and_options():
 
 
 def test_list_names_the_jit_functions():
-    assert run_cli(["list", "kernels/softmax.py"], check=True).stdout.split() == ["softmax_kernel"]
+    assert run_cli(["list", "kernels/vector_add.py"], check=True).stdout.split() == ["add_kernel"]
+
+
+def test_dump_ir_prints_every_pass_in_order():
+    import os
+    import subprocess
+    from conftest import CLI, ROOT
+    env = dict(os.environ, TESSERA_DUMP_IR="1")
+    proc = subprocess.run([str(CLI)] + SOFTMAX + ["--emit", "ir-opt"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    headers = [line.split(" (")[0] for line in proc.stderr.splitlines() if line.startswith("// ----- IR after ")]
+    passes = [h[len("// ----- IR after "):] for h in headers]
+    assert passes[:4] == ["canonicalize", "common-subexpression-elimination", "dead-code-elimination",
+                          "layout-assignment"]
+    assert "kernel @softmax_kernel(" in proc.stderr
