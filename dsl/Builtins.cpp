@@ -2,7 +2,7 @@
 // own builtins that kernels use (float("inf"), min/max on constexprs, ...).
 // Each builtin binds its arguments by Triton's parameter names, checks them,
 // and emits block IR.
-#include "dsl/SpecializerImpl.h"
+#include "dsl/BuiltinArgs.h"
 
 #include <cmath>
 #include <limits>
@@ -13,22 +13,6 @@ namespace tessera::spec {
 using ir::OpCode;
 using ir::ScalarType;
 using CK = ConstexprValue::Kind;
-
-namespace {
-
-struct ParamSpec {
-  const char *name;
-  bool required;
-};
-
-// Binds positional and keyword arguments to parameter names; missing
-// optional parameters are None.
-struct Bound {
-  std::vector<SValue> values;
-  std::vector<SourceLoc> locs;
-  const SValue &operator[](size_t i) const { return values[i]; }
-  bool has(size_t i) const { return !values[i].isNone(); }
-};
 
 Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std::vector<ParamSpec> params) {
   Bound b;
@@ -60,11 +44,7 @@ Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std:
   return b;
 }
 
-bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-} // namespace
-
-static std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, SourceLoc loc, const std::string &fname) {
+std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, SourceLoc loc, const std::string &fname) {
   std::vector<int64_t> shape;
   if (v.isConst()) {
     shape.push_back(sp.requireInt(v, loc, fname + "'s shape"));
@@ -117,6 +97,7 @@ SValue Specializer::reduce(ir::Value *x, const SValue &axisArg, const std::strin
 }
 
 SValue Specializer::callMethod(const SValue &self, const std::string &method, CallArgs &args) {
+  if (std::optional<SValue> r = callLanguageMethod(self, method, args)) return *r;
   if (method == "to") {
     Bound b = bind(*this, args, "to", {{"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});
     ir::Type target = requireDType(b[0], b.locs[0], "to()'s dtype");
@@ -150,6 +131,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   if (name == "top.cdiv") name = "lang.cdiv";
   SourceLoc loc = args.loc;
   auto constResult = [](ConstexprValue c) { return SValue::constant(std::move(c)); };
+  if (std::optional<SValue> r = callLanguageBuiltin(name, args)) return *r; // dsl/BuiltinsLanguage.cpp
 
   // ---- Python builtins on constexprs
   if (name == "float") {

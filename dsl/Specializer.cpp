@@ -109,12 +109,12 @@ Specializer::Specializer(const ast::Module &module, const Specialization &spec)
     : module_(module), spec_(spec), b_(&scratch_) {}
 
 void Specializer::error(SourceLoc loc, const std::string &message) const {
-  raiseError(*module_.file, loc, message);
+  raiseError(inPrelude_ && prelude_ ? *prelude_->file : *module_.file, loc, message);
 }
 
 // The names a kernel file can use at module level: imports (to recognise
 // tl / triton / tessera), @jit functions, and constants.
-void Specializer::collectModuleScope() {
+void Specializer::collectModuleScope(const ast::Module &module) {
   auto canonical = [](const std::string &module) -> std::string {
     for (const char *top : {"tessera", "triton"}) {
       std::string t = top;
@@ -123,6 +123,7 @@ void Specializer::collectModuleScope() {
       if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
           module == t + ".language.extra.cuda.libdevice")
         return "lang.math";
+      if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
     }
     return "";
   };
@@ -135,7 +136,7 @@ void Specializer::collectModuleScope() {
   globals_["len"] = SValue::builtin("len");
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
-  for (const auto &s : module_.body) {
+  for (const auto &s : module.body) {
     if (auto *imp = dyn_cast<ast::Import>(s.get())) {
       for (const auto &alias : imp->names) {
         std::string path = canonical(alias.module);
@@ -154,6 +155,8 @@ void Specializer::collectModuleScope() {
         const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
         if (alias.name == "language")
           globals_[local] = SValue::module(path == "top" ? "lang" : path + ".language");
+        else if (alias.name == "libdevice" || (alias.name == "math" && path == "lang"))
+          globals_[local] = SValue::module("lang.math"); // from triton.language.extra.cuda import libdevice
         else if (alias.name == "jit" || alias.name == "autotune" || alias.name == "heuristics")
           globals_[local] = SValue::builtin(path + "." + alias.name);
         else if (alias.name != "*")
@@ -164,7 +167,7 @@ void Specializer::collectModuleScope() {
     }
   }
   // Module-level constants, in order, so that later ones can use earlier ones.
-  for (const auto &s : module_.body) {
+  for (const auto &s : module.body) {
     const ast::Expr *value = nullptr;
     std::vector<const ast::Expr *> targets;
     if (auto *a = dyn_cast<ast::Assign>(s.get())) {
@@ -272,7 +275,7 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
 }
 
 std::unique_ptr<ir::Function> Specializer::run() {
-  collectModuleScope();
+  collectModuleScope(module_);
   const ast::FunctionDef *kernel = findKernel();
   fn_ = std::make_unique<ir::Function>();
   fn_->name = kernel->name;
@@ -283,19 +286,15 @@ std::unique_ptr<ir::Function> Specializer::run() {
   b_.setInsertionPointToEnd(&fn_->body);
   bindParameters(*kernel);
   b_.setLoc(kernel->loc);
-  if (execBody(kernel->body) == Flow::Returned && !returnValue_.isNone())
-    error(kernel->loc, "a kernel cannot return a value");
+  env["$retval"] = SValue::constant(ConstexprValue::none());
+  execBody(kernel->body);
+  if (!env["$retval"].isNone()) error(kernel->loc, "a kernel cannot return a value");
   b_.setInsertionPointToEnd(&fn_->body);
   b_.create(ir::OpCode::Return, {}, {});
   env_ = nullptr;
   return std::move(fn_);
 }
 
-Specializer::Flow Specializer::execBody(const ast::Body &body) {
-  for (const auto &s : body)
-    if (execStmt(*s) == Flow::Returned) return Flow::Returned;
-  return Flow::Normal;
-}
 
 void Specializer::execAssign(const ast::Expr &target, const SValue &value) {
   if (auto *n = dyn_cast<ast::Name>(&target)) {
@@ -350,21 +349,24 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
     return Flow::Normal;
   }
   case ast::StmtKind::If:
-    execIf(cast<ast::If>(s));
-    return Flow::Normal;
+    return execIf(cast<ast::If>(s));
   case ast::StmtKind::For:
-    execFor(cast<ast::For>(s));
-    return Flow::Normal;
+    return execFor(cast<ast::For>(s));
   case ast::StmtKind::While:
-    execWhile(cast<ast::While>(s));
-    return Flow::Normal;
+    return execWhile(cast<ast::While>(s));
   case ast::StmtKind::Break:
-    error(s.loc, "unsupported construct: 'break' (tessera loops cannot exit early yet)");
+    if (loopDepth_ == 0 && !inStaticLoop_) error(s.loc, "'break' outside a loop");
+    return Flow::Broke;
   case ast::StmtKind::Continue:
-    error(s.loc, "unsupported construct: 'continue' (tessera loops cannot skip iterations yet)");
+    if (loopDepth_ == 0 && !inStaticLoop_) error(s.loc, "'continue' outside a loop");
+    return Flow::Continued;
   case ast::StmtKind::Return: {
     auto &r = cast<ast::Return>(s);
-    returnValue_ = r.value ? eval(*r.value) : SValue::constant(ConstexprValue::none());
+    SValue value = r.value ? eval(*r.value) : SValue::constant(ConstexprValue::none());
+    if (loopDepth_ > 0 && !value.isNone())
+      error(s.loc, "unsupported construct: 'return' with a value inside a loop");
+    (*env_)["$retval"] = value;
+    (*env_)["$ret"] = SValue::constant(ConstexprValue::ofBool(true));
     return Flow::Returned;
   }
   case ast::StmtKind::Assert: {
@@ -383,7 +385,17 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
         error(s.loc, msg);
       }
     }
-    // Runtime asserts become device asserts in debug builds (runtime issue); dropped here.
+    if (c.isIR() && debugEnabled()) { // a runtime condition: a device assert, as in Triton
+      CallArgs assertArgs;
+      assertArgs.loc = s.loc;
+      assertArgs.args = {c};
+      assertArgs.argLocs = {a.cond->loc};
+      if (a.msg) {
+        assertArgs.args.push_back(eval(*a.msg));
+        assertArgs.argLocs.push_back(a.msg->loc);
+      }
+      callBuiltin("lang.device_assert", assertArgs);
+    }
     return Flow::Normal;
   }
   case ast::StmtKind::Pass:
@@ -395,252 +407,6 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
     error(s.loc, "unsupported construct: 'import' inside a kernel");
   }
   error(s.loc, "unsupported statement");
-}
-
-// ------------------------------------------------------------- control flow
-
-static bool constTruth(const ConstexprValue &c) {
-  switch (c.kind) {
-  case ConstexprValue::Kind::Int:
-  case ConstexprValue::Kind::Bool: return c.intValue != 0;
-  case ConstexprValue::Kind::Float: return c.floatValue != 0;
-  case ConstexprValue::Kind::None: return false;
-  case ConstexprValue::Kind::String: return !c.stringValue.empty();
-  }
-  return false;
-}
-
-// Values a structured op carries for `name`: the merged type of both sides.
-void Specializer::execIf(const ast::If &s) {
-  SValue cond = eval(*s.cond);
-  if (cond.isConst()) {
-    // Like Triton: a constexpr condition selects a branch at compile time.
-    if (execBody(constTruth(cond.c) ? s.body : s.orelse) == Flow::Returned)
-      error(s.loc, "'return' inside an if is only supported at the end of an inlined function's branch chain");
-    return;
-  }
-  if (!cond.isIR()) error(s.cond->loc, "an if condition must be a scalar, got " + describe(cond));
-  ir::Value *c = toBool(toIR(cond, s.cond->loc));
-  if (c->type.isBlock())
-    error(s.cond->loc, "an if condition must be a scalar, got a block of type " + c->type.str() +
-                           " (use tl.where for elementwise choice)");
-
-  ir::Operation *ifOp = b_.create(ir::OpCode::If, {c}, {}, {}, 2);
-  auto after = b_.block()->ops.end();
-  ir::Block *outer = b_.block();
-  Env before = *env_;
-
-  auto runBranch = [&](const ast::Body &body, ir::Block *region) {
-    Env branchEnv = before;
-    Env *saved = env_;
-    env_ = &branchEnv;
-    b_.setInsertionPointToEnd(region);
-    if (execBody(body) == Flow::Returned)
-      error(s.loc, "'return' inside an if whose condition is not a constexpr is not supported");
-    env_ = saved;
-    return branchEnv;
-  };
-  Env thenEnv = runBranch(s.body, ifOp->region(0));
-  Env elseEnv = runBranch(s.orelse, ifOp->region(1));
-
-  // Names visible after the if: assigned in a branch and defined on both paths.
-  std::vector<std::string> names = assignedNames(s.body);
-  for (const std::string &n : assignedNames(s.orelse))
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  std::vector<std::string> carried;
-  std::vector<ir::Value *> thenValues, elseValues;
-  for (const std::string &n : names) {
-    auto t = thenEnv.find(n), e = elseEnv.find(n);
-    if (t == thenEnv.end() || e == elseEnv.end()) continue;
-    const SValue &tv = t->second, &ev = e->second;
-    if (tv.isConst() && ev.isConst() && tv.c == ev.c) {
-      (*env_)[n] = tv;
-      continue;
-    }
-    if (!(tv.isIR() || tv.isConst()) || !(ev.isIR() || ev.isConst()))
-      error(s.loc, "variable '" + n + "' must be a value in both branches of the if");
-    // Materialise each side inside its own region, typed like the other side.
-    const ir::Type *peerForThen = ev.isIR() ? &ev.value->type : nullptr;
-    const ir::Type *peerForElse = tv.isIR() ? &tv.value->type : nullptr;
-    b_.setInsertionPointToEnd(ifOp->region(0));
-    ir::Value *tval = toIR(tv, s.loc, peerForThen);
-    b_.setInsertionPointToEnd(ifOp->region(1));
-    ir::Value *eval_ = toIR(ev, s.loc, peerForElse);
-    if (tval->type != eval_->type)
-      error(s.loc, "variable '" + n + "' has type " + tval->type.str() + " in one branch of the if and " +
-                       eval_->type.str() + " in the other");
-    carried.push_back(n);
-    thenValues.push_back(tval);
-    elseValues.push_back(eval_);
-  }
-  b_.setInsertionPointToEnd(ifOp->region(0));
-  b_.create(ir::OpCode::Yield, thenValues, {});
-  b_.setInsertionPointToEnd(ifOp->region(1));
-  b_.create(ir::OpCode::Yield, elseValues, {});
-  for (size_t i = 0; i < carried.size(); ++i) {
-    auto v = std::make_unique<ir::Value>();
-    v->type = thenValues[i]->type;
-    v->definingOp = ifOp;
-    v->index = static_cast<unsigned>(i);
-    (*env_)[carried[i]] = SValue::ir(v.get());
-    ifOp->results.push_back(std::move(v));
-  }
-  b_.setInsertionPoint(outer, after);
-}
-
-// Which names a loop carries: those its body reassigns that exist before it.
-static std::vector<std::string> loopCarriedNames(const ast::Body &body, const Env &env,
-                                                 const std::string &inductionName) {
-  std::vector<std::string> carried;
-  for (const std::string &n : assignedNames(body)) {
-    if (n == inductionName) continue;
-    auto it = env.find(n);
-    if (it != env.end() && (it->second.isIR() || it->second.isConst())) carried.push_back(n);
-  }
-  return carried;
-}
-
-void Specializer::execFor(const ast::For &s) {
-  auto *call = dyn_cast<ast::Call>(s.iter.get());
-  SValue callee = call ? eval(*call->func) : SValue();
-  std::string kind = callee.kind == SValue::Kind::Builtin ? callee.path : "";
-  if (kind != "range" && kind != "lang.range" && kind != "lang.static_range")
-    error(s.iter->loc, "unsupported loop: iterate over range(...), tl.range(...) or tl.static_range(...)");
-  if (!s.orelse.empty()) error(s.loc, "unsupported construct: 'else' on a for loop");
-  auto *target = dyn_cast<ast::Name>(s.target.get());
-  if (!target) error(s.target->loc, "a for loop's target must be a single name");
-
-  std::vector<SValue> bounds;
-  for (const auto &a : call->args) bounds.push_back(eval(*a));
-  if (bounds.empty() || bounds.size() > 3)
-    error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
-  for (const auto &kw : call->keywords)
-    if (kw.name != "num_stages" && kw.name != "loop_unroll_factor" && kw.name != "warp_specialize" &&
-        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten")
-      error(kw.loc, "unexpected keyword argument '" + kw.name + "' to range");
-  SValue lb = bounds.size() >= 2 ? bounds[0] : SValue::constant(ConstexprValue::ofInt(0));
-  SValue ub = bounds.size() >= 2 ? bounds[1] : bounds[0];
-  SValue step = bounds.size() == 3 ? bounds[2] : SValue::constant(ConstexprValue::ofInt(1));
-
-  if (kind == "lang.static_range") {
-    int64_t l = requireInt(lb, call->loc, "tl.static_range's start");
-    int64_t u = requireInt(ub, call->loc, "tl.static_range's end");
-    int64_t st = requireInt(step, call->loc, "tl.static_range's step");
-    if (st == 0) error(call->loc, "tl.static_range's step must not be zero");
-    if ((u - l) / st > 4096) error(call->loc, "tl.static_range would unroll more than 4096 iterations");
-    for (int64_t i = l; st > 0 ? i < u : i > u; i += st) {
-      (*env_)[target->id] = SValue::constant(ConstexprValue::ofInt(i));
-      if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
-    }
-    return;
-  }
-
-  // Bounds become IR scalars of one integer type (i64 if any is i64).
-  ir::Type ivType(ir::ScalarType::I32);
-  for (const SValue *v : {&lb, &ub, &step}) {
-    if (v->isIR()) {
-      if (v->value->type.isBlock() || !v->value->type.isIntElement())
-        error(call->loc, "range() bounds must be integer scalars, got " + v->value->type.str());
-      if (ir::bitWidth(v->value->type.scalar) == 64) ivType = ir::Type(ir::ScalarType::I64);
-    } else if (!v->isConst() || (v->c.kind != ConstexprValue::Kind::Int && v->c.kind != ConstexprValue::Kind::Bool)) {
-      error(call->loc, "range() bounds must be integers, got " + describe(*v));
-    }
-  }
-  if (step.isConst() && step.c.intValue <= 0)
-    error(call->loc, "range() step must be positive in a tessera loop");
-  ir::Value *lbv = castElement(toIR(lb, call->loc, &ivType), ivType);
-  ir::Value *ubv = castElement(toIR(ub, call->loc, &ivType), ivType);
-  ir::Value *stepv = castElement(toIR(step, call->loc, &ivType), ivType);
-
-  std::vector<std::string> carried = loopCarriedNames(s.body, *env_, target->id);
-  std::vector<ir::Value *> inits;
-  for (const std::string &n : carried) inits.push_back(toIR((*env_)[n], s.loc));
-  std::vector<ir::Value *> operands = {lbv, ubv, stepv};
-  operands.insert(operands.end(), inits.begin(), inits.end());
-  std::vector<ir::Type> resultTypes;
-  for (ir::Value *v : inits) resultTypes.push_back(v->type);
-
-  ir::Operation *forOp = b_.create(ir::OpCode::For, operands, resultTypes, {}, 1);
-  auto after = b_.block()->ops.end();
-  ir::Block *outer = b_.block();
-  ir::Block *body = forOp->region(0);
-  ir::Value *iv = body->addArgument(ivType, target->id);
-  Env bodyEnv = *env_;
-  bodyEnv[target->id] = SValue::ir(iv);
-  for (size_t i = 0; i < carried.size(); ++i)
-    bodyEnv[carried[i]] = SValue::ir(body->addArgument(inits[i]->type, carried[i]));
-
-  Env *saved = env_;
-  env_ = &bodyEnv;
-  b_.setInsertionPointToEnd(body);
-  if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
-  std::vector<ir::Value *> yields;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    ir::Value *v = toIR(bodyEnv[carried[i]], s.loc, &inits[i]->type);
-    if (v->type != inits[i]->type)
-      error(s.loc, "loop-carried variable '" + carried[i] + "' has type " + inits[i]->type.str() +
-                       " before the loop and " + v->type.str() +
-                       " after an iteration; give it its loop type before the loop");
-    yields.push_back(v);
-  }
-  b_.create(ir::OpCode::Yield, yields, {});
-  env_ = saved;
-  b_.setInsertionPoint(outer, after);
-  for (size_t i = 0; i < carried.size(); ++i) (*env_)[carried[i]] = SValue::ir(forOp->result(i));
-}
-
-void Specializer::execWhile(const ast::While &s) {
-  if (!s.orelse.empty()) error(s.loc, "unsupported construct: 'else' on a while loop");
-  std::vector<std::string> carried = loopCarriedNames(s.body, *env_, "");
-  std::vector<ir::Value *> inits;
-  for (const std::string &n : carried) inits.push_back(toIR((*env_)[n], s.loc));
-  std::vector<ir::Type> types;
-  for (ir::Value *v : inits) types.push_back(v->type);
-
-  ir::Operation *whileOp = b_.create(ir::OpCode::While, inits, types, {}, 2);
-  auto after = b_.block()->ops.end();
-  ir::Block *outer = b_.block();
-  Env *saved = env_;
-
-  // before: evaluate the condition on the carried values.
-  ir::Block *beforeBlock = whileOp->region(0);
-  Env condEnv = *saved;
-  std::vector<ir::Value *> beforeArgs;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    beforeArgs.push_back(beforeBlock->addArgument(types[i], carried[i]));
-    condEnv[carried[i]] = SValue::ir(beforeArgs.back());
-  }
-  env_ = &condEnv;
-  b_.setInsertionPointToEnd(beforeBlock);
-  SValue cond = eval(*s.cond);
-  if (cond.isConst())
-    error(s.cond->loc, "a while condition that is a constant would loop forever or never (tessera has no 'break')");
-  ir::Value *c = toBool(toIR(cond, s.cond->loc));
-  if (c->type.isBlock()) error(s.cond->loc, "a while condition must be a scalar, got " + c->type.str());
-  std::vector<ir::Value *> condOperands = {c};
-  condOperands.insert(condOperands.end(), beforeArgs.begin(), beforeArgs.end());
-  b_.create(ir::OpCode::Condition, condOperands, {});
-
-  // after: the body.
-  ir::Block *afterBlock = whileOp->region(1);
-  Env bodyEnv = *saved;
-  for (size_t i = 0; i < carried.size(); ++i)
-    bodyEnv[carried[i]] = SValue::ir(afterBlock->addArgument(types[i], carried[i]));
-  env_ = &bodyEnv;
-  b_.setInsertionPointToEnd(afterBlock);
-  if (execBody(s.body) == Flow::Returned) error(s.loc, "'return' inside a loop is not supported");
-  std::vector<ir::Value *> yields;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    ir::Value *v = toIR(bodyEnv[carried[i]], s.loc, &types[i]);
-    if (v->type != types[i])
-      error(s.loc, "loop-carried variable '" + carried[i] + "' has type " + types[i].str() +
-                       " before the loop and " + v->type.str() + " after an iteration");
-    yields.push_back(v);
-  }
-  b_.create(ir::OpCode::Yield, yields, {});
-  env_ = saved;
-  b_.setInsertionPoint(outer, after);
-  for (size_t i = 0; i < carried.size(); ++i) (*env_)[carried[i]] = SValue::ir(whileOp->result(i));
 }
 
 // Calls to @jit functions are inlined: bind arguments, run the body in a
@@ -660,20 +426,51 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
     if (callee.count(name)) error(args.keywordLocs[k], "'" + fn.name + "' got multiple values for argument '" + name + "'");
     callee[name] = value;
   }
-  for (const auto &p : fn.params) {
-    if (callee.count(p.name)) continue;
-    if (!p.defaultValue) error(args.loc, "'" + fn.name + "' is missing a value for parameter '" + p.name + "'");
-    callee[p.name] = evalGlobal(*p.defaultValue);
+  // A prelude function runs with the prelude's globals (and a user combine
+  // function called from the prelude with the user's).
+  bool fromPrelude = false;
+  if (prelude_)
+    for (const auto &st : prelude_->body)
+      fromPrelude = fromPrelude || st.get() == &fn;
+  bool switchScope = fromPrelude != inPrelude_;
+  if (switchScope) {
+    std::swap(globals_, preludeGlobals_);
+    inPrelude_ = fromPrelude;
   }
   Env *saved = env_;
-  SValue savedReturn = returnValue_;
-  env_ = &callee;
-  returnValue_ = SValue::constant(ConstexprValue::none());
-  execBody(fn.body);
-  SValue result = returnValue_;
-  env_ = saved;
-  returnValue_ = savedReturn;
-  --inlineDepth_;
+  std::vector<PendingRest> savedPending;
+  std::swap(savedPending, pending_); // the callee's body is its own boundary
+  unsigned savedLoopDepth = loopDepth_;
+  loopDepth_ = 0;
+  bool savedStatic = inStaticLoop_;
+  inStaticLoop_ = false;
+  auto restore = [&] {
+    env_ = saved;
+    std::swap(savedPending, pending_);
+    loopDepth_ = savedLoopDepth;
+    inStaticLoop_ = savedStatic;
+    if (switchScope) {
+      std::swap(globals_, preludeGlobals_);
+      inPrelude_ = !fromPrelude;
+    }
+    --inlineDepth_;
+  };
+  SValue result;
+  try {
+    for (const auto &p : fn.params) {
+      if (callee.count(p.name)) continue;
+      if (!p.defaultValue) error(args.loc, "'" + fn.name + "' is missing a value for parameter '" + p.name + "'");
+      callee[p.name] = evalGlobal(*p.defaultValue);
+    }
+    callee["$retval"] = SValue::constant(ConstexprValue::none());
+    env_ = &callee;
+    execBody(fn.body);
+    result = callee["$retval"];
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
   return result;
 }
 

@@ -46,6 +46,7 @@ struct Specialization {
   std::vector<ArgSpec> args; // one per non-constexpr parameter, in order
   std::map<std::string, ConstexprValue> constexprs;
   unsigned numWarps = 4;
+  bool debug = false; // tl.device_assert (and `assert` on runtime values) checks on the device
 };
 
 // Throws CompileError (with location) on any user error.

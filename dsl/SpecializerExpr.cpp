@@ -220,6 +220,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
     }
     if (base.path == "lang") {
       if (attr == "math") return SValue::module("lang.math");
+      if (attr == "random") return SValue::module("lang.random");
       if (attr == "extra") return SValue::module("lang.extra");
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
@@ -235,6 +236,13 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       return SValue::dtypeOf(ir::Type(base.dtype.scalar));
     }
     if (attr == "primitive_bitwidth") return SValue::constant(ConstexprValue::ofInt(bitWidth(base.dtype.scalar)));
+    if (attr.rfind("is_", 0) == 0 || attr == "to_int_type") { // dtype.is_floating(), ... (BuiltinsLanguage.cpp)
+      SValue m;
+      m.kind = SValue::Kind::BoundMethod;
+      m.path = attr;
+      m.elems = {base};
+      return m;
+    }
     error(e.loc, "dtype has no attribute '" + attr + "'");
   case SValue::Kind::IR:
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
@@ -243,8 +251,13 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       for (int64_t d : base.value->type.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
       return SValue::tuple(std::move(dims));
     }
+    if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(base.value->type.numElements()));
     if (attr == "T") {
-      error(e.loc, "'.T' (transpose) is not supported yet");
+      CallArgs none;
+      none.loc = e.loc;
+      none.args = {base};
+      none.argLocs = {e.loc};
+      return callBuiltin("lang.trans", none);
     }
     {
       SValue m;
@@ -496,6 +509,9 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
     error(loc, std::string("operator ") + text + " needs integer operands, got " + a->type.element().str() + " and " +
                    b->type.element().str());
   if (op == ast::BinaryOp::Div && elem.isIntElement()) elem = ir::Type(ScalarType::F32); // true division
+  // Triton: / and % of 16-bit floats compute in f32 (PTX has no f16 division).
+  if ((op == ast::BinaryOp::Div || op == ast::BinaryOp::Mod) && (elem.scalar == ScalarType::F16 || elem.scalar == ScalarType::BF16))
+    elem = ir::Type(ScalarType::F32);
   auto shape = broadcastShapes(a->type, b->type, loc);
   a = broadcastTo(castElement(a, elem), shape, loc);
   b = broadcastTo(castElement(b, elem), shape, loc);

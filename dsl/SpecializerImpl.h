@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct SValue {
     Builtin,     // a builtin function, e.g. "tl.arange", "range", "float"
     BoundMethod, // x.to: elems[0] is x, path is "to"
     Tuple,       // (a, b): elems
+    BlockPointer,// tl.make_block_ptr(...): elems = base, shape, strides, offsets, block_shape, order
+                 // (the last five are tuples); loads/stores lower it to pointers + masks
   };
   Kind kind = Kind::Const;
   ir::Value *value = nullptr;
@@ -95,14 +98,34 @@ public:
   SValue callMethod(const SValue &self, const std::string &method, CallArgs &args);
   SValue reduce(ir::Value *x, const SValue &axis, const std::string &kind, bool keepDims, SourceLoc loc);
 
+  // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Memory,Debug}.cpp). Each
+  // returns nullopt for a name it does not define, so the older builtins stay the fallback.
+  std::optional<SValue> callLanguageBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callLanguageMethod(const SValue &self, const std::string &method, CallArgs &args);
+  std::optional<SValue> callMathBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callShapeBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callReduceBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callMemoryBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callDebugBuiltin(const std::string &name, CallArgs &args);
+  ir::Value *reshapeTo(ir::Value *x, const std::vector<int64_t> &shape, SourceLoc loc);
+  // Builds the region of a reduce_combine/scan op by inlining `combineFn` on scalars.
+  void buildCombineRegion(ir::Operation *op, const SValue &combineFn, SourceLoc loc);
+  // Calls a @jit function of the language prelude (dsl/LanguagePrelude.cpp).
+  SValue callPrelude(const std::string &fn, CallArgs args);
+  SValue preludeFunction(const std::string &fn);
+  bool debugEnabled() const { return spec_.debug; }
+
   // --- statements (Specializer.cpp)
-  enum class Flow { Normal, Returned };
-  Flow execBody(const ast::Body &body);
+  // Returned / Broke / Continued: the rest of the body is dead. Finished: an
+  // if that may break/continue/return already ran the rest of the enclosing
+  // bodies (up to the loop or function) inside its branches.
+  enum class Flow { Normal, Returned, Broke, Continued, Finished };
+  Flow execBody(const ast::Body &body, size_t start = 0);
   Flow execStmt(const ast::Stmt &s);
   void execAssign(const ast::Expr &target, const SValue &value);
-  void execIf(const ast::If &s);
-  void execFor(const ast::For &s);
-  void execWhile(const ast::While &s);
+  Flow execIf(const ast::If &s);
+  Flow execFor(const ast::For &s);
+  Flow execWhile(const ast::While &s);
   SValue inlineCall(const ast::FunctionDef &fn, CallArgs &args);
 
   ir::Builder &builder() { return b_; }
@@ -113,14 +136,34 @@ private:
   const Specialization &spec_;
   Env globals_;
   Env *env_ = nullptr; // the current function's variables
-  SValue returnValue_;
   unsigned inlineDepth_ = 0;
   bool evaluatingGlobal_ = false;
   std::unique_ptr<ir::Function> fn_;
   ir::Builder b_;
   ir::Block scratch_; // builder's initial block before the kernel exists
 
-  void collectModuleScope();
+  // Control flow with break/continue/return (dsl/SpecializerControlFlow.cpp).
+  struct PendingRest { const ast::Body *body; size_t next; };
+  std::vector<PendingRest> pending_; // the rest of the enclosing bodies, innermost last
+  unsigned loopDepth_ = 0;           // runtime loops around the statement, in this function
+  bool inStaticLoop_ = false;        // directly inside tl.static_range (no runtime loop in between)
+  Flow runPending();
+  Flow escapingIf(ir::Value *cond, const std::function<Flow()> &thenFn, const std::function<Flow()> &elseFn,
+                  SourceLoc loc);
+  void endBranch(Flow f);
+  Flow afterLoopThatMayReturn(SourceLoc loc);
+  void execForAsWhile(const ast::For &s, const SValue &lb, const SValue &ub, const SValue &step, ir::Type ivType);
+  void execWhileLoop(const ast::Body &body, SourceLoc loc, const std::string &extraName, bool breaks,
+                     const std::function<ir::Value *(const Env &)> &condition,
+                     const std::function<void(Env &)> &enter, const std::function<void(Env &)> &latch);
+  void mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const Env &elseEnv, SourceLoc loc);
+  // The language prelude: its module, its globals, and whether they are current.
+  std::unique_ptr<ast::Module> prelude_;
+  Env preludeGlobals_;
+  bool inPrelude_ = false;
+  void loadPrelude();
+
+  void collectModuleScope(const ast::Module &module);
   SValue evalGlobal(const ast::Expr &e);
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);

@@ -11,6 +11,7 @@ struct CUfunc_st;
 struct CUstream_st;
 struct CUgraph_st;
 struct CUgraphExec_st;
+struct CUevent_st;
 
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -18,6 +19,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr_v2; // 64-bit Linux only (as cuda.h)
 typedef CUdeviceptr_v2 CUdeviceptr;
 typedef int CUdevice_v1;

@@ -63,7 +63,12 @@ namespace tessera::rt::detail {
   X(cuGraphInstantiateWithFlags, 11040)   \
   X(cuGraphLaunch, 10000)                 \
   X(cuGraphExecDestroy, 10000)            \
-  X(cuGraphDestroy, 10000)
+  X(cuGraphDestroy, 10000)                \
+  X(cuEventCreate, 2000)                  \
+  X(cuEventRecord, 2000)                  \
+  X(cuEventSynchronize, 2000)             \
+  X(cuEventElapsedTime, 2000)             \
+  X(cuEventDestroy, 4000)
 
 struct DriverApi {
 #define TESSERA_DECLARE_SYMBOL(name, version) PFN_##name##_v##version name = nullptr;

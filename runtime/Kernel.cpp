@@ -2,8 +2,10 @@
 // LoadedKernel (PTX linked to a cubin by the driver's JIT) → launches.
 #include "runtime/Kernel.h"
 
+#include "runtime/Cache.h"
 #include "runtime/Driver.h"
 
+#include <atomic>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -46,6 +48,12 @@ struct Kernel::Impl {
   CompiledKernel compiled;
   std::vector<ArgSpec> signature;
   std::string arch;
+  // The disk cache's entry (empty key: not cached): cubins found there and
+  // linked since, so that load() on a new device type can add its own.
+  cache::Key key;
+  bool fromCache = false;
+  unsigned numStages = 3;
+  mutable std::vector<std::pair<std::string, std::string>> cubins; // cubinTag -> bytes; under mutex
 
   struct PerDevice {
     std::vector<char> cubin;
@@ -54,6 +62,9 @@ struct Kernel::Impl {
   mutable std::mutex mutex;
   // unique_ptr: references handed out stay valid while the map grows.
   mutable std::unordered_map<int, std::unique_ptr<PerDevice>> devices;
+  // The last device's kernel: launch() checks it against the current context
+  // and skips the lock and the map.
+  mutable std::atomic<const PerDevice *> last{nullptr};
 };
 
 Kernel::Kernel(CompiledKernel compiled, std::vector<ArgSpec> signature, std::string arch)
@@ -69,6 +80,7 @@ const Kernel::Impl &Kernel::state() const {
 }
 
 const CompiledKernel &Kernel::compiled() const { return state().compiled; }
+bool Kernel::fromCache() const { return state().fromCache; }
 const std::string &Kernel::name() const { return state().compiled.name; }
 const std::string &Kernel::ptx() const { return state().compiled.ptx; }
 const std::string &Kernel::arch() const { return state().arch; }
@@ -84,17 +96,59 @@ const rt::LoadedKernel &Kernel::load(int device) const {
   const int ordinal = guard.device();
   std::lock_guard<std::mutex> lock(impl.mutex);
   auto it = impl.devices.find(ordinal);
-  if (it != impl.devices.end()) return it->second->kernel;
+  if (it != impl.devices.end()) {
+    impl.last.store(it->second.get(), std::memory_order_release);
+    return it->second->kernel;
+  }
 
   auto entry = std::make_unique<Impl::PerDevice>();
-  rt::LinkOptions link;
-  link.kernelName = impl.compiled.name;
-  link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
-  entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
-  entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
-                                 static_cast<int>(impl.compiled.numWarps),
-                                 impl.compiled.sharedBytes, ordinal);
+  const auto load = [&] {
+    entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
+                                   static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
+  };
+  // The PTX JIT's output depends on the device's architecture and the driver.
+  std::string tag;
+  if (impl.key) {
+    tag = cache::cubinTag(rt::deviceProperties(ordinal).arch(), rt::driverVersion());
+    for (const auto &[t, bytes] : impl.cubins)
+      if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
+  }
+  if (!entry->cubin.empty()) {
+    try {
+      load();
+    } catch (const rt::DriverError &e) { // a cubin the driver refuses: link it again
+      cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
+                                                      "' does not load (" + e.what() + "); linking the PTX again");
+      entry->cubin.clear();
+    }
+  }
+  if (entry->cubin.empty()) {
+    rt::LinkOptions link;
+    link.kernelName = impl.compiled.name;
+    link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
+    entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
+    load();
+    if (impl.key) {
+      std::string bytes(entry->cubin.begin(), entry->cubin.end());
+      bool replaced = false;
+      for (auto &[t, b] : impl.cubins)
+        if (t == tag) b = bytes, replaced = true;
+      if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
+      cache::Entry stored;
+      stored.key = impl.key.text;
+      stored.kernelName = impl.compiled.name;
+      stored.arch = impl.arch;
+      stored.signature = cache::signatureKey(impl.signature);
+      stored.numWarps = impl.compiled.numWarps;
+      stored.numStages = impl.numStages;
+      stored.sharedBytes = impl.compiled.sharedBytes;
+      stored.ptx = impl.compiled.ptx;
+      stored.cubins = impl.cubins;
+      cache::DiskCache().store(impl.key, stored);
+    }
+  }
   const rt::LoadedKernel &out = entry->kernel;
+  impl.last.store(entry.get(), std::memory_order_release);
   impl.devices.emplace(ordinal, std::move(entry));
   return out;
 }
@@ -108,6 +162,10 @@ std::vector<char> Kernel::cubin(int device) const {
 }
 
 void Kernel::launch(rt::Grid grid, void **args, CUstream stream) const {
+  const Impl &impl = state();
+  if (const Impl::PerDevice *last = impl.last.load(std::memory_order_acquire))
+    if (last->kernel.context() == rt::currentContext()) // the common case: no lock, no lookup
+      return rt::launch(last->kernel, grid, args, stream);
   rt::launch(load(rt::kCurrentDevice), grid, args, stream);
 }
 
@@ -131,6 +189,67 @@ void Kernel::checkArgumentSizes(const std::size_t *sizes, std::size_t count) con
   }
 }
 
+namespace {
+
+std::string readStage(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace
+
+Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                     std::vector<ArgSpec> signature, const std::map<std::string, ConstexprValue> &constexprs,
+                     const CompileOptions &options, bool *hit) {
+  if (hit) *hit = false;
+  cache::DiskCache disk;
+  cache::Key key;
+  if (disk.enabled()) key = cache::makeKey(file->text, kernelName, signature, constexprs, options);
+  if (key) {
+    if (std::optional<cache::Entry> e = disk.load(key)) {
+      CompiledKernel compiled;
+      compiled.name = kernelName;
+      compiled.ptx = std::move(e->ptx);
+      compiled.numWarps = e->numWarps;
+      compiled.sharedBytes = e->sharedBytes;
+      if (disk.config().keepStages) { // the stages written next to the entry, when there
+        std::string stem = disk.entryPath(key);
+        stem.resize(stem.size() - 4);
+        compiled.ir = readStage(stem + ".ir");
+        compiled.irOpt = readStage(stem + ".ir-opt");
+        compiled.llvmIR = readStage(stem + ".ll");
+      }
+      Kernel k(std::move(compiled), std::move(signature), options.arch);
+      k.impl_->key = std::move(key);
+      k.impl_->fromCache = true;
+      k.impl_->numStages = options.numStages;
+      k.impl_->cubins = std::move(e->cubins);
+      if (hit) *hit = true;
+      return k;
+    }
+  }
+  CompiledKernel compiled = compileKernel(file, kernelName, signature, constexprs, options, Stage::PTX);
+  if (key) {
+    cache::Entry stored;
+    stored.key = key.text;
+    stored.kernelName = kernelName;
+    stored.arch = options.arch;
+    stored.signature = cache::signatureKey(signature);
+    stored.numWarps = compiled.numWarps;
+    stored.numStages = options.numStages;
+    stored.sharedBytes = compiled.sharedBytes;
+    stored.ptx = compiled.ptx;
+    cache::Stages stages{compiled.ir, compiled.irOpt, compiled.llvmIR, compiled.ptx};
+    if (!disk.store(key, stored, &stages)) key = {}; // unwritable: do not try again on load()
+  }
+  Kernel k(std::move(compiled), std::move(signature), options.arch);
+  k.impl_->key = std::move(key);
+  k.impl_->numStages = options.numStages;
+  return k;
+}
+
 Kernel compile(std::string source, std::string kernelName, std::string signature,
                std::map<std::string, ConstexprValue> constexprs, CompileOptions options,
                std::string path, uint32_t firstLine) {
@@ -140,8 +259,7 @@ Kernel compile(std::string source, std::string kernelName, std::string signature
   file->path = std::move(path);
   file->text = std::move(source);
   file->firstLine = firstLine == 0 ? 1 : firstLine;
-  CompiledKernel compiled = compileKernel(file, kernelName, specs, constexprs, options, Stage::PTX);
-  return Kernel(std::move(compiled), std::move(specs), options.arch);
+  return compileCached(std::move(file), kernelName, std::move(specs), constexprs, options);
 }
 
 Kernel compileFile(const std::string &path, std::string kernelName, std::string signature,

@@ -10,9 +10,16 @@
 // A Kernel holds the compiled stages (CompiledKernel: PTX and friends) and,
 // lazily on the first launch on each device, an rt::LoadedKernel: the PTX is
 // linked to a cubin in-process by the driver's JIT (no ptxas at run time) and
-// the cubin is kept, so that a cache can store it. Copies of a Kernel share
-// that state; loading is thread-safe. Compiling needs no GPU; loading and
-// launching need the CUDA driver (else rt::DriverNotFoundError).
+// the cubin is kept. Copies of a Kernel share that state; loading is
+// thread-safe. Compiling needs no GPU; loading and launching need the CUDA
+// driver (else rt::DriverNotFoundError).
+//
+// compile() goes through the disk cache (runtime/Cache.h): a hit skips the
+// front-end and codegen, and a cubin cached for the device's architecture and
+// driver skips the PTX JIT too; a miss compiles and stores the PTX, and the
+// first load() on a device adds its cubin to the entry. A kernel that came
+// from the cache has only its PTX: compiled().ir, .irOpt and .llvmIR are empty
+// (fromCache() says so; TESSERA_CACHE=off or TESSERA_KEEP_STAGES=1 keep them).
 #pragma once
 
 #include "compiler/driver/Compiler.h"
@@ -49,6 +56,7 @@ public:
 
   explicit operator bool() const { return impl_ != nullptr; }
   const CompiledKernel &compiled() const;
+  bool fromCache() const; // its PTX came from the disk cache (no stages but PTX)
   const std::string &name() const;
   const std::string &ptx() const;
   const std::string &arch() const; // what the PTX was compiled for
@@ -83,6 +91,8 @@ public:
   }
 
 private:
+  friend Kernel compileCached(std::shared_ptr<const SourceFile>, const std::string &, std::vector<ArgSpec>,
+                              const std::map<std::string, ConstexprValue> &, const CompileOptions &, bool *);
   void checkArgumentSizes(const std::size_t *sizes, std::size_t count) const;
   struct Impl;
   const Impl &state() const; // throws std::logic_error when empty
@@ -101,6 +111,14 @@ Kernel compile(std::string source, std::string kernelName, std::string signature
                std::map<std::string, ConstexprValue> constexprs = {},
                CompileOptions options = {}, std::string path = "<source>",
                uint32_t firstLine = 1);
+
+// compile()'s work on an already made SourceFile (the Python launcher's
+// path): the disk cache's entry for these inputs if there is one (*hit set
+// true), else compileKernel() to PTX, stored in the cache. options.arch must
+// be set. The key (Cache.h makeKey) is the source text, not its path.
+Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                     std::vector<ArgSpec> signature, const std::map<std::string, ConstexprValue> &constexprs,
+                     const CompileOptions &options, bool *hit = nullptr);
 
 // compile() of a file read from disk (the path appears in diagnostics).
 Kernel compileFile(const std::string &path, std::string kernelName, std::string signature,

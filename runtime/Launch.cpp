@@ -52,6 +52,48 @@ void validateGrid(const Grid &grid, std::string_view kernelName) {
     raiseBadGrid(grid, kernelName);
 }
 
+namespace {
+
+void launchCurrent(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid, void **args,
+                   CUstream stream);
+
+// Makes the kernel's context current; true when it switched away from another.
+bool enterContext(const detail::DriverApi &api, const LoadedKernel &kernel, CUcontext current) {
+  detail::check(api.cuCtxSetCurrent(kernel.context()), [&] {
+    return "cuCtxSetCurrent failed while making the context of kernel '" + kernel.name() + "' current";
+  });
+  return current != nullptr;
+}
+
+} // namespace
+
+CUcontext currentContext() {
+  CUcontext current = nullptr;
+  detail::check(driver().cuCtxGetCurrent(&current), "cuCtxGetCurrent failed");
+  return current;
+}
+
+void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream) {
+  const auto &api = driver();
+  if (!kernel) [[unlikely]]
+    throw Error("cannot launch an empty kernel (nothing was loaded into it)");
+  if (!gridOk(grid)) [[unlikely]]
+    raiseBadGrid(grid, kernel.name());
+  CUcontext current = nullptr;
+  detail::check(api.cuCtxGetCurrent(&current), "cuCtxGetCurrent failed before a launch");
+  if (current == kernel.context()) [[likely]]
+    return launchCurrent(api, kernel, grid, args, stream);
+  struct Restore { // put the caller's context back, even when the launch throws
+    const detail::DriverApi &api;
+    CUcontext previous;
+    bool active;
+    ~Restore() {
+      if (active) (void)api.cuCtxSetCurrent(previous);
+    }
+  } restore{api, current, enterContext(api, kernel, current)};
+  launchCurrent(api, kernel, grid, args, stream);
+}
+
 void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream) {
   const auto &api = driver();
   if (!kernel) [[unlikely]]
@@ -65,12 +107,15 @@ void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream)
     if (current)
       raiseWrongContext(kernel);
     // A fresh thread: adopt the kernel's context (not a switch).
-    detail::check(api.cuCtxSetCurrent(kernel.context()), [&] {
-      return "cuCtxSetCurrent failed while making the context of kernel '" + kernel.name() +
-             "' current";
-    });
+    enterContext(api, kernel, current);
   }
+  launchCurrent(api, kernel, grid, args, stream);
+}
 
+namespace {
+
+void launchCurrent(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid, void **args,
+                   CUstream stream) {
   CUresult result = api.cuLaunchKernel(kernel.function(), grid.x, grid.y, grid.z,
                                        kernel.blockThreads(), 1, 1, kernel.sharedBytes(),
                                        stream, args, nullptr);
@@ -82,5 +127,7 @@ void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream)
                                          std::to_string(kernel.sharedBytes()) +
                                          " bytes of dynamic shared memory");
 }
+
+} // namespace
 
 } // namespace tessera::rt

@@ -34,4 +34,13 @@ void validateGrid(const Grid &grid, std::string_view kernelName);
 // refused with an rt::Error, as is an empty kernel or grid.
 void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr);
 
+// The same from any thread and any current context: when another context is
+// current (another device's), the kernel's is made current for the launch
+// and the previous one restored after. The common case (the kernel's context
+// is current) costs one cuCtxGetCurrent besides cuLaunchKernel.
+void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr);
+
+// The context current on this thread (null if none). One driver call.
+CUcontext currentContext();
+
 } // namespace tessera::rt

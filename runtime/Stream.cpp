@@ -87,6 +87,45 @@ void Graph::launch(CUstream stream) const {
   check(api.cuGraphLaunch(exec_, stream), "cuGraphLaunch failed while replaying a CUDA graph");
 }
 
+EventTimer::~EventTimer() {
+  if (!start_ || detail::shuttingDown()) return;
+  try {
+    const auto &api = driver();
+    CUcontext current = nullptr;
+    bool switched = api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != context_ &&
+                    api.cuCtxSetCurrent(context_) == CUDA_SUCCESS;
+    (void)api.cuEventDestroy(start_);
+    (void)api.cuEventDestroy(stop_);
+    if (switched) (void)api.cuCtxSetCurrent(current);
+  } catch (...) {
+  }
+}
+
+void EventTimer::start(CUstream stream) {
+  const auto &api = driver();
+  if (!start_) {
+    DeviceGuard guard(kCurrentDevice);
+    context_ = guard.context();
+    check(api.cuEventCreate(&start_, 0), "cuEventCreate failed while creating a timing event");
+    check(api.cuEventCreate(&stop_, 0), "cuEventCreate failed while creating a timing event");
+  }
+  check(api.cuEventRecord(start_, stream), "cuEventRecord failed while starting a timer");
+}
+
+void EventTimer::stop(CUstream stream) {
+  if (!stop_) throw Error("EventTimer::stop() before start()");
+  check(driver().cuEventRecord(stop_, stream), "cuEventRecord failed while stopping a timer");
+}
+
+float EventTimer::elapsedMs() const {
+  if (!stop_) throw Error("EventTimer::elapsedMs() before start() and stop()");
+  const auto &api = driver();
+  check(api.cuEventSynchronize(stop_), "cuEventSynchronize failed while reading a timer");
+  float ms = 0;
+  check(api.cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime failed while reading a timer");
+  return ms;
+}
+
 void beginCapture(CUstream stream, CaptureMode mode) {
   const auto &api = driver();
   if (!stream)

@@ -37,6 +37,25 @@ private:
   int device_ = -1;
 };
 
+// Times GPU work with two CUDA events (what the autotuner and the benchmarks
+// use without torch): start() and stop() record on a stream, elapsedMs()
+// waits for the stop event. Events are created on first start(), in the
+// current context.
+class EventTimer {
+public:
+  EventTimer() = default;
+  ~EventTimer();
+  EventTimer(const EventTimer &) = delete;
+  EventTimer &operator=(const EventTimer &) = delete;
+  void start(CUstream stream);
+  void stop(CUstream stream);
+  float elapsedMs() const;
+
+private:
+  CUevent start_ = nullptr, stop_ = nullptr;
+  CUcontext context_ = nullptr;
+};
+
 // cuStreamSynchronize (null: the legacy default stream of the current context).
 void synchronizeStream(CUstream stream);
 

@@ -5,6 +5,8 @@
 //                   [--num-warps N] [--arch sm_90a] [--emit STAGE] [-o OUT]
 //   tessera aot MANIFEST [--arch sm_90a] [-o DIR]
 //   tessera list FILE
+//   tessera cache info|list|verify|clear   (CacheCommand.cpp)
+//   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
 //   tessera version
 #include "compiler/driver/Compiler.h"
 
@@ -18,6 +20,9 @@
 
 using namespace tessera;
 
+int commandCache(int argc, char **argv); // CacheCommand.cpp
+int commandTune(int argc, char **argv);
+
 namespace {
 
 const char *kUsage = R"(usage: tessera <command> [options]
@@ -26,6 +31,8 @@ commands:
   compile FILE   compile one kernel of a kernel file
   aot MANIFEST   compile every kernel listed in a manifest to PTX files
   list FILE      list the @jit functions of a kernel file
+  cache          inspect or clear the kernel cache (info, list, verify, clear)
+  tune           autotune a kernel ahead of time; export/import tuning databases
   version        print the versions of tessera and LLVM
 
 run 'tessera <command> --help' for a command's options.
@@ -42,6 +49,8 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   --num-stages N       software pipelining depth (default 3)
   --arch ARCH          sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a (default sm_90a)
   --emit STAGE         ast | ir | ir-opt | llvm | ptx (default ptx)
+  --debug              check tl.device_assert and runtime asserts on the device
+                       (also TESSERA_DEBUG=1)
   --stop-after PASS    with --emit ir-opt: the IR right after PASS
                        (canonicalize, dead-code-elimination, layout-assignment)
   -o FILE              write the output to FILE instead of stdout
@@ -129,6 +138,7 @@ int commandCompile(int argc, char **argv) {
     else if (arg == "--num-warps") options.numWarps = parseUnsigned(arg, value());
     else if (arg == "--num-stages") options.numStages = parseUnsigned(arg, value());
     else if (arg == "--arch") options.arch = value();
+    else if (arg == "--debug") options.debug = true;
     else if (arg == "--emit") emit = value();
     else if (arg == "--stop-after") options.stopAfterPass = value();
     else if (arg == "-o" || arg == "--output") output = value();
@@ -228,6 +238,8 @@ int main(int argc, char **argv) {
     if (command == "compile") return commandCompile(argc - 2, argv + 2);
     if (command == "aot") return commandAot(argc - 2, argv + 2);
     if (command == "list") return commandList(argc - 2, argv + 2);
+    if (command == "cache") return commandCache(argc - 2, argv + 2);
+    if (command == "tune") return commandTune(argc - 2, argv + 2);
     if (command == "version" || command == "--version") {
       std::printf("%s\n", versionString().c_str());
       return 0;

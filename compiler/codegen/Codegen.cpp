@@ -21,6 +21,7 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
   module.setDataLayout(machine->createDataLayout());
 
   KernelLowering lowering(fn, module);
+  lowering.setArch(options.arch);
   lowering.run();
   CodegenResult result;
   result.sharedBytes = lowering.sharedBytes();

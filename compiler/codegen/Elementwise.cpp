@@ -28,6 +28,12 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
   }
   if (op.results.size() != 1)
     unsupported(op, "expected one result");
+  auto isFp8 = [](const ir::Type &t) {
+    return !t.pointer && (t.scalar == ir::ScalarType::F8E4M3 || t.scalar == ir::ScalarType::F8E5M2);
+  };
+  if (op.code != OpCode::Cast && op.code != OpCode::Bitcast && op.code != OpCode::Select && !op.operands.empty() &&
+      isFp8(op.operand(op.code == OpCode::Select ? 1 : 0)->type))
+    unsupported(op, "arithmetic on fp8 is not supported; convert to float16 or float32 first");
   unsigned n = numRegs(op.result(), op);
   std::vector<const Regs *> operands;
   for (ir::Value *v : op.operands) {
@@ -197,7 +203,10 @@ Value *KernelLowering::mathElement(ir::Operation &op, Value *x, const ir::Type &
 Value *KernelLowering::castElement(ir::Operation &op, Value *x, const ir::Type &from,
                                    const ir::Type &to) {
   Type *toType = elementType(to, &op);
-  elementType(from, &op); // rejects fp8 sources
+  if (!from.pointer && !to.pointer &&
+      (from.scalar == ir::ScalarType::F8E4M3 || from.scalar == ir::ScalarType::F8E5M2 ||
+       to.scalar == ir::ScalarType::F8E4M3 || to.scalar == ir::ScalarType::F8E5M2))
+    return castFp8(op, x, from, to); // MathOps.cpp
   if (from.pointer || to.pointer) {
     if (from.pointer && to.pointer)
       return x; // all global pointers share one LLVM type

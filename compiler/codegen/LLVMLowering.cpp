@@ -50,12 +50,10 @@ Type *KernelLowering::elementType(const ir::Type &t, const ir::Operation *op) co
   case ir::ScalarType::BF16: return Type::getBFloatTy(ctx_);
   case ir::ScalarType::F32: return Type::getFloatTy(ctx_);
   case ir::ScalarType::F64: return Type::getDoubleTy(ctx_);
-  case ir::ScalarType::F8E4M3: case ir::ScalarType::F8E5M2: break;
+  case ir::ScalarType::F8E4M3: case ir::ScalarType::F8E5M2:
+    return Type::getInt8Ty(ctx_); // fp8 travels as its bits; casts convert (MathOps.cpp)
   }
-  std::string why = std::string("fp8 element type ") + ir::name(t.scalar) + " is not supported yet";
-  if (op)
-    unsupported(*op, why);
-  throw std::runtime_error("codegen: " + why);
+  throw std::runtime_error("codegen: unknown element type");
 }
 
 Type *KernelLowering::memoryType(const ir::Type &elem, const ir::Operation *op) const {
@@ -261,6 +259,18 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::While: return lowerWhile(op);
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
     unsupported(op, "terminator in an unexpected position");
+  // the rest of triton.language
+  case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
+  case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
+    return lowerMathOp(op);
+  case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
+    return lowerShapeOp(op);
+  case OpCode::ReduceCombine: return lowerReduceCombine(op);
+  case OpCode::Scan: return lowerScan(op);
+  case OpCode::Dot: return lowerDot(op);
+  case OpCode::AtomicRMW: case OpCode::AtomicCAS: return lowerAtomic(op);
+  case OpCode::Print: case OpCode::Assert: case OpCode::Assume: case OpCode::Barrier:
+    return lowerDebugOp(op);
   default:
     return lowerElementwise(op);
   }
@@ -281,6 +291,8 @@ void KernelLowering::lowerConstant(ir::Operation &op) {
   if (elem.pointer)
     c = asInt == 0 ? ConstantPointerNull::get(cast<PointerType>(type))
                    : ConstantExpr::getIntToPtr(b_.getInt64(asInt), type);
+  else if (elem.scalar == ir::ScalarType::F8E4M3 || elem.scalar == ir::ScalarType::F8E5M2)
+    c = b_.getInt8(encodeFp8(asDouble, elem.scalar == ir::ScalarType::F8E4M3));
   else if (elem.isFloatElement())
     c = ConstantFP::get(type, asDouble);
   else if (elem.scalar == ir::ScalarType::I1)

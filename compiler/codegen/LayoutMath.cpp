@@ -165,7 +165,7 @@ bool DistributedLayout::isOwner(unsigned tid, unsigned reg) const {
 
 ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps) {
   unsigned rank = static_cast<unsigned>(shape.size());
-  std::vector<unsigned> order, spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
+  std::vector<unsigned> order, spt(rank, 1);
   for (unsigned i = 0; i < rank; ++i)
     order.push_back(rank - 1 - i);
 
@@ -179,10 +179,16 @@ ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned n
   while (vec < 4 && shape[rank - 1] % (2 * vec) == 0 && total / (2 * vec) >= threads)
     vec *= 2;
   spt[rank - 1] = vec;
+  return blockedLayout(shape, spt, order, numWarps);
+}
 
+ir::LayoutRef blockedLayout(const std::vector<int64_t> &shape, std::vector<unsigned> spt,
+                            std::vector<unsigned> order, unsigned numWarps) {
+  unsigned rank = static_cast<unsigned>(shape.size());
+  std::vector<unsigned> tpw(rank, 1), wpc(rank, 1);
   // Lanes then warps from the fastest dim outwards (Triton's rule); what is
   // left goes to the slowest dim.
-  int64_t remainingThreads = threads;
+  int64_t remainingThreads = int64_t{kWarpSize} * numWarps;
   unsigned remainingLanes = kWarpSize, remainingWarps = numWarps;
   unsigned usedLanes = 1, usedWarps = 1;
   for (unsigned k = 0; k + 1 < rank; ++k) {
@@ -198,7 +204,7 @@ ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned n
   }
   tpw[order[rank - 1]] = kWarpSize / usedLanes;
   wpc[order[rank - 1]] = numWarps / usedWarps;
-  return ir::Layout::blocked(spt, tpw, wpc, order);
+  return ir::Layout::blocked(std::move(spt), tpw, wpc, std::move(order));
 }
 
 int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape) {

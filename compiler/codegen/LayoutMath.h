@@ -101,6 +101,12 @@ private:
 // dim outwards; leftover lanes/warps go to the first dim (they wrap).
 ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps);
 
+// A blocked layout with the given elements per thread and dim order (fastest
+// first): lanes, then warps, go to dims in `order`, each dim taking at most
+// extent / spt threads; what is left goes to the slowest dim (it wraps).
+ir::LayoutRef blockedLayout(const std::vector<int64_t> &shape, std::vector<unsigned> spt,
+                            std::vector<unsigned> order, unsigned numWarps);
+
 // Row-major linear index of a coordinate in a shape.
 int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape);
 

@@ -1,7 +1,9 @@
 // Internal to codegen: the block-IR -> LLVM IR lowering of one kernel.
 // The member functions are defined by concern in LLVMLowering.cpp (driver,
 // values, index math, control flow), Elementwise.cpp, Memory.cpp, Reduce.cpp
-// and SharedMemory.cpp. See docs/codegen.md.
+// and SharedMemory.cpp; the rest of triton.language in MathOps.cpp,
+// ShapeOps.cpp, Scan.cpp, Dot.cpp, Atomics.cpp and DebugOps.cpp. See
+// docs/codegen.md and docs/language.md.
 #pragma once
 
 #include "compiler/codegen/Codegen.h"
@@ -26,9 +28,14 @@ using Regs = llvm::SmallVector<llvm::Value *, 8>;
 std::string describe(const ir::Operation &op);
 [[noreturn]] void unsupported(const ir::Operation &op, const std::string &why);
 
+// fp8 (e4m3 / e5m2) bits of a value, rounded to nearest even and saturated
+// to the largest finite value (what cvt.rn.satfinite does); for constants.
+uint8_t encodeFp8(double v, bool e4m3);
+
 class KernelLowering {
 public:
   KernelLowering(ir::Function &fn, llvm::Module &module);
+  void setArch(std::string arch) { arch_ = std::move(arch); } // fp8 needs sm_89+
   llvm::Function *run();
   unsigned sharedBytes() const { return sharedBytes_; }
 
@@ -92,17 +99,46 @@ private:
   llvm::Value *combine(ir::Operation &op, const std::string &kind, const ir::Type &elem,
                        llvm::Value *a, llvm::Value *b); // reduce kinds; also max/min
 
-  // Memory.cpp
+  // Memory.cpp: `vec` consecutive elements per access (1, or 32/64/128 bits)
   void lowerLoad(ir::Operation &op);
   void lowerStore(ir::Operation &op);
-  llvm::Value *predicatedLoad(ir::Operation &op, llvm::Type *memTy, llvm::Value *ptr,
-                              llvm::Value *pred, llvm::Value *other);
-  void predicatedStore(ir::Operation &op, llvm::Value *ptr, llvm::Value *value,
-                       llvm::Value *pred);
+  unsigned vectorWidth(const ir::Operation &op, const DistributedLayout &layout, unsigned elemBits,
+                       bool masked) const;
+  llvm::Value *cachePolicy(const std::string &eviction); // createpolicy, once per kernel
+  Regs loadVector(ir::Operation &op, llvm::Type *memTy, unsigned vec, llvm::Value *ptr,
+                  llvm::Value *pred, llvm::ArrayRef<llvm::Value *> others);
+  void storeVector(ir::Operation &op, llvm::Type *memTy, llvm::Value *ptr,
+                   llvm::ArrayRef<llvm::Value *> values, llvm::Value *pred);
 
-  // Reduce.cpp
+  // Reduce.cpp: reduce (sum/max/min) and reduce_combine share the three steps.
+  using Combiner = std::function<std::vector<llvm::Value *>(llvm::ArrayRef<llvm::Value *>, llvm::ArrayRef<llvm::Value *>)>;
   void lowerReduce(ir::Operation &op);
+  void lowerReduceCombine(ir::Operation &op);
+  std::vector<Regs> reduceAlongAxis(ir::Operation &op, const std::vector<ir::Value *> &inputs,
+                                    const Combiner &combine, bool commutative);
+  // Runs a reduce_combine/scan region on scalars a, b; returns its yields.
+  std::vector<llvm::Value *> applyCombineRegion(ir::Operation &op, llvm::ArrayRef<llvm::Value *> a,
+                                                llvm::ArrayRef<llvm::Value *> b);
   llvm::Value *shuffleXor(llvm::Value *v, unsigned laneMask);
+
+  // The rest of triton.language (docs/language.md)
+  std::string arch_ = "sm_90a";
+  bool valueIsUsed(const ir::Value *v);
+  // MathOps.cpp: sin ... libdevice, fp8 conversions
+  void lowerMathOp(ir::Operation &op);
+  llvm::Value *mathOpElement(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x, const ir::Type &t);
+  llvm::Value *castFp8(ir::Operation &op, llvm::Value *x, const ir::Type &from, const ir::Type &to);
+  // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)
+  void lowerShapeOp(ir::Operation &op);
+  // Scan.cpp
+  void lowerScan(ir::Operation &op);
+  // Dot.cpp
+  void lowerDot(ir::Operation &op);
+  // Atomics.cpp
+  void lowerAtomic(ir::Operation &op);
+  // DebugOps.cpp: print, assert, assume, barrier
+  void lowerDebugOp(ir::Operation &op);
+  llvm::Value *formatString(const std::string &text);
 
   // SharedMemory.cpp
   llvm::Value *sharedScratch(uint64_t bytes, const ir::Operation &op); // base pointer

@@ -7,6 +7,8 @@
 // offset is past the extent, lane bits and warps beyond the distinct ones.
 // Every thread ends up holding the values of the result's layout (the
 // operand's layout sliced along the axis; a scalar for a 1-D operand).
+// reduce_combine runs the same steps on several operands at once, combining
+// with its region (the inlined @jit combine function).
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -42,12 +44,53 @@ Value *KernelLowering::shuffleXor(Value *v, unsigned laneMask) {
 }
 
 void KernelLowering::lowerReduce(ir::Operation &op) {
-  ir::Value *input = op.operand(0);
-  const ir::Type elem = input->type.element();
   const std::string &kind = op.stringAttr("kind");
   if (kind != "sum" && kind != "max" && kind != "min")
     unsupported(op, "unknown reduction kind '" + kind + "'");
-  DistributedLayout in = layoutOf(input, op);
+  const ir::Type elem = op.operand(0)->type.element();
+  std::vector<Regs> out = reduceAlongAxis(
+      op, {op.operand(0)},
+      [&](ArrayRef<Value *> a, ArrayRef<Value *> b) {
+        return std::vector<Value *>{combine(op, kind, elem, a[0], b[0])};
+      },
+      /*commutative=*/true);
+  define(op.result(), std::move(out[0]));
+}
+
+void KernelLowering::lowerReduceCombine(ir::Operation &op) {
+  std::vector<ir::Value *> inputs(op.operands.begin(), op.operands.end());
+  std::vector<Regs> out = reduceAlongAxis(
+      op, inputs, [&](ArrayRef<Value *> a, ArrayRef<Value *> b) { return applyCombineRegion(op, a, b); },
+      /*commutative=*/false);
+  for (size_t i = 0; i < out.size(); ++i)
+    define(op.result(static_cast<unsigned>(i)), std::move(out[i]));
+}
+
+std::vector<Value *> KernelLowering::applyCombineRegion(ir::Operation &op, ArrayRef<Value *> a,
+                                                        ArrayRef<Value *> b) {
+  ir::Block &region = *op.region(0);
+  const size_t n = a.size();
+  for (size_t i = 0; i < n; ++i) {
+    define(region.args.at(i).get(), {a[i]});
+    define(region.args.at(n + i).get(), {b[i]});
+  }
+  lowerBlock(region);
+  std::vector<Value *> out;
+  for (const Regs &r : terminatorValues(region, 0))
+    out.push_back(r[0]);
+  if (out.size() != n)
+    unsupported(op, "the combine region yields " + std::to_string(out.size()) + " values, expected " +
+                        std::to_string(n));
+  return out;
+}
+
+// The three steps for n operands of one layout, combined together (n > 1:
+// argmax's values and indices). A non-commutative combine gets its operands
+// in element order across lanes, so every copy of a result agrees.
+std::vector<Regs> KernelLowering::reduceAlongAxis(ir::Operation &op, const std::vector<ir::Value *> &inputs,
+                                                  const Combiner &combineFn, bool commutative) {
+  const size_t n = inputs.size();
+  DistributedLayout in = layoutOf(inputs[0], op);
   int64_t axisAttr = op.intAttr("axis");
   if (axisAttr < 0 || axisAttr >= static_cast<int64_t>(in.rank()))
     unsupported(op, "axis out of range");
@@ -60,39 +103,79 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
     if (declared.numRegs() != out.numRegs() || !(declared.base() == out.base()))
       unsupported(op, "result layout must be the operand's layout sliced along the axis");
   }
-  const Regs &x = lookup(input);
+  std::vector<const Regs *> x;
+  std::vector<ir::Type> elems;
+  for (ir::Value *v : inputs) {
+    if (v->type.isBlock() && !sameLayout(v->layout, inputs[0]->layout))
+      unsupported(op, "all operands must share one layout");
+    x.push_back(&lookup(v));
+    elems.push_back(v->type.element());
+  }
+  auto combineAll = [&](std::vector<Value *> &acc, const std::vector<Value *> &e) {
+    if (acc.empty()) {
+      acc = e;
+      return;
+    }
+    acc = combineFn(acc, e);
+  };
 
   // 1. Within the thread: registers along the axis that hold distinct elements.
-  Regs acc;
+  std::vector<std::vector<Value *>> acc(out.numRegs()); // [register][operand]
   for (unsigned r = 0; r < out.numRegs(); ++r) {
     std::vector<unsigned> index = out.regIndex(r); // index[baseDim] == 0
-    Value *v = nullptr;
     for (unsigned k = 0; k < m.numRegs; ++k) {
       if (m.regOffset(k) >= m.extent)
         continue;
       index[baseDim] = k;
-      Value *e = x[in.regNumber(index)];
-      v = v ? combine(op, kind, elem, v, e) : e;
+      std::vector<Value *> e;
+      for (size_t i = 0; i < n; ++i)
+        e.push_back((*x[i])[in.regNumber(index)]);
+      combineAll(acc[r], e);
     }
-    acc.push_back(v);
   }
 
   // 2. Across lanes: butterfly over the lane bits that address distinct data.
-  for (unsigned bit = 1; bit < m.distinctLanes(); bit *= 2)
-    for (Value *&v : acc)
-      v = combine(op, kind, elem, v, shuffleXor(v, bit * m.laneStride));
+  for (unsigned bit = 1; bit < m.distinctLanes(); bit *= 2) {
+    Value *isLow = nullptr; // this lane holds the earlier elements of the pair
+    if (!commutative)
+      isLow = b_.CreateICmpEQ(b_.CreateAnd(laneIndex(m), i32(bit)), i32(0));
+    for (auto &v : acc) {
+      std::vector<Value *> other;
+      for (Value *e : v)
+        other.push_back(shuffleXor(e, bit * m.laneStride));
+      if (commutative) {
+        v = combineFn(v, other);
+        continue;
+      }
+      std::vector<Value *> first, second;
+      for (size_t i = 0; i < n; ++i) {
+        first.push_back(b_.CreateSelect(isLow, v[i], other[i]));
+        second.push_back(b_.CreateSelect(isLow, other[i], v[i]));
+      }
+      v = combineFn(first, second);
+    }
+  }
 
   // 3. Across warps: partials to shared memory, then every thread combines
   // the distinct warps' partials for the elements it holds.
   const unsigned warps = m.distinctWarps();
   if (warps > 1) {
-    Type *memTy = memoryType(elem, &op);
-    uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
     std::vector<int64_t> outShape = op.result()->type.shape; // empty for a scalar
     int64_t outElems = 1;
     for (int64_t d : outShape)
       outElems *= d;
-    Value *base = sharedScratch(static_cast<uint64_t>(outElems) * m.warpsPerCTA * elemBytes, op);
+    std::vector<Type *> memTys;
+    std::vector<uint64_t> offsets;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Type *memTy = memoryType(elems[i], &op);
+      uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
+      memTys.push_back(memTy);
+      offsets.push_back(bytes);
+      bytes = (bytes + static_cast<uint64_t>(outElems) * m.warpsPerCTA * elemBytes + 15) / 16 * 16;
+    }
+    Value *base = sharedScratch(bytes, op);
+    auto segment = [&](size_t i) { return b_.CreateConstGEP1_64(b_.getInt8Ty(), base, offsets[i]); };
     Value *warpIdx = warpIndex(m);
 
     std::vector<Value *> slots; // index of (element, warp 0) for each result register
@@ -106,24 +189,33 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
     for (unsigned r = 0; r < out.numRegs(); ++r) {
       if (out.isDuplicateRegister(r))
         continue;
-      Value *addr = b_.CreateGEP(memTy, base, b_.CreateAdd(slots[r], warpIdx));
-      b_.CreateStore(toMemory(acc[r], elem), addr);
+      for (size_t i = 0; i < n; ++i) {
+        Value *addr = b_.CreateGEP(memTys[i], segment(i), b_.CreateAdd(slots[r], warpIdx));
+        b_.CreateStore(toMemory(acc[r][i], elems[i]), addr);
+      }
     }
     b_.CreateBr(written);
     b_.SetInsertPoint(written);
     barrier();
     for (unsigned r = 0; r < out.numRegs(); ++r) {
-      Value *v = nullptr;
+      std::vector<Value *> v;
       for (unsigned w = 0; w < warps; ++w) { // same order in every thread
-        Value *addr = b_.CreateGEP(memTy, base, b_.CreateAdd(slots[r], i32(w)));
-        Value *e = fromMemory(b_.CreateLoad(memTy, addr), elem);
-        v = v ? combine(op, kind, elem, v, e) : e;
+        std::vector<Value *> e;
+        for (size_t i = 0; i < n; ++i) {
+          Value *addr = b_.CreateGEP(memTys[i], segment(i), b_.CreateAdd(slots[r], i32(w)));
+          e.push_back(fromMemory(b_.CreateLoad(memTys[i], addr), elems[i]));
+        }
+        combineAll(v, e);
       }
       acc[r] = v;
     }
     barrier(); // the scratch may be reused right after
   }
-  define(op.result(), std::move(acc));
+  std::vector<Regs> results(n);
+  for (auto &v : acc)
+    for (size_t i = 0; i < n; ++i)
+      results[i].push_back(v[i]);
+  return results;
 }
 
 } // namespace tessera::codegen

@@ -3,6 +3,7 @@
 #include "compiler/codegen/Codegen.h"
 #include "compiler/passes/Pipeline.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace tessera {
@@ -95,6 +96,8 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   }
 
   Specialization spec{kernelName, signature, constexprs, options.numWarps};
+  const char *debugEnv = std::getenv("TESSERA_DEBUG");
+  spec.debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
   std::unique_ptr<ir::Function> fn = specialize(module, spec);
   if (std::string problem = ir::verify(*fn); !problem.empty())
     throw std::logic_error("internal error: the specialiser produced invalid IR: " + problem + "\n" + ir::print(*fn));

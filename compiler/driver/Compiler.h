@@ -24,6 +24,9 @@ struct CompileOptions {
   unsigned numStages = 3;
   std::string arch = "sm_90a";
   std::string stopAfterPass; // ir-opt stops after this pass (golden tests)
+  // tl.device_assert (and `assert` on runtime values) are checked on the device;
+  // TESSERA_DEBUG=1 turns this on too.
+  bool debug = false;
 };
 
 struct CompiledKernel {

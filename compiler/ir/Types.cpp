@@ -69,8 +69,8 @@ std::optional<ScalarType> parseScalarType(std::string_view s) {
       {{"bf16", "bfloat16", nullptr, nullptr}, ScalarType::BF16},
       {{"f32", "fp32", "float32", nullptr}, ScalarType::F32},
       {{"f64", "fp64", "float64", nullptr}, ScalarType::F64},
-      {{"fp8e4m3", "fp8e4nv", "float8_e4m3fn", nullptr}, ScalarType::F8E4M3},
-      {{"fp8e5m2", "fp8e5", "float8_e5m2", nullptr}, ScalarType::F8E5M2},
+      {{"fp8e4m3", "fp8e4nv", "float8_e4m3fn", "float8e4nv"}, ScalarType::F8E4M3},
+      {{"fp8e5m2", "fp8e5", "float8_e5m2", "float8e5"}, ScalarType::F8E5M2},
   };
   for (const Entry &e : table)
     for (const char *n : e.names)

@@ -203,8 +203,150 @@ private:
     case OpCode::Condition:
     case OpCode::Return:
       return true;
+    default:
+      return verifyLanguageOp(op);
     }
     return fail(op, "unknown operation");
+  }
+
+  // The ops of the rest of triton.language (the second half of Ops.def).
+  bool verifyLanguageOp(const Operation &op) {
+    auto nOperands = [&](size_t n) { return op.operands.size() == n || fail(op, "expects " + std::to_string(n) + " operands"); };
+    auto nResults = [&](size_t n) { return op.results.size() == n || fail(op, "expects " + std::to_string(n) + " results"); };
+    auto operandsLikeResult = [&]() {
+      for (const Value *v : op.operands)
+        if (v->type != op.result()->type) return fail(op, "operands and result must have one type");
+      return true;
+    };
+    switch (op.code) {
+    case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
+    case OpCode::Ceil:
+      return nOperands(1) && nResults(1) && operandsLikeResult() &&
+             (op.result()->type.isFloatElement() || fail(op, "needs floats"));
+    case OpCode::Fma:
+      return nOperands(3) && nResults(1) && operandsLikeResult() &&
+             (op.result()->type.isFloatElement() || fail(op, "needs floats"));
+    case OpCode::UMulHi:
+      return nOperands(2) && nResults(1) && operandsLikeResult() &&
+             (op.result()->type.isIntElement() || fail(op, "needs integers"));
+    case OpCode::Libdevice:
+      if (op.operands.empty() || op.operands.size() > 3) return fail(op, "takes 1 to 3 operands");
+      return nResults(1) && operandsLikeResult() && (op.hasAttr("fn") || fail(op, "needs a function name")) &&
+             (op.result()->type.isFloatElement() || fail(op, "needs floats"));
+    case OpCode::Trans: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      const Type &in = op.operand(0)->type, &r = op.result()->type;
+      const std::vector<int64_t> &order = op.arrayAttr("order");
+      if (order.size() != in.rank() || r.rank() != in.rank() || r.element() != in.element())
+        return fail(op, "order must be a permutation of the operand's dims");
+      std::vector<bool> seen(order.size(), false);
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i] < 0 || order[i] >= int64_t(order.size()) || seen[order[i]]) return fail(op, "order is not a permutation");
+        seen[order[i]] = true;
+        if (r.shape[i] != in.shape[order[i]]) return fail(op, "result shape does not follow the order");
+      }
+      return true;
+    }
+    case OpCode::Join: {
+      if (!nOperands(2) || !nResults(1)) return false;
+      const Type &a = op.operand(0)->type;
+      std::vector<int64_t> s = a.shape;
+      s.push_back(2);
+      return (op.operand(1)->type == a || fail(op, "operands must have one type")) &&
+             (op.result()->type == a.withShape(s) || fail(op, "result must be the operands' shape plus a dim of 2"));
+    }
+    case OpCode::Split: {
+      if (!nOperands(1) || !nResults(2)) return false;
+      const Type &x = op.operand(0)->type;
+      if (x.rank() == 0 || x.shape.back() != 2) return fail(op, "the last dim must be 2");
+      std::vector<int64_t> s(x.shape.begin(), x.shape.end() - 1);
+      Type want = s.empty() ? x.element() : x.withShape(s);
+      return (op.result(0)->type == want && op.result(1)->type == want) || fail(op, "results must drop the last dim");
+    }
+    case OpCode::Cat: {
+      if (!nOperands(2) || !nResults(1)) return false;
+      const Type &a = op.operand(0)->type;
+      if (op.operand(1)->type != a || a.rank() == 0) return fail(op, "operands must be blocks of one type");
+      std::vector<int64_t> s = a.shape;
+      s[0] *= 2;
+      return op.result()->type == a.withShape(s) || fail(op, "result must double dim 0");
+    }
+    case OpCode::Flip: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      int64_t axis = op.intAttr("axis");
+      return (op.operand(0)->type == op.result()->type || fail(op, "flip keeps the type")) &&
+             ((axis >= 0 && axis < int64_t(op.result()->type.rank())) || fail(op, "axis out of range"));
+    }
+    case OpCode::ReduceCombine:
+    case OpCode::Scan:
+      return verifyCombineOp(op);
+    case OpCode::Dot: {
+      if (!nOperands(3) || !nResults(1)) return false;
+      const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &c = op.operand(2)->type;
+      if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2) return fail(op, "operands must be 2-D blocks");
+      if (a.shape[1] != b.shape[0] || c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1])
+        return fail(op, "shapes do not match (a MxK, b KxN, acc MxN)");
+      if (a.element() != b.element()) return fail(op, "a and b must have one element type");
+      return op.result()->type == c || fail(op, "result must have the accumulator's type");
+    }
+    case OpCode::AtomicRMW: {
+      bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
+      if (!nOperands(masked ? 3 : 2) || !nResults(1)) return false;
+      const Type &p = op.operand(0)->type;
+      if (!p.pointer || op.operand(1)->type != p.withElement(Type(p.scalar)) || op.result()->type != op.operand(1)->type)
+        return fail(op, "value and result must be the pointee of the pointer operand");
+      if (masked && (!op.operand(2)->type.isBoolElement() || !sameShape(op.operand(2)->type, p)))
+        return fail(op, "mask must be i1 of the pointer's shape");
+      const std::string &k = op.stringAttr("kind");
+      for (const char *known : {"add", "max", "min", "umax", "umin", "and", "or", "xor", "xchg"})
+        if (k == known) return true;
+      return fail(op, "unknown kind '" + k + "'");
+    }
+    case OpCode::AtomicCAS: {
+      if (!nOperands(3) || !nResults(1)) return false;
+      const Type &p = op.operand(0)->type;
+      Type value = p.withElement(Type(p.scalar));
+      return (p.pointer && op.operand(1)->type == value && op.operand(2)->type == value && op.result()->type == value) ||
+             fail(op, "cmp, val and result must be the pointee of the pointer operand");
+    }
+    case OpCode::Print:
+      return (op.operands.size() <= 1 || fail(op, "prints at most one value")) && nResults(0);
+    case OpCode::Assert:
+    case OpCode::Assume:
+      return nOperands(1) && nResults(0) && (op.operand(0)->type.isBoolElement() || fail(op, "condition must be i1"));
+    case OpCode::Barrier:
+      return nOperands(0) && nResults(0);
+    default:
+      return fail(op, "unknown operation");
+    }
+  }
+
+  // reduce_combine / scan: n operands of one shape, a region taking 2n
+  // scalars and yielding n, results reduced (or scanned) along the axis.
+  bool verifyCombineOp(const Operation &op) {
+    size_t n = op.operands.size();
+    if (n == 0 || op.results.size() != n || op.regions.size() != 1) return fail(op, "needs n operands, n results and a region");
+    int64_t axis = op.intAttr("axis");
+    const std::vector<int64_t> &shape = op.operand(0)->type.shape;
+    if (axis < 0 || axis >= int64_t(shape.size())) return fail(op, "axis out of range");
+    std::vector<int64_t> reduced = shape;
+    reduced.erase(reduced.begin() + axis);
+    const Block &body = *op.regions[0];
+    if (body.args.size() != 2 * n) return fail(op, "the combine region takes two scalars per operand");
+    for (size_t i = 0; i < n; ++i) {
+      const Type &t = op.operand(i)->type;
+      if (t.shape != shape) return fail(op, "operands must have one shape");
+      Type want = op.code == OpCode::Scan ? t : (reduced.empty() ? t.element() : t.withShape(reduced));
+      if (op.result(i)->type != want) return fail(op, "result type is wrong");
+      if (body.args[i]->type != t.element() || body.args[n + i]->type != t.element())
+        return fail(op, "combine arguments must be the operands' element types");
+    }
+    if (!verifyBlock(body)) return false;
+    const Operation *y = body.terminator();
+    if (!y || y->code != OpCode::Yield || y->operands.size() != n) return fail(op, "the combine region must yield n values");
+    for (size_t i = 0; i < n; ++i)
+      if (y->operands[i]->type != op.operand(i)->type.element()) return fail(op, "the combine region yields a wrong type");
+    return true;
   }
 
   bool verifyRegion(const Operation &op, const Block &region, OpCode terminator,

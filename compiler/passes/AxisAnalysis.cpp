@@ -199,6 +199,8 @@ private:
         return get(op.operand(0));
       return constancyOnly(op);
     case OpCode::Load: case OpCode::Reduce: case OpCode::ProgramId: case OpCode::NumPrograms:
+    case OpCode::Trans: case OpCode::Join: case OpCode::Cat: case OpCode::Flip: case OpCode::Scan:
+    case OpCode::ReduceCombine: case OpCode::Dot: case OpCode::AtomicRMW: case OpCode::AtomicCAS:
       if (op.code == OpCode::Load) return constancyOnly(op);
       return unknown(t);
     default:

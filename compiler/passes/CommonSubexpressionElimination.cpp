@@ -1,5 +1,7 @@
 #include "compiler/passes/CommonSubexpressionElimination.h"
 
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -15,6 +17,8 @@ bool isPure(const Operation &op) {
   switch (op.code) {
   case OpCode::Load: case OpCode::Store: case OpCode::For: case OpCode::If: case OpCode::While:
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
+  case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
+  case OpCode::Assume: case OpCode::Barrier:
     return false;
   default:
     return op.regions.empty();
@@ -26,7 +30,15 @@ using Key = std::tuple<OpCode, std::vector<const Value *>, std::map<std::string,
 Key keyOf(const Operation &op) {
   std::vector<std::string> types;
   for (const auto &r : op.results) types.push_back(r->type.str() + (r->layout ? r->layout->str() : ""));
-  return {op.code, {op.operands.begin(), op.operands.end()}, op.attrs, types};
+  // Floats compare by their bits: NaN is not < itself, which would break the map's ordering.
+  std::map<std::string, Attribute> attrs = op.attrs;
+  for (auto &[name, value] : attrs)
+    if (auto *d = std::get_if<double>(&value)) {
+      uint64_t bits;
+      std::memcpy(&bits, d, sizeof bits);
+      value = std::string("\x01float:") + std::to_string(bits);
+    }
+  return {op.code, {op.operands.begin(), op.operands.end()}, attrs, types};
 }
 
 class Eliminator {

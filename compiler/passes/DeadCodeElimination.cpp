@@ -15,6 +15,12 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::Yield:
   case OpCode::Condition:
   case OpCode::Return:
+  case OpCode::AtomicRMW: // tl.atomic_*, tl.device_print/assert, tl.assume, tl.debug_barrier
+  case OpCode::AtomicCAS:
+  case OpCode::Print:
+  case OpCode::Assert:
+  case OpCode::Assume:
+  case OpCode::Barrier:
     return true;
   case OpCode::Load:
     return op.hasAttr("volatile") && op.intAttr("volatile");

@@ -5,13 +5,22 @@
 // otherwise (reduce -> slice, expand_dims of a slice -> its parent, broadcast
 // -> its operand's layout, elementwise ops, loads and stores -> their first
 // operand that is not cheap index math, loop/if results -> their init/then
-// value's layout). Where a use needs another layout a
-// convert_layout is inserted; afterwards converts of cheap index math
-// (make_range, splat, constants and elementwise ops over them) are replaced
-// by recomputing that math directly in the wanted layout.
+// value's layout). Where a use needs another layout a convert_layout is
+// inserted; afterwards converts of cheap index math are rematerialised
+// (remove-layout-conversions' rematerialiseConversions).
+//
+// Seeded (remove-layout-conversions after coalesce): loads and stores keep
+// the layouts given to them, the anchor of a rank is the layout of its
+// largest memory access, and everything else is propagated from there.
+//
+// Loops: a carried value whose yield arrives in another layout (e.g. an
+// accumulator initialised with zeros and updated from a coalesced load) is
+// re-carried in the yield's layout and the whole kernel reassigned, so the
+// conversion happens once before the loop, not in every iteration.
 #include "compiler/passes/LayoutAssignment.h"
 
 #include "compiler/codegen/LayoutMath.h"
+#include "compiler/passes/RemoveLayoutConversions.h"
 
 #include <map>
 #include <set>
@@ -42,29 +51,96 @@ bool isElementwise(OpCode code) {
   }
 }
 
-// Ops whose result is cheap to recompute in another layout (no memory, no
-// cross-thread communication).
-bool isRematerialisable(OpCode code) {
-  return isElementwise(code) || code == OpCode::Constant || code == OpCode::MakeRange ||
-         code == OpCode::Splat || code == OpCode::ConvertLayout;
-}
-
 class LayoutAssigner {
 public:
-  explicit LayoutAssigner(Function &fn) : fn_(fn) {}
+  LayoutAssigner(Function &fn, const LayoutSeeds *seeds) : fn_(fn), seeds_(seeds) {}
 
   void run() {
     if (!codegen::isPowerOfTwo(fn_.numWarps))
       throw std::runtime_error("num_warps must be a power of two, got " +
                                std::to_string(fn_.numWarps));
     chooseAnchors();
-    assignBlock(fn_.body);
-    rematerialiseConverts();
+    for (int attempt = 0;; ++attempt) {
+      stripConversions(fn_.body);
+      assignBlock(fn_.body);
+      if (attempt == kMaxAttempts || !recarryLoops())
+        break;
+    }
+    rematerialiseConversions(fn_);
   }
 
 private:
+  static constexpr int kMaxAttempts = 4;
   Function &fn_;
+  const LayoutSeeds *seeds_;
   std::map<size_t, LayoutRef> anchors_; // by rank
+  std::map<const Value *, LayoutRef> carried_; // loop args re-carried in another layout
+
+  const LayoutRef *seed(const Operation &op) const {
+    if (!seeds_)
+      return nullptr;
+    auto it = seeds_->find(&op);
+    return it == seeds_->end() ? nullptr : &it->second;
+  }
+
+  // Removes every conversion and every layout: each attempt starts afresh.
+  void stripConversions(Block &block) {
+    for (auto &arg : block.args)
+      arg->layout = nullptr;
+    for (auto it = block.ops.begin(); it != block.ops.end();) {
+      Operation &op = **it;
+      for (auto &region : op.regions)
+        stripConversions(*region);
+      if (op.code == OpCode::ConvertLayout) {
+        replaceAllUsesWith(fn_.body, op.result(), op.operand(0));
+        it = block.ops.erase(it);
+        continue;
+      }
+      for (auto &r : op.results)
+        r->layout = nullptr;
+      ++it;
+    }
+  }
+
+  // After an attempt: loop-carried values whose yield is computed (not
+  // cheap index math) in another layout take that layout next time. True
+  // when something changed.
+  bool recarryLoops() {
+    bool changed = false;
+    walk(fn_.body, [&](Operation &op) {
+      if (op.code != OpCode::For)
+        return;
+      Operation *yield = op.region(0)->terminator();
+      if (!yield || yield->code != OpCode::Yield)
+        return;
+      for (unsigned i = 0; i < yield->operands.size(); ++i) {
+        Value *y = yield->operand(i);
+        if (!y->type.isBlock() || !y->definingOp || y->definingOp->code != OpCode::ConvertLayout)
+          continue;
+        Value *source = y->definingOp->operand(0);
+        const LayoutRef &arrives = source->layout;
+        Value *arg = op.region(0)->args.at(i + 1).get();
+        std::set<Value *> seen; // cheap yields are rematerialised instead
+        if (arrives && !sameLayout(arrives, arg->layout) && rematerialisationCost(source, seen) < 0) {
+          carried_[arg] = arrives;
+          changed = true;
+        }
+      }
+    });
+    return changed;
+  }
+
+  // A loop-carried block argument whose init is cheap and that has not been
+  // re-carried has no layout of its own to insist on.
+  bool flexible(Value *v) {
+    if (v->definingOp || !v->ownerBlock || !v->ownerBlock->parentOp || carried_.count(v))
+      return false;
+    Operation *loop = v->ownerBlock->parentOp;
+    if (loop->code != OpCode::For || v->index == 0)
+      return false;
+    std::set<Value *> seen;
+    return rematerialisationCost(loop->operand(2 + v->index), seen) >= 0;
+  }
 
   // ---------------------------------------------------------------- anchors
 
@@ -91,6 +167,24 @@ private:
     });
     for (auto &[rank, shape] : largest)
       anchors_[rank] = codegen::defaultBlockedLayout(shape, fn_.numWarps);
+    if (!seeds_)
+      return;
+    // Seeded: the first largest access of a rank (loads first) sets its anchor.
+    std::map<size_t, LayoutRef> fromLoads, fromStores;
+    walk(fn_.body, [&](Operation &op) {
+      const LayoutRef *l = seed(op);
+      if (!l)
+        return;
+      const Type &t = op.operand(0)->type;
+      if (!t.isBlock() || t.shape != largest[t.rank()])
+        return;
+      auto &chosen = op.code == OpCode::Load ? fromLoads : fromStores;
+      chosen.emplace(t.rank(), *l);
+    });
+    for (auto &[rank, layout] : fromStores)
+      anchors_[rank] = layout;
+    for (auto &[rank, layout] : fromLoads)
+      anchors_[rank] = layout;
   }
 
   LayoutRef anchor(size_t rank) {
@@ -159,6 +253,13 @@ private:
                                            op.operand(0)->layout));
       return;
     case OpCode::Load: case OpCode::Store:
+      if (const LayoutRef *l = seed(op)) {
+        for (unsigned i = 0; i < op.operands.size(); ++i)
+          convertOperand(op, i, *l);
+        if (!op.results.empty())
+          setResultLayout(op, 0, *l);
+        return;
+      }
       return assignElementwise(op);
     case OpCode::For:
       return assignFor(op);
@@ -169,6 +270,29 @@ private:
     case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::Yield:
     case OpCode::Condition: case OpCode::Return:
       return; // scalars, or handled by the parent op
+    // The rest of triton.language (docs/language.md): math, atomics and debug
+    // ops run in their operands' layout; data movement and dot (through shared
+    // memory) give the anchor; reduce_combine/scan follow operand 0, like reduce.
+    case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
+    case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
+    case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
+    case OpCode::Assume: case OpCode::Barrier:
+      return assignElementwise(op);
+    case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
+    case OpCode::Dot:
+      for (unsigned i = 0; i < op.results.size(); ++i)
+        if (op.result(i)->type.isBlock())
+          setResultLayout(op, i, anchor(op.result(i)->type.rank()));
+      if (op.code == OpCode::Dot) // the accumulator lives in the result's registers
+        convertOperand(op, 2, op.result()->layout);
+      return;
+    case OpCode::ReduceCombine: case OpCode::Scan:
+      for (unsigned i = 1; i < op.operands.size(); ++i)
+        convertOperand(op, i, op.operand(0)->layout);
+      for (unsigned i = 0; i < op.results.size(); ++i)
+        setResultLayout(op, i, op.code == OpCode::Scan ? op.operand(0)->layout
+                                   : Layout::slice(static_cast<unsigned>(op.intAttr("axis")), op.operand(0)->layout));
+      return;
     default:
       if (isElementwise(op.code))
         return assignElementwise(op);
@@ -187,7 +311,7 @@ private:
       if (!layout)
         layout = v->layout;
       std::set<Value *> seen;
-      if (rematCost(v, seen) < 0) {
+      if (rematerialisationCost(v, seen) < 0 && !flexible(v)) {
         layout = v->layout;
         break;
       }
@@ -230,8 +354,11 @@ private:
   void assignFor(Operation &op) {
     Block &body = *op.region(0);
     std::vector<LayoutRef> carried;
-    for (unsigned i = 3; i < op.operands.size(); ++i)
-      carried.push_back(op.operand(i)->layout);
+    for (unsigned i = 3; i < op.operands.size(); ++i) {
+      auto it = carried_.find(body.args.at(i - 2).get());
+      carried.push_back(it != carried_.end() ? it->second : op.operand(i)->layout);
+      convertOperand(op, i, carried.back());
+    }
     for (unsigned i = 0; i < carried.size(); ++i) {
       body.args.at(i + 1)->layout = carried[i];
       setResultLayout(op, i, carried[i]);
@@ -275,111 +402,12 @@ private:
     assignBlock(after);
     convertTerminator(after, carried, 0);
   }
-
-  // ------------------------------------------------------ rematerialisation
-
-  static constexpr int kMaxRematOps = 8;
-
-  // Counts the ops that recomputing `v` would clone; -1 when not possible.
-  int rematCost(Value *v, std::set<Value *> &seen) {
-    if (!v->type.isBlock() || seen.count(v))
-      return 0;
-    Operation *def = v->definingOp;
-    if (!def || !isRematerialisable(def->code))
-      return -1;
-    seen.insert(v);
-    if (def->code == OpCode::ConvertLayout)
-      return rematCost(def->operand(0), seen);
-    int cost = 1;
-    for (Value *operand : def->operands) {
-      int c = rematCost(operand, seen);
-      if (c < 0)
-        return -1;
-      cost += c;
-    }
-    return cost <= kMaxRematOps ? cost : -1;
-  }
-
-  Value *cloneIn(Value *v, const LayoutRef &layout, Builder &b,
-                 std::map<Value *, Value *> &cloned, std::set<Operation *> &replaced) {
-    if (!v->type.isBlock())
-      return v;
-    if (auto it = cloned.find(v); it != cloned.end())
-      return it->second;
-    Operation *def = v->definingOp;
-    replaced.insert(def);
-    if (def->code == OpCode::ConvertLayout)
-      return cloned[v] = cloneIn(def->operand(0), layout, b, cloned, replaced);
-    if (sameLayout(v->layout, layout))
-      return cloned[v] = v;
-    std::vector<Value *> operands;
-    for (Value *operand : def->operands)
-      operands.push_back(cloneIn(operand, layout, b, cloned, replaced));
-    std::vector<Type> types;
-    for (auto &r : def->results)
-      types.push_back(r->type);
-    b.setLoc(def->loc);
-    Operation *copy = b.create(def->code, operands, types, def->attrs);
-    copy->result()->layout = layout;
-    return cloned[v] = copy->result();
-  }
-
-  void rematerialiseConverts() {
-    std::vector<Operation *> converts;
-    walk(fn_.body, [&](Operation &op) {
-      if (op.code == OpCode::ConvertLayout)
-        converts.push_back(&op);
-    });
-    std::set<Operation *> candidates;
-    for (Operation *convert : converts) {
-      std::set<Value *> seen;
-      if (rematCost(convert->operand(0), seen) < 0)
-        continue;
-      Block *block = convert->parent;
-      auto it = block->ops.begin();
-      while (it->get() != convert)
-        ++it;
-      Builder b(block);
-      b.setInsertionPoint(block, it);
-      std::map<Value *, Value *> cloned;
-      Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, cloned,
-                                   candidates);
-      replaceAllUsesWith(fn_.body, convert->result(), replacement);
-      candidates.insert(convert);
-    }
-    eraseDead(candidates);
-  }
-
-  // Erases the ops among `candidates` whose results are no longer used.
-  void eraseDead(std::set<Operation *> candidates) {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      std::map<Value *, unsigned> uses;
-      walk(fn_.body, [&](Operation &op) {
-        for (Value *v : op.operands)
-          ++uses[v];
-      });
-      for (auto it = candidates.begin(); it != candidates.end();) {
-        Operation *op = *it;
-        bool dead = true;
-        for (auto &r : op->results)
-          dead = dead && uses[r.get()] == 0;
-        if (!dead) {
-          ++it;
-          continue;
-        }
-        Block *block = op->parent;
-        block->ops.remove_if([&](const std::unique_ptr<Operation> &p) { return p.get() == op; });
-        it = candidates.erase(it);
-        changed = true;
-      }
-    }
-  }
 };
 
 } // namespace
 
-void assignLayouts(Function &fn) { LayoutAssigner(fn).run(); }
+void assignLayouts(Function &fn) { LayoutAssigner(fn, nullptr).run(); }
+
+void assignLayouts(Function &fn, const LayoutSeeds &seeds) { LayoutAssigner(fn, &seeds).run(); }
 
 } // namespace tessera::passes

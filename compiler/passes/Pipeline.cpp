@@ -3,10 +3,13 @@
 // optionally verifies and dumps the IR.
 #include "compiler/passes/Pipeline.h"
 
+#include "compiler/passes/AxisAnalysis.h"
 #include "compiler/passes/Canonicalize.h"
+#include "compiler/passes/Coalesce.h"
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
 #include "compiler/passes/LayoutAssignment.h"
+#include "compiler/passes/RemoveLayoutConversions.h"
 
 #include <algorithm>
 #include <chrono>
@@ -49,7 +52,8 @@ bool runPass(const char *name, PassFn pass, ir::Function &fn, const PipelineOpti
 
 const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
-                                                 "layout-assignment"};
+                                                 "axis-analysis", "layout-assignment", "coalesce",
+                                                 "remove-layout-conversions"};
   return names;
 }
 
@@ -60,7 +64,10 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   runPass("canonicalize", canonicalize, fn, options) &&
   runPass("common-subexpression-elimination", eliminateCommonSubexpressions, fn, options) &&
   runPass("dead-code-elimination", eliminateDeadCode, fn, options) &&
-  runPass("layout-assignment", assignLayouts, fn, options);
+  runPass("axis-analysis", analyzeAxes, fn, options) &&
+  runPass("layout-assignment", static_cast<void (*)(ir::Function &)>(assignLayouts), fn, options) &&
+  runPass("coalesce", coalesce, fn, options) &&
+  runPass("remove-layout-conversions", removeLayoutConversions, fn, options);
 }
 
 } // namespace tessera::passes

@@ -6,6 +6,7 @@
 //   ":1" when equal to 1, ":16" when divisible by 16; float → fp32.
 // Every error names the kernel and the argument.
 #include "Bindings.h"
+#include "JitKernel.h"
 
 #include <cstring>
 #include <optional>
@@ -307,7 +308,160 @@ const char *scalarName(ScalarType t) {
   }
 }
 
+// ---- the hot path: torch tensors and plain scalars -------------------------
+
+PyObject *internedName(const char *s) { return PyUnicode_InternFromString(s); } // leaked on purpose
+
+// What the hot path reads from a torch tensor type, looked up once per type:
+// the descriptors of is_cuda, dtype and data_ptr, called directly (no
+// attribute lookup per launch). Subclasses get their own entry (and their
+// own overrides, if any).
+struct TorchType {
+  PyTypeObject *type = nullptr;
+  PyObject *isCuda = nullptr, *dtype = nullptr, *dataPtr = nullptr; // strong references
+};
+
+const TorchType *torchTensorType(PyTypeObject *type) {
+  static TorchType known[8];
+  static PyTypeObject *notTorch[8] = {};
+  static unsigned nextKnown = 0, nextNot = 0;
+  for (const TorchType &t : known)
+    if (t.type == type) return &t;
+  for (PyTypeObject *t : notTorch)
+    if (t == type) return nullptr;
+  py::handle h(reinterpret_cast<PyObject *>(type));
+  bool torch = false;
+  if (hasAttr(h, "__module__") && hasAttr(h, "data_ptr") && hasAttr(h, "dtype") && hasAttr(h, "is_cuda")) {
+    std::string module = py::str(h.attr("__module__"));
+    torch = module.starts_with("torch");
+  }
+  TorchType entry;
+  if (torch) {
+    entry.isCuda = PyObject_GetAttrString(h.ptr(), "is_cuda"); // on the class: the descriptors themselves
+    entry.dtype = PyObject_GetAttrString(h.ptr(), "dtype");
+    entry.dataPtr = PyObject_GetAttrString(h.ptr(), "data_ptr");
+    PyErr_Clear();
+    auto isDescriptor = [](PyObject *d) { return d && Py_TYPE(d)->tp_descr_get; };
+    if (!isDescriptor(entry.isCuda) || !isDescriptor(entry.dtype) || !entry.dataPtr || !PyCallable_Check(entry.dataPtr))
+      torch = false; // an unusual tensor type: the general path handles it
+  }
+  Py_INCREF(type); // the cache keeps the type alive (pointer comparisons stay sound)
+  if (!torch) {
+    Py_XDECREF(entry.isCuda), Py_XDECREF(entry.dtype), Py_XDECREF(entry.dataPtr);
+    PyTypeObject *&slot = notTorch[nextNot++ % 8];
+    Py_XDECREF(slot);
+    slot = type;
+    return nullptr;
+  }
+  entry.type = type;
+  TorchType &slot = known[nextKnown++ % 8];
+  if (slot.type) { // an older type falls out (only with more than 8 tensor types)
+    Py_DECREF(slot.type), Py_DECREF(slot.isCuda), Py_DECREF(slot.dtype), Py_DECREF(slot.dataPtr);
+  }
+  slot = entry;
+  return &slot;
+}
+
+PyObject *readDescriptor(PyObject *descriptor, PyObject *object) {
+  PyObject *value = Py_TYPE(descriptor)->tp_descr_get(descriptor, object, reinterpret_cast<PyObject *>(Py_TYPE(object)));
+  if (!value) throw py::error_already_set();
+  return value;
+}
+
+// The device of a CUDA torch tensor: 0 on one-GPU machines (no call at all),
+// else tensor.get_device().
+int torchDevice(PyObject *tensor) {
+  static int devices = -1;
+  if (devices < 0) devices = rt::deviceCount();
+  if (devices == 1) return 0;
+  static PyObject *const sGetDevice = internedName("get_device");
+  PyObject *index = PyObject_CallMethodNoArgs(tensor, sGetDevice);
+  if (!index) throw py::error_already_set();
+  long value = PyLong_AsLong(index);
+  Py_DECREF(index);
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<int>(value);
+}
+
+// dtype singleton -> ScalarType, for dtypes seen before (-1 unknown).
+int knownDtype(PyObject *dtype) {
+  static std::pair<PyObject *, int> seen[24] = {};
+  for (const auto &[d, t] : seen)
+    if (d == dtype) return t;
+  std::optional<ScalarType> t = torchDtype(std::string(py::str(dtype)));
+  if (!t) return -1;
+  for (auto &slot : seen)
+    if (!slot.first) {
+      Py_INCREF(dtype);
+      slot = {dtype, static_cast<int>(*t)};
+      break;
+    }
+  return static_cast<int>(*t);
+}
+
 } // namespace
+
+FastArg fromArg(const Arg &a) {
+  FastArg f;
+  f.scalar = static_cast<uint8_t>(a.spec.type.scalar);
+  f.flags = static_cast<uint8_t>((a.spec.type.pointer ? 1 : 0) | (a.spec.divisibility == 16 ? 2 : 0) |
+                                 (a.spec.equalsOne ? 4 : 0));
+  f.bits = a.bits;
+  f.device = a.device;
+  f.torch = a.torch;
+  return f;
+}
+
+bool classifyFast(PyObject *o, bool specialize, FastArg &out) {
+  if (PyLong_CheckExact(o)) { // intArg's rules
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    const bool narrow = v >= INT32_MIN && v <= INT32_MAX;
+    out.scalar = static_cast<uint8_t>(narrow ? ScalarType::I32 : ScalarType::I64);
+    out.bits = narrow ? static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(v))) : static_cast<uint64_t>(v);
+    out.flags = specialize ? static_cast<uint8_t>((v % 16 == 0 ? 2 : 0) | (v == 1 ? 4 : 0)) : 0;
+    return true;
+  }
+  if (PyFloat_CheckExact(o)) {
+    float f = static_cast<float>(PyFloat_AS_DOUBLE(o));
+    out.scalar = static_cast<uint8_t>(ScalarType::F32);
+    out.bits = 0;
+    std::memcpy(&out.bits, &f, sizeof f);
+    out.flags = 0;
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    out.scalar = static_cast<uint8_t>(ScalarType::I1);
+    out.bits = o == Py_True;
+    out.flags = 0;
+    return true;
+  }
+  const TorchType *t = torchTensorType(Py_TYPE(o));
+  if (!t) return false;
+  // A torch tensor: three descriptor calls, no torch.device objects.
+  PyObject *isCuda = readDescriptor(t->isCuda, o);
+  Py_DECREF(isCuda); // True/False are singletons
+  if (isCuda != Py_True) return false; // the slow path explains the error
+  PyObject *dtype = readDescriptor(t->dtype, o);
+  int scalar = knownDtype(dtype);
+  Py_DECREF(dtype);
+  if (scalar < 0) return false;
+  PyObject *pointer = PyObject_Vectorcall(t->dataPtr, &o, 1, nullptr); // Tensor.data_ptr(o)
+  if (!pointer) throw py::error_already_set();
+  uint64_t bits = PyLong_AsUnsignedLongLong(pointer);
+  Py_DECREF(pointer);
+  if (bits == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  out.scalar = static_cast<uint8_t>(scalar);
+  out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
+  out.bits = bits;
+  out.device = torchDevice(o);
+  out.torch = true;
+  return true;
+}
 
 std::string argSpecText(const ArgSpec &spec) {
   std::string out = spec.type.pointer ? "*" : "";

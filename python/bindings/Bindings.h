@@ -29,6 +29,7 @@ void registerErrors(py::module_ &m);
 void registerCompile(py::module_ &m);
 void registerLauncher(py::module_ &m);
 void registerRuntime(py::module_ &m);
+void registerInterpreter(py::module_ &m); // Interpreter.cpp: interpret mode on the host
 
 // out += separator + item, without the separator before the first item.
 inline void appendJoined(std::string &out, const char *separator, const std::string &item) {

@@ -46,14 +46,27 @@ std::string joinSignature(py::handle signature) {
 }
 
 py::dict asmOf(const CompiledEntry &entry) {
-  const CompiledKernel &c = entry.kernel.compiled();
+  const CompiledKernel *stages = &entry.kernel.compiled();
+  CompiledKernel recompiled;
+  if (entry.kernel.fromCache() && stages->ir.empty()) {
+    // The disk cache keeps only the PTX: compile again for the other stages.
+    CompileOptions options;
+    options.numWarps = entry.kernel.numWarps();
+    options.numStages = entry.numStages;
+    options.arch = entry.kernel.arch();
+    py::gil_scoped_release nogil;
+    recompiled = compileKernel(entry.file, entry.kernel.name(), entry.kernel.signature(), entry.constexprs,
+                               options, Stage::PTX);
+    stages = &recompiled;
+  }
+  const CompiledKernel &c = *stages;
   py::dict out;
   // The AST of the whole (reduced) file the kernel came from.
   out["ast"] = py::str(ast::printAST(ast::parseModule(entry.file)));
   out["ir"] = py::str(c.ir);
   out["ir-opt"] = py::str(c.irOpt);
   out["llvm"] = py::str(c.llvmIR);
-  out["ptx"] = py::str(c.ptx);
+  out["ptx"] = py::str(entry.kernel.ptx()); // the PTX the kernel runs
   return out;
 }
 
@@ -129,6 +142,8 @@ void registerCompile(py::module_ &m) {
       .def_property_readonly("num_stages", [](const CompiledEntry &e) { return e.numStages; })
       .def_property_readonly("shared", [](const CompiledEntry &e) { return e.kernel.sharedBytes(); })
       .def_property_readonly("arch", [](const CompiledEntry &e) { return e.kernel.arch(); })
+      .def_property_readonly("from_cache", [](const CompiledEntry &e) { return e.kernel.fromCache(); },
+                             "True when the PTX came from the disk cache (no compile ran)")
       .def_property_readonly("path", [](const CompiledEntry &e) { return e.file->path; })
       .def_property_readonly("signature",
                              [](const CompiledEntry &e) { return signatureText(e.kernel.signature()); })
@@ -193,12 +208,10 @@ void registerCompile(py::module_ &m) {
         options.numStages = numStages;
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
         entry->numStages = numStages;
-        CompiledKernel compiled;
         {
-          py::gil_scoped_release nogil;
-          compiled = compileKernel(entry->file, kernelName, specs, entry->constexprs, options, Stage::PTX);
+          py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
+          entry->kernel = compileCached(entry->file, kernelName, std::move(specs), entry->constexprs, options);
         }
-        entry->kernel = Kernel(std::move(compiled), std::move(specs), options.arch);
         return entry;
       },
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),

@@ -2,84 +2,81 @@
 // is one call: bind the arguments to the kernel's parameters, specialise
 // them as Triton does (pointer dtypes and 16-byte alignment, ints equal to 1
 // or divisible by 16, constexpr values, num_warps, the device's arch), look
-// the key up in a per-device cache, compile and load on a miss, and launch
-// on the right stream with the device's context current.
-#include "Bindings.h"
+// the key up in a per-device cache, compile (or take from the disk cache)
+// and load on a miss, and launch on the right stream.
+//
+// Two passes over the arguments exist: the hot one (launchVector) builds the
+// key and the launch slots straight from the Python objects (classifyFast),
+// allocating nothing; only on an in-memory miss does the full one
+// (specializeArgs: ArgSpecs, constexpr values) run, and the two keys must agree.
+#include "JitKernel.h"
 
 #include "runtime/Driver.h"
 
-#include <array>
 #include <cstring>
-#include <unordered_map>
 
 namespace tessera::python {
 
+JitKernel::JitKernel(std::string source, std::string path, uint32_t firstLine, std::string kernelName,
+                     py::object defaults, py::object doNotSpecialize, py::object knownParams)
+    : name(std::move(kernelName)) {
+  file = makeSourceFile(std::move(source), std::move(path), firstLine);
+  if (knownParams.is_none()) {
+    params = kernelParameters(file, name);
+  } else { // no parse: a new process's warm start (errors surface when compiling)
+    for (py::handle p : knownParams) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(p);
+      params.push_back({t[0].cast<std::string>(), t[1].cast<bool>(), t[2].cast<bool>()});
+    }
+  }
+  defaults_.resize(params.size());
+  specialize.assign(params.size(), true);
+  for (size_t i = 0; i < params.size(); ++i) {
+    index[params[i].name] = i;
+    // Interned: keyword names at call sites are interned too, so lookups
+    // compare pointers. Leaked on purpose (outlive the interpreter's teardown).
+    paramNames.push_back(PyUnicode_InternFromString(params[i].name.c_str()));
+    if (!params[i].isConstexpr) {
+      ++numRuntime;
+      appendJoined(runtimeNames, ", ", params[i].name);
+    }
+    appendJoined(allNames, ", ", params[i].name);
+  }
+  if (!defaults.is_none())
+    for (auto item : py::reinterpret_borrow<py::dict>(defaults)) {
+      auto it = index.find(py::str(item.first));
+      if (it != index.end()) defaults_[it->second] = py::reinterpret_borrow<py::object>(item.second);
+    }
+  if (!doNotSpecialize.is_none())
+    for (py::handle h : doNotSpecialize) {
+      if (PyLong_Check(h.ptr())) {
+        size_t i = h.cast<size_t>();
+        if (i < params.size()) specialize[i] = false;
+      } else {
+        auto it = index.find(py::str(h));
+        if (it == index.end())
+          throw py::value_error(name + "(): do_not_specialize names '" + std::string(py::str(h)) +
+                                "', which is not a parameter");
+        specialize[it->second] = false;
+      }
+    }
+}
+
 namespace {
 
-class JitKernel {
-public:
-  JitKernel(std::string source, std::string path, uint32_t firstLine, std::string kernelName,
-            py::object defaults, py::object doNotSpecialize)
-      : name(std::move(kernelName)) {
-    file = makeSourceFile(std::move(source), std::move(path), firstLine);
-    params = kernelParameters(file, name);
-    defaults_.resize(params.size());
-    specialize.assign(params.size(), true);
-    for (size_t i = 0; i < params.size(); ++i) {
-      index[params[i].name] = i;
-      if (!params[i].isConstexpr) {
-        ++numRuntime;
-        appendJoined(runtimeNames, ", ", params[i].name);
-      }
-      appendJoined(allNames, ", ", params[i].name);
-    }
-    if (!defaults.is_none())
-      for (auto item : py::reinterpret_borrow<py::dict>(defaults)) {
-        auto it = index.find(py::str(item.first));
-        if (it != index.end()) defaults_[it->second] = py::reinterpret_borrow<py::object>(item.second);
-      }
-    if (!doNotSpecialize.is_none())
-      for (py::handle h : doNotSpecialize) {
-        if (PyLong_Check(h.ptr())) {
-          size_t i = h.cast<size_t>();
-          if (i < params.size()) specialize[i] = false;
-        } else {
-          auto it = index.find(py::str(h));
-          if (it == index.end())
-            throw py::value_error(name + "(): do_not_specialize names '" + std::string(py::str(h)) +
-                                  "', which is not a parameter");
-          specialize[it->second] = false;
-        }
-      }
-  }
-
-  std::string name;
-  std::shared_ptr<const SourceFile> file;
-  std::vector<ParamInfo> params;
-  std::vector<py::object> defaults_; // Python default per parameter (null: none)
-  std::vector<bool> specialize;
-  std::unordered_map<std::string, size_t> index;
-  size_t numRuntime = 0;
-  std::string runtimeNames, allNames;
-
-  // arch + '\0' + key → compiled kernel (shared by devices of one arch).
-  std::unordered_map<std::string, std::shared_ptr<CompiledEntry>> compiled;
-  struct DeviceEntry {
-    std::shared_ptr<CompiledEntry> entry;
-    const rt::LoadedKernel *loaded = nullptr;
-  };
-  // Indexed by device ordinal: key → loaded kernel.
-  std::vector<std::unordered_map<std::string, DeviceEntry>> devices;
-};
-
 struct Bound {
-  std::vector<PyObject *> values; // borrowed; per parameter; null: not given (constexpr default)
+  InlineVec<PyObject *, 32> values; // borrowed; per parameter; null: not given (constexpr default)
   unsigned numWarps = 4;
   unsigned numStages = 3;
-  py::handle stream; // launch option stream=..., if given
+  PyObject *stream = nullptr; // launch option stream=..., if given
 };
 
 unsigned optionValue(py::handle v, const std::string &kernel, const char *what) {
+  if (PyLong_CheckExact(v.ptr())) { // the common case, without a temporary
+    long long n = PyLong_AsLongLong(v.ptr());
+    if (n > 0 && n <= 1024) return static_cast<unsigned>(n);
+    PyErr_Clear();
+  }
   if (!PyIndex_Check(v.ptr()) || PyBool_Check(v.ptr()))
     throw py::type_error(kernel + "(): " + what + " must be an int, got " +
                          std::string(py::str(py::type::handle_of(v).attr("__name__"))));
@@ -96,42 +93,71 @@ std::string plural(size_t n, const char *word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-Bound bind(const JitKernel &k, const py::tuple &args, const py::handle &kwargs) {
-  Bound b;
-  b.values.assign(k.params.size(), nullptr);
-  const size_t n = args.size();
-  if (n > k.params.size())
-    throw py::type_error(k.name + "() takes " + plural(k.params.size(), "argument") + " (" + k.allNames +
-                         ") but " + std::to_string(n) + (n == 1 ? " was" : " were") + " given");
-  for (size_t i = 0; i < n; ++i) b.values[i] = args[i].ptr();
+PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); } // leaked: lives as long as the process
 
-  if (kwargs && !kwargs.is_none()) {
-    for (auto item : py::reinterpret_borrow<py::dict>(kwargs)) {
-      std::string key = py::str(item.first);
-      auto it = k.index.find(key);
-      bool option = false;
-      if (key == "num_warps") b.numWarps = optionValue(item.second, k.name, "num_warps"), option = true;
-      else if (key == "num_stages") b.numStages = optionValue(item.second, k.name, "num_stages"), option = true;
-      if (it != k.index.end()) { // a parameter (a parameter named num_stages also sets the option, as in Triton)
-        if (b.values[it->second])
-          throw py::type_error(k.name + "() got multiple values for argument '" + key + "'");
-        b.values[it->second] = item.second.ptr();
-      } else if (key == "stream") {
-        b.stream = item.second;
-      } else if (key == "num_ctas") {
-        if (optionValue(item.second, k.name, "num_ctas") != 1)
-          throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
-      } else if (!option) {
-        throw py::type_error(k.name + "() got an unexpected keyword argument '" + key + "' (its parameters: " +
-                             k.allNames + "; launch options: num_warps, num_stages, stream)");
+bool sameName(PyObject *name, PyObject *internedName, const char *text) {
+  if (name == internedName) return true;
+  Py_ssize_t size = 0;
+  const char *utf8 = PyUnicode_AsUTF8AndSize(name, &size);
+  if (!utf8) {
+    PyErr_Clear();
+    return false;
+  }
+  return std::string_view(utf8, static_cast<size_t>(size)) == text;
+}
+
+// args: positional values then the values of kwnames (a tuple or null).
+Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwnames) {
+  static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
+                         *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas");
+  Bound b;
+  const size_t numParams = k.params.size();
+  b.values.assign(numParams, nullptr);
+  if (n > numParams)
+    throw py::type_error(k.name + "() takes " + plural(numParams, "argument") + " (" + k.allNames + ") but " +
+                         std::to_string(n) + (n == 1 ? " was" : " were") + " given");
+  for (size_t i = 0; i < n; ++i) b.values[i] = args[i];
+
+  const size_t numKw = kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+  for (size_t j = 0; j < numKw; ++j) {
+    PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+    PyObject *value = args[n + j];
+    size_t param = numParams;
+    for (size_t i = 0; i < numParams; ++i)
+      if (k.paramNames[i] == key) {
+        param = i;
+        break;
       }
+    Py_ssize_t size = 0;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(key, &size);
+    if (!utf8) throw py::error_already_set();
+    const std::string_view keyText(utf8, static_cast<size_t>(size));
+    if (param == numParams) {
+      auto it = k.index.find(std::string(keyText));
+      if (it != k.index.end()) param = it->second;
+    }
+    bool option = false;
+    if (sameName(key, sNumWarps, "num_warps")) b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
+    else if (sameName(key, sNumStages, "num_stages")) b.numStages = optionValue(value, k.name, "num_stages"), option = true;
+    if (param != numParams) { // a parameter (a parameter named num_stages also sets the option, as in Triton)
+      if (b.values[param])
+        throw py::type_error(k.name + "() got multiple values for argument '" + std::string(keyText) + "'");
+      b.values[param] = value;
+    } else if (sameName(key, sStream, "stream")) {
+      b.stream = value;
+    } else if (sameName(key, sNumCtas, "num_ctas")) {
+      if (optionValue(value, k.name, "num_ctas") != 1)
+        throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
+    } else if (!option) {
+      throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(keyText) +
+                           "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, stream)");
     }
   }
 
   std::string missingRuntime;
   const ParamInfo *missingConstexpr = nullptr;
   size_t givenRuntime = 0, missingCount = 0;
-  for (size_t i = 0; i < k.params.size(); ++i) {
+  for (size_t i = 0; i < numParams; ++i) {
     const ParamInfo &p = k.params[i];
     if (b.values[i]) {
       if (!p.isConstexpr) ++givenRuntime;
@@ -149,80 +175,130 @@ Bound bind(const JitKernel &k, const py::tuple &args, const py::handle &kwargs) 
     missingRuntime += (missingRuntime.empty() ? "'" : ", '") + p.name + "'";
   }
   if (missingCount)
-    throw py::type_error(k.name + "() takes " + plural(k.numRuntime, "argument") + " (" + k.runtimeNames +
-                         ") but " + std::to_string(givenRuntime) + (givenRuntime == 1 ? " was" : " were") +
-                         " given; missing " + missingRuntime);
+    throw py::type_error(k.name + "() takes " + plural(k.numRuntime, "argument") + " (" + k.runtimeNames + ") but " +
+                         std::to_string(givenRuntime) + (givenRuntime == 1 ? " was" : " were") + " given; missing " +
+                         missingRuntime);
   if (missingConstexpr)
     throw py::type_error(k.name + "() missing a value for constexpr parameter '" + missingConstexpr->name +
                          "' (pass " + missingConstexpr->name + "=...)");
   return b;
 }
 
+// A (tuple, dict) call in vectorcall form: what the slower entry points use.
+struct VectorArgs {
+  std::vector<PyObject *> values;
+  py::object kwnames; // a tuple, or None
+  size_t nargs = 0;
+  VectorArgs(const py::tuple &args, py::handle kwargs) {
+    nargs = args.size();
+    for (size_t i = 0; i < nargs; ++i) values.push_back(PyTuple_GET_ITEM(args.ptr(), i));
+    if (kwargs && !kwargs.is_none() && py::len(kwargs)) {
+      py::list names;
+      for (auto item : py::reinterpret_borrow<py::dict>(kwargs)) {
+        names.append(item.first);
+        values.push_back(item.second.ptr());
+      }
+      kwnames = py::tuple(names);
+    }
+  }
+  PyObject *kw() const { return kwnames ? kwnames.ptr() : nullptr; }
+};
+
+Bound bind(const JitKernel &k, const VectorArgs &v) { return bind(k, v.values.data(), v.nargs, v.kw()); }
+
+// ---- the key: the same bytes from both passes -------------------------------
+
+void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
+  key.push(static_cast<char>(scalar));
+  key.push(static_cast<char>(flags));
+}
+
+void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {
+  key.push(static_cast<char>(v.kind));
+  switch (v.kind) {
+  case ConstexprValue::Kind::Int:
+  case ConstexprValue::Kind::Bool: key.append(&v.intValue, sizeof v.intValue); break;
+  case ConstexprValue::Kind::Float: key.append(&v.floatValue, sizeof v.floatValue); break;
+  case ConstexprValue::Kind::String: {
+    uint32_t size = static_cast<uint32_t>(v.stringValue.size());
+    key.append(&size, sizeof size);
+    key.append(v.stringValue.data(), size);
+    break;
+  }
+  case ConstexprValue::Kind::None: break;
+  }
+}
+
+// The common constexprs (ints, bools, None, floats) without a ConstexprValue.
+void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param) {
+  if (PyBool_Check(o)) return appendConstexpr(key, ConstexprValue::ofBool(o == Py_True));
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow && !(v == -1 && PyErr_Occurred())) {
+      key.push(static_cast<char>(ConstexprValue::Kind::Int));
+      int64_t value = v;
+      key.append(&value, sizeof value);
+      return;
+    }
+    PyErr_Clear();
+  }
+  appendConstexpr(key, toConstexpr(o, k.name, param)); // raises the error, if any
+}
+
+void appendOptions(KeyBuffer &key, const Bound &b) {
+  key.append(&b.numWarps, sizeof b.numWarps);
+  key.append(&b.numStages, sizeof b.numStages);
+}
+
+[[noreturn]] void raiseMixedDevices(const JitKernel &k, const std::string &first, int firstDevice,
+                                    const std::string &other, int otherDevice) {
+  throw py::value_error(k.name + "(): arguments are on different devices: '" + first + "' on cuda:" +
+                        std::to_string(firstDevice) + ", '" + other + "' on cuda:" + std::to_string(otherDevice));
+}
+
 struct Specialized {
   std::string key;
-  std::vector<Arg> args;                     // runtime arguments, in order
+  std::vector<Arg> args;                                     // runtime arguments, in order
   std::vector<std::pair<size_t, ConstexprValue>> constexprs; // given constexprs (param index, value)
   int device = kUnknownDevice;
   bool torch = false;
 };
 
-void appendConstexpr(std::string &key, const ConstexprValue &v) {
-  key.push_back(static_cast<char>(v.kind));
-  switch (v.kind) {
-  case ConstexprValue::Kind::Int:
-  case ConstexprValue::Kind::Bool:
-    key.append(reinterpret_cast<const char *>(&v.intValue), sizeof v.intValue);
-    break;
-  case ConstexprValue::Kind::Float:
-    key.append(reinterpret_cast<const char *>(&v.floatValue), sizeof v.floatValue);
-    break;
-  case ConstexprValue::Kind::String: {
-    uint32_t size = static_cast<uint32_t>(v.stringValue.size());
-    key.append(reinterpret_cast<const char *>(&size), sizeof size);
-    key += v.stringValue;
-    break;
-  }
-  case ConstexprValue::Kind::None:
-    break;
-  }
-}
-
+// The full pass: every argument classified to an ArgSpec (what compiling needs).
 Specialized specializeArgs(const JitKernel &k, const Bound &b) {
   Specialized s;
-  s.key.reserve(4 * k.params.size() + 16);
+  KeyBuffer key;
   s.args.reserve(k.numRuntime);
   const std::string *firstDeviceParam = nullptr;
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ParamInfo &p = k.params[i];
     if (p.isConstexpr) {
       if (!b.values[i]) {
-        s.key.push_back('\xff');
+        key.push('\xff');
         continue;
       }
       ConstexprValue v = toConstexpr(b.values[i], k.name, p.name);
-      appendConstexpr(s.key, v);
+      appendConstexpr(key, v);
       s.constexprs.emplace_back(i, std::move(v));
       continue;
     }
     Arg a = classifyArgument(b.values[i], k.name, p.name, k.specialize[i]);
-    s.key.push_back(static_cast<char>(a.spec.type.scalar));
-    s.key.push_back(static_cast<char>((a.spec.type.pointer ? 1 : 0) | (a.spec.divisibility == 16 ? 2 : 0) |
-                                      (a.spec.equalsOne ? 4 : 0)));
+    FastArg f = fromArg(a);
+    appendArgKey(key, f.scalar, f.flags);
     if (a.device != kUnknownDevice) {
       if (s.device == kUnknownDevice) {
         s.device = a.device;
         firstDeviceParam = &p.name;
       } else if (a.device != s.device) {
-        throw py::value_error(k.name + "(): arguments are on different devices: '" + *firstDeviceParam +
-                              "' on cuda:" + std::to_string(s.device) + ", '" + p.name + "' on cuda:" +
-                              std::to_string(a.device));
+        raiseMixedDevices(k, *firstDeviceParam, s.device, p.name, a.device);
       }
     }
     s.torch = s.torch || a.torch;
     s.args.push_back(a);
   }
-  s.key.append(reinterpret_cast<const char *>(&b.numWarps), sizeof b.numWarps);
-  s.key.append(reinterpret_cast<const char *>(&b.numStages), sizeof b.numStages);
+  appendOptions(key, b);
+  s.key = key.view();
   return s;
 }
 
@@ -246,12 +322,10 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   options.numWarps = b.numWarps;
   options.numStages = b.numStages;
   options.arch = arch;
-  CompiledKernel compiled;
   {
-    py::gil_scoped_release nogil;
-    compiled = compileKernel(k.file, k.name, signature, entry->constexprs, options, Stage::PTX);
+    py::gil_scoped_release nogil; // parallel compiles (the autotuner's threads); disk I/O too
+    entry->kernel = compileCached(k.file, k.name, std::move(signature), entry->constexprs, options);
   }
-  entry->kernel = Kernel(std::move(compiled), std::move(signature), arch);
   // Another thread may have compiled the same key meanwhile: keep the first.
   return k.compiled.emplace(std::move(fullKey), entry).first->second;
 }
@@ -267,75 +341,115 @@ py::dict metaDict(const JitKernel &k, const Bound &b) {
   return meta;
 }
 
-bool resolveGrid(py::handle grid, const std::string &kernel, rt::Grid &out,
-                 const std::function<py::dict()> &meta) {
-  if (PyCallable_Check(grid.ptr())) {
+template <typename MetaFn> bool resolveGrid(py::handle grid, const std::string &kernel, rt::Grid &out, MetaFn meta) {
+  PyObject *g = grid.ptr();
+  if (PyTuple_CheckExact(g)) { // the common case: a tuple of small ints
+    Py_ssize_t n = PyTuple_GET_SIZE(g);
+    unsigned dims[3] = {1, 1, 1};
+    bool fast = n >= 1 && n <= 3;
+    for (Py_ssize_t i = 0; fast && i < n; ++i) {
+      PyObject *d = PyTuple_GET_ITEM(g, i);
+      long long v = PyLong_CheckExact(d) ? PyLong_AsLongLong(d) : -1;
+      if (v < 0 || v > 0xffffffffLL) {
+        PyErr_Clear();
+        fast = false;
+      } else {
+        dims[i] = static_cast<unsigned>(v);
+      }
+    }
+    if (fast) {
+      out = rt::Grid{dims[0], dims[1], dims[2]};
+      return out.x && out.y && out.z;
+    }
+  }
+  if (PyCallable_Check(g)) {
     py::object result = py::reinterpret_borrow<py::object>(grid)(meta());
     return toGrid(result, out, kernel);
   }
   return toGrid(grid, out, kernel);
 }
 
-// Launch argument storage: one 8-byte slot per runtime argument.
-struct Packed {
-  static constexpr size_t kInline = 32;
-  std::array<uint64_t, kInline> slotBuf;
-  std::array<void *, kInline> ptrBuf;
-  std::vector<uint64_t> slotHeap;
-  std::vector<void *> ptrHeap;
-  void **pointers = nullptr;
-
-  explicit Packed(const std::vector<Arg> &args) {
-    uint64_t *slots = slotBuf.data();
-    pointers = ptrBuf.data();
-    if (args.size() > kInline) {
-      slotHeap.resize(args.size());
-      ptrHeap.resize(args.size());
-      slots = slotHeap.data();
-      pointers = ptrHeap.data();
-    }
-    for (size_t i = 0; i < args.size(); ++i) {
-      slots[i] = args[i].bits;
-      pointers[i] = &slots[i];
-    }
-  }
-};
-
-void launchOn(const rt::LoadedKernel &loaded, int device, const rt::Grid &grid, const std::vector<Arg> &args,
-              CUstream stream) {
-  Packed packed(args);
-  rt::DeviceGuard guard(device);
-  rt::launch(loaded, grid, packed.pointers, stream);
-}
-
 int resolveDevice(int fromArgs) { return fromArgs >= 0 ? fromArgs : rt::currentDevice(); }
 
-void launch(JitKernel &k, py::handle grid, py::tuple args, py::handle kwargs, py::handle stream) {
-  Bound b = bind(k, args, kwargs);
+// An in-memory miss: the full pass, compile (or the disk cache) and load.
+const rt::LoadedKernel *loadOnMiss(JitKernel &k, const Bound &b, int device, std::string_view fastKey) {
   Specialized s = specializeArgs(k, b);
+  if (s.key != fastKey)
+    throw std::logic_error("tessera internal error: the launch key of kernel '" + k.name +
+                           "' differs between the fast and the full argument pass");
+  std::shared_ptr<CompiledEntry> entry = compiledFor(k, s, b, targetArch(device));
+  const rt::LoadedKernel *loaded = nullptr;
+  {
+    py::gil_scoped_release nogil;
+    loaded = &entry->kernel.load(device);
+  }
+  k.devices[device].map.emplace(std::string(fastKey), JitKernel::DeviceEntry{entry, loaded});
+  return loaded;
+}
+
+// The hot pass over the arguments: key bytes and launch slots.
+struct Packed {
+  KeyBuffer key;
+  InlineVec<uint64_t, 32> slots;
+  int device = kUnknownDevice;
+  bool torch = false;
+};
+
+void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
+  size_t firstDeviceParam = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ParamInfo &p = k.params[i];
+    PyObject *value = b.values[i];
+    if (p.isConstexpr) {
+      if (!value) out.key.push('\xff');
+      else appendConstexprFast(out.key, value, k, p.name);
+      continue;
+    }
+    FastArg f;
+    if (!classifyFast(value, k.specialize[i], f)) f = fromArg(classifyArgument(value, k.name, p.name, k.specialize[i]));
+    appendArgKey(out.key, f.scalar, f.flags);
+    out.slots.push_back(f.bits);
+    if (f.device != kUnknownDevice) {
+      if (out.device == kUnknownDevice) {
+        out.device = f.device;
+        firstDeviceParam = i;
+      } else if (f.device != out.device) {
+        raiseMixedDevices(k, k.params[firstDeviceParam].name, out.device, p.name, f.device);
+      }
+    }
+    out.torch = out.torch || f.torch;
+  }
+  appendOptions(out.key, b);
+}
+
+void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *streamArg) {
+  Packed packed;
+  packArguments(k, b, packed);
   rt::Grid g;
   bool nonEmpty = resolveGrid(grid, k.name, g, [&] { return metaDict(k, b); });
-  const int device = resolveDevice(s.device); // DriverNotFoundError without a driver
+  const int device = resolveDevice(packed.device); // DriverNotFoundError without a driver
 
-  if (static_cast<size_t>(device) >= k.devices.size()) k.devices.resize(device + 1);
-  auto &perDevice = k.devices[device];
-  auto it = perDevice.find(s.key);
-  if (it == perDevice.end()) {
-    std::shared_ptr<CompiledEntry> entry = compiledFor(k, s, b, targetArch(device));
-    const rt::LoadedKernel *loaded = nullptr;
-    {
-      py::gil_scoped_release nogil;
-      loaded = &entry->kernel.load(device);
-    }
-    it = k.devices[device].emplace(s.key, JitKernel::DeviceEntry{entry, loaded}).first;
+  if (k.devices.empty()) k.devices.resize(static_cast<size_t>(rt::deviceCount()));
+  JitKernel::DeviceCache &cache = k.devices.at(static_cast<size_t>(device));
+  const std::string_view key = packed.key.view();
+  const rt::LoadedKernel *loaded = nullptr;
+  if (cache.last && cache.lastKey == key) {
+    loaded = cache.last;
+  } else {
+    auto it = cache.map.find(key);
+    loaded = it != cache.map.end() ? it->second.loaded : loadOnMiss(k, b, device, key);
+    cache.last = loaded;
+    cache.lastKey.assign(key);
   }
   if (!nonEmpty) return; // like Triton: a grid with a 0 dimension launches nothing
-  CUstream st = resolveStream(b.stream ? b.stream : stream, s.torch, device);
-  launchOn(*it->second.loaded, device, g, s.args, st);
+  CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
+  InlineVec<void *, 32> pointers;
+  for (size_t i = 0; i < packed.slots.size(); ++i) pointers.push_back(&packed.slots[i]);
+  rt::launchInContext(*loaded, g, pointers.data(), stream);
 }
 
 std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target) {
-  Bound b = bind(k, args, kwargs);
+  Bound b = bind(k, VectorArgs(args, kwargs));
   Specialized s = specializeArgs(k, b);
   std::string arch = target;
   if (arch.empty()) {
@@ -348,7 +462,7 @@ std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle k
 }
 
 py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
-  Bound b = bind(k, args, kwargs);
+  Bound b = bind(k, VectorArgs(args, kwargs));
   Specialized s = specializeArgs(k, b);
   std::string signature;
   for (const Arg &a : s.args) appendJoined(signature, ",", argSpecText(a.spec));
@@ -361,7 +475,22 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   return py::make_tuple(signature, constexprs, options, device);
 }
 
+// Both passes' keys (tests: they must be equal for every kind of argument).
+py::tuple launchKeys(JitKernel &k, py::tuple args, py::handle kwargs) {
+  VectorArgs v(args, kwargs);
+  Bound b = bind(k, v);
+  Packed packed;
+  packArguments(k, b, packed);
+  Specialized s = specializeArgs(k, b);
+  return py::make_tuple(py::bytes(packed.key.view().data(), packed.key.view().size()), py::bytes(s.key));
+}
+
 } // namespace
+
+void launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+  Bound b = bind(k, args, nargs, kwnames);
+  launchBound(k, b, grid, nullptr);
+}
 
 bool toGrid(py::handle grid, rt::Grid &out, const std::string &kernel) {
   auto dim = [&](py::handle v, int axis) -> unsigned {
@@ -425,9 +554,15 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
     }
     getRawStream = f.release().ptr();
   }
-  py::object result = py::handle(getRawStream)(device);
+  PyObject *ordinal = PyLong_FromLong(device); // a cached small int
+  PyObject *raw = PyObject_CallOneArg(getRawStream, ordinal);
+  Py_DECREF(ordinal);
+  if (!raw) throw py::error_already_set();
+  py::object result = py::reinterpret_steal<py::object>(raw);
   if (!haveRaw) result = result.attr("cuda_stream");
-  return reinterpret_cast<CUstream>(result.cast<uintptr_t>());
+  uint64_t handle = PyLong_AsUnsignedLongLong(result.ptr());
+  if (handle == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  return reinterpret_cast<CUstream>(static_cast<uintptr_t>(handle));
 }
 
 void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid, py::tuple args,
@@ -447,8 +582,8 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
                          "), or all its parameters with the constexprs, but " + std::to_string(n) +
                          (n == 1 ? " was" : " were") + " given");
   }
-  std::vector<Arg> values;
-  values.reserve(sig.size());
+  std::vector<uint64_t> slots;
+  slots.reserve(sig.size());
   int device = kUnknownDevice;
   bool torch = false;
   for (size_t j = 0; j < sig.size(); ++j) {
@@ -462,7 +597,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
       device = a.device;
     }
     torch = torch || a.torch;
-    values.push_back(a);
+    slots.push_back(a.bits);
   }
   rt::Grid g;
   bool nonEmpty = resolveGrid(grid, name, g, [&] {
@@ -479,17 +614,21 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     loaded = &kernel.load(device);
   }
   if (!nonEmpty) return;
-  launchOn(*loaded, device, g, values, resolveStream(stream, torch, device));
+  std::vector<void *> pointers;
+  for (uint64_t &slot : slots) pointers.push_back(&slot);
+  rt::launchInContext(*loaded, g, pointers.data(), resolveStream(stream, torch, device));
 }
 
 void registerLauncher(py::module_ &m) {
   py::class_<JitKernel, std::shared_ptr<JitKernel>>(m, "JitKernel",
                                                     "A @jit kernel's source, parameters and caches.")
-      .def(py::init<std::string, std::string, uint32_t, std::string, py::object, py::object>(),
+      .def(py::init<std::string, std::string, uint32_t, std::string, py::object, py::object, py::object>(),
            py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
-           py::arg("defaults") = py::none(), py::arg("do_not_specialize") = py::none())
+           py::arg("defaults") = py::none(), py::arg("do_not_specialize") = py::none(),
+           py::arg("params") = py::none())
       .def_readonly("name", &JitKernel::name)
       .def_property_readonly("path", [](const JitKernel &k) { return k.file->path; })
+      .def_property_readonly("source", [](const JitKernel &k) { return k.file->text; })
       .def_property_readonly("params",
                              [](const JitKernel &k) {
                                py::list out;
@@ -502,29 +641,39 @@ void registerLauncher(py::module_ &m) {
       .def("warmup", &warmup, py::arg("args"), py::arg("kwargs") = py::none(), py::arg("target") = "",
            "Compiles (without launching) for the arguments; target '' = the GPU's arch, or sm_90a "
            "when there is no GPU.")
+      .def("_launch_keys", &launchKeys, py::arg("args"), py::arg("kwargs") = py::none(),
+           "(fast key, full key) of the launch path's two passes (tests: always equal).")
       .def("cache_info",
            [](const JitKernel &k) {
              py::dict out;
              out["compiled"] = k.compiled.size();
              py::dict loaded;
              for (size_t d = 0; d < k.devices.size(); ++d)
-               if (!k.devices[d].empty()) loaded[py::int_(d)] = k.devices[d].size();
+               if (!k.devices[d].map.empty()) loaded[py::int_(d)] = k.devices[d].map.size();
              out["loaded"] = loaded;
              return out;
            })
       .def("clear_cache", [](JitKernel &k) {
-        k.devices.clear();
+        for (JitKernel::DeviceCache &d : k.devices) { // not the vector: references to it stay valid
+          d.map.clear();
+          d.last = nullptr;
+          d.lastKey.clear();
+        }
         k.compiled.clear();
       });
 
   m.def(
       "launch",
       [](JitKernel &k, py::handle grid, py::tuple args, py::handle kwargs, py::handle stream) {
-        launch(k, grid, args, kwargs, stream);
+        VectorArgs v(args, kwargs);
+        Bound b = bind(k, v);
+        launchBound(k, b, grid, stream.ptr());
       },
       py::arg("handle"), py::arg("grid"), py::arg("args"), py::arg("kwargs") = py::none(),
       py::arg("stream") = py::none(),
       "Binds, specialises, compiles on a cache miss and launches handle's kernel.");
+  registerFastLaunch(m);
+  registerCache(m);
 }
 
 } // namespace tessera::python

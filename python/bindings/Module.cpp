@@ -9,4 +9,5 @@ PYBIND11_MODULE(_C, m) {
   tessera::python::registerCompile(m);
   tessera::python::registerRuntime(m);
   tessera::python::registerLauncher(m);
+  tessera::python::registerInterpreter(m);
 }

@@ -14,10 +14,21 @@ current stream (when the arguments are torch tensors) on the tensors' device.
 Launch options: num_warps (default 4), num_stages (default 3), stream (an int
 CUstream or an object with .cuda_stream; default: torch's current stream, or
 the legacy default stream without torch).
+
+Interpret mode: @tessera.jit(interpret=True), or TESSERA_INTERPRET=1 in the
+environment when the kernel is decorated (interpret=False overrides it), or
+setting kernel.interpret = True, makes kernel[grid](...) run the kernel on
+the host (tessera._C.Interpreter, compiler/interp/): numpy arrays and torch
+CPU tensors are the pointer arguments (written in place), scalars and the
+grid are as for GPU launches; no GPU or driver is needed. Out-of-bounds,
+misaligned and read-only accesses raise tessera._C.InterpreterError (a
+CompilationError) naming the kernel's line; tl.device_assert is checked
+unless the kernel says debug=False.
 """
 import inspect
+import os
 
-from . import _source
+from . import _source, _source_cache
 
 
 def _ext():
@@ -26,6 +37,10 @@ def _ext():
         from ._loader import missing_message
         raise ImportError(missing_message(_C_error))
     return _C
+
+
+def _interpret_from_environment():
+    return os.environ.get("TESSERA_INTERPRET", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 class JITFunction:
@@ -39,6 +54,9 @@ class JITFunction:
         self.__wrapped__ = fn
         self._handle = None
         self._launch = None
+        interpret = options.get("interpret")
+        self.interpret = _interpret_from_environment() if interpret is None else bool(interpret)
+        self._interpreter = None
 
     @property
     def src(self):
@@ -48,15 +66,28 @@ class JITFunction:
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
         return _source.kernel_source(self.fn)
 
+    def _defaults(self):
+        return {name: p.default for name, p in inspect.signature(self.fn).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
+    def _interpret_launch(self, grid, args, kwargs):
+        """Runs the kernel on the host (interpret mode)."""
+        if self._interpreter is None:
+            text, path, first_line = self._source()
+            self._interpreter = _ext().Interpreter(text, path, first_line, self.__name__, self._defaults(),
+                                                   self.options.get("do_not_specialize"),
+                                                   bool(self.options.get("debug", True)))
+        self._interpreter.run(grid, args, kwargs)
+
     def _get_handle(self):
         if self._handle is None:
             C = _ext()
-            text, path, first_line = self._source()
-            defaults = {name: p.default for name, p in inspect.signature(self.fn).parameters.items()
-                        if p.default is not inspect.Parameter.empty}
-            self._handle = C.JitKernel(text, path, first_line, self.__name__, defaults,
-                                       self.options.get("do_not_specialize"))
+            # From the reduction remembered on disk when there is one (_source_cache.py: a warm start).
+            self._handle = _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
+                                                    self.options.get("do_not_specialize"))
             self._launch = C.launch
+            # kernel[grid](...) without Python in between: a vectorcall object (bindings/FastLaunch.cpp).
+            self._fast = C.KernelLauncher(self._handle)
         return self._handle
 
     @property
@@ -73,12 +104,18 @@ class JITFunction:
         return [i for i, p in enumerate(self.params) if p[1]]
 
     def __getitem__(self, grid):
-        return _Launcher(self, grid)
+        if self.interpret:
+            return _Launcher(self, grid)
+        if self._handle is None:
+            self._get_handle()
+        return self._fast[grid]
 
     def run(self, *args, grid, warmup=False, **kwargs):
         """Triton's spelling: kernel.run(*args, grid=grid, warmup=False, **kwargs)."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
+        if self.interpret:
+            return self._interpret_launch(grid, args, kwargs)
         handle = self._handle if self._handle is not None else self._get_handle()
         self._launch(handle, grid, args, kwargs, None)
 
@@ -116,12 +153,14 @@ class _Launcher:
 
     def __call__(self, *args, **kwargs):
         fn = self._fn
+        if fn.interpret:
+            return fn._interpret_launch(self._grid, args, kwargs)
         handle = fn._handle if fn._handle is not None else fn._get_handle()
         fn._launch(handle, self._grid, args, kwargs, None)
 
 
 def jit(fn=None, **options):
-    """Use as @jit or @jit(do_not_specialize=["n"], ...)."""
+    """Use as @jit or @jit(do_not_specialize=["n"], interpret=True, ...)."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
     return JITFunction(fn, **options)

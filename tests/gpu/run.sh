@@ -161,6 +161,38 @@ fi
 # >>> BENCHMARKS: bench/ comes later. Run it here, e.g.
 #       "$PY" bench/run.py --json "$LOGS/bench.json" || fail "benchmarks"
 #     and add its headline numbers to `summary` (summary+=("bench: ...")).
+# Runtime benchmarks (launch overhead, compile time) with TESSERA_BENCH=1;
+# TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
+if [ "${TESSERA_BENCH:-0}" = 1 ]; then
+  for b in launch_overhead compile_time; do
+    note "5. bench/$b.py"
+    # shellcheck disable=SC2086
+    "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "bench/$b.py"
+  done
+  headline=$("$PY" - "$LOGS/bench" <<'EOF' 2>/dev/null
+import json, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+out = []
+try:
+    rows = json.loads((d / "launch_overhead.json").read_text())["rows"]
+    us = next(r for r in rows if r["case"].startswith("4 tensors"))["us"]
+    out.append("launch " + ", ".join(f"{k} {v:.1f}" for k, v in us.items()) + " us")
+except Exception:
+    pass
+try:
+    p = json.loads((d / "compile_time.json").read_text())["providers"]
+    t, tr = p["tessera"], p.get("triton", {})
+    out.append(f"compile cold tessera {t['cold_ms']:.0f} ms vs triton "
+               + (f"{tr['cold_ms']:.0f} ms" if "cold_ms" in tr else "FAILED")
+               + f", warm disk hit {t['warm_ms']:.2f} ms")
+except Exception:
+    pass
+print("; ".join(out))
+EOF
+)
+  summary+=("bench: ${headline:-no numbers}")
+fi
 # <<< BENCHMARKS
 
 # --- Summary -----------------------------------------------------------------------------------

@@ -90,6 +90,6 @@ def test_dump_ir_prints_every_pass_in_order():
                           capture_output=True, text=True, check=True)
     headers = [line.split(" (")[0] for line in proc.stderr.splitlines() if line.startswith("// ----- IR after ")]
     passes = [h[len("// ----- IR after "):] for h in headers]
-    assert passes[:4] == ["canonicalize", "common-subexpression-elimination", "dead-code-elimination",
-                          "layout-assignment"]
+    assert passes == ["canonicalize", "common-subexpression-elimination", "dead-code-elimination",
+                      "axis-analysis", "layout-assignment", "coalesce", "remove-layout-conversions"]
     assert "kernel @softmax_kernel(" in proc.stderr

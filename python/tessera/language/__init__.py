@@ -73,6 +73,24 @@ for _name in [
     "where", "maximum", "minimum", "exp", "exp2", "log", "log2", "sqrt", "abs", "max", "min",
     "sum", "cdiv", "multiple_of", "max_contiguous", "static_assert", "static_print", "cast",
     "range", "static_range",
+    # the rest of triton.language (docs/language.md)
+    "sin", "cos", "rsqrt", "erf", "floor", "ceil", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi",
+    "clamp", "sigmoid", "softmax", "broadcast", "broadcast_to", "reshape", "view", "ravel",
+    "expand_dims", "trans", "permute", "join", "split", "cat", "flip", "reduce", "associative_scan",
+    "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "dot", "atomic_add", "atomic_max",
+    "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
+    "make_block_ptr", "advance", "device_print", "device_assert", "assume", "debug_barrier",
+    "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
+    "to_tensor", "max_constancy",
 ]:
     globals()[_name] = _device_only(_name)
 del _name
+
+
+def pointer_type(element_ty, address_space=1):
+    """The dtype of a pointer to `element_ty` (for x.to(tl.pointer_type(tl.int32)))."""
+    return dtype("*" + element_ty.name, 64)
+
+
+from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
+from . import random  # noqa: E402

@@ -4,7 +4,7 @@ import tessera.language as tl
 
 @tessera.jit
 def k(x_ptr, n):
-    for i in range(0, n):
-        if i > 3:
+    for i in tl.static_range(4):
+        if i < n:
             break
         tl.store(x_ptr + i, 1.0)

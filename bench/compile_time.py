@@ -1,0 +1,162 @@
+"""Compile time of kernels/softmax.py's softmax_kernel: from the first launch
+call to a loaded function, tessera vs Triton (its tutorial-02 kernel, as
+bench/softmax.py runs it), each in a new process with torch and the CUDA
+context already up:
+
+  cold   an empty cache directory (tessera: TESSERA_CACHE_DIR; Triton: TRITON_CACHE_DIR)
+  warm   the cache filled by a previous process: tessera's disk hit (no parse, no
+         compile, no PTX JIT: the cubin is loaded), Triton's cache hit
+
+Reported: the first call (launch included, synchronised) minus one steady-state
+launch; for tessera the warm time is split into the @jit handle (reading and
+reducing the kernel's file, parsing its parameters) and the rest (key, disk
+entry, cuModuleLoadData). Medians over several processes.
+
+    python3 bench/compile_time.py [--quick] [--out DIR] [--json FILE]
+"""
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import harness  # noqa: E402
+
+ROWS, COLS = 4096, 1024
+
+CHILD = r"""
+import json, sys, time
+sys.path[:0] = [ROOT + "/python", ROOT, ROOT + "/bench"]
+import torch
+x = torch.randn(ROWS, COLS, device="cuda")
+y = torch.empty_like(x)
+torch.cuda.synchronize()
+out = {}
+if WHICH == "tessera":
+    import tessera
+    from kernels.softmax import softmax_kernel as k
+    t0 = time.perf_counter()
+    k._get_handle()
+    t1 = time.perf_counter()
+    k[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    out["handle_ms"] = (t1 - t0) * 1e3
+    out["stats"] = tessera._C.cache_stats()
+    launch = lambda: k[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
+else:
+    import triton, triton.language as tl
+    @triton.jit
+    def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                       BLOCK_SIZE: tl.constexpr):
+        row_start = tl.program_id(0)
+        row_step = tl.num_programs(0)
+        for row_idx in range(row_start, n_rows, row_step):
+            row_start_ptr = input_ptr + row_idx * input_row_stride
+            col_offsets = tl.arange(0, BLOCK_SIZE)
+            mask = col_offsets < n_cols
+            row = tl.load(row_start_ptr + col_offsets, mask=mask, other=-float("inf"))
+            row_minus_max = row - tl.max(row, axis=0)
+            numerator = tl.exp(row_minus_max)
+            softmax_output = numerator / tl.sum(numerator, axis=0)
+            tl.store(output_ptr + row_idx * output_row_stride + col_offsets, softmax_output, mask=mask)
+    t0 = t1 = time.perf_counter()
+    softmax_kernel[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    launch = lambda: softmax_kernel[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
+for _ in range(3):
+    launch()
+torch.cuda.synchronize()
+t3 = time.perf_counter()
+launch()
+torch.cuda.synchronize()
+steady = time.perf_counter() - t3
+assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-5), "wrong softmax"
+out["first_ms"] = (t2 - t0 - steady) * 1e3
+out["rest_ms"] = (t2 - t1 - steady) * 1e3
+out["steady_ms"] = steady * 1e3
+print("RESULT " + json.dumps(out))
+"""
+
+
+def child(which, cache_dir):
+    env = dict(os.environ, TESSERA_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=cache_dir)
+    code = f"ROOT = {str(ROOT)!r}; WHICH = {which!r}; ROWS = {ROWS}; COLS = {COLS}\n" + CHILD
+    script = os.path.join(os.path.dirname(cache_dir), f"child_{which}.py")  # a file: Triton reads kernels' source
+    with open(script, "w") as f:
+        f.write(code)
+    proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{which} child failed ({proc.returncode}): {proc.stderr[-800:]}")
+    return json.loads(lines[-1][7:])
+
+
+def measure(which, colds, warms):
+    """{'cold_ms', 'warm_ms', ...}: medians over `colds` fresh directories and `warms` warm processes."""
+    cold, warm, extra = [], [], {}
+    with tempfile.TemporaryDirectory(prefix=f"bench-compile-{which}-") as base:
+        for i in range(colds):
+            d = os.path.join(base, f"cold{i}")
+            cold.append(child(which, d)["first_ms"])
+        for _ in range(warms):  # the last cold directory is now warm
+            r = child(which, os.path.join(base, f"cold{colds - 1}"))
+            warm.append(r["first_ms"])
+            if which == "tessera":
+                extra.setdefault("warm_handle_ms", []).append(r["handle_ms"])
+                extra.setdefault("warm_rest_ms", []).append(r["rest_ms"])
+                extra["warm_stats"] = r["stats"]
+    out = {"cold_ms": statistics.median(cold), "warm_ms": statistics.median(warm), "cold_all": cold, "warm_all": warm}
+    for k, v in extra.items():
+        out[k] = statistics.median(v) if isinstance(v, list) else v
+    return out
+
+
+def run(options):
+    reason = harness.skip_reason()
+    if reason:
+        print(f"compile_time skipped: {reason}")
+        return []
+    colds, warms = (1, 2) if options.quick else (3, 5)
+    results = {"benchmark": "compile_time", "kernel": "kernels/softmax.py:softmax_kernel",
+               "shape": [ROWS, COLS], "device": harness.device_description(), "date": time.strftime("%Y-%m-%d %H:%M"),
+               "providers": {}}
+    print(f"\ncompile_time of softmax_kernel ({ROWS}x{COLS} fp32) on {results['device']}, {results['date']}: "
+          f"first launch call minus a steady launch, ms (median of {colds} cold / {warms} warm processes)")
+    for which in ("tessera", "triton"):
+        try:
+            results["providers"][which] = measure(which, colds, warms)
+        except Exception as e:  # noqa: BLE001 (reported, not fatal)
+            results["providers"][which] = {"error": f"{type(e).__name__}: {e}"[:600]}
+    for which, r in results["providers"].items():
+        if "error" in r:
+            print(f"  {which:<8} FAILED: {r['error']}")
+            continue
+        line = f"  {which:<8} cold {r['cold_ms']:9.1f}   warm (new process) {r['warm_ms']:8.2f}"
+        if which == "tessera":
+            line += (f"   [of which the @jit handle {r['warm_handle_ms']:.2f}, key + disk entry + module load "
+                     f"{r['warm_rest_ms']:.2f}]")
+        print(line)
+    t, tr = results["providers"].get("tessera", {}), results["providers"].get("triton", {})
+    if "cold_ms" in t and "cold_ms" in tr:
+        results["cold_ratio"] = t["cold_ms"] / tr["cold_ms"]
+        print(f"  tessera cold / Triton cold = {results['cold_ratio']:.2f} (target <= 0.5); "
+              f"tessera warm disk hit {t['warm_ms']:.2f} ms (target <= 1 ms)")
+    out = pathlib.Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compile_time.json").write_text(json.dumps(results, indent=1))
+    return [results]
+
+
+if __name__ == "__main__":
+    opts = harness.parse(harness.parser(__doc__))
+    res = run(opts)
+    if opts.json:
+        pathlib.Path(opts.json).write_text(json.dumps(res, indent=1))

@@ -1,0 +1,184 @@
+"""Host cost of one kernel launch from Python: no-op kernels with 0, 6 (4
+tensors + 2 ints, the headline case) and 16 (8 tensors + 8 ints) arguments.
+
+Providers:
+  tessera         kernel[(1,)](...) with torch tensors (the JIT launch path)
+  tessera-bound   b = kernel[(1,)] once, then b(...): the launch without __getitem__
+  tessera-pybind  tessera._C.launch(handle, grid, args): the pybind11 entry (JITFunction.run)
+  triton          the same no-op kernels with @triton.jit
+  torch-add_      x.add_(y) on 1-element tensors (a framework op's launch cost)
+  bare-cuLaunch   tessera's C++ runtime in a C++ loop: rt::launch -> cuLaunchKernel,
+                  arguments packed once (the floor: what the driver costs)
+  cpp-Kernel      the C++ API's Kernel::launch(grid, args) in a C++ loop
+Host cost = wall time of N back-to-back launches / N (the GPU runs each no-op
+kernel faster than the host issues them, so the queue never fills); the median
+of several rounds. Also: what each Python attribute read on a torch tensor
+costs, which is why the launch path reads what it reads (docs/runtime.md).
+
+    python3 bench/launch_overhead.py [--quick] [--out DIR] [--json FILE]
+Uses bench/harness.py's options and device description; its GB/s table and
+plots do not apply (these are host microseconds), so this writes its own JSON.
+"""
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import harness  # noqa: E402
+
+import tessera  # noqa: E402
+
+CASES = {"0 args": 0, "4 tensors + 2 ints": 6, "8 tensors + 8 ints": 16}
+
+
+@tessera.jit
+def noop0():
+    pass
+
+
+@tessera.jit
+def noop6(a, b, c, d, n, m):
+    pass
+
+
+@tessera.jit
+def noop16(a0, a1, a2, a3, a4, a5, a6, a7, n0, n1, n2, n3, n4, n5, n6, n7):
+    pass
+
+
+TESSERA = {0: noop0, 6: noop6, 16: noop16}
+
+
+def triton_kernels():
+    import triton
+
+    @triton.jit
+    def t_noop0():
+        pass
+
+    @triton.jit
+    def t_noop6(a, b, c, d, n, m):
+        pass
+
+    @triton.jit
+    def t_noop16(a0, a1, a2, a3, a4, a5, a6, a7, n0, n1, n2, n3, n4, n5, n6, n7):
+        pass
+    return {0: t_noop0, 6: t_noop6, 16: t_noop16}
+
+
+def arguments(n):
+    import torch
+    if n == 0:
+        return ()
+    tensors = [torch.empty(1024, device="cuda") for _ in range(4 if n == 6 else 8)]
+    ints = [1000 + 16 * i for i in range(2 if n == 6 else 8)]
+    return tuple(tensors + ints)
+
+
+def host_us(launch, iterations, rounds):
+    """Median over rounds of (wall time of `iterations` launches) / iterations, in microseconds."""
+    import torch
+    launch()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            launch()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        per.append((t1 - t0) / iterations * 1e6)
+    return statistics.median(per)
+
+
+def providers(n, args):
+    import torch
+    out = {}
+    k = TESSERA[n]
+    out["tessera"] = lambda: k[(1,)](*args)
+    bound = k[(1,)]
+    out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid]'s Python __getitem__
+    handle, launch = k._get_handle(), tessera._C.launch
+    out["tessera-pybind"] = lambda: launch(handle, (1,), args)  # the pybind11 entry point (run())
+    try:
+        tk = triton_kernels()[n]
+        out["triton"] = lambda: tk[(1,)](*args)
+    except ImportError:
+        pass
+    x, y = torch.zeros(1, device="cuda"), torch.ones(1, device="cuda")
+    out["torch-add_"] = lambda: x.add_(y)
+    compiled = k.warmup(*args, grid=(1,))
+    C = tessera._C
+    stream = torch.cuda.current_stream().cuda_stream
+    out["bare-cuLaunch"] = ("cpp", lambda iters: C.bench_bare_launch(compiled._h, args, 1, iters, stream, False))
+    out["cpp-Kernel"] = ("cpp", lambda iters: C.bench_bare_launch(compiled._h, args, 1, iters, stream, True))
+    return out
+
+
+def attribute_costs(iterations):
+    """ns per read of what a launch path could read from a torch tensor."""
+    import torch
+    t = torch.empty(16, device="cuda")
+    probes = {"t.data_ptr()": lambda: t.data_ptr(), "t.dtype": lambda: t.dtype, "t.is_cuda": lambda: t.is_cuda,
+              "t.device": lambda: t.device, "t.device.index": lambda: t.device.index,
+              "t.get_device()": lambda: t.get_device(), "t.__cuda_array_interface__": lambda: t.__cuda_array_interface__,
+              "(empty lambda)": lambda: None}
+    out = {}
+    for name, f in probes.items():
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            f()
+        out[name] = (time.perf_counter() - t0) / iterations * 1e9
+    base = out.pop("(empty lambda)")
+    return {k: max(0.0, v - base) for k, v in out.items()}
+
+
+def run(options):
+    reason = harness.skip_reason()
+    if reason:
+        print(f"launch_overhead skipped: {reason}")
+        return []
+    import torch
+    iterations = 2000 if options.quick else 20000
+    rounds = 5 if options.quick else 11
+    results = {"benchmark": "launch_overhead", "unit": "us of host time per launch",
+               "device": harness.device_description(), "date": time.strftime("%Y-%m-%d %H:%M"), "rows": []}
+    print(f"\nlaunch_overhead on {results['device']}, {results['date']}: host us per launch "
+          f"(median of {rounds} rounds of {iterations} launches)")
+    names = ["tessera", "tessera-bound", "tessera-pybind", "triton", "torch-add_", "bare-cuLaunch", "cpp-Kernel"]
+    print(f"{'case':<20}" + "".join(f"{n:>15}" for n in names))
+    for label, n in CASES.items():
+        args = arguments(n)
+        row = {"case": label, "us": {}, "errors": {}}
+        for name, p in providers(n, args).items():
+            try:
+                if isinstance(p, tuple):  # a C++ loop: ask it for seconds per launch
+                    p[1](100)
+                    torch.cuda.synchronize()
+                    row["us"][name] = statistics.median(p[1](iterations) * 1e6 for _ in range(rounds))
+                    torch.cuda.synchronize()
+                else:
+                    row["us"][name] = host_us(p, iterations, rounds)
+            except Exception as e:  # noqa: BLE001 (reported, not fatal)
+                row["errors"][name] = f"{type(e).__name__}: {e}"[:300]
+        results["rows"].append(row)
+        print(f"{label:<20}" + "".join(f"{row['us'][k]:>15.2f}" if k in row["us"] else f"{'-':>15}" for k in names))
+        for k, e in row["errors"].items():
+            print(f"    {k}: {e}")
+    results["attribute_ns"] = attribute_costs(200000 if not options.quick else 20000)
+    print("torch tensor attribute reads (ns each): " +
+          ", ".join(f"{k} {v:.0f}" for k, v in results["attribute_ns"].items()))
+    out = pathlib.Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "launch_overhead.json").write_text(json.dumps(results, indent=1))
+    return [results]
+
+
+if __name__ == "__main__":
+    opts = harness.parse(harness.parser(__doc__))
+    res = run(opts)
+    if opts.json:
+        pathlib.Path(opts.json).write_text(json.dumps(res, indent=1))

@@ -1,0 +1,145 @@
+"""Layer norm forward (weight and bias): tessera.kernels.layer_norm vs
+torch.nn.functional.layer_norm vs Triton's fused layer norm (tutorial 05,
+below) vs a device-to-device copy of x (torch copy_). GB/s = (x read + y
+written + weight, bias, mean, rstd) / time.
+
+    python3 bench/layernorm.py [--quick] [--out DIR] [--providers tessera,copy]
+"""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+SHAPES = [(16384, 1024), (8192, 4096), (4096, 16384), (2048, 32768)]
+DTYPES = ["float32", "bfloat16"]
+EPS = 1e-5
+
+_triton_kernel = None
+
+
+def _triton():
+    global _triton_kernel
+    if _triton_kernel is None:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+            row = tl.program_id(0)
+            Y += row * stride
+            X += row * stride
+            mean = 0
+            _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+            for off in range(0, N, BLOCK_SIZE):
+                cols = off + tl.arange(0, BLOCK_SIZE)
+                a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+                _mean += a
+            mean = tl.sum(_mean, axis=0) / N
+            _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+            for off in range(0, N, BLOCK_SIZE):
+                cols = off + tl.arange(0, BLOCK_SIZE)
+                x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+                x = tl.where(cols < N, x - mean, 0.)
+                _var += x * x
+            var = tl.sum(_var, axis=0) / N
+            rstd = 1 / tl.sqrt(var + eps)
+            tl.store(Mean + row, mean)
+            tl.store(Rstd + row, rstd)
+            for off in range(0, N, BLOCK_SIZE):
+                cols = off + tl.arange(0, BLOCK_SIZE)
+                mask = cols < N
+                w = tl.load(W + cols, mask=mask)
+                b = tl.load(B + cols, mask=mask)
+                x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+                x_hat = (x - mean) * rstd
+                y = x_hat * w + b
+                tl.store(Y + cols, y, mask=mask)
+
+        _triton_kernel = _layer_norm_fwd_fused
+    return _triton_kernel
+
+
+def triton_layer_norm(x, w, b, y, mean, rstd):
+    import triton
+    M, N = x.shape
+    max_fused = 65536 // x.element_size()
+    block = min(max_fused, triton.next_power_of_2(N))
+    num_warps = min(max(block // 256, 1), 8)
+    _triton()[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, EPS, BLOCK_SIZE=block, num_warps=num_warps,
+                    num_ctas=1)
+    return y
+
+
+def providers():
+    import torch
+
+    def tessera_provider(inputs):
+        import tessera.kernels as tk
+        x, w, b, _, _, _ = inputs
+        return lambda: tk.layer_norm(x, w, b, EPS)
+
+    def torch_provider(inputs):
+        x, w, b, _, _, _ = inputs
+        return lambda: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS)
+
+    def triton_provider(inputs):
+        x, w, b, y, mean, rstd = inputs
+        return lambda: triton_layer_norm(x, w, b, y, mean, rstd)
+
+    def copy_provider(inputs):
+        x, _, _, y, _, _ = inputs
+        return lambda: y.copy_(x)
+
+    return {"tessera": tessera_provider, "torch": torch_provider, "triton": triton_provider,
+            "copy": copy_provider}
+
+
+def check(inputs, provider, fn):
+    import torch
+    if provider == "copy":
+        return
+    x, w, b, y, _, _ = inputs
+    out = fn()
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.layer_norm(x.double(), (x.shape[-1],), w.double(), b.double(), EPS)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    tol = 1e-5 if x.dtype == torch.float32 else 1e-2
+    if not err <= tol:
+        raise AssertionError(f"wrong result: relative error {err:.2e}")
+
+
+def cases(dtypes=DTYPES, shapes=SHAPES):
+    import torch
+    out = []
+    for dtype in dtypes:
+        for shape in shapes:
+            def make(shape=shape, dtype=dtype):
+                t = getattr(torch, dtype)
+                x = torch.randn(shape, device="cuda", dtype=t)
+                w = torch.randn(shape[1], device="cuda", dtype=t)
+                b = torch.randn(shape[1], device="cuda", dtype=t)
+                y = torch.empty_like(x)
+                mean = torch.empty(shape[0], device="cuda", dtype=torch.float32)
+                rstd = torch.empty(shape[0], device="cuda", dtype=torch.float32)
+                return x, w, b, y, mean, rstd
+            out.append((f"{dtype} {shape[0]}x{shape[1]}", make))
+    return out
+
+
+def nbytes(inputs):
+    x, w, _, _, mean, _ = inputs
+    return 2 * x.numel() * x.element_size() + 2 * w.numel() * w.element_size() + 2 * mean.numel() * 4
+
+
+def run(options):
+    return [harness.run_benchmark("layernorm", cases(), providers(), nbytes, options, check=check)]
+
+
+if __name__ == "__main__":
+    opts = harness.parse(harness.parser(__doc__))
+    reason = harness.skip_reason()
+    if reason:
+        print(f"layernorm benchmark skipped: {reason}")
+        sys.exit(0)
+    run(opts)

@@ -1,0 +1,149 @@
+// Math of the rest of triton.language: sin, cos, rsqrt, erf, floor, ceil,
+// fma, umulhi and libdevice calls, one per register; and fp8 conversions.
+// f16/bf16 compute in f32 and round back (as Triton does). Accurate libdevice
+// functions (__nv_sinf, __nv_erff, ...) where PTX has no accurate instruction;
+// rsqrt uses rsqrt.approx (as Triton's __nv_rsqrtf does). fp8 values travel as
+// their bits (i8); conversions use cvt.*.e4m3x2 / e5m2x2 (sm_90 with PTX 8.0).
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <cmath>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+using ir::OpCode;
+
+uint8_t encodeFp8(double v, bool e4m3) {
+  const int manBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const uint8_t maxCode = e4m3 ? 0x7E : 0x7B; // 448 and 57344
+  const double maxValue = e4m3 ? 448.0 : 57344.0;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  if (std::isnan(v)) return sign | 0x7F;
+  double a = std::fabs(v);
+  if (a >= maxValue) return sign | maxCode;
+  if (a == 0) return sign;
+  int e = static_cast<int>(std::floor(std::log2(a)));
+  int code;
+  if (e < 1 - bias) { // subnormal: multiples of 2^(1 - bias - manBits)
+    code = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + manBits)));
+  } else {
+    double mantissa = std::nearbyint((std::ldexp(a, -e) - 1) * (1 << manBits));
+    if (mantissa >= (1 << manBits)) {
+      mantissa = 0;
+      ++e;
+    }
+    code = ((e + bias) << manBits) | static_cast<int>(mantissa);
+  }
+  return sign | static_cast<uint8_t>(std::min<int>(code, maxCode));
+}
+
+static bool isFp8(const ir::Type &t) {
+  return !t.pointer && (t.scalar == ir::ScalarType::F8E4M3 || t.scalar == ir::ScalarType::F8E5M2);
+}
+
+Value *KernelLowering::castFp8(ir::Operation &op, Value *x, const ir::Type &from, const ir::Type &to) {
+  if (from == to) return x;
+  // cvt.*.e4m3x2 needs sm_89 with PTX 8.1, or sm_90; tessera emits PTX 8.0.
+  if (arch_ != "sm_90" && arch_ != "sm_90a")
+    unsupported(op, "fp8 conversions need sm_90 (this is " + arch_ + ")");
+  const ir::Type f16(ir::ScalarType::F16), f32(ir::ScalarType::F32);
+  if (isFp8(from) && isFp8(to)) return castFp8(op, castFp8(op, x, from, f16), f16, to);
+  if (isFp8(from)) {
+    // cvt.rn.f16x2.e4m3x2 widens two fp8 in a b16 into two f16; ours is the low one.
+    std::string type = from.scalar == ir::ScalarType::F8E4M3 ? "e4m3x2" : "e5m2x2";
+    std::string text = "{\n\t.reg .b32 pair;\n\t.reg .b16 high;\n\tcvt.rn.f16x2." + type +
+                       " pair, $1;\n\tmov.b32 {$0, high}, pair;\n\t}";
+    auto *fnType = FunctionType::get(b_.getInt16Ty(), {b_.getInt16Ty()}, false);
+    Value *bits = b_.CreateCall(InlineAsm::get(fnType, text, "=h,h", false), {b_.CreateZExt(x, b_.getInt16Ty())});
+    Value *half = b_.CreateBitCast(bits, b_.getHalfTy());
+    return castElement(op, half, f16, to);
+  }
+  // To fp8: through f32; cvt.rn.satfinite packs cvt(a) high and cvt(b) low.
+  Value *wide = castElement(op, x, from, f32);
+  std::string type = to.scalar == ir::ScalarType::F8E4M3 ? "e4m3x2" : "e5m2x2";
+  std::string text = "cvt.rn.satfinite." + type + ".f32 $0, $1, $2;";
+  auto *fnType = FunctionType::get(b_.getInt16Ty(), {b_.getFloatTy(), b_.getFloatTy()}, false);
+  Value *pair = b_.CreateCall(InlineAsm::get(fnType, text, "=h,f,f", false),
+                              {ConstantFP::get(b_.getFloatTy(), 0.0), wide});
+  return b_.CreateTrunc(pair, b_.getInt8Ty());
+}
+
+void KernelLowering::lowerMathOp(ir::Operation &op) {
+  unsigned n = numRegs(op.result(), op);
+  std::vector<const Regs *> operands;
+  for (ir::Value *v : op.operands) {
+    operands.push_back(&lookup(v));
+    if (operands.back()->size() != n)
+      unsupported(op, "operand " + v->type.str() + " has a different layout than the result");
+  }
+  const ir::Type t = op.result()->type.element();
+  Regs out;
+  SmallVector<Value *, 3> x(operands.size());
+  for (unsigned r = 0; r < n; ++r) {
+    for (size_t i = 0; i < operands.size(); ++i)
+      x[i] = (*operands[i])[r];
+    out.push_back(mathOpElement(op, x, t));
+  }
+  define(op.result(), std::move(out));
+}
+
+// The libdevice symbol for a function and a type; f32-only ones have no f64 form.
+static std::string libdeviceName(const std::string &fn, bool isDouble, bool &exists) {
+  exists = true;
+  if (fn.rfind("fast_", 0) == 0) {
+    exists = !isDouble;
+    return fn == "fast_dividef" ? "__nv_fast_fdividef" : "__nv_" + fn;
+  }
+  if (fn == "saturate") {
+    exists = !isDouble;
+    return "__nv_saturatef";
+  }
+  return "__nv_" + fn + (isDouble ? "" : "f");
+}
+
+Value *KernelLowering::mathOpElement(ir::Operation &op, ArrayRef<Value *> x, const ir::Type &t) {
+  if (op.code == OpCode::UMulHi) {
+    unsigned bits = ir::bitWidth(t.scalar);
+    if (bits == 32) return b_.CreateIntrinsic(Intrinsic::nvvm_mulhi_ui, {}, {x[0], x[1]});
+    if (bits == 64) return b_.CreateIntrinsic(Intrinsic::nvvm_mulhi_ull, {}, {x[0], x[1]});
+    Type *wide = b_.getInt32Ty();
+    Value *product = b_.CreateMul(b_.CreateZExt(x[0], wide), b_.CreateZExt(x[1], wide));
+    return b_.CreateTrunc(b_.CreateLShr(product, bits), x[0]->getType());
+  }
+  if (!t.isFloatElement() || isFp8(t))
+    unsupported(op, "needs float16, bfloat16, float32 or float64 operands, got " + t.str());
+  Type *resultTy = x[0]->getType();
+  const bool isDouble = t.scalar == ir::ScalarType::F64;
+  Type *computeTy = isDouble ? b_.getDoubleTy() : b_.getFloatTy();
+  SmallVector<Value *, 3> v;
+  for (Value *e : x) v.push_back(e->getType() == computeTy ? e : b_.CreateFPExt(e, computeTy));
+  auto libdevice = [&](const std::string &fn) -> Value * {
+    bool exists = false;
+    std::string name = libdeviceName(fn, isDouble, exists);
+    if (!exists) unsupported(op, "libdevice has no float64 '" + fn + "'");
+    SmallVector<Type *, 3> params(v.size(), computeTy);
+    FunctionCallee callee = module_.getOrInsertFunction(name, FunctionType::get(computeTy, params, false));
+    return b_.CreateCall(callee, v);
+  };
+  Value *r;
+  switch (op.code) {
+  case OpCode::Sin: r = libdevice("sin"); break;
+  case OpCode::Cos: r = libdevice("cos"); break;
+  case OpCode::Erf: r = libdevice("erf"); break;
+  case OpCode::Rsqrt:
+    r = isDouble ? libdevice("rsqrt") : b_.CreateIntrinsic(Intrinsic::nvvm_rsqrt_approx_f, {}, {v[0]});
+    break;
+  case OpCode::Floor: r = b_.CreateUnaryIntrinsic(Intrinsic::floor, v[0]); break;
+  case OpCode::Ceil: r = b_.CreateUnaryIntrinsic(Intrinsic::ceil, v[0]); break;
+  case OpCode::Fma: r = b_.CreateIntrinsic(Intrinsic::fma, {computeTy}, {v[0], v[1], v[2]}); break;
+  case OpCode::Libdevice: r = libdevice(op.stringAttr("fn")); break;
+  default: unsupported(op, "not a math op");
+  }
+  return resultTy == computeTy ? r : b_.CreateFPTrunc(r, resultTy);
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,423 @@
+// The rest of triton.language (the second half of Ops.def): math functions
+// (sin ... libdevice), data movement (trans, join, split, cat, flip),
+// reductions and scans with a combine region, dot, and the debugging ops
+// (print, assert, assume, barrier). Atomics are in Memory.cpp.
+#include "compiler/interp/Executor.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+
+namespace tessera::interp {
+
+using ir::OpCode;
+using ir::ScalarType;
+
+namespace {
+
+inline const Scalar &at(const HostValue &v, size_t i) { return v.data.size() == 1 ? v.data[0] : v.data[i]; }
+
+// ------------------------------------------------------------------ math
+
+// erf^-1 by Newton's method on erf (to double precision).
+double erfinv(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return NAN;
+  if (y == 1) return INFINITY;
+  if (y == -1) return -INFINITY;
+  // Giles' single-precision approximation as the starting point.
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
+      x = c + x * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    x = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
+      x = c + x * w;
+  }
+  x *= y;
+  for (int i = 0; i < 4; ++i) {
+    double err = std::erf(x) - y;
+    x -= err / (2 / std::sqrt(std::numbers::pi) * std::exp(-x * x));
+  }
+  return x;
+}
+
+double erfcx(double x) {
+  if (x < 25) return std::exp(x * x) * std::erfc(x);
+  double x2 = x * x; // asymptotic series, exact to double precision here
+  return 1 / (x * std::sqrt(std::numbers::pi)) * (1 - 1 / (2 * x2) + 3 / (4 * x2 * x2) - 15 / (8 * x2 * x2 * x2));
+}
+
+// A libdevice function by name (tl.math / libdevice); `single`: computed in
+// f32 on the GPU (matters for nextafter only).
+bool libdevice(const std::string &fn, const double *x, size_t n, bool single, double &r) {
+  const double a = x[0], b = n > 1 ? x[1] : 0;
+  std::string f = fn;
+  if (f.rfind("fast_", 0) == 0) { // fast_expf, fast_dividef, ...: the accurate value
+    f = f.substr(5);
+    if (!f.empty() && f.back() == 'f') f.pop_back();
+    if (f == "divide") f = "fdiv";
+  }
+  if (n == 1) {
+    if (f == "tanh") r = std::tanh(a);
+    else if (f == "sinh") r = std::sinh(a);
+    else if (f == "cosh") r = std::cosh(a);
+    else if (f == "tan") r = std::tan(a);
+    else if (f == "sin") r = std::sin(a);
+    else if (f == "cos") r = std::cos(a);
+    else if (f == "asin") r = std::asin(a);
+    else if (f == "acos") r = std::acos(a);
+    else if (f == "atan") r = std::atan(a);
+    else if (f == "asinh") r = std::asinh(a);
+    else if (f == "acosh") r = std::acosh(a);
+    else if (f == "atanh") r = std::atanh(a);
+    else if (f == "exp") r = std::exp(a);
+    else if (f == "exp2") r = std::exp2(a);
+    else if (f == "exp10") r = std::pow(10.0, a);
+    else if (f == "expm1") r = std::expm1(a);
+    else if (f == "log") r = std::log(a);
+    else if (f == "log2") r = std::log2(a);
+    else if (f == "log10") r = std::log10(a);
+    else if (f == "log1p") r = std::log1p(a);
+    else if (f == "sqrt") r = std::sqrt(a);
+    else if (f == "rsqrt") r = 1 / std::sqrt(a);
+    else if (f == "cbrt") r = std::cbrt(a);
+    else if (f == "rcbrt") r = 1 / std::cbrt(a);
+    else if (f == "erf") r = std::erf(a);
+    else if (f == "erfc") r = std::erfc(a);
+    else if (f == "erfinv") r = erfinv(a);
+    else if (f == "erfcinv") r = erfinv(1 - a);
+    else if (f == "erfcx") r = erfcx(a);
+    else if (f == "lgamma") r = std::lgamma(a);
+    else if (f == "tgamma") r = std::tgamma(a);
+    else if (f == "trunc") r = std::trunc(a);
+    else if (f == "round") r = std::round(a); // halfway cases away from zero
+    else if (f == "rint" || f == "nearbyint") r = std::nearbyint(a);
+    else if (f == "floor") r = std::floor(a);
+    else if (f == "ceil") r = std::ceil(a);
+    else if (f == "fabs" || f == "abs") r = std::fabs(a);
+    else if (f == "j0") r = ::j0(a);
+    else if (f == "j1") r = ::j1(a);
+    else if (f == "y0") r = ::y0(a);
+    else if (f == "y1") r = ::y1(a);
+    else if (f == "normcdf") r = 0.5 * std::erfc(-a / std::numbers::sqrt2);
+    else if (f == "normcdfinv") r = -std::numbers::sqrt2 * erfinv(1 - 2 * a);
+    else if (f == "sinpi") r = std::sin(std::numbers::pi * a);
+    else if (f == "cospi") r = std::cos(std::numbers::pi * a);
+    else if (f == "logb") r = std::logb(a);
+    else if (f == "saturate") r = std::isnan(a) ? 0.0 : std::fmin(std::fmax(a, 0.0), 1.0);
+    else return false;
+    return true;
+  }
+  if (n == 2) {
+    if (f == "pow") r = std::pow(a, b);
+    else if (f == "atan2") r = std::atan2(a, b);
+    else if (f == "fmod") r = std::fmod(a, b);
+    else if (f == "hypot") r = std::hypot(a, b);
+    else if (f == "fmin") r = std::fmin(a, b);
+    else if (f == "fmax") r = std::fmax(a, b);
+    else if (f == "copysign") r = std::copysign(a, b);
+    else if (f == "nextafter") r = single ? double(std::nextafter(float(a), float(b))) : std::nextafter(a, b);
+    else if (f == "fdim") r = std::fdim(a, b);
+    else if (f == "remainder") r = std::remainder(a, b);
+    else if (f == "fdiv" || f == "div_rn") r = a / b;
+    else return false;
+    return true;
+  }
+  if (n == 3 && f == "fma") {
+    r = std::fma(a, b, x[2]);
+    return true;
+  }
+  return false;
+}
+
+HostValue evalMath(Executor &ex, const ir::Operation &op) {
+  HostValue out(op.result()->type);
+  const ir::Type t = out.type.element();
+  std::vector<const HostValue *> xs;
+  for (const ir::Value *v : op.operands) xs.push_back(&ex.get(v));
+  if (op.code == OpCode::UMulHi) {
+    if (!t.isIntElement()) ex.error(op, "umulhi needs integers, got " + t.str());
+    const unsigned w = ir::bitWidth(t.scalar);
+    const uint64_t mask = w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
+    for (size_t i = 0; i < out.size(); ++i) {
+      unsigned __int128 p = (unsigned __int128)(at(*xs[0], i).u & mask) * (at(*xs[1], i).u & mask);
+      out.data[i].i = wrapInt(static_cast<uint64_t>(p >> w), t.scalar);
+    }
+    return out;
+  }
+  if (!t.isFloatElement()) ex.error(op, std::string("'") + ir::mnemonic(op.code) + "' needs floats, got " + t.str());
+  const bool single = t.scalar != ScalarType::F64;
+  const std::string fn = op.code == OpCode::Libdevice ? op.stringAttr("fn") : "";
+  double x[3] = {0, 0, 0};
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t k = 0; k < xs.size() && k < 3; ++k) x[k] = at(*xs[k], i).f;
+    double r = 0;
+    switch (op.code) {
+    case OpCode::Sin: r = std::sin(x[0]); break;
+    case OpCode::Cos: r = std::cos(x[0]); break;
+    case OpCode::Rsqrt: r = 1 / std::sqrt(x[0]); break;
+    case OpCode::Erf: r = std::erf(x[0]); break;
+    case OpCode::Floor: r = std::floor(x[0]); break;
+    case OpCode::Ceil: r = std::ceil(x[0]); break;
+    case OpCode::Fma: r = std::fma(x[0], x[1], x[2]); break;
+    case OpCode::Libdevice:
+      if (!libdevice(fn, x, xs.size(), single, r))
+        ex.error(op, "the interpreter does not know the libdevice function '" + fn + "' with " +
+                         std::to_string(xs.size()) + " operand(s)");
+      break;
+    default: ex.error(op, "not a math op");
+    }
+    out.data[i].f = roundFloat(r, t.scalar);
+  }
+  return out;
+}
+
+// --------------------------------------------------------- data movement
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+void copyElement(HostValue &out, size_t i, const HostValue &in, size_t j) {
+  out.data[i] = in.data[j];
+  if (out.type.pointer) out.origin[i] = in.origin.empty() ? -1 : in.origin[j];
+}
+
+void evalMove(Executor &ex, const ir::Operation &op) {
+  const HostValue &a = ex.get(op.operand(0));
+  switch (op.code) {
+  case OpCode::Trans: {
+    HostValue out(op.result()->type);
+    const std::vector<int64_t> &order = op.arrayAttr("order");
+    std::vector<int64_t> inStride = stridesOf(a.type.shape);
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::vector<int64_t> c = coordinatesOf(static_cast<int64_t>(i), out.type.shape);
+      int64_t src = 0;
+      for (size_t d = 0; d < c.size(); ++d) src += c[d] * inStride[order[d]];
+      copyElement(out, i, a, static_cast<size_t>(src));
+    }
+    ex.set(op.result(), std::move(out));
+    return;
+  }
+  case OpCode::Join: {
+    const HostValue &b = ex.get(op.operand(1));
+    HostValue out(op.result()->type);
+    for (size_t i = 0; i < a.size(); ++i) {
+      copyElement(out, 2 * i, a, i);
+      copyElement(out, 2 * i + 1, b, i);
+    }
+    ex.set(op.result(), std::move(out));
+    return;
+  }
+  case OpCode::Split: {
+    HostValue lo(op.result(0)->type), hi(op.result(1)->type);
+    for (size_t i = 0; i < lo.size(); ++i) {
+      copyElement(lo, i, a, 2 * i);
+      copyElement(hi, i, a, 2 * i + 1);
+    }
+    ex.set(op.result(0), std::move(lo));
+    ex.set(op.result(1), std::move(hi));
+    return;
+  }
+  case OpCode::Cat: {
+    const HostValue &b = ex.get(op.operand(1));
+    HostValue out(op.result()->type);
+    for (size_t i = 0; i < a.size(); ++i) copyElement(out, i, a, i);
+    for (size_t i = 0; i < b.size(); ++i) copyElement(out, a.size() + i, b, i);
+    ex.set(op.result(), std::move(out));
+    return;
+  }
+  case OpCode::Flip: {
+    HostValue out(op.result()->type);
+    const size_t axis = static_cast<size_t>(op.intAttr("axis"));
+    const std::vector<int64_t> &shape = a.type.shape;
+    const std::vector<int64_t> stride = stridesOf(shape);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t c = (static_cast<int64_t>(i) / stride[axis]) % shape[axis];
+      int64_t src = static_cast<int64_t>(i) + (shape[axis] - 1 - 2 * c) * stride[axis];
+      copyElement(out, i, a, static_cast<size_t>(src));
+    }
+    ex.set(op.result(), std::move(out));
+    return;
+  }
+  default: ex.error(op, "not a data movement op");
+  }
+}
+
+// ------------------------------------------------- reduce_combine and scan
+
+// Runs the combine region on two tuples of scalars: (a0..an-1) and (b0..bn-1).
+std::vector<Scalar> combine(Executor &ex, const ir::Operation &op, const std::vector<Scalar> &a,
+                            const std::vector<Scalar> &b) {
+  const ir::Block &body = *op.region(0);
+  const size_t n = a.size();
+  std::vector<HostValue> args;
+  args.reserve(2 * n);
+  for (size_t k = 0; k < 2 * n; ++k) {
+    HostValue v(body.args[k]->type);
+    v.data[0] = k < n ? a[k] : b[k - n];
+    args.push_back(std::move(v));
+  }
+  std::vector<HostValue> out = ex.runRegion(body, std::move(args));
+  std::vector<Scalar> r(n);
+  for (size_t k = 0; k < n; ++k) r[k] = out.at(k).data.at(0);
+  return r;
+}
+
+void evalCombine(Executor &ex, const ir::Operation &op) {
+  const size_t n = op.operands.size();
+  std::vector<const HostValue *> xs;
+  for (const ir::Value *v : op.operands) xs.push_back(&ex.get(v));
+  const std::vector<int64_t> &shape = xs[0]->type.shape;
+  const size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  size_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(shape[d]);
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= static_cast<size_t>(shape[d]);
+  const size_t len = static_cast<size_t>(shape[axis]);
+  std::vector<HostValue> results;
+  for (size_t k = 0; k < n; ++k) results.emplace_back(op.result(static_cast<unsigned>(k))->type);
+  const bool reverse = op.code == OpCode::Scan && op.hasAttr("reverse") && op.intAttr("reverse");
+
+  std::vector<std::vector<Scalar>> line(len, std::vector<Scalar>(n));
+  for (size_t o = 0; o < outer; ++o)
+    for (size_t in = 0; in < inner; ++in) {
+      auto index = [&](size_t j) { return (o * len + j) * inner + in; };
+      for (size_t j = 0; j < len; ++j)
+        for (size_t k = 0; k < n; ++k) line[j][k] = xs[k]->data[index(j)];
+      if (op.code == OpCode::Scan) {
+        // Inclusive; a reverse scan runs from the last element (Triton: flip, scan, flip).
+        std::vector<Scalar> acc;
+        for (size_t step = 0; step < len; ++step) {
+          size_t j = reverse ? len - 1 - step : step;
+          acc = step == 0 ? line[j] : combine(ex, op, acc, line[j]);
+          for (size_t k = 0; k < n; ++k) results[k].data[index(j)] = acc[k];
+        }
+        continue;
+      }
+      // Pairwise, neighbours first, the lower index always on the left.
+      for (size_t m = len; m > 1; m = (m + 1) / 2) {
+        for (size_t j = 0; j + 1 < m; j += 2) line[j / 2] = combine(ex, op, line[j], line[j + 1]);
+        if (m % 2) line[m / 2] = line[m - 1];
+      }
+      for (size_t k = 0; k < n; ++k) results[k].data[o * inner + in] = line[0][k];
+    }
+  for (size_t k = 0; k < n; ++k) ex.set(op.result(static_cast<unsigned>(k)), std::move(results[k]));
+}
+
+// ------------------------------------------------------------------- dot
+
+HostValue evalDot(Executor &ex, const ir::Operation &op) {
+  const HostValue &a = ex.get(op.operand(0)), &b = ex.get(op.operand(1)), &c = ex.get(op.operand(2));
+  HostValue out(op.result()->type);
+  const int64_t M = a.type.shape[0], K = a.type.shape[1], N = b.type.shape[1];
+  const ir::Type in = a.type.element(), acc = out.type.element();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const size_t o = static_cast<size_t>(i * N + j);
+      if (in.isFloatElement() || acc.isFloatElement()) {
+        // Products and their sum in double, rounded once to the accumulator's type (the
+        // GPU accumulates in f32 in an unspecified order; tf32 inputs lose 13 mantissa bits).
+        auto value = [&](const HostValue &v, size_t k) {
+          const Scalar s = v.data[k];
+          return in.isFloatElement() ? s.f : ir::isSigned(in.scalar) ? double(s.i) : double(s.u);
+        };
+        double sum = acc.isFloatElement() ? c.data[o].f : ir::isSigned(acc.scalar) ? double(c.data[o].i) : double(c.data[o].u);
+        for (int64_t k = 0; k < K; ++k)
+          sum += value(a, static_cast<size_t>(i * K + k)) * value(b, static_cast<size_t>(k * N + j));
+        out.data[o] = acc.isFloatElement() ? makeFloat(sum, acc) : makeInt(static_cast<int64_t>(sum), acc);
+      } else {
+        uint64_t sum = c.data[o].u; // sign-extended values multiply correctly modulo 2^64
+        for (int64_t k = 0; k < K; ++k)
+          sum += a.data[static_cast<size_t>(i * K + k)].u * b.data[static_cast<size_t>(k * N + j)].u;
+        out.data[o].i = wrapInt(sum, acc.scalar);
+      }
+    }
+  return out;
+}
+
+// ------------------------------------------------------------- debugging
+
+std::string printElement(Scalar s, const ir::Type &t, bool hex) {
+  if (!hex) return elementText(s, t);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, encodeElement(s, t));
+  return buf;
+}
+
+void evalPrint(Executor &ex, const ir::Operation &op) {
+  std::string prefix = op.hasAttr("prefix") ? op.stringAttr("prefix") : "";
+  const bool hex = op.hasAttr("hex") && op.intAttr("hex");
+  std::array<uint32_t, 3> pid = ex.programId();
+  char head[64];
+  std::snprintf(head, sizeof head, "pid (%u, %u, %u)", pid[0], pid[1], pid[2]);
+  if (op.operands.empty()) {
+    std::printf("%s %s\n", head, prefix.c_str());
+  } else {
+    const HostValue &v = ex.get(op.operand(0));
+    const ir::Type t = v.type.element();
+    std::string sep = prefix.empty() ? "" : (prefix.back() == ':' || prefix.back() == ' ' ? prefix : prefix + ": ");
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string idx;
+      if (v.type.rank() == 1) idx = " idx (" + coordinateText(static_cast<int64_t>(i), v.type.shape) + ")";
+      else if (v.type.rank() > 1) idx = " idx " + coordinateText(static_cast<int64_t>(i), v.type.shape);
+      std::printf("%s%s %s%s\n", head, idx.c_str(), sep.c_str(), printElement(v.data[i], t, hex).c_str());
+    }
+  }
+  std::fflush(stdout);
+}
+
+void evalCheck(Executor &ex, const ir::Operation &op) {
+  const HostValue &cond = ex.get(op.operand(0));
+  size_t failed = 0, first = 0;
+  for (size_t i = 0; i < cond.size(); ++i)
+    if (cond.data[i].u == 0 && failed++ == 0) first = i;
+  if (!failed) return;
+  std::string where = cond.type.isBlock()
+                          ? " at element " + coordinateText(static_cast<int64_t>(first), cond.type.shape) + " of the block" +
+                                (failed > 1 ? " (and " + std::to_string(failed - 1) + " more)" : "")
+                          : "";
+  if (op.code == OpCode::Assume)
+    ex.error(op, "tl.assume's condition is false" + where + " (program " + ex.programText() +
+                     "); the GPU would compute garbage here");
+  std::string message = op.hasAttr("message") ? op.stringAttr("message") : "";
+  ex.error(op, "device assertion failed" + (message.empty() ? std::string() : ": " + message) + where +
+                   " (program " + ex.programText() + ")");
+}
+
+} // namespace
+
+bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
+  switch (op.code) {
+  case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
+  case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
+    ex.set(op.result(), evalMath(ex, op));
+    return true;
+  case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
+    evalMove(ex, op);
+    return true;
+  case OpCode::ReduceCombine: case OpCode::Scan:
+    evalCombine(ex, op);
+    return true;
+  case OpCode::Dot:
+    ex.set(op.result(), evalDot(ex, op));
+    return true;
+  case OpCode::AtomicRMW: case OpCode::AtomicCAS:
+    ex.set(op.result(), evalAtomic(ex, op));
+    return true;
+  case OpCode::Print: evalPrint(ex, op); return true;
+  case OpCode::Assert: case OpCode::Assume: evalCheck(ex, op); return true;
+  case OpCode::Barrier: return true; // programs run one at a time
+  default: return false;
+  }
+}
+
+} // namespace tessera::interp

@@ -1,0 +1,134 @@
+// Coalesce (Triton's pass of that name): gives every block load and store a
+// blocked layout made for the memory system. Its fastest dim (order[0]) is
+// the pointer's most contiguous dim, so the lanes of a warp touch
+// consecutive addresses; along it each thread holds as many consecutive
+// elements as the axis analysis proves contiguous and aligned, up to 16
+// bytes (4 x fp32, 8 x bf16/fp16), so codegen can emit one 128-bit access
+// per thread (ld.global.v4.b32).
+//
+// Accesses of one shape and order share the widest such vector (a bf16
+// load and the fp32 store of the same tile then agree), but never more than
+// the CTA's threads can each get distinct elements of; a store is never
+// wider than its own vector (a wider one would leave gaps in a warp's
+// write). Operands are converted to the new layout and a load's result is
+// converted back, so the IR stays consistent; remove-layout-conversions then
+// propagates these layouts and drops the conversions.
+#include "compiler/passes/Coalesce.h"
+
+#include "compiler/codegen/LayoutMath.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+unsigned elementBytes(const Type &t) {
+  if (t.scalar == ScalarType::I1) return 1; // bools are bytes in memory
+  return std::max(1u, bitWidth(t.scalar) / 8);
+}
+
+// Dims by decreasing contiguity; ties keep the last dim fastest.
+std::vector<unsigned> orderFromContiguity(const std::vector<int64_t> &contiguity) {
+  std::vector<unsigned> order(contiguity.size());
+  std::iota(order.rbegin(), order.rend(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](unsigned a, unsigned b) { return contiguity[a] > contiguity[b]; });
+  return order;
+}
+
+struct Access {
+  Operation *op;
+  std::vector<int64_t> shape;
+  std::vector<unsigned> order;
+  unsigned vector; // elements one access of this op alone could move
+};
+
+// Consecutive elements along order[0] that one thread may move at once.
+unsigned vectorElements(const Operation &op, const std::vector<int64_t> &shape,
+                        const std::vector<unsigned> &order) {
+  unsigned d = order[0];
+  int64_t bytes = elementBytes(op.operand(0)->type);
+  int64_t multiple = std::max<int64_t>(1, op.arrayAttr("alignment").at(d) / bytes);
+  int64_t contiguous = std::min(op.arrayAttr("contiguity").at(d), shape[d]);
+  int64_t widest = std::max<int64_t>(1, 16 / bytes);
+  return static_cast<unsigned>(std::min({multiple, contiguous, widest}));
+}
+
+class Coalescer {
+public:
+  explicit Coalescer(Function &fn) : fn_(fn) {}
+
+  void run() {
+    std::vector<Access> accesses;
+    walk(fn_.body, [&](Operation &op) {
+      if ((op.code != OpCode::Load && op.code != OpCode::Store) || !op.operand(0)->type.isBlock() ||
+          !op.hasAttr("contiguity") || !op.hasAttr("alignment"))
+        return;
+      const std::vector<int64_t> &shape = op.operand(0)->type.shape;
+      std::vector<unsigned> order = orderFromContiguity(op.arrayAttr("contiguity"));
+      accesses.push_back({&op, shape, order, vectorElements(op, shape, order)});
+    });
+    for (const Access &a : accesses) {
+      unsigned perThread = a.vector;
+      for (const Access &other : accesses)
+        if (other.op->code == OpCode::Load && other.shape == a.shape && other.order == a.order)
+          perThread = std::max(perThread, other.vector);
+      int64_t elements = Type(ScalarType::I32).withShape(a.shape).numElements();
+      int64_t threads = int64_t{codegen::kWarpSize} * fn_.numWarps;
+      perThread = static_cast<unsigned>(std::min<int64_t>(perThread, std::max<int64_t>(1, elements / threads)));
+      if (a.op->code == OpCode::Store)
+        perThread = std::min(perThread, a.vector);
+      std::vector<unsigned> spt(a.shape.size(), 1);
+      spt[a.order[0]] = perThread;
+      relayout(*a.op, codegen::blockedLayout(a.shape, spt, a.order, fn_.numWarps));
+    }
+  }
+
+private:
+  Function &fn_;
+
+  static std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
+    auto it = op.parent->ops.begin();
+    while (it->get() != &op) ++it;
+    return it;
+  }
+
+  Value *convertBefore(Operation &user, Value *v, const LayoutRef &to) {
+    if (!v->type.isBlock() || sameLayout(v->layout, to)) return v;
+    Builder b(user.parent);
+    b.setInsertionPoint(user.parent, position(user));
+    b.setLoc(user.loc);
+    Value *converted = b.op(OpCode::ConvertLayout, {v}, v->type);
+    converted->layout = to;
+    return converted;
+  }
+
+  void relayout(Operation &op, const LayoutRef &layout) {
+    const LayoutRef &current = op.code == OpCode::Load ? op.result()->layout : op.operand(0)->layout;
+    if (!current || sameLayout(current, layout)) return; // (no layouts: nothing to refine)
+    for (Value *&v : op.operands) v = convertBefore(op, v, layout);
+    if (op.code != OpCode::Load) return;
+    // Users keep the old layout for now, through a conversion.
+    Value *result = op.result();
+    LayoutRef old = result->layout;
+    result->layout = layout;
+    Builder b(op.parent);
+    b.setInsertionPoint(op.parent, std::next(position(op)));
+    b.setLoc(op.loc);
+    Value *back = b.op(OpCode::ConvertLayout, {result}, result->type);
+    back->layout = old;
+    replaceAllUsesWith(fn_.body, result, back);
+    back->definingOp->operands[0] = result; // the conversion itself reads the load
+  }
+};
+
+} // namespace
+
+void coalesce(Function &fn) { Coalescer(fn).run(); }
+
+} // namespace tessera::passes

@@ -1,0 +1,193 @@
+// Remove-layout-conversions: after coalesce, loads and stores have their own
+// layouts and convert_layout ops (shared-memory round trips) stand between
+// them and the rest of the kernel. This pass
+//  1. propagates the anchor layouts: every load and store keeps the layout
+//     coalesce gave it (a seed), every conversion is dropped, and
+//     layout-assignment's rules run again from the seeds — values computed
+//     from a load take its layout, the rank's default layout becomes that of
+//     its largest access, loop-carried accumulators follow their updates —
+//     inserting conversions only where two layouts really meet;
+//  2. rematerialises cheap values: a conversion of index math (make_range,
+//     splat, constants, broadcast/expand_dims and elementwise ops over them)
+//     becomes that math recomputed in the wanted layout;
+//  3. folds what is left: conversions to the layout a value already has and
+//     chains of conversions.
+// What remains is a real data exchange (e.g. two loads whose layouts
+// differ), lowered through shared memory by codegen.
+#include "compiler/passes/RemoveLayoutConversions.h"
+
+#include "compiler/passes/LayoutAssignment.h"
+
+#include <map>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kMaxRematOps = 32; // integer ops per element: cheaper than a shared-memory round trip
+
+bool isRematerialisable(OpCode code) {
+  switch (code) {
+  case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Broadcast:
+  case OpCode::ExpandDims: case OpCode::ConvertLayout: case OpCode::Hint:
+  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+  case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
+  case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Not: case OpCode::Cmp:
+  case OpCode::Select: case OpCode::AddPtr: case OpCode::Exp: case OpCode::Exp2:
+  case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs: case OpCode::Cast:
+  case OpCode::Bitcast:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
+  auto it = op.parent->ops.begin();
+  while (it->get() != &op) ++it;
+  return it;
+}
+
+// Erases the ops among `candidates` whose results are no longer used.
+void eraseDead(Function &fn, std::set<Operation *> candidates) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::map<Value *, unsigned> uses;
+    walk(fn.body, [&](Operation &op) {
+      for (Value *v : op.operands) ++uses[v];
+    });
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      Operation *op = *it;
+      bool dead = true;
+      for (auto &r : op->results) dead = dead && uses[r.get()] == 0;
+      if (!dead) {
+        ++it;
+        continue;
+      }
+      op->parent->ops.remove_if([&](const std::unique_ptr<Operation> &p) { return p.get() == op; });
+      it = candidates.erase(it);
+      changed = true;
+    }
+  }
+}
+
+class Rematerialiser {
+public:
+  explicit Rematerialiser(Function &fn) : fn_(fn) {}
+
+  void run() {
+    std::vector<Operation *> converts;
+    walk(fn_.body, [&](Operation &op) {
+      if (op.code == OpCode::ConvertLayout) converts.push_back(&op);
+    });
+    std::set<Operation *> candidates;
+    for (Operation *convert : converts) {
+      std::set<Value *> seen;
+      if (rematerialisationCost(convert->operand(0), seen) < 0) continue;
+      Builder b(convert->parent);
+      b.setInsertionPoint(convert->parent, position(*convert));
+      block_ = convert->parent;
+      Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, candidates);
+      replaceAllUsesWith(fn_.body, convert->result(), replacement);
+      candidates.insert(convert);
+    }
+    eraseDead(fn_, candidates);
+  }
+
+private:
+  Function &fn_;
+  // (value, layout) -> its copy, reused by later conversions the copy dominates.
+  std::map<std::pair<Value *, std::string>, Value *> cloned_;
+  Block *block_ = nullptr; // where the current conversion is
+
+  // Copies made earlier in this block or an enclosing one come before it.
+  bool dominates(Value *copy) const {
+    const Block *where = copy->definingOp ? copy->definingOp->parent : copy->ownerBlock;
+    for (const Block *b = block_; b; b = b->parentOp ? b->parentOp->parent : nullptr)
+      if (b == where) return true;
+    return false;
+  }
+
+  // The layout operand `i` of `def` needs for `def` to produce `layout`.
+  static LayoutRef operandLayout(const Operation &def, const LayoutRef &layout) {
+    if (def.code == OpCode::ExpandDims)
+      return Layout::slice(static_cast<unsigned>(def.intAttr("axis")), layout);
+    return layout; // elementwise and broadcast: the result's
+  }
+
+  Value *cloneIn(Value *v, const LayoutRef &layout, Builder &b, std::set<Operation *> &replaced) {
+    if (!v->type.isBlock()) return v;
+    auto key = std::make_pair(v, layout->str());
+    if (auto it = cloned_.find(key); it != cloned_.end() && dominates(it->second)) return it->second;
+    Operation *def = v->definingOp;
+    replaced.insert(def);
+    if (def->code == OpCode::ConvertLayout) return cloned_[key] = cloneIn(def->operand(0), layout, b, replaced);
+    if (sameLayout(v->layout, layout)) return cloned_[key] = v;
+    std::vector<Value *> operands;
+    for (Value *operand : def->operands)
+      operands.push_back(cloneIn(operand, operandLayout(*def, layout), b, replaced));
+    std::vector<Type> types;
+    for (auto &r : def->results) types.push_back(r->type);
+    b.setLoc(def->loc);
+    Operation *copy = b.create(def->code, operands, types, def->attrs);
+    copy->result()->layout = layout;
+    return cloned_[key] = copy->result();
+  }
+};
+
+// Conversions to the layout the value already has, and chains of them.
+void foldConversions(Function &fn) {
+  std::set<Operation *> candidates;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code != OpCode::ConvertLayout) return;
+    Value *source = op.operand(0);
+    while (source->definingOp && source->definingOp->code == OpCode::ConvertLayout) {
+      candidates.insert(source->definingOp);
+      source = source->definingOp->operand(0);
+    }
+    op.operands[0] = source;
+    if (sameLayout(source->layout, op.result()->layout)) {
+      replaceAllUsesWith(fn.body, op.result(), source);
+      candidates.insert(&op);
+    }
+  });
+  eraseDead(fn, candidates);
+}
+
+} // namespace
+
+int rematerialisationCost(Value *v, std::set<Value *> &seen) {
+  if (!v->type.isBlock() || seen.count(v)) return 0;
+  Operation *def = v->definingOp;
+  if (!def || !isRematerialisable(def->code)) return -1;
+  seen.insert(v);
+  if (def->code == OpCode::ConvertLayout) return rematerialisationCost(def->operand(0), seen);
+  int cost = 1;
+  for (Value *operand : def->operands) {
+    int c = rematerialisationCost(operand, seen);
+    if (c < 0) return -1;
+    cost += c;
+  }
+  return cost <= kMaxRematOps ? cost : -1;
+}
+
+void rematerialiseConversions(Function &fn) {
+  Rematerialiser(fn).run();
+  foldConversions(fn);
+}
+
+void removeLayoutConversions(Function &fn) {
+  LayoutSeeds seeds;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::Load && op.result()->layout)
+      seeds[&op] = op.result()->layout;
+    else if (op.code == OpCode::Store && op.operand(0)->layout)
+      seeds[&op] = op.operand(0)->layout;
+  });
+  assignLayouts(fn, seeds); // drops every conversion, propagates, rematerialises, folds
+}
+
+} // namespace tessera::passes

@@ -1,0 +1,162 @@
+// `kernel[grid](*args, **kwargs)` without pybind11 on the way: two plain
+// CPython types with vectorcall, so that a launch makes no argument tuple or
+// kwargs dict and skips pybind11's overload dispatch (a few hundred ns).
+//
+//   launcher = tessera._C.KernelLauncher(jit_kernel_handle)   # once per @jit function
+//   launcher[grid]            -> a BoundLaunch (holds the grid)
+//   launcher[grid](*a, **k)   -> launchVector(...)            # the launch
+//   launcher(grid, *a, **k)   -> the same, without the intermediate object
+//
+// C++ exceptions are turned into Python ones by pybind11's registered
+// translators (Errors.cpp), through a pybind11 function that rethrows them.
+#include "JitKernel.h"
+
+#include <exception>
+
+namespace tessera::python {
+
+namespace {
+
+struct LauncherObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject *handle; // the pybind11 JitKernel (owns the C++ object)
+  JitKernel *kernel;
+};
+
+struct BoundObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  LauncherObject *launcher;
+  PyObject *grid;
+};
+
+thread_local std::exception_ptr pending; // for _rethrow_pending
+PyObject *rethrowFunction = nullptr;     // tessera._C._rethrow_pending (leaked)
+
+// Sets the Python error for the exception being handled, as pybind11 would.
+PyObject *raiseCurrent() {
+  pending = std::current_exception();
+  PyObject *result = PyObject_CallNoArgs(rethrowFunction); // raises the translated error
+  pending = nullptr;
+  Py_XDECREF(result);
+  if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "tessera: an exception was lost in the launch path");
+  return nullptr;
+}
+
+PyObject *launchOrRaise(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+  try {
+    launchVector(k, grid, args, nargs, kwnames);
+    Py_RETURN_NONE;
+  } catch (py::error_already_set &e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    return raiseCurrent();
+  }
+}
+
+PyObject *boundCall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+  auto *b = reinterpret_cast<BoundObject *>(self);
+  return launchOrRaise(*b->launcher->kernel, b->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
+}
+
+PyObject *launcherCall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+  auto *l = reinterpret_cast<LauncherObject *>(self);
+  size_t n = PyVectorcall_NARGS(nargsf);
+  if (n < 1) {
+    PyErr_SetString(PyExc_TypeError, "KernelLauncher(grid, *args, **kwargs) needs the grid first");
+    return nullptr;
+  }
+  return launchOrRaise(*l->kernel, args[0], args + 1, n - 1, kwnames);
+}
+
+void boundDealloc(PyObject *self) {
+  auto *b = reinterpret_cast<BoundObject *>(self);
+  Py_XDECREF(reinterpret_cast<PyObject *>(b->launcher));
+  Py_XDECREF(b->grid);
+  Py_TYPE(self)->tp_free(self);
+}
+
+void launcherDealloc(PyObject *self) {
+  auto *l = reinterpret_cast<LauncherObject *>(self);
+  Py_XDECREF(l->handle);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject BoundType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "tessera._C.BoundLaunch";
+  t.tp_doc = "kernel[grid]: calling it launches the kernel.";
+  t.tp_basicsize = sizeof(BoundObject);
+  t.tp_dealloc = boundDealloc;
+  t.tp_vectorcall_offset = offsetof(BoundObject, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  return t;
+}();
+
+PyObject *launcherSubscript(PyObject *self, PyObject *grid) {
+  BoundObject *b = PyObject_New(BoundObject, &BoundType);
+  if (!b) return nullptr;
+  b->vectorcall = boundCall;
+  Py_INCREF(self);
+  b->launcher = reinterpret_cast<LauncherObject *>(self);
+  Py_INCREF(grid);
+  b->grid = grid;
+  return reinterpret_cast<PyObject *>(b);
+}
+
+PyMappingMethods launcherMapping = {nullptr, launcherSubscript, nullptr};
+
+PyObject *launcherNew(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  PyObject *handle = nullptr;
+  static const char *names[] = {"handle", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:KernelLauncher", const_cast<char **>(names), &handle))
+    return nullptr;
+  JitKernel *kernel = nullptr;
+  try {
+    kernel = py::cast<JitKernel *>(py::handle(handle));
+  } catch (...) {
+    PyErr_SetString(PyExc_TypeError, "KernelLauncher() takes a tessera._C.JitKernel");
+    return nullptr;
+  }
+  auto *l = reinterpret_cast<LauncherObject *>(type->tp_alloc(type, 0));
+  if (!l) return nullptr;
+  l->vectorcall = launcherCall;
+  Py_INCREF(handle);
+  l->handle = handle;
+  l->kernel = kernel;
+  return reinterpret_cast<PyObject *>(l);
+}
+
+PyTypeObject LauncherType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "tessera._C.KernelLauncher";
+  t.tp_doc = "KernelLauncher(handle): launcher[grid](*args, **kwargs) launches handle's kernel.";
+  t.tp_basicsize = sizeof(LauncherObject);
+  t.tp_dealloc = launcherDealloc;
+  t.tp_vectorcall_offset = offsetof(LauncherObject, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_as_mapping = &launcherMapping;
+  t.tp_new = launcherNew;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  return t;
+}();
+
+} // namespace
+
+void registerFastLaunch(py::module_ &m) {
+  if (PyType_Ready(&BoundType) < 0 || PyType_Ready(&LauncherType) < 0) throw py::error_already_set();
+  Py_INCREF(&BoundType);
+  Py_INCREF(&LauncherType);
+  m.add_object("BoundLaunch", reinterpret_cast<PyObject *>(&BoundType));
+  m.add_object("KernelLauncher", reinterpret_cast<PyObject *>(&LauncherType));
+  m.def("_rethrow_pending", [] {
+    if (std::exception_ptr p = pending) std::rethrow_exception(p); // translated by pybind11's dispatcher
+  });
+  rethrowFunction = m.attr("_rethrow_pending").ptr();
+  Py_INCREF(rethrowFunction);
+}
+
+} // namespace tessera::python

@@ -1,0 +1,74 @@
+"""Remembers, across processes, what a @jit handle is built from: the reduced
+source text (tessera/_source.py) and the kernel's parameters. Reducing a file
+means ast.parse in Python and parsing the kernel's parameters in C++: about
+1 ms for kernels/softmax.py, most of a warm start in a new process (where the
+compiled kernel itself comes from the disk cache). With this, a new process
+reads the kernel's file, hashes it and reads one small JSON file instead.
+
+The entry's name is the SHA-256 of the file's text, the function's name and
+first line, and _source.py's own text (a changed reduction rule misses); it
+lives with the kernel entries (DIR/kernels/<2 hex>/<digest>.src.json), so it
+counts towards TESSERA_CACHE_MAX_BYTES and is evicted like them. Functions
+without a file (exec'd code) are never cached. Any problem reading or
+writing an entry just means reducing the source as before.
+"""
+import hashlib
+import json
+import linecache
+import os
+import tempfile
+
+from . import _source
+
+_FORMAT = "tessera-source-1"
+_rules = None
+
+
+def _rules_digest():
+    global _rules
+    if _rules is None:
+        try:
+            with open(_source.__file__, "rb") as f:
+                _rules = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            _rules = ""
+    return _rules
+
+
+def _entry_path(C, fn, lines):
+    config = C.cache_config()
+    if not config["enabled"] or not _rules_digest():
+        return None
+    code = fn.__code__
+    h = hashlib.sha256(f"{_FORMAT}\0{_rules}\0{fn.__name__}\0{code.co_firstlineno}\0".encode())
+    h.update("".join(lines).encode())
+    digest = h.hexdigest()
+    return os.path.join(config["dir"], "kernels", digest[:2], digest + ".src.json")
+
+
+def jit_kernel(C, fn, name, defaults, do_not_specialize):
+    """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
+    lines = linecache.getlines(fn.__code__.co_filename, fn.__globals__)
+    path = _entry_path(C, fn, lines) if lines else None
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            os.utime(path)  # last used: now (the cache's LRU eviction)
+            params = [tuple(p) for p in data["params"]]
+            return C.JitKernel(data["text"], fn.__code__.co_filename, 1, name, defaults, do_not_specialize,
+                               params=params)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    text, file, first_line = _source.kernel_source(fn)
+    handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
+    if path and first_line == 1:  # the file's reduction (not a function-only fallback)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache was reported by the C++ side already (or will be)
+    return handle

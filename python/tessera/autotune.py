@@ -1,0 +1,584 @@
+"""@tessera.autotune and @tessera.heuristics, with Triton's semantics, plus
+results that persist across processes.
+
+    @tessera.autotune(configs=[tessera.Config({"BLOCK_SIZE": 128}, num_warps=4),
+                               tessera.Config({"BLOCK_SIZE": 1024}, num_warps=8)],
+                      key=["n_cols"], reset_to_zero=["out_ptr"])
+    @tessera.jit
+    def kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr): ...
+
+    kernel[grid](x, out, n)        # tunes on the first launch for each key, then launches the winner
+    kernel.best_config             # the Config of the last launch
+    kernel.tune(x, out, n, grid=grid)   # tunes (or loads) without launching; returns the Config
+
+The tuning key is the values of the `key` arguments plus the dtypes of every
+tensor argument. For a new key, the configs left after `prune_configs_by`
+are compiled in parallel (threads; the C++ compiler releases the GIL), the
+ones that fail (compile errors, too much shared memory, ...) are skipped
+with their reason, and the rest are timed with CUDA events (torch's when
+torch is there, else the runtime's): warm-up, then the median of repeated
+runs. The fastest wins; ties go to the config listed first.
+
+Every config's timing is stored in the cache directory (autotune/<sha256>.json,
+one file per kernel source, key values, device and tessera version), so a
+second process with the same key benchmarks nothing, and a changed config
+list only benchmarks the configs not timed before. `tessera tune export` /
+`import` move these files as one JSON database (tessera/tune.py).
+
+Environment: TESSERA_AUTOTUNE=off (no benchmarking: the stored winner, else
+the first config), TESSERA_PRINT_AUTOTUNING=1 (one line per tuning and per
+stored result used), TESSERA_CACHE=off / TESSERA_CACHE_DIR (where results live).
+"""
+import concurrent.futures
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from .errors import TesseraError
+
+FORMAT = "tessera-autotune-1"
+
+
+def _truthy(name):
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _off(name):
+    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off", "disable", "disabled")
+
+
+def _ext():
+    from .jit import _ext as ext
+    return ext()
+
+
+# ---------------------------------------------------------------- Config
+
+class Config:
+    """One candidate: constexpr values plus launch options (Triton's triton.Config)."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self):
+        out = dict(self.kwargs)
+        out["num_warps"] = self.num_warps
+        out["num_stages"] = self.num_stages
+        if self.num_ctas != 1:
+            out["num_ctas"] = self.num_ctas
+        return out
+
+    def to_json(self):
+        return {"kwargs": {k: _jsonable(v) for k, v in sorted(self.kwargs.items())},
+                "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d.get("kwargs", {}), num_warps=d.get("num_warps", 4), num_stages=d.get("num_stages", 3))
+
+    def _id(self):
+        """What makes two configs the same one (stored timings are matched by it)."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self._id() == other._id()
+
+    def __hash__(self):
+        return hash(self._id())
+
+    def __str__(self):
+        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        return ", ".join(parts)
+
+    __repr__ = __str__
+
+
+def _jsonable(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return str(v)
+
+
+# ------------------------------------------------------------- the kernels
+
+class KernelInterface:
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+
+def _base_jit(fn):
+    """The JITFunction under decorators."""
+    while not hasattr(fn, "_source"):
+        fn = fn.fn
+    return fn
+
+
+class Heuristics(KernelInterface):
+    """@heuristics({"BLOCK_SIZE": lambda args: ...}): meta-parameters computed from the arguments."""
+
+    def __init__(self, fn, values):
+        self.fn = fn
+        self.values = values
+        self.__name__ = getattr(fn, "__name__", "kernel")
+
+    @property
+    def arg_names(self):
+        return self.fn.arg_names
+
+    def _apply(self, args, kwargs):
+        for name, heuristic in self.values.items():
+            kwargs[name] = heuristic({**dict(zip(self.arg_names, args)), **kwargs})
+        return kwargs
+
+    def run(self, *args, **kwargs):
+        return self.fn.run(*args, **self._apply(args, kwargs))
+
+    def warmup(self, *args, **kwargs):
+        return self.fn.warmup(*args, **self._apply(args, kwargs))
+
+
+def heuristics(values):
+    """Decorator: @tessera.heuristics({"EVEN_N": lambda args: args["n"] % 128 == 0})."""
+    def decorator(fn):
+        return Heuristics(fn, values)
+    return decorator
+
+
+# ------------------------------------------------------------------ timing
+
+def _torch():
+    try:
+        import torch
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+class _TorchPair:
+    def __init__(self, torch):
+        self.a = torch.cuda.Event(enable_timing=True)
+        self.b = torch.cuda.Event(enable_timing=True)
+
+    def begin(self):
+        self.a.record()
+
+    def end(self):
+        self.b.record()
+
+    def ms(self):
+        return self.a.elapsed_time(self.b)
+
+
+class _RuntimePair:
+    def __init__(self, C):
+        self.t = C.EventTimer()
+
+    def begin(self):
+        self.t.start()
+
+    def end(self):
+        self.t.stop()
+
+    def ms(self):
+        return self.t.elapsed_ms()
+
+
+def do_bench(fn, warmup=25, rep=100, return_mode="median"):
+    """Times fn() on the GPU with CUDA events: about `warmup` ms of warm-up runs, then about
+    `rep` ms of timed runs, each between its own pair of events (with torch: on its current
+    stream, the L2 cache flushed before each; without: the runtime's events on the legacy
+    default stream, where tessera launches then). Returns the median ("min", "mean") in ms."""
+    torch = _torch()
+    if torch is not None:
+        pair, synchronize = (lambda: _TorchPair(torch)), torch.cuda.synchronize
+        flush_buffer = torch.empty(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB, more than L2
+        flush = flush_buffer.zero_
+    else:
+        C = _ext()
+        pair, synchronize, flush = (lambda: _RuntimePair(C)), C.synchronize, (lambda: None)
+    fn()
+    synchronize()
+    estimate = pair()
+    estimate.begin()
+    for _ in range(5):
+        fn()
+    estimate.end()
+    synchronize()
+    per_call = max(estimate.ms() / 5, 1e-4)
+    for _ in range(max(1, int(warmup / per_call))):
+        fn()
+    pairs = [pair() for _ in range(max(1, min(int(rep / per_call), 1000)))]
+    for p in pairs:
+        flush()
+        p.begin()
+        fn()
+        p.end()
+    synchronize()
+    times = [p.ms() for p in pairs]
+    if return_mode == "min":
+        return min(times)
+    if return_mode == "mean":
+        return statistics.fmean(times)
+    return statistics.median(times)
+
+
+# ------------------------------------------------------------- persistence
+
+def cache_dir():
+    """The cache root (the C++ rule of runtime/Cache.cpp); None when caching is off."""
+    if _off("TESSERA_CACHE"):
+        return None
+    try:
+        config = _ext().cache_config()
+        return config["dir"] if config["enabled"] else None
+    except ImportError:
+        pass
+    if os.environ.get("TESSERA_CACHE_DIR"):
+        return os.environ["TESSERA_CACHE_DIR"].rstrip("/") or "/"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "tessera")
+    return os.path.join(os.path.expanduser("~"), ".cache", "tessera")
+
+
+def tuning_dir():
+    root = cache_dir()
+    return None if root is None else os.path.join(root, "autotune")
+
+
+def identity_digest(identity):
+    """The file name of a tuning result: SHA-256 of its identity fields."""
+    text = json.dumps({k: identity[k] for k in ("kernel", "source_sha256", "key", "device", "tessera")},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_result(path):
+    """A stored result, or None when missing; a corrupt file is reported once and ignored."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT or not isinstance(data.get("timings"), list):
+            raise ValueError("not a tessera tuning result")
+        return data
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        _warn_once(path, f"tuning result {path} is unreadable ({e}); tuning again")
+        return None
+
+
+def write_result(path, data):
+    """Atomically (a temporary file renamed into place); False if the directory is not writable."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp.", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+        return True
+    except OSError as e:
+        _warn_once("unwritable:" + os.path.dirname(path),
+                   f"cannot store tuning results in {os.path.dirname(path)} ({e}); they last for this process only")
+        return False
+
+
+_warned = set()
+
+
+def _warn_once(key, message):
+    if key not in _warned:
+        _warned.add(key)
+        print(f"tessera: warning: {message}", file=sys.stderr)
+
+
+def _device_name():
+    try:
+        C = _ext()
+        if C.driver_available() and C.device_count() > 0:
+            return C.device_properties(-1)["name"]
+    except (ImportError, TesseraError):
+        pass
+    return "no-gpu"
+
+
+# --------------------------------------------------------------- Autotuner
+
+class Autotuner(KernelInterface):
+    def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+                 pre_hook=None, post_hook=None, warmup=25, rep=100, do_bench=None):
+        self.fn = fn
+        self.configs = list(configs) if configs else [Config({})]
+        self.keys = list(key)
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        self.user_pre_hook = pre_hook
+        self.user_post_hook = post_hook
+        prune = prune_configs_by or {}
+        self.perf_model = prune.get("perf_model")
+        self.top_k = prune.get("top_k", 1.0)
+        self.early_config_prune = prune.get("early_config_prune")
+        self.warmup_ms = warmup if warmup is not None else 25
+        self.rep_ms = rep if rep is not None else 100
+        self.do_bench = do_bench or (lambda call: do_bench_default(call, self.warmup_ms, self.rep_ms))
+        self.cache = {}            # tuning key -> best Config (this process)
+        self.configs_timings = {}  # Config -> ms (None: failed) of the last tuning
+        self.failures = {}         # Config -> reason, of the last tuning
+        self.best_config = None
+        self.bench_count = 0       # configs benchmarked by this process (tests, logs)
+        self.loaded_count = 0      # tunings answered from stored results
+        self._benchmarked_now = False
+        self.__name__ = getattr(fn, "__name__", "kernel")
+
+    @property
+    def arg_names(self):
+        return self.fn.arg_names
+
+    # -- keys and identity
+    def _named(self, args, kwargs):
+        named = dict(zip(self.arg_names, args))
+        named.update({k: v for k, v in kwargs.items() if k in self.arg_names})
+        return named
+
+    def tuning_key(self, named):
+        key = [_jsonable(named[k]) for k in self.keys if k in named]
+        for name in self.arg_names:
+            arg = named.get(name)
+            if hasattr(arg, "dtype"):
+                key.append(str(arg.dtype))
+            elif hasattr(arg, "__cuda_array_interface__"):
+                key.append(str(arg.__cuda_array_interface__.get("typestr")))
+        return tuple(key)
+
+    def _identity(self, key):
+        jit = _base_jit(self.fn)
+        text = jit._get_handle().source  # what the compiler gets (no second reduction of the file)
+        try:
+            version = _ext().version()
+        except ImportError:
+            version = "unknown"
+        return {"kernel": jit.__name__, "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "key": list(key), "key_names": self.keys + ["dtypes..."], "device": _device_name(),
+                "tessera": version}
+
+    def _result_path(self, identity):
+        d = tuning_dir()
+        return None if d is None else os.path.join(d, identity_digest(identity) + ".json")
+
+    # -- pruning
+    def prune_configs(self, named, kwargs):
+        configs = self.configs
+        if self.early_config_prune:
+            configs = self.early_config_prune(configs, named, **kwargs)
+        if self.perf_model:
+            top_k = self.top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(self.configs) * top_k))
+            elif not isinstance(top_k, int):
+                raise TypeError("prune_configs_by['top_k'] must be an int or a float <= 1.0")
+            if len(configs) > top_k:
+                est = [(self.perf_model(**named, **kwargs, **c.all_kwargs()), i, c) for i, c in enumerate(configs)]
+                configs = [c for _, _, c in sorted(est, key=lambda t: (t[0], t[1]))[:top_k]]
+        return list(configs)
+
+    # -- compiling and timing
+    def _compile_all(self, configs, args, kwargs):
+        """Compiles (and loads, with a GPU) every config in parallel; {Config: reason} of the failures."""
+        C = _ext()
+        gpu = C.driver_available() and C.device_count() > 0
+
+        def one(config):
+            try:
+                compiled = self.fn.warmup(*args, **kwargs, **config.all_kwargs(), grid=None)
+                if gpu:
+                    compiled._init_handles()  # the PTX JIT and the load (shared-memory limits) off the GIL too
+                return None
+            except (TesseraError, ValueError, TypeError) as e:
+                return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        workers = max(1, min(len(configs), os.cpu_count() or 1, 16))
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tessera-autotune") as pool:
+            reasons = list(pool.map(one, configs))
+        return {c: r for c, r in zip(configs, reasons) if r}
+
+    def _hooks(self, named):
+        torch_restore = {}
+
+        def pre(config):
+            for name in self.reset_to_zero:
+                named[name].zero_()
+            for name in self.restore_value:
+                torch_restore[name] = named[name].clone()
+            if config.pre_hook:
+                config.pre_hook({**named, **config.all_kwargs()})
+            if self.user_pre_hook:
+                self.user_pre_hook({**named, **config.all_kwargs()})
+
+        def post(config, exception):
+            for name, saved in torch_restore.items():
+                named[name].copy_(saved)
+            torch_restore.clear()
+            if self.user_post_hook:
+                self.user_post_hook({**named, **config.all_kwargs()}, exception)
+        return pre, post
+
+    def _bench(self, config, args, kwargs, grid, named):
+        pre, post = self._hooks(named)
+        current = {**kwargs, **config.all_kwargs()}
+
+        def call():
+            pre(config)
+            exception = None
+            try:
+                self.fn.run(*args, grid=grid, **current)
+            except Exception as e:  # noqa: BLE001 (handed to post_hook, then re-raised)
+                exception = e
+                raise
+            finally:
+                post(config, exception)
+        call.config = config  # for fake timers in tests
+        self.bench_count += 1
+        return float(self.do_bench(call))
+
+    # -- the tuning itself
+    def tune(self, *args, grid=None, **kwargs):
+        """The best Config for these arguments: from this process, the stored results, or by
+        benchmarking the configs not timed yet. Launches nothing else."""
+        for k in kwargs:
+            if any(k in c.all_kwargs() for c in self.configs):
+                raise ValueError(f"{self.__name__}(): '{k}' is set by the autotuner's configs; do not pass it")
+        named = self._named(args, kwargs)
+        self._benchmarked_now = False
+        if len(self.configs) == 1:  # nothing to choose from (Triton: no tuning either)
+            return self.configs[0]
+        key = self.tuning_key(named)
+        if key in self.cache:
+            return self.cache[key]
+        identity = self._identity(key)
+        path = self._result_path(identity)
+        stored = read_result(path) if path else None
+        if stored and stored.get("source_sha256") != identity["source_sha256"]:
+            stored = None
+        known = {}
+        for t in (stored or {}).get("timings", []):
+            known[Config.from_json(t["config"])] = (t.get("ms"), t.get("error"))
+
+        if _off("TESSERA_AUTOTUNE"):
+            best = Config.from_json(stored["best"]) if stored and stored.get("best") else self.configs[0]
+            match = [c for c in self.configs if c == best]
+            best = match[0] if match else best
+            self._log(f"{self.__name__}: TESSERA_AUTOTUNE=off: using {'the stored' if stored else 'the first'} "
+                      f"config for key {key}: {best}")
+            self.cache[key] = best
+            return best
+
+        configs = self.prune_configs(named, kwargs)
+        todo = [c for c in configs if c not in known]
+        start = time.perf_counter()
+        if todo:
+            if grid is None:
+                raise ValueError(f"{self.__name__}: tuning needs the grid (tune(..., grid=...))")
+            failures = self._compile_all(todo, args, kwargs)
+            progress = _Progress(self.__name__, len(todo))
+            for i, config in enumerate(todo):
+                progress.show(i, config)
+                if config in failures:
+                    known[config] = (None, failures[config])
+                    continue
+                try:
+                    known[config] = (self._bench(config, args, kwargs, grid, named), None)
+                except (TesseraError, ValueError, TypeError) as e:
+                    known[config] = (None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            progress.done()
+            self._benchmarked_now = True
+        else:
+            self.loaded_count += 1
+        self.configs_timings = {c: known[c][0] for c in configs}
+        self.failures = {c: known[c][1] for c in configs if known[c][1]}
+        ranked = [(known[c][0], i, c) for i, c in enumerate(configs) if known[c][0] is not None]
+        if not ranked:
+            reasons = "; ".join(f"[{c}] {known[c][1]}" for c in configs)
+            raise RuntimeError(f"{self.__name__}: every autotuning config failed: {reasons}")
+        best_ms, _, best = min(ranked, key=lambda t: (t[0], t[1]))  # ties: the config listed first
+        if todo and path:
+            all_known = sorted(known.items(), key=lambda kv: kv[0]._id())
+            write_result(path, {**identity, "format": FORMAT, "best": best.to_json(), "best_ms": best_ms,
+                                "timings": [{"config": c.to_json(), "ms": ms, "error": err}
+                                            for c, (ms, err) in all_known]})
+        self._log(f"{self.__name__}: key {key}: best {best} ({best_ms:.4f} ms); "
+                  + (f"{len(todo)} config(s) benchmarked in {time.perf_counter() - start:.2f} s"
+                     + (f", {len(configs) - len(todo)} from stored results" if len(configs) > len(todo) else "")
+                     if todo else "every timing from stored results, none benchmarked"))
+        self.cache[key] = best
+        return best
+
+    def _log(self, message):
+        if _truthy("TESSERA_PRINT_AUTOTUNING"):
+            print(f"tessera: autotune: {message}", file=sys.stderr, flush=True)
+
+    def run(self, *args, grid, **kwargs):
+        config = self.tune(*args, grid=grid, **kwargs)
+        self.best_config = config
+        if self._benchmarked_now:  # the timed runs left their output: zero it again (Triton does too)
+            named = self._named(args, kwargs)
+            for name in self.reset_to_zero:
+                named[name].zero_()
+        if config.pre_hook:
+            config.pre_hook({**self._named(args, kwargs), **config.all_kwargs()})
+        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+
+    def warmup(self, *args, **kwargs):
+        """Compiles every (pruned) config for these arguments; returns the CompiledKernels."""
+        named = self._named(args, kwargs)
+        return [self.fn.warmup(*args, **kwargs, **c.all_kwargs()) for c in self.prune_configs(named, kwargs)]
+
+
+def do_bench_default(call, warmup, rep):
+    return do_bench(call, warmup=warmup, rep=rep)
+
+
+class _Progress:
+    """One line on stderr while tuning (rewritten in place on a terminal)."""
+
+    def __init__(self, name, total):
+        self.name, self.total = name, total
+        self.tty = sys.stderr.isatty()
+        self.verbose = _truthy("TESSERA_PRINT_AUTOTUNING")
+
+    def show(self, i, config):
+        if self.tty or self.verbose:
+            line = f"tessera: autotuning {self.name} [{i + 1}/{self.total}] {config}"
+            print(("\r\x1b[K" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
+                  flush=True)
+
+    def done(self):
+        if self.tty:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=True):
+    """Decorator (Triton's triton.autotune): tune `configs` for each value of the `key` arguments.
+
+    prune_configs_by: {"early_config_prune": f(configs, named_args, **kwargs) -> configs,
+                       "perf_model": f(**named_args, **kwargs, **config) -> estimated ms, "top_k": int or fraction}
+    reset_to_zero / restore_value: names of tensor arguments zeroed before / restored after each timed run.
+    do_bench: f(call) -> ms, replacing the CUDA-event timer (call.config is the config being timed).
+    Results always persist in the cache directory (cache_results is accepted for Triton's sake).
+    """
+    def decorator(fn):
+        return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
+                         restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, warmup=warmup,
+                         rep=rep, do_bench=do_bench)
+    return decorator

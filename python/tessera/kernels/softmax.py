@@ -1,0 +1,82 @@
+"""tessera.kernels.softmax(x): softmax over the last dim, computed in fp32,
+returned in x's dtype (fp32, bf16, fp16).
+
+Two kernels (kernels/softmax.py): softmax_kernel holds a whole row in
+registers (BLOCK_SIZE = next power of two >= the row), reading and writing
+each element once; softmax_online_kernel sweeps over column blocks twice
+(running max and sum, then the output; the second sweep reads the row back
+from L2, which the first asked to keep it). Both are launched with one
+program per row: the hardware then overlaps one program's loads with
+another's reductions, which beat a persistent grid in every case measured.
+
+The table was measured on an H200 (docs/performance.md): what matters is
+the bytes each SM has in flight, i.e. elements per thread times programs
+per SM (limited by registers). 16-bit rows want ~32 elements per thread,
+fp32 rows ~16; from 32 KiB rows on, the two-sweep kernel wins for bf16,
+and at 64 KiB for fp32 (its registers hold one block, not the whole row).
+"""
+from .. import next_power_of_2
+from . import _files
+
+# block -> (kernel, num_warps[, online block]) by element size; bigger blocks: online.
+_TABLE = {
+    4: {1024: ("register", 2), 2048: ("register", 4), 4096: ("register", 8), 8192: ("register", 16),
+        16384: ("online", 16, 16384), 32768: ("register", 16)},
+    2: {1024: ("register", 1), 2048: ("register", 2), 4096: ("register", 4), 8192: ("register", 8),
+        16384: ("online", 8, 8192), 32768: ("online", 8, 8192)},
+}
+_LONG = {4: ("online", 16, 16384), 2: ("online", 8, 8192)}  # rows longer than 32768
+ONLINE_BLOCK = 8192  # for online=True without a block size
+
+
+def softmax_config(n_cols, dtype=None):
+    """{'kernel': 'register'|'online', 'BLOCK_SIZE', 'num_warps'} for rows of n_cols elements."""
+    size = 4 if dtype is None else max(2, min(4, _element_size(dtype)))
+    block = max(1024, next_power_of_2(max(1, n_cols)))
+    if next_power_of_2(max(1, n_cols)) < 1024:
+        return {"kernel": "register", "BLOCK_SIZE": next_power_of_2(max(1, n_cols)),
+                "num_warps": max(1, min(4, n_cols // 256))}
+    entry = _TABLE[size].get(block, _LONG[size])
+    if entry[0] == "online":
+        return {"kernel": "online", "BLOCK_SIZE": entry[2], "num_warps": entry[1]}
+    return {"kernel": "register", "BLOCK_SIZE": block, "num_warps": entry[1]}
+
+
+def _element_size(dtype):
+    import torch
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, online=None):
+    """Row softmax of the last dim of a CUDA tensor (any leading dims). The keyword
+    arguments override the heuristics (programs: grid size; online: which kernel)."""
+    import torch
+    if x.dim() == 0:
+        raise ValueError("softmax needs at least one dimension")
+    shape = x.shape
+    x2 = x.reshape(-1, shape[-1]) if x.dim() != 2 else x
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    n_rows, n_cols = x2.shape
+    y = out.view(n_rows, n_cols) if out is not None else torch.empty((n_rows, n_cols), dtype=x.dtype,
+                                                                      device=x.device)
+    if n_rows == 0 or n_cols == 0:
+        return y.view(shape)
+    config = softmax_config(n_cols, x.dtype)
+    if online is not None and online != (config["kernel"] == "online"):
+        config["kernel"] = "online" if online else "register"
+        config["BLOCK_SIZE"] = min(ONLINE_BLOCK, next_power_of_2(n_cols)) if online else next_power_of_2(n_cols)
+    if block_size is not None:
+        config["BLOCK_SIZE"] = block_size
+    if num_warps is not None:
+        config["num_warps"] = num_warps
+    module = _files.load("softmax")
+    kernel = module.softmax_online_kernel if config["kernel"] == "online" else module.softmax_kernel
+    if config["kernel"] == "register" and config["BLOCK_SIZE"] < n_cols:
+        raise ValueError(f"block_size {config['BLOCK_SIZE']} < {n_cols} columns needs online=True")
+    args = (y, x2, x2.stride(0), y.stride(0), n_rows, n_cols)
+    meta = {"BLOCK_SIZE": config["BLOCK_SIZE"]}
+    if programs is None:
+        programs = n_rows
+    kernel[(programs,)](*args, **meta, num_warps=config["num_warps"])
+    return y.view(shape)

@@ -1,0 +1,653 @@
+// The on-disk kernel cache (Cache.h; format and key in docs/runtime.md).
+#include "runtime/Cache.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/SHA256.h>
+#include <llvm/Support/xxhash.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace tessera::cache {
+
+namespace fs = std::filesystem;
+
+// A new CompileOptions field changes the generated code: it must be added to
+// makeKey below (and then this size updated).
+struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; };
+static_assert(sizeof(CompileOptions) == sizeof(CompileOptionsFieldsInTheKey),
+              "CompileOptions changed: add the new field to the cache key in runtime/Cache.cpp");
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'R', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t kFormat = 1;
+constexpr size_t kHeaderBytes = 32; // magic, format, section count, body bytes, checksum
+constexpr const char *kEntrySuffix = ".tsc";
+
+struct Counters {
+  std::atomic<uint64_t> hits{0}, misses{0}, stores{0}, corrupt{0}, storeFailures{0}, evictions{0};
+};
+Counters &counters() {
+  static Counters c;
+  return c;
+}
+
+std::mutex &unwritableMutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<std::string> &unwritableDirs() { // directories a store already failed in
+  static std::set<std::string> dirs;
+  return dirs;
+}
+
+bool truthy(const char *value) {
+  if (!value || !*value) return false;
+  std::string v(value);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  return v != "0" && v != "false" && v != "no" && v != "off";
+}
+
+std::string hex(const uint8_t *bytes, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = digits[bytes[i] >> 4];
+    out[2 * i + 1] = digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string sha256Hex(std::string_view data) {
+  auto digest = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  return hex(digest.data(), digest.size());
+}
+
+uint64_t checksum(std::string_view body) { return llvm::xxh3_64bits(llvm::StringRef(body.data(), body.size())); }
+
+template <typename T> void put(std::string &out, T value) {
+  out.append(reinterpret_cast<const char *>(&value), sizeof value); // little-endian hosts only (x86-64, aarch64)
+}
+template <typename T> bool get(std::string_view &in, T &value) {
+  if (in.size() < sizeof value) return false;
+  std::memcpy(&value, in.data(), sizeof value);
+  in.remove_prefix(sizeof value);
+  return true;
+}
+
+void putSection(std::string &out, std::string_view name, std::string_view data) {
+  put<uint32_t>(out, static_cast<uint32_t>(name.size()));
+  out += name;
+  put<uint64_t>(out, data.size());
+  out += data;
+}
+
+std::string escapeLine(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string constexprKey(const ConstexprValue &v) {
+  switch (v.kind) {
+  case ConstexprValue::Kind::Int: return "int " + std::to_string(v.intValue);
+  case ConstexprValue::Kind::Bool: return v.intValue ? "bool True" : "bool False";
+  case ConstexprValue::Kind::None: return "None";
+  case ConstexprValue::Kind::String:
+    return "str " + std::to_string(v.stringValue.size()) + " " + escapeLine(v.stringValue);
+  case ConstexprValue::Kind::Float: {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "float %a", v.floatValue); // exact bits
+    return buf;
+  }
+  }
+  return "?";
+}
+
+// The object file this code is in: libtessera.so.
+std::string ownLibraryPath(const void **base) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void *>(&ownLibraryPath), &info) && info.dli_fname) {
+    *base = info.dli_fbase;
+    return info.dli_fname;
+  }
+  *base = nullptr;
+  return {};
+}
+
+struct BuildIdSearch {
+  const void *base = nullptr;
+  std::string id;
+};
+
+int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<BuildIdSearch *>(data);
+  bool ours = false;
+  for (int i = 0; i < info->dlpi_phnum && !ours; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+        reinterpret_cast<const void *>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr - info->dlpi_phdr[i].p_offset) ==
+            search->base)
+      ours = true;
+  if (!ours && reinterpret_cast<const void *>(info->dlpi_addr) != search->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr);
+    const char *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+      const char *name = p + sizeof(ElfW(Nhdr));
+      const char *desc = name + ((note->n_namesz + 3) & ~3u);
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+          desc + note->n_descsz <= end) {
+        search->id = hex(reinterpret_cast<const uint8_t *>(desc), note->n_descsz);
+        return 1;
+      }
+      p = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1; // our object, without a build-id
+}
+
+std::string fileStamp(const std::string &path) {
+  struct stat st{};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return "absent";
+  return std::to_string(st.st_size) + "-" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::string libdevicePath() { // the rule of compiler/codegen/NVPTXTarget.cpp
+  if (const char *path = std::getenv("TESSERA_LIBDEVICE")) return path;
+  const char *home = std::getenv("CUDA_HOME");
+  return std::string(home ? home : "/usr/local/cuda") + "/nvvm/libdevice/libdevice.10.bc";
+}
+
+bool readWholeFile(int fd, std::string &out) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return false;
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done); // a file that shrank underneath us reads as truncated
+  return true;
+}
+
+std::string stemOf(const fs::path &p) { // "<digest>" of "<digest>.tsc", "<digest>.ir", "<digest>.tsc.tmp.…"
+  std::string name = p.filename().string();
+  return name.substr(0, name.find('.'));
+}
+
+std::string kernelsDir(const Config &c) { return c.dir + "/kernels"; }
+
+} // namespace
+
+// ------------------------------------------------------------ configuration
+
+std::optional<uint64_t> parseByteSize(std::string_view text) {
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    char s = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    if (s == 'B') { text.remove_suffix(1); s = text.empty() ? 0 : static_cast<char>(std::toupper(static_cast<unsigned char>(text.back()))); }
+    if (s == 'K') scale = 1ull << 10;
+    else if (s == 'M') scale = 1ull << 20;
+    else if (s == 'G') scale = 1ull << 30;
+    else if (s == 'T') scale = 1ull << 40;
+    if (scale != 1) text.remove_suffix(1);
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value > UINT64_MAX / scale) return std::nullopt;
+  return value * scale;
+}
+
+Config configFromEnvironment() {
+  Config c;
+  if (const char *mode = std::getenv("TESSERA_CACHE"); mode && *mode && !truthy(mode)) c.enabled = false;
+  if (const char *dir = std::getenv("TESSERA_CACHE_DIR"); dir && *dir) {
+    c.dir = dir;
+  } else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
+    c.dir = std::string(xdg) + "/tessera";
+  } else {
+    const char *home = std::getenv("HOME");
+    if (!home || !*home)
+      if (struct passwd *pw = ::getpwuid(::getuid())) home = pw->pw_dir;
+    if (home && *home) c.dir = std::string(home) + "/.cache/tessera";
+    else c.enabled = false;
+  }
+  while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
+  if (const char *cap = std::getenv("TESSERA_CACHE_MAX_BYTES"); cap && *cap) {
+    if (auto bytes = parseByteSize(cap)) c.maxBytes = *bytes;
+    else
+      warnOnce(std::string("max-bytes:") + cap,
+               std::string("TESSERA_CACHE_MAX_BYTES='") + cap +
+                   "' is not a size (e.g. 1073741824, 512M, 2G); using 1G");
+  }
+  c.keepStages = truthy(std::getenv("TESSERA_KEEP_STAGES"));
+  return c;
+}
+
+const std::string &buildId() {
+  static const std::string id = [] {
+    BuildIdSearch search;
+    std::string path = ownLibraryPath(&search.base);
+    if (search.base) dl_iterate_phdr(&findBuildId, &search);
+    return search.id.empty() ? fileStamp(path) : search.id;
+  }();
+  return id;
+}
+
+const std::string &compilerFingerprint() {
+  static const std::string text = "tessera " + std::string(TESSERA_VERSION) + " (build " + buildId() +
+                                  "), LLVM " + TESSERA_LLVM_VERSION;
+  return text;
+}
+
+// ------------------------------------------------------------------ keys
+
+std::string signatureKey(const std::vector<ArgSpec> &signature) {
+  std::string out;
+  for (const ArgSpec &a : signature) {
+    if (!out.empty()) out += ',';
+    if (a.type.pointer) out += '*';
+    out += ir::name(a.type.scalar);
+    if (a.equalsOne) out += ":1";
+    else if (a.divisibility == 16) out += ":16";
+  }
+  return out;
+}
+
+Key makeKey(std::string_view source, const std::string &kernelName, const std::vector<ArgSpec> &signature,
+            const std::map<std::string, ConstexprValue> &constexprs, const CompileOptions &options) {
+  if (!options.stopAfterPass.empty() || truthy(std::getenv("TESSERA_DUMP_IR"))) return {};
+  std::string libdevice = libdevicePath();
+  Key key;
+  std::string &t = key.text;
+  t.reserve(512);
+  t += "tessera kernel cache key, format " + std::to_string(kFormat) + "\n";
+  t += "compiler: " + compilerFingerprint() + "\n";
+  t += "libdevice: " + escapeLine(libdevice) + " " + fileStamp(libdevice) + "\n";
+  t += "kernel: " + escapeLine(kernelName) + "\n";
+  t += "source-sha256: " + sha256Hex(source) + "\n";
+  t += "signature: " + signatureKey(signature) + "\n";
+  for (const auto &[name, value] : constexprs) t += "constexpr " + escapeLine(name) + ": " + constexprKey(value) + "\n";
+  t += "num_warps: " + std::to_string(options.numWarps) + "\n";
+  t += "num_stages: " + std::to_string(options.numStages) + "\n";
+  t += "arch: " + escapeLine(options.arch) + "\n";
+  // Device-side asserts: options.debug or TESSERA_DEBUG (compiler/driver/Compiler.cpp's rule).
+  const char *debugEnv = std::getenv("TESSERA_DEBUG");
+  const bool debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
+  t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
+  key.digest = sha256Hex(t);
+  return key;
+}
+
+std::string cubinTag(const std::string &deviceArch, int driverVersion) {
+  return deviceArch + "/cuda" + std::to_string(driverVersion);
+}
+
+// --------------------------------------------------------------- entries
+
+const std::string *Entry::cubin(std::string_view tag) const {
+  for (const auto &[t, bytes] : cubins)
+    if (t == tag) return &bytes;
+  return nullptr;
+}
+
+void Entry::setCubin(const std::string &tag, std::string bytes) {
+  for (auto &[t, b] : cubins)
+    if (t == tag) {
+      b = std::move(bytes);
+      return;
+    }
+  cubins.emplace_back(tag, std::move(bytes));
+}
+
+std::string encode(const Entry &e) {
+  std::string meta = "kernel=" + escapeLine(e.kernelName) + "\narch=" + e.arch + "\nsignature=" + e.signature +
+                     "\nnum_warps=" + std::to_string(e.numWarps) + "\nnum_stages=" + std::to_string(e.numStages) +
+                     "\nshared=" + std::to_string(e.sharedBytes) + "\ncreated=" + std::to_string(std::time(nullptr)) +
+                     "\n";
+  std::string body;
+  body.reserve(e.key.size() + meta.size() + e.ptx.size() + 64);
+  putSection(body, "key", e.key);
+  putSection(body, "meta", meta);
+  putSection(body, "ptx", e.ptx);
+  for (const auto &[tag, bytes] : e.cubins) {
+    body.reserve(body.size() + bytes.size() + tag.size() + 32);
+    putSection(body, "cubin/" + tag, bytes);
+  }
+  std::string out(kMagic, sizeof kMagic);
+  out.reserve(kHeaderBytes + body.size());
+  put<uint32_t>(out, kFormat);
+  put<uint32_t>(out, static_cast<uint32_t>(3 + e.cubins.size()));
+  put<uint64_t>(out, body.size());
+  put<uint64_t>(out, checksum(body));
+  out += body;
+  return out;
+}
+
+std::optional<Entry> decode(std::string_view bytes, std::string *why) {
+  auto fail = [&](std::string reason) -> std::optional<Entry> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (bytes.size() < kHeaderBytes)
+    return fail("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return fail("not a tessera cache entry (bad magic)");
+  std::string_view in = bytes.substr(sizeof kMagic);
+  uint32_t format = 0, sections = 0;
+  uint64_t bodyBytes = 0, sum = 0;
+  get(in, format), get(in, sections), get(in, bodyBytes), get(in, sum);
+  if (format != kFormat) return fail("unknown format version " + std::to_string(format));
+  if (in.size() < bodyBytes)
+    return fail("truncated: " + std::to_string(bytes.size()) + " of " + std::to_string(kHeaderBytes + bodyBytes) +
+                " bytes");
+  if (in.size() > bodyBytes) return fail("trailing bytes after the entry");
+  if (checksum(in) != sum) return fail("checksum mismatch");
+
+  Entry e;
+  bool haveKey = false, haveMeta = false, havePtx = false;
+  for (uint32_t s = 0; s < sections; ++s) {
+    uint32_t nameBytes = 0;
+    uint64_t dataBytes = 0;
+    if (!get(in, nameBytes) || in.size() < nameBytes) return fail("malformed section header");
+    std::string_view name = in.substr(0, nameBytes);
+    in.remove_prefix(nameBytes);
+    if (!get(in, dataBytes) || in.size() < dataBytes) return fail("malformed section");
+    std::string_view data = in.substr(0, dataBytes);
+    in.remove_prefix(dataBytes);
+    if (name == "key") e.key = data, haveKey = true;
+    else if (name == "ptx") e.ptx = data, havePtx = true;
+    else if (name.starts_with("cubin/")) e.cubins.emplace_back(std::string(name.substr(6)), std::string(data));
+    else if (name == "meta") {
+      haveMeta = true;
+      while (!data.empty()) {
+        size_t eol = data.find('\n');
+        std::string_view line = data.substr(0, eol);
+        data = eol == std::string_view::npos ? std::string_view() : data.substr(eol + 1);
+        size_t eq = line.find('=');
+        if (eq == std::string_view::npos) continue;
+        std::string_view k = line.substr(0, eq), v = line.substr(eq + 1);
+        auto number = [&](unsigned &out) { std::from_chars(v.data(), v.data() + v.size(), out); };
+        if (k == "kernel") e.kernelName = v;
+        else if (k == "arch") e.arch = v;
+        else if (k == "signature") e.signature = v;
+        else if (k == "num_warps") number(e.numWarps);
+        else if (k == "num_stages") number(e.numStages);
+        else if (k == "shared") number(e.sharedBytes);
+      }
+    } // unknown sections: ignored (room to grow within a format)
+  }
+  if (!in.empty()) return fail("trailing bytes after the last section");
+  if (!haveKey || !haveMeta || !havePtx) return fail("a section (key, meta or ptx) is missing");
+  return e;
+}
+
+// ------------------------------------------------------------- the files
+
+void warnOnce(const std::string &once, const std::string &message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(once).second) std::fprintf(stderr, "tessera: warning: %s\n", message.c_str());
+}
+
+bool writeFileAtomically(const std::string &path, std::string_view bytes) {
+  static std::atomic<uint64_t> counter{0};
+  fs::path target(path);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                      std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000000) + "." +
+                      std::to_string(counter.fetch_add(1));
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == ENOENT) continue; // the directory vanished (a concurrent clear): once more
+      return false;
+    }
+    size_t done = 0;
+    bool ok = true;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) { ok = false; break; }
+      done += static_cast<size_t>(n);
+    }
+    int saved = errno;
+    if (::close(fd) != 0 && ok) ok = false, saved = errno;
+    if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
+    saved = ok ? errno : saved;
+    ::unlink(tmp.c_str());
+    errno = saved;
+    if (saved != ENOENT) return false;
+  }
+  return false;
+}
+
+Stats stats() {
+  Counters &c = counters();
+  return Stats{c.hits.load(), c.misses.load(), c.stores.load(), c.corrupt.load(), c.storeFailures.load(),
+               c.evictions.load()};
+}
+
+DiskCache::DiskCache(Config config) : config_(std::move(config)) {}
+
+std::string DiskCache::entryPath(const Key &key) const {
+  return kernelsDir(config_) + "/" + key.digest.substr(0, 2) + "/" + key.digest + kEntrySuffix;
+}
+
+std::optional<Entry> DiskCache::load(const Key &key) {
+  if (!config_.enabled || !key) return std::nullopt;
+  const std::string path = entryPath(key);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    counters().misses++;
+    return std::nullopt;
+  }
+  std::string bytes;
+  bool read = readWholeFile(fd, bytes);
+  (void)::futimens(fd, nullptr); // last used: now (LRU eviction); fails harmlessly when read-only
+  ::close(fd);
+  std::string why;
+  std::optional<Entry> entry = read ? decode(bytes, &why) : std::nullopt;
+  if (!read) why = std::string("unreadable (") + std::strerror(errno) + ")";
+  else if (entry && entry->key != key.text) entry.reset(), why = "it holds another key";
+  if (!entry) {
+    counters().corrupt++;
+    counters().misses++;
+    warnOnce("corrupt:" + path, "kernel cache entry " + path + " is corrupt (" + why +
+                                    "); removing it and compiling the kernel again");
+    ::unlink(path.c_str());
+    return std::nullopt;
+  }
+  counters().hits++;
+  return entry;
+}
+
+bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) {
+  if (!config_.enabled || !key) return false;
+  {
+    std::lock_guard lock(unwritableMutex());
+    if (unwritableDirs().count(config_.dir)) return false;
+  }
+  const std::string path = entryPath(key);
+  bool ok = writeFileAtomically(path, encode(entry));
+  if (ok && stages && config_.keepStages) {
+    std::string stem = path.substr(0, path.size() - std::strlen(kEntrySuffix));
+    const std::pair<const char *, const std::string *> files[] = {
+        {".ir", &stages->ir}, {".ir-opt", &stages->irOpt}, {".ll", &stages->llvmIR}, {".ptx", &stages->ptx}};
+    for (const auto &[suffix, text] : files)
+      if (!text->empty()) ok = writeFileAtomically(stem + suffix, *text) && ok;
+  }
+  if (!ok) {
+    int err = errno;
+    counters().storeFailures++;
+    {
+      std::lock_guard lock(unwritableMutex());
+      unwritableDirs().insert(config_.dir);
+    }
+    warnOnce("unwritable:" + config_.dir,
+             "cannot write to the kernel cache in " + config_.dir + " (" + std::strerror(err) +
+                 "); compiling without caching. Set TESSERA_CACHE_DIR to a writable directory, or "
+                 "TESSERA_CACHE=off");
+    return false;
+  }
+  counters().stores++;
+  evict(config_.maxBytes);
+  return true;
+}
+
+namespace {
+
+struct Group { // one entry and its stage files
+  std::vector<fs::path> files;
+  uint64_t bytes = 0;
+  int64_t lastUsed = 0;
+  bool hasEntry = false;
+};
+
+// Every file under DIR/kernels, grouped by digest; stale temporary files
+// (older than ten minutes: their writer died) are removed on the way.
+std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp) {
+  std::map<std::string, Group> groups;
+  std::error_code ec;
+  const int64_t now = std::time(nullptr);
+  for (fs::recursive_directory_iterator it(kernelsDir(config), fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fileEc;
+    if (!it->is_regular_file(fileEc)) continue;
+    struct stat st{};
+    if (::stat(it->path().c_str(), &st) != 0) continue;
+    std::string name = it->path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) {
+      if (now - st.st_mtim.tv_sec > 600 && ::unlink(it->path().c_str()) == 0 && removedTmp) ++*removedTmp;
+      continue;
+    }
+    Group &g = groups[stemOf(it->path())];
+    g.files.push_back(it->path());
+    g.bytes += static_cast<uint64_t>(st.st_size);
+    if (name.ends_with(kEntrySuffix)) {
+      g.hasEntry = true;
+      g.lastUsed = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    } else if (!g.hasEntry) {
+      g.lastUsed = std::max<int64_t>(g.lastUsed, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+    }
+  }
+  return groups;
+}
+
+} // namespace
+
+uint64_t DiskCache::evict(uint64_t maxBytes) {
+  uint64_t removed = 0;
+  std::map<std::string, Group> groups = scan(config_, &removed);
+  uint64_t total = 0;
+  for (const auto &[digest, g] : groups) total += g.bytes;
+  if (total <= maxBytes) return removed;
+  std::vector<const Group *> order;
+  for (const auto &[digest, g] : groups) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [](const Group *a, const Group *b) { return a->lastUsed < b->lastUsed; });
+  for (const Group *g : order) {
+    if (total <= maxBytes) break;
+    for (const fs::path &f : g->files)
+      if (::unlink(f.c_str()) == 0) ++removed; // ENOENT: another process evicted it first
+    total -= g->bytes;
+    counters().evictions++;
+  }
+  return removed;
+}
+
+std::vector<EntryInfo> DiskCache::list() const {
+  std::vector<EntryInfo> out;
+  for (const auto &[digest, g] : scan(config_, nullptr)) {
+    if (!g.hasEntry) continue;
+    EntryInfo info;
+    info.digest = digest;
+    info.bytes = g.bytes;
+    info.lastUsed = g.lastUsed / 1000000000LL;
+    for (const fs::path &f : g.files)
+      if (f.string().ends_with(kEntrySuffix)) info.path = f.string();
+    int fd = ::open(info.path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string bytes;
+    if (fd >= 0 && readWholeFile(fd, bytes)) info.entry = decode(bytes, &info.problem);
+    else info.problem = std::string("unreadable (") + std::strerror(errno) + ")";
+    if (fd >= 0) ::close(fd);
+    if (info.entry && sha256Hex(info.entry->key) != digest) {
+      info.entry.reset();
+      info.problem = "its key does not match its file name";
+    }
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(), [](const EntryInfo &a, const EntryInfo &b) {
+    return a.lastUsed != b.lastUsed ? a.lastUsed > b.lastUsed : a.digest < b.digest;
+  });
+  return out;
+}
+
+Usage DiskCache::usage() const {
+  Usage u;
+  for (const auto &[digest, g] : scan(config_, nullptr)) {
+    u.bytes += g.bytes;
+    if (g.hasEntry) ++u.entries;
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(config_.dir + "/autotune", ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fileEc;
+    if (it->path().extension() == ".json" && it->is_regular_file(fileEc)) {
+      ++u.tuningFiles;
+      u.tuningBytes += it->file_size(fileEc);
+    }
+  }
+  return u;
+}
+
+uint64_t DiskCache::clear(bool tuning) {
+  uint64_t removed = 0;
+  std::vector<std::string> roots = {kernelsDir(config_)};
+  if (tuning) roots.push_back(config_.dir + "/autotune");
+  for (const std::string &root : roots) {
+    std::error_code ec;
+    std::vector<fs::path> files;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code fileEc;
+      if (it->is_regular_file(fileEc)) files.push_back(it->path());
+    }
+    for (const fs::path &f : files)
+      if (::unlink(f.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+} // namespace tessera::cache

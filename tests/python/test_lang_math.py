@@ -1,0 +1,65 @@
+"""tl.* math (sin ... sigmoid, softmax, libdevice names, integer ops) compiles to
+PTX that ptxas accepts for sm_80 and sm_90a, with the instructions we expect."""
+import pytest
+
+from lang_support import ARCHS, compile_and_assemble, compile_kernel
+
+FNS = ["sin", "cos", "rsqrt", "erf", "floor", "ceil", "fma", "fdiv", "div_rn", "sqrt_rn", "clamp",
+       "sigmoid", "pow"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "fp64"])
+def test_all_math_in_one_kernel(tmp_path, arch, dtype):
+    compile_and_assemble(tmp_path, "math_ops.py", "float_math", f"*{dtype},*{dtype},*{dtype},i32",
+                         {"BLOCK": 256}, arch)
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_each_function(tmp_path, fn):
+    for arch in ARCHS:
+        compile_and_assemble(tmp_path, "math_ops.py", "one_op", "*fp32,*fp32,*fp32",
+                             {"FN": fn, "BLOCK": 128}, arch)
+
+
+@pytest.mark.parametrize("fn, instruction", [
+    ("rsqrt", "rsqrt.approx.f32"), ("floor", "cvt.rmi.f32.f32"), ("ceil", "cvt.rpi.f32.f32"),
+    ("fma", "fma.rn.f32"), ("sqrt_rn", "sqrt.rn.f32"), ("div_rn", "div.rn.f32"),
+])
+def test_instructions(fn, instruction):
+    ptx = compile_kernel("math_ops.py", "one_op", "*fp32,*fp32,*fp32", {"FN": fn, "BLOCK": 128})
+    assert instruction in ptx
+
+
+def test_libdevice_is_linked_and_internal():
+    ptx = compile_kernel("math_ops.py", "one_op", "*fp32,*fp32,*fp32", {"FN": "sin", "BLOCK": 128})
+    assert "__nv_sinf" not in ptx.split(".entry")[0] or ".extern" not in ptx  # inlined, no external call
+    assert ".extern" not in ptx
+
+
+def test_math_ir_ops():
+    ir = compile_kernel("math_ops.py", "float_math", "*fp32,*fp32,*fp32,i32", {"BLOCK": 64}, emit="ir")
+    for mnemonic in ["= sin ", "= cos ", "= rsqrt ", "= erf ", "= floor ", "= ceil ", "= fma ",
+                     'libdevice %', '{fn = "tanh"}', '{fn = "pow"}', '{fn = "atan2"}']:
+        assert mnemonic in ir, mnemonic
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["i32", "i64", "u32", "i16", "u8"])
+def test_integer_ops(tmp_path, arch, dtype):
+    ptx = compile_and_assemble(tmp_path, "math_ops.py", "integer_ops", f"*{dtype},*{dtype},*{dtype},i32",
+                               {"BLOCK": 128}, arch)
+    if dtype == "i32":
+        assert "mul.hi.u32" in ptx and "div.s32" in ptx  # % reuses the quotient
+
+
+def test_signed_floor_div_and_mod_are_c_style():
+    ir = compile_kernel("math_ops.py", "integer_ops", "*i32,*i32,*i32,i32", {"BLOCK": 64}, emit="ir")
+    assert "= div %" in ir and "= rem %" in ir  # truncating, like Triton (not Python's floor)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_softmax_over_the_last_axis(tmp_path, arch):
+    compile_and_assemble(tmp_path, "math_ops.py", "softmax_rows", "*fp32,*fp32", {"ROWS": 16, "COLS": 64}, arch)
+    ir = compile_kernel("math_ops.py", "softmax_rows", "*fp32,*fp32", {"ROWS": 16, "COLS": 64}, emit="ir")
+    assert 'kind = "max"' in ir and 'kind = "sum"' in ir and "axis = 1" in ir
