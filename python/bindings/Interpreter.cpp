@@ -11,7 +11,8 @@
 //   torch CPU tensors: data_ptr(), dtype, shape and stride() (bf16 included);
 //   Python scalars (and numpy scalars): as for GPU launches.
 // Specialisations are cached per kernel. Errors found while running are
-// tessera._C.InterpreterError, a subclass of tessera.CompilationError.
+// tessera.InterpreterError (also tessera._C.InterpreterError), a subclass of
+// tessera.CompilationError.
 #include "Bindings.h"
 
 #include "compiler/driver/Interpret.h"
@@ -368,13 +369,7 @@ std::string pathOf(const std::string &message) {
 void registerInterpreter(py::module_ &m) {
   // InterpreterError: a CompilationError raised while interpreting (the
   // message names the op's line like a compile error).
-  py::object compilationError = py::module_::import("tessera.errors").attr("CompilationError");
-  py::dict ns;
-  ns["__doc__"] = "An error found while interpreting a kernel (out-of-bounds, misaligned or read-only access); "
-                  "str(e) is 'file:line:col: error: ...' with the source line and a caret.";
-  ns["__module__"] = "tessera";
-  py::object cls = py::reinterpret_borrow<py::object>((PyObject *)&PyType_Type)(
-      "InterpreterError", py::make_tuple(compilationError), ns);
+  py::object cls = py::module_::import("tessera.errors").attr("InterpreterError");
   m.attr("InterpreterError") = cls;
   static PyObject *errorClass = cls.inc_ref().ptr();
   py::register_exception_translator([](std::exception_ptr p) {

@@ -13,7 +13,8 @@ compilation and launching:
 Errors: errors.py (CompilationError, DriverError, ...).
 """
 from . import errors, language
-from .errors import CompilationError, DriverError, DriverNotFoundError, LaunchError, TesseraError
+from .errors import (CompilationError, DriverError, DriverNotFoundError, InterpreterError, LaunchError,
+                     TesseraError)
 from .jit import JITFunction, jit
 from . import _loader
 import sys as _sys
@@ -27,7 +28,7 @@ from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noq
 
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
-    "CompilationError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
+    "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
     "runtime", "driver_available", "device_count", "synchronize",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics",
 ]

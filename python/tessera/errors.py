@@ -2,6 +2,7 @@
 
     TesseraError                      base of all of them
     ├── CompilationError              an error in a kernel's source (message: file:line:col, line, caret)
+    │   └── InterpreterError          found while interpreting (out-of-bounds, misaligned, read-only access)
     ├── DriverError (RuntimeError)    a CUDA driver call failed (.code: the CUresult)
     │   └── DriverNotFoundError       no CUDA driver on this machine ("no CUDA driver found: ...")
     └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
@@ -33,6 +34,11 @@ class CompilationError(TesseraError):
         return self.message
 
 
+class InterpreterError(CompilationError):
+    """An error found while interpreting a kernel (out-of-bounds, misaligned or read-only access);
+    str(e) is 'file:line:col: error: ...' with the source line and a caret."""
+
+
 class DriverError(TesseraError, RuntimeError):
     """A CUDA driver call failed; `code` is the CUresult (-1 when no call could be made)."""
 
@@ -49,4 +55,4 @@ class LaunchError(TesseraError, RuntimeError):
     """A kernel could not be loaded or launched (bad grid, too much shared memory, wrong device...)."""
 
 
-__all__ = ["TesseraError", "CompilationError", "DriverError", "DriverNotFoundError", "LaunchError"]
+__all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]

@@ -21,7 +21,7 @@ setting kernel.interpret = True, makes kernel[grid](...) run the kernel on
 the host (tessera._C.Interpreter, compiler/interp/): numpy arrays and torch
 CPU tensors are the pointer arguments (written in place), scalars and the
 grid are as for GPU launches; no GPU or driver is needed. Out-of-bounds,
-misaligned and read-only accesses raise tessera._C.InterpreterError (a
+misaligned and read-only accesses raise tessera.InterpreterError (a
 CompilationError) naming the kernel's line; tl.device_assert is checked
 unless the kernel says debug=False.
 """
