@@ -43,9 +43,9 @@ Config configFromEnvironment();
 // Parses "1048576", "512K", "64M", "1G" (powers of 1024); nullopt otherwise.
 std::optional<uint64_t> parseByteSize(std::string_view text);
 
-// What, besides the kernel's own inputs, decides the generated code:
-// "tessera 0.1.0 (build <GNU build-id of libtessera.so>), LLVM 19.1.7,
-// libdevice <path> <size> <mtime>". Computed once per process.
+// The compiler's part of every key: "tessera 0.1.0 (build <GNU build-id of
+// libtessera.so>), LLVM 19.1.7". Computed once per process. (makeKey adds
+// libdevice's path, size and mtime, read on each call.)
 const std::string &compilerFingerprint();
 // The GNU build-id of libtessera.so (hex), or "<size>-<mtime>" of the file
 // when it has none. Changes with every rebuild of the library.
