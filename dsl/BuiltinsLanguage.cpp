@@ -126,9 +126,21 @@ SValue Specializer::preludeFunction(const std::string &fn) {
   return it->second;
 }
 
+// An error inside the prelude's code is the caller's: it is reported at the
+// tl.* call in the user's file, with the prelude's message.
 SValue Specializer::callPrelude(const std::string &fn, CallArgs args) {
   SValue f = preludeFunction(fn);
-  return inlineCall(*f.fn, args);
+  if (inPrelude_) return inlineCall(*f.fn, args);
+  try {
+    return inlineCall(*f.fn, args);
+  } catch (const CompileError &e) {
+    std::string text = e.what();
+    if (text.rfind(prelude_->file->path + ":", 0) != 0) throw;
+    size_t start = text.find(": error: ");
+    size_t end = text.find('\n', start);
+    std::string message = start == std::string::npos ? text : text.substr(start + 9, end - start - 9);
+    error(args.loc, "tl." + fn + ": " + message);
+  }
 }
 
 } // namespace tessera::spec
