@@ -15,7 +15,7 @@
 #   3. build/examples/vector_add        (the C++ API example)
 #   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
 #                                        streams, CUDA graphs, Triton tutorials)
-#   5. benchmarks (bench/, not written yet: see the marked place below)
+#   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, launch overhead, compile time)
 # and prints one summary line with the counts and the device; the exit status
 # is non-zero if anything failed (or could not run).
 #
@@ -158,13 +158,10 @@ if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"
 fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
-# >>> BENCHMARKS: bench/ comes later. Run it here, e.g.
-#       "$PY" bench/run.py --json "$LOGS/bench.json" || fail "benchmarks"
-#     and add its headline numbers to `summary` (summary+=("bench: ...")).
-# Runtime benchmarks (launch overhead, compile time) with TESSERA_BENCH=1;
+# Benchmarks (softmax, layernorm, launch overhead, compile time) with TESSERA_BENCH=1;
 # TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
-  for b in launch_overhead compile_time; do
+  for b in softmax layernorm launch_overhead compile_time; do
     note "5. bench/$b.py"
     # shellcheck disable=SC2086
     "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"
@@ -193,7 +190,6 @@ EOF
 )
   summary+=("bench: ${headline:-no numbers}")
 fi
-# <<< BENCHMARKS
 
 # --- Summary -----------------------------------------------------------------------------------
 status=PASS
