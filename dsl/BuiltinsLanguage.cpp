@@ -17,7 +17,7 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
   for (auto handler : {&Specializer::callMathBuiltin, &Specializer::callShapeBuiltin, &Specializer::callReduceBuiltin,
                        &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin})
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
-  // tl.rand & co. are the prelude's (Triton's own code in the language).
+  // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
                                  "uint_to_uniform_float", "pair_uniform_to_normal"};
   for (const char *fn : random)

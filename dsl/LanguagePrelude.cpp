@@ -1,7 +1,12 @@
-// The language prelude's source (see LanguagePrelude.h). The random functions
-// follow triton/language/random.py exactly (same constants, same seed and
-// offset conventions), so a seed and offsets give Triton's streams; the
-// combine functions are standard.py's.
+// The language prelude's source (see LanguagePrelude.h).
+//
+// Random numbers are counter-based Philox-4x32-10 / 4x64-10 (Salmon et al.,
+// "Parallel Random Numbers: As Easy as 1, 2, 3", SC'11), with the same
+// conventions as Triton's tl.rand family so that a seed and offsets give the
+// same numbers: the seed is the key (low word, high word), the offset is the
+// first counter word and the other three are zero; uniform floats fold the
+// sign of the signed reinterpretation and scale by 2^-31 (2^-63 for 64-bit
+// words), normals come from Box-Muller on two uniforms.
 #include "dsl/LanguagePrelude.h"
 
 namespace tessera {
@@ -10,10 +15,10 @@ const char *languagePreludeSource() {
   return R"PY(from tessera import jit
 import tessera.language as tl
 
-N_ROUNDS_DEFAULT = 10
+PHILOX_ROUNDS = 10
 
 
-# ---------------------------------------------------------------- combine functions
+# ------------------------------------------------------ reductions' combine functions
 
 @jit
 def _sum_combine(a, b):
@@ -30,174 +35,165 @@ def _xor_combine(a, b):
     return a ^ b
 
 
+# (value, index) pairs: keep the larger (smaller) value; on equal values the
+# "left" variants keep the lower index, the "fast" ones whichever came second.
 @jit
-def _argmax_combine_tie_break_left(value1, index1, value2, index2):
-    tie = value1 == value2 and index1 < index2
-    gt = value1 > value2 or tie
-    return tl.where(gt, value1, value2), tl.where(gt, index1, index2)
-
-
-@jit
-def _argmax_combine_tie_break_fast(value1, index1, value2, index2):
-    gt = value1 > value2
-    return tl.where(gt, value1, value2), tl.where(gt, index1, index2)
+def _argmax_combine_tie_break_left(v1, i1, v2, i2):
+    keep_first = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(keep_first, v1, v2), tl.where(keep_first, i1, i2)
 
 
 @jit
-def _argmin_combine_tie_break_left(value1, index1, value2, index2):
-    tie = value1 == value2 and index1 < index2
-    lt = value1 < value2 or tie
-    return tl.where(lt, value1, value2), tl.where(lt, index1, index2)
+def _argmax_combine_tie_break_fast(v1, i1, v2, i2):
+    keep_first = v1 > v2
+    return tl.where(keep_first, v1, v2), tl.where(keep_first, i1, i2)
 
 
 @jit
-def _argmin_combine_tie_break_fast(value1, index1, value2, index2):
-    lt = value1 < value2
-    return tl.where(lt, value1, value2), tl.where(lt, index1, index2)
+def _argmin_combine_tie_break_left(v1, i1, v2, i2):
+    keep_first = (v1 < v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(keep_first, v1, v2), tl.where(keep_first, i1, i2)
 
 
-# ---------------------------------------------------------------- standard functions
+@jit
+def _argmin_combine_tie_break_fast(v1, i1, v2, i2):
+    keep_first = v1 < v2
+    return tl.where(keep_first, v1, v2), tl.where(keep_first, i1, i2)
+
+
+# ------------------------------------------------------------------ math
 
 @jit
 def sigmoid(x):
-    return 1 / (1 + tl.exp(-x))
+    return 1.0 / (1.0 + tl.exp(-x))
 
 
 @jit
 def softmax(x, dim: tl.constexpr, ieee_rounding=False):
-    z = x - tl.max(x, dim, keep_dims=True)
-    num = tl.exp(z)
-    den = tl.sum(num, dim, keep_dims=True)
-    return tl.fdiv(num, den, ieee_rounding)
+    exps = tl.exp(x - tl.max(x, dim, keep_dims=True))
+    return tl.fdiv(exps, tl.sum(exps, dim, keep_dims=True), ieee_rounding)
 
 
+# Row-major (i, j) of a size_i x size_j grid renumbered so that groups of
+# size_g rows are walked column by column (better L2 reuse for tiled GEMMs).
 @jit
 def swizzle2d(i, j, size_i, size_j, size_g):
-    ij = i * size_j + j
-    size_gj = size_g * size_j
-    group_id = ij // size_gj
-    off_i = group_id * size_g
-    size_g = tl.minimum(size_i - off_i, size_g)
-    new_i = off_i + (ij % size_g)
-    new_j = (ij % size_gj) // size_g
-    return new_i, new_j
+    linear = i * size_j + j
+    per_group = size_g * size_j
+    first_row = (linear // per_group) * size_g
+    rows = tl.minimum(size_i - first_row, size_g)
+    return first_row + (linear % rows), (linear % per_group) // rows
 
 
-# ---------------------------------------------------------------- random (Philox 4x32-10)
+# ------------------------------------------------------------------ random
 
+# One Philox round: the multiply-high halves of two counter words, mixed
+# with the other two words and the key, become the new counter; the key
+# then advances by the Weyl increments.
 @jit
-def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
+def _philox_rounds(c0, c1, c2, c3, k0, k1, n_rounds: tl.constexpr):
     if c0.dtype == tl.uint32:
-        PHILOX_KEY_A: tl.constexpr = 0x9E3779B9
-        PHILOX_KEY_B: tl.constexpr = 0xBB67AE85
-        PHILOX_ROUND_A: tl.constexpr = 0xD2511F53
-        PHILOX_ROUND_B: tl.constexpr = 0xCD9E8D57
+        MUL_A: tl.constexpr = 0xD2511F53
+        MUL_B: tl.constexpr = 0xCD9E8D57
+        WEYL_A: tl.constexpr = 0x9E3779B9
+        WEYL_B: tl.constexpr = 0xBB67AE85
     else:
-        tl.static_assert(c0.dtype == tl.uint64, "dtype not supported in philox_impl")
-        # 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B, 0xD2E7470EE14C6C93, 0xCA5A826395121157 as int64
-        PHILOX_KEY_A: tl.constexpr = -7046029254386353131
-        PHILOX_KEY_B: tl.constexpr = -4942790177534073029
-        PHILOX_ROUND_A: tl.constexpr = -3249550476889527149
-        PHILOX_ROUND_B: tl.constexpr = -3865633965929787049
-    for _ in tl.static_range(n_rounds):
-        A = PHILOX_ROUND_A
-        B = PHILOX_ROUND_B
-        _c0, _c2 = c0, c2
-        c0 = tl.umulhi(B, _c2) ^ c1 ^ k0
-        c2 = tl.umulhi(A, _c0) ^ c3 ^ k1
-        c1 = B * _c2
-        c3 = A * _c0
-        k0 = k0 + PHILOX_KEY_A
-        k1 = k1 + PHILOX_KEY_B
+        # 64-bit constants, assembled from halves (literals stop at 2^63 - 1).
+        MUL_A: tl.constexpr = (0xD2E7470E << 32) | 0xE14C6C93
+        MUL_B: tl.constexpr = (0xCA5A8263 << 32) | 0x95121157
+        WEYL_A: tl.constexpr = (0x9E3779B9 << 32) | 0x7F4A7C15
+        WEYL_B: tl.constexpr = (0xBB67AE85 << 32) | 0x84CAA73B
+    for r in tl.static_range(n_rounds):
+        hi_a = tl.umulhi(MUL_A, c0)
+        lo_a = MUL_A * c0
+        hi_b = tl.umulhi(MUL_B, c2)
+        lo_b = MUL_B * c2
+        c0, c1, c2, c3 = hi_b ^ c1 ^ k0, lo_b, hi_a ^ c3 ^ k1, lo_a
+        k0 = k0 + WEYL_A
+        k1 = k1 + WEYL_B
     return c0, c1, c2, c3
 
 
 @jit
-def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
+def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = PHILOX_ROUNDS):
     seed = tl.to_tensor(seed)
-    tl.static_assert(seed.dtype.is_int(), "the seed must be an integer")
+    tl.static_assert(seed.dtype.is_int(), "the seed of a random function must be an integer")
     seed = seed.to(tl.uint64)
     if tl.constexpr(c0.dtype.primitive_bitwidth) == 32:
-        int_dtype = tl.uint32
-        seed_hi = ((seed >> 32) & 0xffffffff).to(tl.uint32)
-        seed_lo = (seed & 0xffffffff).to(tl.uint32)
+        word = tl.uint32
+        key_lo = (seed & 0xFFFFFFFF).to(tl.uint32)
+        key_hi = (seed >> 32).to(tl.uint32)
     else:
-        tl.static_assert(tl.constexpr(c0.dtype.primitive_bitwidth) == 64, "bitwidth not supported in philox")
-        int_dtype = tl.uint64
-        seed_hi = tl.full((1, ), 0, dtype=int_dtype)
-        seed_lo = seed
-    c0 = c0.to(int_dtype, bitcast=True)
-    c1 = c1.to(int_dtype, bitcast=True)
-    c2 = c2.to(int_dtype, bitcast=True)
-    c3 = c3.to(int_dtype, bitcast=True)
-    return philox_impl(c0, c1, c2, c3, seed_lo, seed_hi, n_rounds)
+        tl.static_assert(tl.constexpr(c0.dtype.primitive_bitwidth) == 64,
+                         "random offsets must be 32- or 64-bit integers")
+        word = tl.uint64
+        key_lo = seed
+        key_hi = seed * 0
+    return _philox_rounds(c0.to(word, bitcast=True), c1.to(word, bitcast=True), c2.to(word, bitcast=True),
+                          c3.to(word, bitcast=True), key_lo, key_hi, n_rounds)
 
 
 @jit
-def randint(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    ret, _, _, _ = randint4x(seed, offset, n_rounds)
-    return ret
-
-
-@jit
-def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
+def randint4x(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
     offset = tl.to_tensor(offset)
-    _0 = offset * 0
-    return philox(seed, offset, _0, _0, _0, n_rounds)
+    zero = offset * 0
+    return philox(seed, offset, zero, zero, zero, n_rounds)
 
 
+@jit
+def randint(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    first, _, _, _ = randint4x(seed, offset, n_rounds)
+    return first
+
+
+# Uniform in [0, 1): the word read as signed, negatives folded onto
+# non-negatives (-x - 1), scaled by 2^-31 (2^-63 for 64-bit words).
 @jit
 def uint_to_uniform_float(x):
-    if tl.constexpr(x.dtype == tl.uint32) or tl.constexpr(x.dtype == tl.int32):
-        x = x.to(tl.int32, bitcast=True)
+    if tl.constexpr(x.dtype.primitive_bitwidth) == 32:
+        signed = x.to(tl.int32, bitcast=True)
         scale = 4.6566127342e-10
     else:
-        tl.static_assert(tl.constexpr(x.dtype == tl.uint64) or tl.constexpr(x.dtype == tl.int64))
-        x = x.to(tl.int64, bitcast=True)
+        tl.static_assert(tl.constexpr(x.dtype.primitive_bitwidth) == 64, "expected 32- or 64-bit random words")
+        signed = x.to(tl.int64, bitcast=True)
         scale = 1.0842020432385337e-19
-    x = tl.where(x < 0, -x - 1, x)
-    return x * scale
+    folded = tl.where(signed < 0, -signed - 1, signed)
+    return folded * scale
 
 
 @jit
-def rand(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    source = randint(seed, offset, n_rounds)
-    return uint_to_uniform_float(source)
+def rand(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    return uint_to_uniform_float(randint(seed, offset, n_rounds))
 
 
 @jit
-def rand4x(seed, offsets, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    i1, i2, i3, i4 = randint4x(seed, offsets, n_rounds)
-    u1 = uint_to_uniform_float(i1)
-    u2 = uint_to_uniform_float(i2)
-    u3 = uint_to_uniform_float(i3)
-    u4 = uint_to_uniform_float(i4)
-    return u1, u2, u3, u4
+def rand4x(seed, offsets, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    w0, w1, w2, w3 = randint4x(seed, offsets, n_rounds)
+    return (uint_to_uniform_float(w0), uint_to_uniform_float(w1), uint_to_uniform_float(w2),
+            uint_to_uniform_float(w3))
 
 
+# Box-Muller: two uniforms (the first kept away from 0) to two normals.
 @jit
 def pair_uniform_to_normal(u1, u2):
-    u1 = tl.maximum(1.0e-7, u1)
-    th = 6.283185307179586 * u2
-    r = tl.sqrt(-2.0 * tl.log(u1))
-    return r * tl.cos(th), r * tl.sin(th)
+    radius = tl.sqrt(-2.0 * tl.log(tl.maximum(1.0e-7, u1)))
+    angle = 6.283185307179586 * u2
+    return radius * tl.cos(angle), radius * tl.sin(angle)
 
 
 @jit
-def randn(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    i1, i2, _, _ = randint4x(seed, offset, n_rounds)
-    u1 = uint_to_uniform_float(i1)
-    u2 = uint_to_uniform_float(i2)
-    n1, _ = pair_uniform_to_normal(u1, u2)
-    return n1
+def randn(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    w0, w1, _, _ = randint4x(seed, offset, n_rounds)
+    normal, _ = pair_uniform_to_normal(uint_to_uniform_float(w0), uint_to_uniform_float(w1))
+    return normal
 
 
 @jit
-def randn4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    u1, u2, u3, u4 = rand4x(seed, offset, n_rounds)
-    n1, n2 = pair_uniform_to_normal(u1, u2)
-    n3, n4 = pair_uniform_to_normal(u3, u4)
-    return n1, n2, n3, n4
+def randn4x(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    u0, u1, u2, u3 = rand4x(seed, offset, n_rounds)
+    n0, n1 = pair_uniform_to_normal(u0, u1)
+    n2, n3 = pair_uniform_to_normal(u2, u3)
+    return n0, n1, n2, n3
 )PY";
 }
 

@@ -1,6 +1,8 @@
-// The part of triton.language that Triton itself writes in the language
-// (triton/language/standard.py, random.py): compiled from Python source by
-// the specialiser like a user's @jit helpers.
+// The language prelude: the tl.* functions that tessera writes in the kernel
+// language itself (random numbers, sigmoid, softmax, swizzle2d, and the
+// combine functions of argmax/argmin/cumsum/cumprod/xor_sum). The specialiser
+// parses this source once per compilation and inlines its functions like a
+// user's @jit helpers (dsl/BuiltinsLanguage.cpp).
 #pragma once
 
 namespace tessera {

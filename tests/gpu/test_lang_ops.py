@@ -308,7 +308,7 @@ PHILOX_KEY_A, PHILOX_KEY_B = 0x9E3779B9, 0xBB67AE85
 
 
 def philox_reference(seed, offsets, rounds=10):
-    """Triton's philox_impl for 32-bit counters (c0 = offset, c1 = c2 = c3 = 0)."""
+    """Philox-4x32-10 on the host for 32-bit counters (c0 = offset, c1 = c2 = c3 = 0)."""
     mask = 0xFFFFFFFF
     c0 = offsets.astype(np.uint64) & mask
     c1 = np.zeros_like(c0)
