@@ -1,5 +1,5 @@
 """Compile time of kernels/softmax.py's softmax_kernel: from the first launch
-call to a loaded function, tessera vs Triton (its tutorial-02 kernel, as
+call to a loaded function, tessera vs Triton (the same row softmax written for Triton, as
 bench/softmax.py runs it), each in a new process with torch and the CUDA
 context already up:
 
@@ -53,19 +53,13 @@ if WHICH == "tessera":
 else:
     import triton, triton.language as tl
     @triton.jit
-    def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                       BLOCK_SIZE: tl.constexpr):
-        row_start = tl.program_id(0)
-        row_step = tl.num_programs(0)
-        for row_idx in range(row_start, n_rows, row_step):
-            row_start_ptr = input_ptr + row_idx * input_row_stride
-            col_offsets = tl.arange(0, BLOCK_SIZE)
-            mask = col_offsets < n_cols
-            row = tl.load(row_start_ptr + col_offsets, mask=mask, other=-float("inf"))
-            row_minus_max = row - tl.max(row, axis=0)
-            numerator = tl.exp(row_minus_max)
-            softmax_output = numerator / tl.sum(numerator, axis=0)
-            tl.store(output_ptr + row_idx * output_row_stride + col_offsets, softmax_output, mask=mask)
+    def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, rows, cols, BLOCK_SIZE: tl.constexpr):
+        for r in range(tl.program_id(0), rows, tl.num_programs(0)):
+            idx = tl.arange(0, BLOCK_SIZE)
+            valid = idx < cols
+            x = tl.load(in_ptr + r * in_stride + idx, mask=valid, other=-float("inf"))
+            e = tl.exp(x - tl.max(x, axis=0))
+            tl.store(out_ptr + r * out_stride + idx, e / tl.sum(e, axis=0), mask=valid)
     t0 = t1 = time.perf_counter()
     softmax_kernel[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
     torch.cuda.synchronize()

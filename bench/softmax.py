@@ -15,8 +15,9 @@ DTYPES = ["float32", "bfloat16"]
 
 
 # ---------------------------------------------------------------- Triton's
-# The fused softmax of Triton's tutorial 02, as published (persistent
-# programs sized from the compiled kernel's register use).
+# Triton's baseline: the persistent fused softmax the way Triton's tutorial
+# 02 structures it (programs sized from the compiled kernel's register use),
+# written here in our own words.
 _triton_kernel = None
 _triton_cache = {}
 
@@ -28,23 +29,15 @@ def _triton():
         import triton.language as tl
 
         @triton.jit
-        def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+        def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, rows, cols,
                            BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
-            row_start = tl.program_id(0)
-            row_step = tl.num_programs(0)
-            for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
-                row_start_ptr = input_ptr + row_idx * input_row_stride
-                col_offsets = tl.arange(0, BLOCK_SIZE)
-                input_ptrs = row_start_ptr + col_offsets
-                mask = col_offsets < n_cols
-                row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
-                row_minus_max = row - tl.max(row, axis=0)
-                numerator = tl.exp(row_minus_max)
-                denominator = tl.sum(numerator, axis=0)
-                softmax_output = numerator / denominator
-                output_row_start_ptr = output_ptr + row_idx * output_row_stride
-                output_ptrs = output_row_start_ptr + col_offsets
-                tl.store(output_ptrs, softmax_output, mask=mask)
+            # The usual persistent Triton softmax: a row per iteration, the row in registers.
+            for r in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=num_stages):
+                idx = tl.arange(0, BLOCK_SIZE)
+                valid = idx < cols
+                x = tl.load(in_ptr + r * in_stride + idx, mask=valid, other=-float("inf"))
+                e = tl.exp(x - tl.max(x, axis=0))
+                tl.store(out_ptr + r * out_stride + idx, e / tl.sum(e, axis=0), mask=valid)
 
         _triton_kernel = softmax_kernel
     return _triton_kernel
@@ -62,7 +55,7 @@ def triton_softmax(x, y):
     num_stages = 4 if size_smem > 200000 else 2
     key = (x.dtype, block)
     if key not in _triton_cache:
-        # As published, except that when num_stages=4 needs more shared memory than the GPU
+        # As the tutorial sizes it, except that when num_stages=4 needs more shared memory than the GPU
         # has (fp32 rows of 32768 on an H200), fewer stages are tried.
         for stages in (num_stages, 2, 1):
             try:

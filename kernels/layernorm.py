@@ -1,11 +1,11 @@
-"""Layer norm forward with weight and bias (Triton's tutorial 05), fp32
+"""Layer norm forward with weight and bias, fp32
 statistics: y = (x - mean) * rstd * w + b per row, rstd = 1 / sqrt(var + eps),
 var the biased variance; Mean and Rstd (fp32, one per row) are written too.
 
 layer_norm_fwd_kernel: the row in registers (BLOCK_SIZE >= N), read once;
 programs loop over rows (row, row + num_programs, ...).
 layer_norm_fwd_looped_kernel: any N, one program per row, three sweeps over
-column blocks (mean, variance, output) as in the tutorial.
+column blocks (mean, variance, output).
 """
 import tessera
 import tessera.language as tl
@@ -32,28 +32,28 @@ def layer_norm_fwd_kernel(X, Y, W, B, Mean, Rstd, x_row_stride, y_row_stride, n_
 @tessera.jit
 def layer_norm_fwd_looped_kernel(X, Y, W, B, Mean, Rstd, x_row_stride, y_row_stride, N, eps,
                                  BLOCK_SIZE: tl.constexpr):
+    # Rows too long for registers: sweep the row three times (sum, squared
+    # deviations, output), keeping per-lane partial sums in fp32.
     row = tl.program_id(0)
-    X += row * x_row_stride
-    Y += row * y_row_stride
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        _mean += tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.0)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1.0 / tl.sqrt(var + eps)
+    x_row = X + row * x_row_stride
+    y_row = Y + row * y_row_stride
+    lanes = tl.arange(0, BLOCK_SIZE)
+    sums = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(0, N, BLOCK_SIZE):
+        sums += tl.load(x_row + start + lanes, mask=start + lanes < N, other=0.0).to(tl.float32)
+    mean = tl.sum(sums, axis=0) / N
+    squares = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(0, N, BLOCK_SIZE):
+        inside = start + lanes < N
+        v = tl.load(x_row + start + lanes, mask=inside, other=0.0).to(tl.float32)
+        d = tl.where(inside, v - mean, 0.0)
+        squares += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / N + eps)
     tl.store(Mean + row, mean)
     tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
-        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
+    for start in range(0, N, BLOCK_SIZE):
+        inside = start + lanes < N
+        v = tl.load(x_row + start + lanes, mask=inside, other=0.0).to(tl.float32)
+        w = tl.load(W + start + lanes, mask=inside, other=0.0).to(tl.float32)
+        b = tl.load(B + start + lanes, mask=inside, other=0.0).to(tl.float32)
+        tl.store(y_row + start + lanes, (v - mean) * rstd * w + b, mask=inside)

@@ -1,13 +1,7 @@
-"""
-Vector Addition
-===============
-
-Triton's tutorial 01 (python/tutorials/01-vector-add.py) with only the
-imports changed, `triton` -> `tessera`. The benchmark section is left out
-(tessera's benchmarks live in bench/) and the demo at the end runs under
-`if __name__ == "__main__":`; test_triton_tutorials.py checks add().
-"""
-
+"""A vector add written the way a Triton user writes one (Triton's APIs:
+`triton.runtime.driver.active`, `@triton.jit`, a grid callable of the
+meta-parameters, `triton.cdiv`), with only the import naming tessera instead
+of triton. Our own code; test_triton_tutorials.py checks add() against torch."""
 import torch
 
 import tessera as triton
@@ -17,60 +11,24 @@ DEVICE = triton.runtime.driver.active.get_active_torch_device()
 
 
 @triton.jit
-def add_kernel(x_ptr,  # *Pointer* to first input vector.
-               y_ptr,  # *Pointer* to second input vector.
-               output_ptr,  # *Pointer* to output vector.
-               n_elements,  # Size of the vector.
-               BLOCK_SIZE: tl.constexpr,  # Number of elements each program should process.
-               # NOTE: `constexpr` so it can be used as a shape value.
-               ):
-    # There are multiple 'programs' processing different data. We identify which program
-    # we are here:
-    pid = tl.program_id(axis=0)  # We use a 1D launch grid so axis is 0.
-    # This program will process inputs that are offset from the initial data.
-    # For instance, if you had a vector of length 256 and block_size of 64, the programs
-    # would each access the elements [0:64, 64:128, 128:192, 192:256].
-    # Note that offsets is a list of pointers:
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    # Create a mask to guard memory operations against out-of-bounds accesses.
-    mask = offsets < n_elements
-    # Load x and y from DRAM, masking out any extra elements in case the input is not a
-    # multiple of the block size.
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    # Write x + y back to DRAM.
-    tl.store(output_ptr + offsets, output, mask=mask)
+def add_kernel(a_ptr, b_ptr, c_ptr, count, BLOCK_SIZE: tl.constexpr):
+    start = tl.program_id(axis=0) * BLOCK_SIZE
+    idx = start + tl.arange(0, BLOCK_SIZE)
+    inside = idx < count
+    a = tl.load(a_ptr + idx, mask=inside)
+    b = tl.load(b_ptr + idx, mask=inside)
+    tl.store(c_ptr + idx, a + b, mask=inside)
 
 
-def add(x: torch.Tensor, y: torch.Tensor):
-    # We need to preallocate the output.
-    output = torch.empty_like(x)
-    assert x.device == DEVICE and y.device == DEVICE and output.device == DEVICE
-    n_elements = output.numel()
-    # The SPMD launch grid denotes the number of kernel instances that run in parallel.
-    # It is analogous to CUDA launch grids. It can be either Tuple[int], or Callable(metaparameters) -> Tuple[int].
-    # In this case, we use a 1D grid where the size is the number of blocks:
-    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )
-    # NOTE:
-    #  - Each torch.tensor object is implicitly converted into a pointer to its first element.
-    #  - `triton.jit`'ed functions can be indexed with a launch grid to obtain a callable GPU kernel.
-    #  - Don't forget to pass meta-parameters as keywords arguments.
-    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
-    # We return a handle to z but, since `torch.cuda.synchronize()` hasn't been called, the kernel is still
-    # running asynchronously at this point.
-    return output
+def add(a: torch.Tensor, b: torch.Tensor):
+    c = torch.empty_like(a)
+    assert a.device == DEVICE and b.device == DEVICE
+    count = c.numel()
+    add_kernel[lambda meta: (triton.cdiv(count, meta["BLOCK_SIZE"]), )](a, b, c, count, BLOCK_SIZE=1024)
+    return c
 
 
 if __name__ == "__main__":
-    torch.manual_seed(0)
-    size = 98432
-    x = torch.rand(size, device=DEVICE)
-    y = torch.rand(size, device=DEVICE)
-    output_torch = x + y
-    output_triton = add(x, y)
-    print(output_torch)
-    print(output_triton)
-    print(f'The maximum difference between torch and triton is '
-          f'{torch.max(torch.abs(output_torch - output_triton))}')
+    a = torch.rand(98432, device=DEVICE)
+    b = torch.rand(98432, device=DEVICE)
+    print("max difference from torch:", torch.max(torch.abs(add(a, b) - (a + b))).item())
