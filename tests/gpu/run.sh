@@ -16,11 +16,22 @@
 #   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
 #                                        streams, CUDA graphs, Triton tutorials)
 #   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, launch overhead, compile time)
+#   6. with TESSERA_SANITIZE=1, compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over
+#      build/tests/tessera_gpu_tests and a sample of the Python GPU tests that launches every bundled
+#      kernel, ragged shapes and the lang ops (TESSERA_SANITIZE_PYTEST: "FILES [-k EXPR]", default
+#      tests/gpu/test_differential.py, which also runs the random generated kernels), with
+#      PYTORCH_NO_CUDA_MEMORY_CACHING=1 (torch's caching allocator hides out-of-bounds accesses);
+#      the summary reports each tool's error count (zero is the target; any error fails the suite).
+#      TESSERA_SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck") picks the tools,
+#      TESSERA_SANITIZE_TIMEOUT (default 600) bounds each sanitizer run in seconds.
+#      CUDA API errors are not counted (--report-api-errors no): some C++ tests make launches
+#      fail on purpose (too much shared memory, empty grid, broken PTX) and check the error.
 # and prints one summary line with the counts and the device; the exit status
 # is non-zero if anything failed (or could not run).
 #
 # Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build),
-# TESSERA_GPU_PY_BUILD (default build-gpu-py), PYTEST_ARGS (extra pytest arguments).
+# TESSERA_GPU_PY_BUILD (default build-gpu-py), PYTEST_ARGS (extra pytest arguments),
+# TESSERA_BENCH=1 (step 5), TESSERA_SANITIZE=1 (step 6).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -147,8 +158,10 @@ fi
 
 # --- 4. The Python GPU suite -------------------------------------------------------------------
 note "4. $PY -m pytest tests/gpu -q"
-# shellcheck disable=SC2086
-"$PY" -m pytest tests/gpu -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$LOGS/pytest.log"
+# PYTEST_ARGS is split as the shell would (quotes group words: PYTEST_ARGS="-k 'a or b'").
+pytest_extra=()
+eval "pytest_extra=(${PYTEST_ARGS:-})"
+"$PY" -m pytest tests/gpu -q -rs "${pytest_extra[@]}" 2>&1 | tee "$LOGS/pytest.log"
 rc=${PIPESTATUS[0]}
 line=$(grep -E '(passed|failed|error|skipped|no tests ran)' "$LOGS/pytest.log" | tail -1 | sed -E 's/=+//g; s/^ +| +$//g')
 summary+=("pytest: ${line:-no result}")
@@ -189,6 +202,50 @@ print("; ".join(out))
 EOF
 )
   summary+=("bench: ${headline:-no numbers}")
+fi
+
+# --- 6. compute-sanitizer ----------------------------------------------------------------------
+if [ "${TESSERA_SANITIZE:-0}" = 1 ]; then
+  SAN=$(command -v compute-sanitizer || true)
+  [ -n "$SAN" ] || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer; }
+  if [ -z "$SAN" ]; then
+    summary+=("sanitizer: compute-sanitizer NOT FOUND")
+    fail "TESSERA_SANITIZE=1 but compute-sanitizer is neither on PATH nor in /usr/local/cuda/bin"
+  else
+    SAN_TIMEOUT=${TESSERA_SANITIZE_TIMEOUT:-600}
+    SAN_PYTEST=${TESSERA_SANITIZE_PYTEST:-"tests/gpu/test_differential.py"}
+    read -r -a san_py <<<"${SAN_PYTEST%% -k *}"
+    san_k=""; [[ "$SAN_PYTEST" == *" -k "* ]] && san_k=${SAN_PYTEST#* -k }
+    san_counts=()
+    for tool in ${TESSERA_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      errors=0; bad=""
+      for what in gtest pytest; do
+        log="$LOGS/sanitize-$tool-$what.log"
+        note "6. compute-sanitizer --tool $tool: $what"
+        if [ "$what" = gtest ]; then
+          cmd=("$BUILD/tests/tessera_gpu_tests")
+        else
+          cmd=("$PY" -m pytest -q -p no:cacheprovider "${san_py[@]}")
+          [ -n "$san_k" ] && cmd+=(-k "$san_k")
+        fi
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$SAN_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 1 \
+          --report-api-errors no --print-limit 20 "${cmd[@]}" >"$log" 2>&1
+        rc=$?
+        tail -5 "$log"
+        # memcheck/synccheck/initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, ...)".
+        n=$(grep -oE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: .*\([0-9]+ error)' "$log" \
+              | grep -oE '[0-9]+ error' | grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
+        errors=$((errors + n))
+        if [ "$rc" = 124 ]; then bad+=" $what timed out"; fail "compute-sanitizer --tool $tool $what: timed out after ${SAN_TIMEOUT}s"
+        elif [ "$rc" != 0 ]; then
+          [ "$n" -gt 0 ] || bad+=" $what exit $rc"
+          fail "compute-sanitizer --tool $tool $what (exit $rc, $n errors): see $log"
+        fi
+      done
+      san_counts+=("$tool $errors${bad:+ (${bad# })}")
+    done
+    summary+=("sanitizer errors: $(IFS=','; echo "${san_counts[*]}" | sed 's/,/, /g')")
+  fi
 fi
 
 # --- Summary -----------------------------------------------------------------------------------
