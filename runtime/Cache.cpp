@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 // A new CompileOptions field changes the generated code: it must be added to
 // makeKey below (and then this size updated).
-struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; };
+struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; };
 static_assert(sizeof(CompileOptions) == sizeof(CompileOptionsFieldsInTheKey),
               "CompileOptions changed: add the new field to the cache key in runtime/Cache.cpp");
 
@@ -308,6 +308,8 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   const char *debugEnv = std::getenv("TESSERA_DEBUG");
   const bool debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
   t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
+  // Tensor cores: options.tensorCores or TESSERA_MMA (tensorCoresEnabled's rule).
+  t += std::string("tensor_cores: ") + (tensorCoresEnabled(options) ? "1" : "0") + "\n";
   key.digest = sha256Hex(t);
   return key;
 }

@@ -51,6 +51,8 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   --emit STAGE         ast | ir | ir-opt | llvm | ptx (default ptx)
   --debug              check tl.device_assert and runtime asserts on the device
                        (also TESSERA_DEBUG=1)
+  --tensor-cores       fp16/bf16 dots on tensor cores (mma.sync, sm_80+); also
+                       TESSERA_MMA=1 (off by default for now); --no-tensor-cores
   --stop-after PASS    with --emit ir-opt: the IR right after PASS
                        (canonicalize, dead-code-elimination, layout-assignment)
   -o FILE              write the output to FILE instead of stdout
@@ -139,6 +141,8 @@ int commandCompile(int argc, char **argv) {
     else if (arg == "--num-stages") options.numStages = parseUnsigned(arg, value());
     else if (arg == "--arch") options.arch = value();
     else if (arg == "--debug") options.debug = true;
+    else if (arg == "--tensor-cores") options.tensorCores = 1;
+    else if (arg == "--no-tensor-cores") options.tensorCores = 0;
     else if (arg == "--emit") emit = value();
     else if (arg == "--stop-after") options.stopAfterPass = value();
     else if (arg == "-o" || arg == "--output") output = value();

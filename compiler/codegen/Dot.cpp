@@ -15,6 +15,8 @@ namespace tessera::codegen {
 using namespace llvm;
 
 void KernelLowering::lowerDot(ir::Operation &op) {
+  if (op.result()->layout && op.result()->layout->kind == ir::Layout::Kind::Mma)
+    return lowerMmaDot(op);
   ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const ir::Type inElem = a->type.element(), outElem = result->type.element();

@@ -30,8 +30,15 @@ namespace {
 
 // Follows slice parents down to the blocked layout; `sliced` marks the base
 // dims removed on the way and `valueDims` maps value dims to base dims.
-const ir::Layout &resolveBase(const ir::Layout &layout, std::vector<bool> &sliced,
-                              std::vector<unsigned> &valueDims) {
+ir::Layout resolveBase(const ir::Layout &layout, std::vector<bool> &sliced,
+                       std::vector<unsigned> &valueDims) {
+  if (layout.kind == ir::Layout::Kind::Mma) {
+    if (layout.mmaVersion != 2 || layout.warpsPerCTA.size() != 2)
+      throw std::invalid_argument("only 2-D version-2 mma layouts are supported: " + layout.str());
+    return resolveBase(*ir::Layout::mmaAsBlocked(layout), sliced, valueDims);
+  }
+  if (layout.kind == ir::Layout::Kind::DotOperand)
+    throw std::invalid_argument("a dot-operand layout has no register mapping of its own: " + layout.str());
   if (layout.kind == ir::Layout::Kind::Blocked) {
     unsigned rank = static_cast<unsigned>(layout.sizePerThread.size());
     sliced.assign(rank, false);
@@ -42,7 +49,7 @@ const ir::Layout &resolveBase(const ir::Layout &layout, std::vector<bool> &slice
   }
   if (!layout.parent)
     throw std::invalid_argument("slice layout without a parent");
-  const ir::Layout &base = resolveBase(*layout.parent, sliced, valueDims);
+  ir::Layout base = resolveBase(*layout.parent, sliced, valueDims);
   if (layout.sliceDim >= valueDims.size())
     throw std::invalid_argument("slice dim out of range in " + layout.str());
   sliced[valueDims[layout.sliceDim]] = true;

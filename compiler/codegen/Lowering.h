@@ -134,6 +134,11 @@ private:
   void lowerScan(ir::Operation &op);
   // Dot.cpp
   void lowerDot(ir::Operation &op);
+  void lowerMmaDot(ir::Operation &op); // tensor cores: result in an Mma layout
+  // Values in a dot-operand layout keep the registers of the converted value;
+  // this is that value's layout (convert_layout to #dot_op moves nothing).
+  std::unordered_map<const ir::Value *, ir::LayoutRef> dotOperandSource_;
+  void stageToShared(ir::Operation &op, ir::Value *v, llvm::Value *base, int64_t rowStride);
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);
   // DebugOps.cpp: print, assert, assume, barrier

@@ -46,6 +46,13 @@ void KernelLowering::lowerThroughSharedMemory(ir::Operation &op) {
   if (src->type.numElements() != dst->type.numElements())
     unsupported(op, "operand and result have different element counts");
   const Regs &in = lookup(src);
+  if (dst->layout && dst->layout->kind == ir::Layout::Kind::DotOperand) {
+    // The dot stages these registers itself (Dot.cpp): only remember their layout.
+    auto it = dotOperandSource_.find(src);
+    dotOperandSource_[dst] = it != dotOperandSource_.end() ? it->second : src->layout;
+    define(dst, in);
+    return;
+  }
   if (src->type.shape == dst->type.shape && sameLayout(src->layout, dst->layout)) {
     define(dst, in); // nothing moves
     return;

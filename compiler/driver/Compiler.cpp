@@ -106,6 +106,8 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   passes::PipelineOptions pipeline = passes::pipelineOptionsFromEnvironment();
   pipeline.stopAfter = options.stopAfterPass;
+  pipeline.arch = options.arch;
+  pipeline.tensorCores = tensorCoresEnabled(options);
   passes::runPipeline(*fn, pipeline);
   if (!options.stopAfterPass.empty() && stopAfter > Stage::IROpt)
     throw std::invalid_argument("--stop-after only goes with --emit ir-opt");
@@ -119,6 +121,13 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   out.ptx = std::move(result.ptx);
   out.sharedBytes = result.sharedBytes;
   return out;
+}
+
+bool tensorCoresEnabled(const CompileOptions &options) {
+  if (options.tensorCores >= 0) return options.tensorCores != 0;
+  // On unless TESSERA_MMA=0 (the FMA loop stays the fallback for what MMA can't do).
+  const char *env = std::getenv("TESSERA_MMA");
+  return !(env && *env && std::string(env) == "0");
 }
 
 } // namespace tessera

@@ -27,7 +27,13 @@ struct CompileOptions {
   // tl.device_assert (and `assert` on runtime values) are checked on the device;
   // TESSERA_DEBUG=1 turns this on too.
   bool debug = false;
+  // Tensor cores for fp16/bf16 dots (accelerate-dot, docs/tensor-cores.md):
+  // 1 on, 0 off, -1 from TESSERA_MMA (on unless TESSERA_MMA=0).
+  int tensorCores = -1;
 };
+
+// options.tensorCores resolved against TESSERA_MMA.
+bool tensorCoresEnabled(const CompileOptions &options);
 
 struct CompiledKernel {
   std::string name;

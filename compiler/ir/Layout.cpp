@@ -12,12 +12,20 @@ static std::string list(const std::vector<unsigned> &v) {
 unsigned Layout::rank() const {
   if (kind == Kind::Blocked)
     return static_cast<unsigned>(sizePerThread.size());
+  if (kind == Kind::Mma)
+    return static_cast<unsigned>(warpsPerCTA.size());
+  if (kind == Kind::DotOperand)
+    return parent->rank();
   return parent->rank() - 1;
 }
 
 std::string Layout::str() const {
   if (kind == Kind::Slice)
     return "#slice<dim=" + std::to_string(sliceDim) + ", " + parent->str() + ">";
+  if (kind == Kind::Mma)
+    return "#mma<version=" + std::to_string(mmaVersion) + ", wpc=" + list(warpsPerCTA) + ">";
+  if (kind == Kind::DotOperand)
+    return "#dot_op<opIdx=" + std::to_string(opIdx) + ", " + parent->str() + ">";
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
          ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
 }
@@ -27,6 +35,10 @@ bool Layout::operator==(const Layout &o) const {
     return false;
   if (kind == Kind::Slice)
     return sliceDim == o.sliceDim && sameLayout(parent, o.parent);
+  if (kind == Kind::Mma)
+    return mmaVersion == o.mmaVersion && warpsPerCTA == o.warpsPerCTA;
+  if (kind == Kind::DotOperand)
+    return opIdx == o.opIdx && sameLayout(parent, o.parent);
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
          warpsPerCTA == o.warpsPerCTA && order == o.order;
 }
@@ -48,6 +60,26 @@ LayoutRef Layout::slice(unsigned dim, LayoutRef parent) {
   l->sliceDim = dim;
   l->parent = std::move(parent);
   return l;
+}
+
+LayoutRef Layout::mma(unsigned version, std::vector<unsigned> wpc) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::Mma;
+  l->mmaVersion = version;
+  l->warpsPerCTA = std::move(wpc);
+  return l;
+}
+
+LayoutRef Layout::dotOperand(unsigned opIdx, LayoutRef parent) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::DotOperand;
+  l->opIdx = opIdx;
+  l->parent = std::move(parent);
+  return l;
+}
+
+LayoutRef Layout::mmaAsBlocked(const Layout &mma) {
+  return blocked({2, 2}, {8, 4}, mma.warpsPerCTA, {1, 0});
 }
 
 } // namespace tessera::ir

@@ -11,6 +11,20 @@
 // Slice(dim, parent): the layout of a value obtained by removing `dim` from a
 // value in `parent` (a reduction result); expand_dims along `dim` gives back
 // `parent`.
+//
+// Mma(version 2, warpsPerCTA): the accumulator of mma.sync m16n8k16 (tensor
+// cores, compiler/passes/AccelerateDot.cpp): each warp holds a grid of 16x8
+// tiles; in a tile, lane (g = lane/4, t = lane%4) holds rows 2g, 2g+1 (the
+// instruction's rows g and g+8; codegen feeds A's rows permuted so that they
+// land there) and columns 2t, 2t+1. Warps tile the block [wpc0*16, wpc1*8]
+// at a time. Register-for-register it is
+// #blocked<spt=[2,2], tpw=[8,4], wpc=warpsPerCTA, order=[1,0]>, which is how
+// codegen's layout math treats it (docs/tensor-cores.md).
+//
+// DotOperand(opIdx, parent): operand opIdx (0 = A, 1 = B) of a dot whose
+// result has the Mma layout `parent`. Only dot consumes such values; codegen
+// keeps the registers of the converted value and loads the mma fragments
+// through shared memory with ldmatrix.
 #pragma once
 
 #include <memory>
@@ -23,22 +37,30 @@ struct Layout;
 using LayoutRef = std::shared_ptr<const Layout>;
 
 struct Layout {
-  enum class Kind { Blocked, Slice };
+  enum class Kind { Blocked, Slice, Mma, DotOperand };
   Kind kind = Kind::Blocked;
   // Blocked
   std::vector<unsigned> sizePerThread, threadsPerWarp, warpsPerCTA, order;
   // Slice
   unsigned sliceDim = 0;
-  LayoutRef parent;
+  LayoutRef parent; // also DotOperand's Mma parent
+  // Mma (warpsPerCTA above) / DotOperand
+  unsigned mmaVersion = 2;
+  unsigned opIdx = 0;
 
   unsigned rank() const;
-  // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>"
+  // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>",
+  // "#mma<version=2, wpc=[2,2]>", "#dot_op<opIdx=0, #mma<...>>"
   std::string str() const;
   bool operator==(const Layout &o) const;
 
   static LayoutRef blocked(std::vector<unsigned> spt, std::vector<unsigned> tpw,
                            std::vector<unsigned> wpc, std::vector<unsigned> order);
   static LayoutRef slice(unsigned dim, LayoutRef parent);
+  static LayoutRef mma(unsigned version, std::vector<unsigned> wpc);
+  static LayoutRef dotOperand(unsigned opIdx, LayoutRef parent);
+  // The blocked layout an Mma layout is register-for-register.
+  static LayoutRef mmaAsBlocked(const Layout &mma);
 };
 
 inline bool sameLayout(const LayoutRef &a, const LayoutRef &b) {

@@ -3,6 +3,7 @@
 // optionally verifies and dumps the IR.
 #include "compiler/passes/Pipeline.h"
 
+#include "compiler/passes/AccelerateDot.h"
 #include "compiler/passes/AxisAnalysis.h"
 #include "compiler/passes/Canonicalize.h"
 #include "compiler/passes/Coalesce.h"
@@ -48,12 +49,18 @@ bool runPass(const char *name, PassFn pass, ir::Function &fn, const PipelineOpti
   return options.stopAfter != name;
 }
 
+bool hasDot(ir::Function &fn) {
+  bool found = false;
+  ir::walk(fn.body, [&](ir::Operation &op) { found |= op.code == ir::OpCode::Dot; });
+  return found;
+}
+
 } // namespace
 
 const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
-                                                 "remove-layout-conversions"};
+                                                 "remove-layout-conversions", "accelerate-dot"};
   return names;
 }
 
@@ -67,7 +74,9 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   runPass("axis-analysis", analyzeAxes, fn, options) &&
   runPass("layout-assignment", static_cast<void (*)(ir::Function &)>(assignLayouts), fn, options) &&
   runPass("coalesce", coalesce, fn, options) &&
-  runPass("remove-layout-conversions", removeLayoutConversions, fn, options);
+  runPass("remove-layout-conversions", removeLayoutConversions, fn, options) &&
+  // accelerate-dot runs (and dumps) only when tensor cores are on and the kernel has a dot.
+  (!options.tensorCores || !hasDot(fn) || runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch); }, fn, options));
 }
 
 } // namespace tessera::passes

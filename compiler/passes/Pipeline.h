@@ -12,6 +12,8 @@ struct PipelineOptions {
   bool dumpIR = false;      // TESSERA_DUMP_IR=1: print the IR after every pass (stderr)
   bool verifyEach = false;  // run the verifier after every pass (debug builds, tests)
   std::string stopAfter;    // a pass name: skip the passes after it (golden tests)
+  std::string arch = "sm_90a"; // accelerate-dot uses tensor cores from sm_80
+  bool tensorCores = false;    // run accelerate-dot (CompileOptions::tensorCores)
 };
 
 // The pass names, in pipeline order.

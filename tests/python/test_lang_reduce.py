@@ -38,7 +38,11 @@ DOT_SIG = "*{0},*{0},*{0},i32,i32,i32,i32,i32,i32"
 def test_dot(tmp_path, arch, dtype, bm, bn, bk):
     ptx = compile_and_assemble(tmp_path, "dot.py", "matmul_kernel", DOT_SIG.format(dtype),
                                {"BM": bm, "BN": bn, "BK": bk}, arch)
-    assert ("fma.rn.f64" if dtype == "fp64" else "fma.rn.f32") in ptx
+    # fp16/bf16 with block dims that are multiples of the m16n8k16 tile, and at
+    # least one 16x8 tile for each of the 4 warps, run on tensor cores.
+    on_tensor_cores = (dtype in ("fp16", "bf16") and bm % 16 == 0 and bn % 8 == 0 and bk % 16 == 0
+                       and (bm // 16) * (bn // 8) >= 4)
+    assert ("mma.sync" if on_tensor_cores else "fma.rn.f64" if dtype == "fp64" else "fma.rn.f32") in ptx
 
 
 @pytest.mark.parametrize("arch", ARCHS)

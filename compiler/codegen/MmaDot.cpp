@@ -1,0 +1,172 @@
+// Tensor-core dot (docs/tensor-cores.md): dot(a <MxK>, b <KxN>, acc <MxN>)
+// whose result has an #mma<version=2, wpc=[wm, wn]> layout (set by
+// compiler/passes/AccelerateDot.cpp), fp16/bf16 inputs, f32 accumulator.
+//
+//  1. a and b (registers of whatever layout they were converted from) are
+//     stored to shared memory row-major, rows padded by 8 elements (16
+//     bytes) so that the 8 row addresses of one ldmatrix hit distinct banks:
+//     A at [M][K + 8], B at [K][N + 8].
+//  2. per k-step of 16, per warp: one ldmatrix.x4 per 16-row m-tile of A
+//     (matrices rows 0-7/8-15 x k 0-7/8-15 = the 4 .b32 A registers), one
+//     ldmatrix.x4.trans per pair of 8-column n-tiles of B (B is stored with
+//     n contiguous, so .trans gives each lane its k pairs: 2 .b32 registers
+//     per n-tile), then mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} per
+//     (m-tile, n-tile).
+//  3. the accumulator registers are the mma C/D fragments; the Mma layout
+//     puts the instruction's rows g and g+8 at rows 2g and 2g+1 of the
+//     16-row tile (A's rows are fed to ldmatrix in that order), which makes
+//     it register-for-register #blocked<spt=[2,2], tpw=[8,4], wpc, order=[1,0]>.
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base, int64_t rowStride) {
+  auto it = dotOperandSource_.find(v);
+  ir::LayoutRef src = it != dotOperandSource_.end() ? it->second : v->layout;
+  if (!src || src->kind == ir::Layout::Kind::DotOperand)
+    unsupported(op, "dot operand without a register layout");
+  DistributedLayout layout = [&] {
+    try {
+      return DistributedLayout(*src, v->type.shape);
+    } catch (const std::invalid_argument &e) {
+      unsupported(op, e.what());
+    }
+  }();
+  const Regs &regs = lookup(v);
+  Type *memTy = memoryType(v->type.element(), &op);
+  // Groups of `vec` consecutive registers along dim 1 go out as one vector store.
+  const DimMap &fast = layout.dim(1);
+  unsigned vec = 1;
+  if (layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
+    vec = std::min(fast.sizePerThread, 8u);
+  for (unsigned r = 0; r < layout.numRegs(); ++r) {
+    if (layout.isDuplicateRegister(r))
+      continue;
+    std::vector<unsigned> idx = layout.regIndex(r);
+    if (idx[1] % vec != 0)
+      continue; // part of the group its first register stores
+    std::vector<Value *> c = coordinates(layout, r);
+    Value *index = b_.CreateAdd(b_.CreateMul(c[0], i32(rowStride)), c[1]);
+    Value *ptr = b_.CreateGEP(memTy, base, index);
+    if (vec == 1) {
+      b_.CreateStore(regs[r], ptr);
+      continue;
+    }
+    Value *packed = PoisonValue::get(FixedVectorType::get(memTy, vec));
+    for (unsigned e = 0; e < vec; ++e) {
+      std::vector<unsigned> at = idx;
+      at[1] += e;
+      packed = b_.CreateInsertElement(packed, regs[layout.regNumber(at)], e);
+    }
+    b_.CreateAlignedStore(packed, ptr, Align(vec * 2));
+  }
+}
+
+void KernelLowering::lowerMmaDot(ir::Operation &op) {
+  ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
+  const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+  const ir::ScalarType in = a->type.element().scalar;
+  if ((in != ir::ScalarType::F16 && in != ir::ScalarType::BF16) || b->type.element().scalar != in ||
+      result->type.element().scalar != ir::ScalarType::F32)
+    unsupported(op, "the tensor-core dot takes f16 or bf16 inputs and an f32 accumulator");
+  if (!sameLayout(acc->layout, result->layout))
+    unsupported(op, "the accumulator must have the result's layout");
+  DistributedLayout out = layoutOf(result, op);
+  const unsigned wm = result->layout->warpsPerCTA[0], wn = result->layout->warpsPerCTA[1];
+  if (M % (16 * wm) || N % (8 * wn) || K % 16)
+    unsupported(op, "block shape does not fit mma.sync m16n8k16 with these warps");
+  const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
+  const int64_t ldA = K + 8, ldB = N + 8; // padded rows (elements)
+
+  Type *memTy = memoryType(a->type.element(), &op);
+  const uint64_t bOffset = (static_cast<uint64_t>(M * ldA) * 2 + 15) / 16 * 16;
+  Value *aBase = sharedScratch(bOffset + static_cast<uint64_t>(K * ldB) * 2, op);
+  Value *bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), aBase, bOffset);
+  stageToShared(op, a, aBase, ldA);
+  stageToShared(op, b, bBase, ldB);
+  barrier();
+
+  // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
+  Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
+  Value *l7 = b_.CreateAnd(lane_, 7), *bit3 = b_.CreateAnd(b_.CreateLShr(lane_, 3), 1);
+  Value *bit4 = b_.CreateLShr(lane_, 4);
+  // A: matrix (h, kb) = (bit3, bit4); mma row g + 8h is block row 2g + h.
+  Value *aRow = b_.CreateAdd(b_.CreateMul(warpM, i32(16)), b_.CreateAdd(b_.CreateShl(l7, 1), bit3));
+  Value *aLane = b_.CreateAdd(b_.CreateMul(aRow, i32(ldA)), b_.CreateShl(bit4, 3));
+  // B (k rows, n contiguous): matrix (kb, n-tile of the pair) = (bit3, bit4).
+  Value *bK = b_.CreateAdd(b_.CreateShl(bit3, 3), l7);
+  Value *bCol = b_.CreateMul(warpN, i32(8));
+  Value *bLane4 = b_.CreateAdd(b_.CreateMul(bK, i32(ldB)), b_.CreateAdd(bCol, b_.CreateMul(bit4, i32(8 * wn))));
+  Value *bLane2 = b_.CreateAdd(b_.CreateMul(bK, i32(ldB)), bCol);
+
+  Type *i32Ty = b_.getInt32Ty(), *f32Ty = b_.getFloatTy();
+  // Inline PTX (the LLVM intrinsics' declarations are not usable here).
+  auto ldmatrix = [&](bool trans, Value *base, Value *elemIndex, unsigned n) {
+    Value *ptr = b_.CreatePtrToInt(b_.CreateGEP(memTy, base, elemIndex), b_.getInt64Ty());
+    std::vector<Type *> outs(n, i32Ty);
+    std::string text = std::string("ldmatrix.sync.aligned.m8n8.x") + std::to_string(n) + (trans ? ".trans" : "") +
+                       ".shared.b16 {", cons;
+    for (unsigned i = 0; i < n; ++i) {
+      text += (i ? ",$" : "$") + std::to_string(i);
+      cons += "=r,";
+    }
+    text += "}, [$" + std::to_string(n) + "];";
+    cons += "l";
+    InlineAsm *ld = InlineAsm::get(FunctionType::get(StructType::get(ctx_, outs), {b_.getInt64Ty()}, false), text, cons,
+                                   /*hasSideEffects=*/true);
+    Value *res = b_.CreateCall(ld, {ptr});
+    std::vector<Value *> regs;
+    for (unsigned i = 0; i < n; ++i)
+      regs.push_back(b_.CreateExtractValue(res, i));
+    return regs;
+  };
+  const char *ty = in == ir::ScalarType::F16 ? "f16" : "bf16";
+  std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + ty + "." + ty +
+                        ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  FunctionType *mmaTy = FunctionType::get(StructType::get(ctx_, {f32Ty, f32Ty, f32Ty, f32Ty}),
+                                          {i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, f32Ty, f32Ty, f32Ty, f32Ty}, false);
+  InlineAsm *mma = InlineAsm::get(mmaTy, asmText, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*hasSideEffects=*/false);
+
+  // C fragment register c (h = c / 2, j = c % 2) of tile (mi, ni).
+  auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
+    return out.regNumber({static_cast<unsigned>(2 * mi + c / 2), static_cast<unsigned>(2 * ni + c % 2)});
+  };
+  Regs accRegs = lookup(acc);
+  for (int64_t ks = 0; ks < K / 16; ++ks) {
+    std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      aFrag[mi] = ldmatrix(false, aBase,
+                           b_.CreateAdd(aLane, i32(mi * 16 * wm * ldA + ks * 16)), 4);
+    for (int64_t ni = 0; ni < nTiles; ni += 2) {
+      const int64_t off = ks * 16 * ldB + ni * 8 * wn;
+      if (ni + 1 < nTiles) {
+        std::vector<Value *> r = ldmatrix(true, bBase,
+                                          b_.CreateAdd(bLane4, i32(off)), 4);
+        bFrag[ni] = {r[0], r[1]};
+        bFrag[ni + 1] = {r[2], r[3]};
+      } else {
+        bFrag[ni] = ldmatrix(true, bBase,
+                             b_.CreateAdd(bLane2, i32(off)), 2);
+      }
+    }
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t ni = 0; ni < nTiles; ++ni) {
+        std::vector<Value *> args(aFrag[mi].begin(), aFrag[mi].end());
+        args.insert(args.end(), bFrag[ni].begin(), bFrag[ni].end());
+        for (unsigned c = 0; c < 4; ++c)
+          args.push_back(accRegs[regOf(mi, ni, c)]);
+        Value *d = b_.CreateCall(mma, args);
+        for (unsigned c = 0; c < 4; ++c)
+          accRegs[regOf(mi, ni, c)] = b_.CreateExtractValue(d, c);
+      }
+  }
+  barrier(); // the scratch may be reused right after
+  define(result, std::move(accRegs));
+}
+
+} // namespace tessera::codegen

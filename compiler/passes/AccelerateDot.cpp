@@ -1,0 +1,191 @@
+// Accelerate-dot (runs last, after remove-layout-conversions). For every
+// dot(a <MxK>, b <KxN>, acc <MxN>) with a, b both f16 or both bf16, an f32
+// result, M % 16 == 0, N % 8 == 0, K % 16 == 0 and warps that fit
+// (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:
+//   * the result gets #mma<version=2, wpc=[wm, wn]> (mma.sync m16n8k16
+//     accumulator fragments, compiler/ir/Layout.h);
+//   * a and b are converted to #dot_op<opIdx=0/1, #mma<...>>, the
+//     accumulator to the Mma layout, and the result's users read it through a
+//     conversion back to their old layout;
+//   * when the accumulator is a `for` loop-carried value updated by the dot
+//     (`acc += tl.dot(a, b)` / `acc = tl.dot(a, b, acc)`), the carried value
+//     itself moves to the Mma layout: the conversion happens once before and
+//     once after the loop instead of twice per iteration.
+// Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
+#include "compiler/passes/AccelerateDot.h"
+
+#include <cstdlib>
+#include <functional>
+#include <list>
+#include <vector>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
+  auto it = op.parent->ops.begin();
+  while (it->get() != &op) ++it;
+  return it;
+}
+
+Value *convertAt(Block *block, std::list<std::unique_ptr<Operation>>::iterator before, SourceLoc loc, Value *v,
+                 const LayoutRef &to) {
+  Builder b(block);
+  b.setInsertionPoint(block, before);
+  b.setLoc(loc);
+  Value *c = b.op(OpCode::ConvertLayout, {v}, v->type);
+  c->layout = to;
+  return c;
+}
+
+// Replaces uses of `from` by `to` everywhere in `fn` except in `keep`.
+void replaceUsesExcept(Function &fn, Value *from, Value *to, const Operation *keep) {
+  walk(fn.body, [&](Operation &op) {
+    if (&op == keep) return;
+    for (Value *&v : op.operands)
+      if (v == from) v = to;
+  });
+}
+
+unsigned countUses(Function &fn, Value *v) {
+  unsigned n = 0;
+  walk(fn.body, [&](Operation &op) {
+    for (Value *u : op.operands) n += u == v;
+  });
+  return n;
+}
+
+int archNumber(const std::string &arch) {
+  if (arch.rfind("sm_", 0) != 0) return 0;
+  return std::atoi(arch.c_str() + 3);
+}
+
+// Warps over [M, N]: split the dim whose per-warp extent (in mma tiles of
+// 16 x 8 elements, counted in elements) is larger, while it still fits.
+bool chooseWarps(int64_t M, int64_t N, unsigned numWarps, unsigned &wm, unsigned &wn) {
+  wm = wn = 1;
+  while (wm * wn < numWarps) {
+    bool canM = M % (16 * int64_t{wm} * 2) == 0, canN = N % (8 * int64_t{wn} * 2) == 0;
+    if (canM && (M / wm >= N / wn || !canN)) wm *= 2;
+    else if (canN) wn *= 2;
+    else return false;
+  }
+  return true;
+}
+
+struct Accelerator {
+  Function &fn;
+
+  // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
+  // so that the accumulator can stay in the mma registers.
+  void foldAccumulatorAdd(Operation &dot) {
+    Value *zero = dot.operand(2), *r = dot.result();
+    Operation *z = zero->definingOp;
+    if (!z || z->code != OpCode::Constant || !z->isFloatConstant() || z->floatAttr("value") != 0.0) return;
+    Operation *add = nullptr;
+    unsigned uses = 0;
+    walk(fn.body, [&](Operation &op) {
+      for (Value *v : op.operands)
+        if (v == r) { ++uses; add = &op; }
+    });
+    if (uses != 1 || add->code != OpCode::Add || add->parent != dot.parent || add->operands.size() != 2) return;
+    Value *x = add->operand(0) == r ? add->operand(1) : add->operand(0);
+    if (x == r || !(x->type == r->type) || !(add->result()->type == r->type)) return;
+    // x must be available at the dot: an argument of its block, or defined before it there.
+    if (x->ownerBlock) {
+      if (x->ownerBlock != dot.parent) return;
+    } else {
+      if (!x->definingOp || x->definingOp->parent != dot.parent) return;
+      bool before = false;
+      for (auto &op : dot.parent->ops) {
+        if (op.get() == x->definingOp) { before = true; break; }
+        if (op.get() == &dot) break;
+      }
+      if (!before) return;
+    }
+    Value *sum = add->result();
+    dot.operands[2] = x;
+    replaceAllUsesWith(fn.body, sum, r);
+    r->layout = sum->layout;
+    dot.parent->ops.erase(position(*add));
+  }
+
+  bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
+    Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
+    if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
+    ScalarType in = a->type.element().scalar;
+    if ((in != ScalarType::F16 && in != ScalarType::BF16) || b->type.element().scalar != in) return false;
+    if (r->type.element().scalar != ScalarType::F32 || a->type.element().pointer) return false;
+    const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+    if (M % 16 || N % 8 || K % 16) return false;
+    if (fn.numWarps == 0 || (fn.numWarps & (fn.numWarps - 1))) return false;
+    return chooseWarps(M, N, fn.numWarps, wm, wn);
+  }
+
+  void rewrite(Operation &dot, unsigned wm, unsigned wn) {
+    LayoutRef mma = Layout::mma(2, {wm, wn});
+    Value *result = dot.result();
+    LayoutRef old = result->layout;
+    Block *block = dot.parent;
+    auto at = position(dot);
+    dot.operands[0] = convertAt(block, at, dot.loc, dot.operand(0), Layout::dotOperand(0, mma));
+    dot.operands[1] = convertAt(block, at, dot.loc, dot.operand(1), Layout::dotOperand(1, mma));
+    Value *acc = dot.operand(2);
+    result->layout = mma;
+    Value *back = convertAt(block, std::next(at), dot.loc, result, old);
+    replaceUsesExcept(fn, result, back, back->definingOp);
+
+    // Loop-carried accumulator: acc is argument i of a for body whose yield
+    // passes `back` (the dot result) on at the same position, and which has
+    // no other users than the dot. (With other users they get a conversion.)
+    Operation *loop = acc->ownerBlock ? acc->ownerBlock->parentOp : nullptr;
+    Operation *yield = loop && loop->code == OpCode::For ? acc->ownerBlock->terminator() : nullptr;
+    unsigned i = acc->index; // body arg i <-> init operand 2 + i, result i - 1, yield operand i - 1
+    if (yield && acc->ownerBlock == block && i >= 1 && yield->operands.size() >= i &&
+        yield->operand(i - 1) == back && sameLayout(acc->layout, old)) {
+      Block *body = acc->ownerBlock;
+      acc->layout = mma;
+      if (countUses(fn, acc) > 1) { // other readers keep the old layout
+        Value *accOld = convertAt(body, body->ops.begin(), dot.loc, acc, old);
+        replaceUsesExcept(fn, acc, accOld, accOld->definingOp);
+        dot.operands[2] = acc;
+      }
+      yield->operands[i - 1] = result;
+      if (countUses(fn, back) == 0) body->ops.erase(position(*back->definingOp));
+      Value *init = loop->operand(2 + i);
+      loop->operands[2 + i] = convertAt(loop->parent, position(*loop), loop->loc, init, mma);
+      Value *loopResult = loop->result(i - 1);
+      loopResult->layout = mma;
+      Value *after = convertAt(loop->parent, std::next(position(*loop)), loop->loc, loopResult, old);
+      replaceUsesExcept(fn, loopResult, after, after->definingOp);
+      if (countUses(fn, after) == 0) loop->parent->ops.erase(position(*after->definingOp));
+    } else {
+      dot.operands[2] = convertAt(block, position(dot), dot.loc, acc, mma);
+    }
+  }
+
+  void run() {
+    std::vector<Operation *> dots;
+    walk(fn.body, [&](Operation &op) {
+      if (op.code == OpCode::Dot) dots.push_back(&op);
+    });
+    for (Operation *dot : dots) {
+      unsigned wm, wn;
+      if (!eligible(*dot, wm, wn)) continue;
+      foldAccumulatorAdd(*dot);
+      if (eligible(*dot, wm, wn)) rewrite(*dot, wm, wn);
+    }
+  }
+};
+
+} // namespace
+
+void accelerateDot(Function &fn, const std::string &arch) {
+  if (archNumber(arch) < 80) return;
+  Accelerator{fn}.run();
+}
+
+} // namespace tessera::passes

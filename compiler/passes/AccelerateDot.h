@@ -1,0 +1,17 @@
+// Accelerate-dot: dots that tensor cores can run (fp16/bf16 inputs, fp32
+// accumulator, block shape and warps fitting mma.sync m16n8k16) get an Mma
+// result layout; their operands are converted to dot-operand layouts. See
+// docs/tensor-cores.md.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+#include <string>
+
+namespace tessera::passes {
+
+// `arch`: "sm_80" ... "sm_90a"; below sm_80 nothing changes. The pipeline runs
+// it only with tensor cores on (--tensor-cores / TESSERA_MMA=1).
+void accelerateDot(ir::Function &fn, const std::string &arch);
+
+} // namespace tessera::passes
