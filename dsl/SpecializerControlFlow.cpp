@@ -374,6 +374,21 @@ struct Carried {
   std::vector<SValue> shapes;             // per name, its value before the loop
   std::vector<std::vector<SValue>> leaves; // per name
   std::vector<ir::Value *> inits;         // carriable leaves, in order
+
+  // Each name's value with its k-th carriable leaf replaced by valueOf(k)
+  // (the region's arguments, the yields, or the op's results).
+  std::vector<SValue> rebuildWith(const std::function<ir::Value *(size_t)> &valueOf) const {
+    size_t k = 0;
+    std::vector<SValue> values;
+    for (size_t n = 0; n < names.size(); ++n) {
+      std::vector<SValue> copy = leaves[n];
+      for (SValue &leaf : copy)
+        if (carriable(leaf)) leaf = SValue::ir(valueOf(k++));
+      size_t next = 0;
+      values.push_back(rebuild(shapes[n], copy, next));
+    }
+    return values;
+  }
 };
 
 } // namespace
@@ -475,21 +490,9 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   ir::Value *iv = body->addArgument(ivType, target->id);
   Env bodyEnv = *env_;
   bodyEnv[target->id] = SValue::ir(iv);
-  auto rebuildWith = [&](const std::function<ir::Value *(size_t)> &valueOf) {
-    size_t k = 0;
-    std::vector<SValue> values;
-    for (size_t n = 0; n < c.names.size(); ++n) {
-      std::vector<SValue> leaves = c.leaves[n];
-      for (SValue &leaf : leaves)
-        if (carriable(leaf)) leaf = SValue::ir(valueOf(k++));
-      size_t next = 0;
-      values.push_back(rebuild(c.shapes[n], leaves, next));
-    }
-    return values;
-  };
   {
     size_t k = 0;
-    std::vector<SValue> args = rebuildWith([&](size_t i) {
+    std::vector<SValue> args = c.rebuildWith([&](size_t i) {
       ++k;
       return body->addArgument(c.inits[i]->type, "");
     });
@@ -534,7 +537,7 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   b_.create(ir::OpCode::Yield, yields, {});
   env_ = saved;
   b_.setInsertionPoint(outer, after);
-  std::vector<SValue> results = rebuildWith([&](size_t i) { return forOp->result(static_cast<unsigned>(i)); });
+  std::vector<SValue> results = c.rebuildWith([&](size_t i) { return forOp->result(static_cast<unsigned>(i)); });
   for (size_t n = 0; n < c.names.size(); ++n) (*env_)[c.names[n]] = results[n];
   return Flow::Normal;
 }
@@ -605,18 +608,6 @@ void Specializer::execWhileLoop(const ast::Body &bodyAst, SourceLoc loc, const s
   }
   std::vector<ir::Type> types;
   for (ir::Value *v : c.inits) types.push_back(v->type);
-  auto rebuildWith = [&](const std::function<ir::Value *(size_t)> &valueOf) {
-    size_t k = 0;
-    std::vector<SValue> values;
-    for (size_t n = 0; n < c.names.size(); ++n) {
-      std::vector<SValue> leaves = c.leaves[n];
-      for (SValue &leaf : leaves)
-        if (carriable(leaf)) leaf = SValue::ir(valueOf(k++));
-      size_t next = 0;
-      values.push_back(rebuild(c.shapes[n], leaves, next));
-    }
-    return values;
-  };
   auto nameArgs = [&](ir::Block *block) {
     size_t arg = 0;
     for (size_t n = 0; n < c.names.size(); ++n)
@@ -631,7 +622,7 @@ void Specializer::execWhileLoop(const ast::Body &bodyAst, SourceLoc loc, const s
 
   // before: evaluate the condition on the carried values.
   ir::Block *beforeBlock = whileOp->region(0);
-  std::vector<SValue> beforeValues = rebuildWith([&](size_t i) { return beforeBlock->addArgument(types[i]); });
+  std::vector<SValue> beforeValues = c.rebuildWith([&](size_t i) { return beforeBlock->addArgument(types[i]); });
   nameArgs(beforeBlock);
   Env condEnv = *saved;
   for (size_t n = 0; n < c.names.size(); ++n) condEnv[c.names[n]] = beforeValues[n];
@@ -652,7 +643,7 @@ void Specializer::execWhileLoop(const ast::Body &bodyAst, SourceLoc loc, const s
 
   // after: the body (it only runs when "$break" is false).
   ir::Block *afterBlock = whileOp->region(1);
-  std::vector<SValue> afterValues = rebuildWith([&](size_t i) { return afterBlock->addArgument(types[i]); });
+  std::vector<SValue> afterValues = c.rebuildWith([&](size_t i) { return afterBlock->addArgument(types[i]); });
   nameArgs(afterBlock);
   Env bodyEnv = *saved;
   for (size_t n = 0; n < c.names.size(); ++n) bodyEnv[c.names[n]] = afterValues[n];
@@ -689,7 +680,7 @@ void Specializer::execWhileLoop(const ast::Body &bodyAst, SourceLoc loc, const s
   b_.create(ir::OpCode::Yield, yields, {});
   env_ = saved;
   b_.setInsertionPoint(outer, after);
-  std::vector<SValue> results = rebuildWith([&](size_t i) { return whileOp->result(static_cast<unsigned>(i)); });
+  std::vector<SValue> results = c.rebuildWith([&](size_t i) { return whileOp->result(static_cast<unsigned>(i)); });
   for (size_t n = 0; n < c.names.size(); ++n) (*env_)[c.names[n]] = results[n];
   env_->erase("$break");
   if (outerBreak) (*env_)["$break"] = *outerBreak;
