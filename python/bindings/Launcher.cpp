@@ -565,6 +565,32 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
   return reinterpret_cast<CUstream>(static_cast<uintptr_t>(handle));
 }
 
+// A kernel compiled ahead of time (tessera.compile / warmup) assumed its
+// signature's hints: a pointer that is not 16-byte aligned, an int not
+// divisible by 16, or an int other than 1 where ':1' was promised would make
+// it compute wrong results or fault, so such a launch is refused.
+static void checkSpecialisation(uint64_t bits, const ArgSpec &spec, const std::string &kernel,
+                                const std::string &param) {
+  if (spec.type.pointer) {
+    if (spec.divisibility >= 16 && bits % 16 != 0)
+      throw py::value_error(kernel + "(): argument '" + param + "' is not 16-byte aligned, but the kernel was "
+                            "compiled assuming it is (':16' in its signature)");
+    return;
+  }
+  if (!spec.type.isIntElement() || spec.type.scalar == ir::ScalarType::I1) return;
+  unsigned width = ir::bitWidth(spec.type.scalar);
+  int64_t value = width == 64 ? int64_t(bits)
+                  : ir::isSigned(spec.type.scalar) ? int64_t(int32_t(uint32_t(bits)))
+                                                   : int64_t(uint32_t(bits));
+  if (width < 32) value = int64_t(bits & ((uint64_t(1) << width) - 1));
+  if (spec.divisibility >= 16 && value % 16 != 0)
+    throw py::value_error(kernel + "(): argument '" + param + "' is " + std::to_string(value) +
+                          ", not a multiple of 16, but the kernel was compiled assuming it is (':16' in its signature)");
+  if (spec.equalsOne && value != 1)
+    throw py::value_error(kernel + "(): argument '" + param + "' is " + std::to_string(value) +
+                          ", but the kernel was compiled for the value 1 (':1' in its signature)");
+}
+
 void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid, py::tuple args,
                     py::handle stream) {
   const Kernel &kernel = entry->kernel;
@@ -590,6 +616,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
     const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
     Arg a = convertArgument(args[all ? param : j], sig[j], name, pname);
+    checkSpecialisation(a.bits, sig[j], name, pname);
     if (a.device != kUnknownDevice) {
       if (device != kUnknownDevice && device != a.device)
         throw py::value_error(name + "(): arguments are on different devices (cuda:" + std::to_string(device) +

@@ -276,3 +276,29 @@ def test_read_only_cache_directory(tmp_path):
         d.chmod(0o755)
     assert proc.stderr.startswith(f"tessera: warning: cannot write to the kernel cache in {d} (Permission denied); "
                                   "compiling without caching."), proc.stderr
+
+
+# ------------------------------------------------------------------ launching an ahead-of-time compiled kernel
+
+def test_compiled_kernel_refuses_a_misaligned_pointer_it_assumed_aligned():
+    k = tessera.compile(add_kernel, signature=SIG, constexprs={"BLOCK_SIZE": 16})
+    misaligned = FakeCudaArray(ptr=0x10004)
+    raises_exactly(ValueError, "add_kernel(): argument 'y_ptr' is not 16-byte aligned, but the kernel was compiled "
+                               "assuming it is (':16' in its signature)",
+                   lambda: k[(1,)](D, misaligned, D, 16))
+
+
+def test_compiled_kernel_refuses_ints_that_break_its_hints():
+    k = tessera.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32:16", constexprs={"BLOCK_SIZE": 16})
+    raises_exactly(ValueError, "add_kernel(): argument 'n_elements' is 17, not a multiple of 16, but the kernel was "
+                               "compiled assuming it is (':16' in its signature)",
+                   lambda: k[(1,)](D, D, D, 17))
+    one = tessera.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32:1", constexprs={"BLOCK_SIZE": 16})
+    raises_exactly(ValueError, "add_kernel(): argument 'n_elements' is 2, but the kernel was compiled for the "
+                               "value 1 (':1' in its signature)",
+                   lambda: one[(1,)](D, D, D, 2))
+
+
+def test_compiled_kernel_with_matching_hints_gets_to_the_driver():
+    k = tessera.compile(add_kernel, signature=SIG, constexprs={"BLOCK_SIZE": 16})
+    raises_exactly(tessera.DriverNotFoundError, NO_DRIVER, lambda: k[(1,)](D, D, D, 16))
