@@ -68,6 +68,13 @@ def bench(fn, warmup=10, reps=50, flush=True):
     return {"median_ms": statistics.median(times), "p20_ms": q(0.2), "p80_ms": q(0.8), "reps": reps}
 
 
+def check_close(out, ref, tol, what="wrong result"):
+    """Raises unless ||out - ref|| / ||ref|| <= tol (computed in float64; NaN fails)."""
+    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+    if not err <= tol:
+        raise AssertionError(f"{what}: relative error {err:.2e}")
+
+
 def gbps(nbytes, ms):
     return nbytes / (ms * 1e-3) / 1e9
 

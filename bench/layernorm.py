@@ -99,10 +99,7 @@ def check(inputs, provider, fn):
     out = fn()
     torch.cuda.synchronize()
     ref = torch.nn.functional.layer_norm(x.double(), (x.shape[-1],), w.double(), b.double(), EPS)
-    err = ((out.double() - ref).norm() / ref.norm()).item()
-    tol = 1e-5 if x.dtype == torch.float32 else 1e-2
-    if not err <= tol:
-        raise AssertionError(f"wrong result: relative error {err:.2e}")
+    harness.check_close(out, ref, 1e-5 if x.dtype == torch.float32 else 1e-2)
 
 
 def cases(dtypes=DTYPES, shapes=SHAPES):

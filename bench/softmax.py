@@ -113,10 +113,7 @@ def check(inputs, provider, fn):
     torch.cuda.synchronize()
     out = y if out is None else out
     ref = torch.softmax(x.double(), dim=-1)
-    err = ((out.double() - ref).norm() / ref.norm()).item()
-    tol = 1e-5 if x.dtype == torch.float32 else 1e-2
-    if not err <= tol:
-        raise AssertionError(f"wrong result: relative error {err:.2e}")
+    harness.check_close(out, ref, 1e-5 if x.dtype == torch.float32 else 1e-2)
 
 
 def cases(dtypes=DTYPES, shapes=SHAPES):
