@@ -70,8 +70,8 @@ def main(argv=None):
                                     BLOCK_K=block[2], GROUP_M=8, num_warps=warps, **extra)
 
     providers = {
-        "tessera": lambda x: launcher(matmul_kernel, *x, (128, 128, 32), 8),
-        "tessera_128x64x64w4": lambda x: launcher(matmul_kernel, *x, (128, 64, 64), 4),
+        "tessera": lambda x: launcher(matmul_kernel, *x, (128, 128, 32), 4, stages=3),
+        "tessera_128x256x64w8": lambda x: launcher(matmul_kernel, *x, (128, 256, 64), 8, stages=3),
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
     }

@@ -268,6 +268,11 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::ReduceCombine: return lowerReduceCombine(op);
   case OpCode::Scan: return lowerScan(op);
   case OpCode::Dot: return lowerDot(op);
+  case OpCode::LocalAlloc: return lowerLocalAlloc(op);
+  case OpCode::LocalDealloc: return lowerLocalDealloc(op);
+  case OpCode::AsyncCopy: return lowerAsyncCopy(op);
+  case OpCode::AsyncCommit: case OpCode::AsyncWait: return lowerAsyncGroup(op);
+  case OpCode::LocalLoad: return lowerLocalLoad(op);
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: return lowerAtomic(op);
   case OpCode::Print: case OpCode::Assert: case OpCode::Assume: case OpCode::Barrier:
     return lowerDebugOp(op);

@@ -138,7 +138,31 @@ private:
   // Values in a dot-operand layout keep the registers of the converted value;
   // this is that value's layout (convert_layout to #dot_op moves nothing).
   std::unordered_map<const ir::Value *, ir::LayoutRef> dotOperandSource_;
-  void stageToShared(ir::Operation &op, ir::Value *v, llvm::Value *base, int64_t rowStride);
+  // Stores a register value into a swizzled operand tile (layout `tile`) at `base`.
+  void stageToShared(ir::Operation &op, ir::Value *v, llvm::Value *base, const ir::Layout &tile);
+  // AsyncCopy.cpp: local_alloc/dealloc, async_copy/commit/wait, local_load
+  struct SharedBuffer {
+    llvm::Value *base;
+    uint64_t offset;
+  };
+  struct SharedOperand { // a local_load result: where its tile is
+    llvm::Value *base;
+    ir::LayoutRef tile;
+  };
+  std::unordered_map<const ir::Value *, SharedBuffer> buffers_;
+  std::unordered_map<const ir::Value *, SharedOperand> sharedOperands_;
+  uint64_t reservedShared_ = 0; // bytes held by live local_allocs; scratch starts above
+  void lowerLocalAlloc(ir::Operation &op);
+  void lowerLocalDealloc(ir::Operation &op);
+  void lowerAsyncCopy(ir::Operation &op);
+  void lowerAsyncGroup(ir::Operation &op); // async_commit, async_wait
+  void lowerLocalLoad(ir::Operation &op);
+  llvm::Value *stageBase(ir::Operation &op, ir::Value *buffer, ir::Value *stage);
+  // Swizzled tiles (compiler/ir/Layout.h, Shared), i32 byte offsets from the tile's start.
+  llvm::Value *sharedStoredRow(const ir::Layout &tile, llvm::Value *row);
+  llvm::Value *sharedChunkOffset(const ir::Layout &tile, int64_t rowBytes, llvm::Value *storedRow, llvm::Value *chunk);
+  llvm::Value *sharedElementOffset(const ir::Layout &tile, int64_t cols, unsigned elemBytes, llvm::Value *row,
+                                   llvm::Value *col);
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);
   // DebugOps.cpp: print, assert, assume, barrier

@@ -25,7 +25,7 @@ namespace tessera::codegen {
 
 using namespace llvm;
 
-void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base, int64_t rowStride) {
+void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base, const ir::Layout &tile) {
   auto it = dotOperandSource_.find(v);
   ir::LayoutRef src = it != dotOperandSource_.end() ? it->second : v->layout;
   if (!src || src->kind == ir::Layout::Kind::DotOperand)
@@ -39,11 +39,12 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   }();
   const Regs &regs = lookup(v);
   Type *memTy = memoryType(v->type.element(), &op);
-  // Groups of `vec` consecutive registers along dim 1 go out as one vector store.
+  // Groups of `vec` consecutive registers along dim 1 go out as one vector
+  // store (inside one 16-byte chunk of the swizzled tile).
   const DimMap &fast = layout.dim(1);
   unsigned vec = 1;
   if (layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
-    vec = std::min(fast.sizePerThread, 8u);
+    vec = std::min(fast.sizePerThread, tile.vec);
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r))
       continue;
@@ -51,8 +52,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
     if (idx[1] % vec != 0)
       continue; // part of the group its first register stores
     std::vector<Value *> c = coordinates(layout, r);
-    Value *index = b_.CreateAdd(b_.CreateMul(c[0], i32(rowStride)), c[1]);
-    Value *ptr = b_.CreateGEP(memTy, base, index);
+    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[1], 2, c[0], c[1]));
     if (vec == 1) {
       b_.CreateStore(regs[r], ptr);
       continue;
@@ -81,33 +81,43 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   if (M % (16 * wm) || N % (8 * wn) || K % 16)
     unsupported(op, "block shape does not fit mma.sync m16n8k16 with these warps");
   const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
-  const int64_t ldA = K + 8, ldB = N + 8; // padded rows (elements)
 
-  Type *memTy = memoryType(a->type.element(), &op);
-  const uint64_t bOffset = (static_cast<uint64_t>(M * ldA) * 2 + 15) / 16 * 16;
-  Value *aBase = sharedScratch(bOffset + static_cast<uint64_t>(K * ldB) * 2, op);
-  Value *bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), aBase, bOffset);
-  stageToShared(op, a, aBase, ldA);
-  stageToShared(op, b, bBase, ldB);
-  barrier();
+  // The operand tiles: straight from the pipeline's buffers (local_load), or
+  // staged here from registers into scratch laid out the same way.
+  ir::LayoutRef tileA = ir::Layout::sharedMmaOperand(0, K, 16), tileB = ir::Layout::sharedMmaOperand(1, N, 16);
+  Value *aBase = nullptr, *bBase = nullptr;
+  if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
+  if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
+  const bool staged = !aBase || !bBase;
+  if (staged) {
+    const uint64_t aBytes = aBase ? 0 : static_cast<uint64_t>(M * K) * 2;
+    Value *scratch = sharedScratch(aBytes + (bBase ? 0 : static_cast<uint64_t>(K * N) * 2), op);
+    if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
+    if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
+    barrier();
+  }
 
   // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
   Value *l7 = b_.CreateAnd(lane_, 7), *bit3 = b_.CreateAnd(b_.CreateLShr(lane_, 3), 1);
   Value *bit4 = b_.CreateLShr(lane_, 4);
-  // A: matrix (h, kb) = (bit3, bit4); mma row g + 8h is block row 2g + h.
-  Value *aRow = b_.CreateAdd(b_.CreateMul(warpM, i32(16)), b_.CreateAdd(b_.CreateShl(l7, 1), bit3));
-  Value *aLane = b_.CreateAdd(b_.CreateMul(aRow, i32(ldA)), b_.CreateShl(bit4, 3));
+  // A: matrix (h, kb) = (bit3, bit4) covers mma rows g + 8h, k 8kb..8kb+7;
+  // its rows are stored consecutively (sharedStoredRow). Row of m-tile mi:
+  auto aRow = [&](int64_t mi) {
+    return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(warpM, i32(mi * wm)), i32(16)),
+                        b_.CreateAdd(b_.CreateShl(bit3, 3), l7));
+  };
   // B (k rows, n contiguous): matrix (kb, n-tile of the pair) = (bit3, bit4).
   Value *bK = b_.CreateAdd(b_.CreateShl(bit3, 3), l7);
-  Value *bCol = b_.CreateMul(warpN, i32(8));
-  Value *bLane4 = b_.CreateAdd(b_.CreateMul(bK, i32(ldB)), b_.CreateAdd(bCol, b_.CreateMul(bit4, i32(8 * wn))));
-  Value *bLane2 = b_.CreateAdd(b_.CreateMul(bK, i32(ldB)), bCol);
+  auto bChunk = [&](int64_t ni, bool pair) { // 8 columns = one chunk
+    Value *tile = pair ? b_.CreateAdd(bit4, i32(ni)) : i32(ni);
+    return b_.CreateAdd(warpN, b_.CreateMul(tile, i32(wn)));
+  };
 
   Type *i32Ty = b_.getInt32Ty(), *f32Ty = b_.getFloatTy();
   // Inline PTX (the LLVM intrinsics' declarations are not usable here).
-  auto ldmatrix = [&](bool trans, Value *base, Value *elemIndex, unsigned n) {
-    Value *ptr = b_.CreatePtrToInt(b_.CreateGEP(memTy, base, elemIndex), b_.getInt64Ty());
+  auto ldmatrix = [&](bool trans, Value *base, Value *byteOffset, unsigned n) {
+    Value *ptr = b_.CreatePtrToInt(b_.CreateGEP(b_.getInt8Ty(), base, byteOffset), b_.getInt64Ty());
     std::vector<Type *> outs(n, i32Ty);
     std::string text = std::string("ldmatrix.sync.aligned.m8n8.x") + std::to_string(n) + (trans ? ".trans" : "") +
                        ".shared.b16 {", cons;
@@ -139,19 +149,17 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   Regs accRegs = lookup(acc);
   for (int64_t ks = 0; ks < K / 16; ++ks) {
     std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
+    Value *aChunk = b_.CreateAdd(bit4, i32(2 * ks));
     for (int64_t mi = 0; mi < mTiles; ++mi)
-      aFrag[mi] = ldmatrix(false, aBase,
-                           b_.CreateAdd(aLane, i32(mi * 16 * wm * ldA + ks * 16)), 4);
+      aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * 2, aRow(mi), aChunk), 4);
+    Value *bRow = b_.CreateAdd(bK, i32(16 * ks));
     for (int64_t ni = 0; ni < nTiles; ni += 2) {
-      const int64_t off = ks * 16 * ldB + ni * 8 * wn;
       if (ni + 1 < nTiles) {
-        std::vector<Value *> r = ldmatrix(true, bBase,
-                                          b_.CreateAdd(bLane4, i32(off)), 4);
+        std::vector<Value *> r = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, true)), 4);
         bFrag[ni] = {r[0], r[1]};
         bFrag[ni + 1] = {r[2], r[3]};
       } else {
-        bFrag[ni] = ldmatrix(true, bBase,
-                             b_.CreateAdd(bLane2, i32(off)), 2);
+        bFrag[ni] = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, false)), 2);
       }
     }
     for (int64_t mi = 0; mi < mTiles; ++mi)
@@ -165,7 +173,8 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
           accRegs[regOf(mi, ni, c)] = b_.CreateExtractValue(d, c);
       }
   }
-  barrier(); // the scratch may be reused right after
+  if (staged)
+    barrier(); // the scratch may be reused right after
   define(result, std::move(accRegs));
 }
 

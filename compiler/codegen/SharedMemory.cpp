@@ -1,7 +1,8 @@
-// Shared memory: one dynamic `extern .shared` byte array that every op
-// needing scratch space reuses from offset 0 (ops run one after another,
-// each ending with a barrier), so the kernel needs the maximum of their
-// sizes. convert_layout and reshape go through it: every thread stores its
+// Shared memory: one dynamic `extern .shared` byte array. The buffers of
+// the pipeline pass (local_alloc) are stacked at its bottom while they live;
+// every op needing scratch space reuses the rest from there on (ops run one
+// after another, each ending with a barrier), so the kernel needs the
+// largest sum of live buffers and scratch. convert_layout and reshape go through it: every thread stores its
 // elements at their row-major index, a barrier, every thread loads the
 // elements its new layout wants, and a barrier before the space is reused.
 #include "compiler/codegen/Lowering.h"
@@ -13,16 +14,17 @@ namespace tessera::codegen {
 using namespace llvm;
 
 Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
-  if (bytes > UINT32_MAX)
+  if (reservedShared_ + bytes > UINT32_MAX)
     unsupported(op, "needs more than 4 GiB of shared memory");
-  sharedBytes_ = std::max(sharedBytes_, static_cast<unsigned>(bytes));
+  sharedBytes_ = std::max(sharedBytes_, static_cast<unsigned>(reservedShared_ + bytes));
   if (!smem_) {
     smem_ = new GlobalVariable(module_, ArrayType::get(b_.getInt8Ty(), 0), /*isConstant=*/false,
                                GlobalValue::ExternalLinkage, nullptr, "global_smem", nullptr,
                                GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
-    smem_->setAlignment(Align(16));
+    smem_->setAlignment(Align(128));
   }
-  return smem_;
+  // Above the buffers the pipeline pass keeps alive (AsyncCopy.cpp).
+  return reservedShared_ ? b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, reservedShared_) : smem_;
 }
 
 void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }

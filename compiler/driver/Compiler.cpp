@@ -108,6 +108,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   pipeline.stopAfter = options.stopAfterPass;
   pipeline.arch = options.arch;
   pipeline.tensorCores = tensorCoresEnabled(options);
+  pipeline.numStages = options.numStages;
   passes::runPipeline(*fn, pipeline);
   if (!options.stopAfterPass.empty() && stopAfter > Stage::IROpt)
     throw std::invalid_argument("--stop-after only goes with --emit ir-opt");

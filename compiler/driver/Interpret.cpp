@@ -3,6 +3,7 @@
 #include "compiler/passes/Canonicalize.h"
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/Pipeline.h"
 
 #include <stdexcept>
 
@@ -27,7 +28,14 @@ InterpretableKernel::InterpretableKernel(std::shared_ptr<const SourceFile> file,
                              ir::print(*fn_));
   };
   check("the specialiser");
-  if (options.optimize) {
+  if (options.allPasses) {
+    passes::PipelineOptions pipeline;
+    pipeline.verifyEach = true;
+    pipeline.tensorCores = true;
+    pipeline.numStages = options.numStages;
+    pipeline.arch = options.arch;
+    passes::runPipeline(*fn_, pipeline);
+  } else if (options.optimize) {
     passes::canonicalize(*fn_);
     passes::eliminateCommonSubexpressions(*fn_);
     passes::eliminateDeadCode(*fn_);

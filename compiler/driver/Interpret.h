@@ -19,6 +19,13 @@ struct InterpretOptions {
   unsigned numWarps = 4;  // kept in the IR; the interpreter does not use it
   bool optimize = true;   // false: run the specialiser's output as is
   bool debug = true;      // tl.device_assert and runtime `assert`s are checked (the GPU needs debug mode)
+  // Run the whole pass pipeline first (tensor cores on, `numStages`, `arch`)
+  // and interpret the IR code generation would see: checks the rewrites of
+  // the later passes (accelerate-dot, pipeline) on the CPU.
+  // Python: TESSERA_INTERPRET_PASSES=1.
+  bool allPasses = false;
+  unsigned numStages = 3;
+  std::string arch = "sm_90a";
 };
 
 // One specialisation of a kernel, ready to interpret (cacheable: run() is const).

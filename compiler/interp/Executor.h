@@ -38,6 +38,8 @@ public:
 
   const HostValue &get(const ir::Value *v) const;
   void set(const ir::Value *v, HostValue value);
+  // A value updated in place: a local_alloc buffer that async_copy fills.
+  HostValue &getMutable(const ir::Value *v);
 
   const RunContext &context() const { return ctx_; }
   std::array<uint32_t, 3> programId() const { return pid_; }
@@ -69,6 +71,7 @@ HostValue evalReduce(Executor &ex, const ir::Operation &op);
 HostValue evalLoad(Executor &ex, const ir::Operation &op);
 void evalStore(Executor &ex, const ir::Operation &op);
 HostValue evalAtomic(Executor &ex, const ir::Operation &op); // atomic_rmw, atomic_cas (Memory.cpp)
+void evalAsyncCopy(Executor &ex, const ir::Operation &op);   // async_copy (Memory.cpp)
 // The ops of the second half of Ops.def (LanguageOps.cpp); false if `op` is none of them.
 bool evalLanguageOp(Executor &ex, const ir::Operation &op);
 

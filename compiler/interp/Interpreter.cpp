@@ -28,6 +28,8 @@ bool supports(OpCode code) {
   case OpCode::ReduceCombine: case OpCode::Scan: case OpCode::Dot:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS:
   case OpCode::Print: case OpCode::Assert: case OpCode::Barrier: case OpCode::Assume:
+  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit:
+  case OpCode::AsyncWait: case OpCode::LocalLoad:
     return true;
   default:
     return false;
@@ -47,6 +49,13 @@ const HostValue &Executor::get(const ir::Value *v) const {
 }
 
 void Executor::set(const ir::Value *v, HostValue value) { values_[v] = std::move(value); }
+
+HostValue &Executor::getMutable(const ir::Value *v) {
+  auto it = values_.find(v);
+  if (it == values_.end())
+    throw std::logic_error("interpreter: value used before it was computed");
+  return it->second;
+}
 
 std::string Executor::programText() const {
   return "(" + std::to_string(pid_[0]) + ", " + std::to_string(pid_[1]) + ", " + std::to_string(pid_[2]) + ")";

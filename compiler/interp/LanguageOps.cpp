@@ -416,6 +416,29 @@ bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
   case OpCode::Print: evalPrint(ex, op); return true;
   case OpCode::Assert: case OpCode::Assume: evalCheck(ex, op); return true;
   case OpCode::Barrier: return true; // programs run one at a time
+  // Shared-memory buffers of the pipeline pass. A fresh buffer holds NaN
+  // (all ones for ints) so that reading a stage no copy filled shows.
+  case OpCode::LocalAlloc: {
+    HostValue buffer(op.result()->type);
+    const ir::Type elem = buffer.type.element();
+    for (Scalar &s : buffer.data) s = elem.isFloatElement() ? makeFloat(NAN, elem) : makeInt(-1, elem);
+    ex.set(op.result(), std::move(buffer));
+    return true;
+  }
+  case OpCode::AsyncCopy: evalAsyncCopy(ex, op); return true;
+  case OpCode::LocalDealloc: case OpCode::AsyncCommit: case OpCode::AsyncWait: return true; // copies finish at once
+  case OpCode::LocalLoad: {
+    const HostValue &buffer = ex.get(op.operand(0));
+    const int64_t stage = ex.get(op.operand(1)).data[0].i;
+    HostValue out(op.result()->type);
+    const size_t tile = out.size();
+    if (stage < 0 || stage >= buffer.type.shape[0])
+      ex.error(op, "stage " + std::to_string(stage) + " is outside the buffer's " +
+                       std::to_string(buffer.type.shape[0]) + " stages");
+    for (size_t i = 0; i < tile; ++i) out.data[i] = buffer.data[static_cast<size_t>(stage) * tile + i];
+    ex.set(op.result(), std::move(out));
+    return true;
+  }
   default: return false;
   }
 }

@@ -148,6 +148,33 @@ HostValue evalLoad(Executor &ex, const ir::Operation &op) {
   return out;
 }
 
+// async_copy: the copy completes at once (the pipeline pass puts a wait and a
+// barrier between a copy and the reads of its stage, so no program can tell).
+void evalAsyncCopy(Executor &ex, const ir::Operation &op) {
+  const HostValue &ptr = ex.get(op.operand(0));
+  const int64_t stage = ex.get(op.operand(2)).data[0].i;
+  const bool pred = ex.get(op.operand(3)).data[0].u != 0;
+  const HostValue *mask = op.hasAttr("has_mask") && op.intAttr("has_mask") ? &ex.get(op.operand(4)) : nullptr;
+  HostValue &buffer = ex.getMutable(op.operand(1));
+  const ir::Type elem = buffer.type.element();
+  const unsigned bytes = memoryBytes(elem);
+  const size_t tile = ptr.type.numElements();
+  if (stage < 0 || stage >= buffer.type.shape[0])
+    ex.error(op, "stage " + std::to_string(stage) + " is outside the buffer's " +
+                     std::to_string(buffer.type.shape[0]) + " stages");
+  if (pred) AccessChecker(ex, op, "load").check(ptr, mask, bytes);
+  for (size_t i = 0; i < tile; ++i) {
+    Scalar &dst = buffer.data[static_cast<size_t>(stage) * tile + i];
+    if (!pred || (mask && at(*mask, i).u == 0)) {
+      dst = decodeElement(0, elem); // zero fill
+      continue;
+    }
+    uint64_t bits = 0;
+    std::memcpy(&bits, reinterpret_cast<const void *>(at(ptr, i).u), bytes);
+    dst = decodeElement(bits, elem);
+  }
+}
+
 void evalStore(Executor &ex, const ir::Operation &op) {
   const HostValue &ptr = ex.get(op.operand(0));
   const HostValue &value = ex.get(op.operand(1));

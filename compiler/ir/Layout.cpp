@@ -1,5 +1,7 @@
 #include "compiler/ir/Layout.h"
 
+#include <algorithm>
+
 namespace tessera::ir {
 
 static std::string list(const std::vector<unsigned> &v) {
@@ -16,6 +18,8 @@ unsigned Layout::rank() const {
     return static_cast<unsigned>(warpsPerCTA.size());
   if (kind == Kind::DotOperand)
     return parent->rank();
+  if (kind == Kind::Shared)
+    return 3;
   return parent->rank() - 1;
 }
 
@@ -26,6 +30,9 @@ std::string Layout::str() const {
     return "#mma<version=" + std::to_string(mmaVersion) + ", wpc=" + list(warpsPerCTA) + ">";
   if (kind == Kind::DotOperand)
     return "#dot_op<opIdx=" + std::to_string(opIdx) + ", " + parent->str() + ">";
+  if (kind == Kind::Shared)
+    return "#shared<opIdx=" + std::to_string(opIdx) + ", vec=" + std::to_string(vec) +
+           ", perPhase=" + std::to_string(perPhase) + ", maxPhase=" + std::to_string(maxPhase) + ">";
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
          ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
 }
@@ -39,6 +46,8 @@ bool Layout::operator==(const Layout &o) const {
     return mmaVersion == o.mmaVersion && warpsPerCTA == o.warpsPerCTA;
   if (kind == Kind::DotOperand)
     return opIdx == o.opIdx && sameLayout(parent, o.parent);
+  if (kind == Kind::Shared)
+    return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase;
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
          warpsPerCTA == o.warpsPerCTA && order == o.order;
 }
@@ -75,6 +84,19 @@ LayoutRef Layout::dotOperand(unsigned opIdx, LayoutRef parent) {
   l->kind = Kind::DotOperand;
   l->opIdx = opIdx;
   l->parent = std::move(parent);
+  return l;
+}
+
+LayoutRef Layout::sharedMmaOperand(unsigned opIdx, int64_t cols, unsigned elemBits) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::Shared;
+  l->opIdx = opIdx;
+  l->vec = 128 / elemBits;
+  // A 128-byte line holds 8 chunks: rows shorter than that share a line, so
+  // the phase advances every 8 / chunksPerRow rows.
+  const int64_t chunksPerRow = std::max<int64_t>(1, cols / l->vec);
+  l->maxPhase = static_cast<unsigned>(std::min<int64_t>(chunksPerRow, 8));
+  l->perPhase = static_cast<unsigned>(std::max<int64_t>(1, 8 / chunksPerRow));
   return l;
 }
 

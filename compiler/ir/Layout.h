@@ -25,6 +25,15 @@
 // result has the Mma layout `parent`. Only dot consumes such values; codegen
 // keeps the registers of the converted value and loads the mma fragments
 // through shared memory with ldmatrix.
+//
+// Shared(opIdx, vec, perPhase, maxPhase): a multi-buffered tile of a dot
+// operand in shared memory, shape [stages, rows, cols] (the pipeline pass's
+// local_alloc, compiler/passes/SoftwarePipeline.cpp). Rows are row-major
+// runs of 16-byte chunks of `vec` elements; chunk c of row r is stored at
+// chunk c ^ ((r / perPhase) % maxPhase), so the 8 rows one ldmatrix reads
+// fall on 8 different bank groups. For operand A (opIdx 0) the rows of each
+// 16-row group are stored in mma order (block row 2g + h at row 8h + g,
+// see Mma above) so that those 8 rows are consecutive.
 #pragma once
 
 #include <memory>
@@ -37,7 +46,7 @@ struct Layout;
 using LayoutRef = std::shared_ptr<const Layout>;
 
 struct Layout {
-  enum class Kind { Blocked, Slice, Mma, DotOperand };
+  enum class Kind { Blocked, Slice, Mma, DotOperand, Shared };
   Kind kind = Kind::Blocked;
   // Blocked
   std::vector<unsigned> sizePerThread, threadsPerWarp, warpsPerCTA, order;
@@ -46,11 +55,14 @@ struct Layout {
   LayoutRef parent; // also DotOperand's Mma parent
   // Mma (warpsPerCTA above) / DotOperand
   unsigned mmaVersion = 2;
-  unsigned opIdx = 0;
+  unsigned opIdx = 0; // also Shared's
+  // Shared: the swizzle (elements per 16-byte chunk, rows per phase, phases)
+  unsigned vec = 8, perPhase = 1, maxPhase = 1;
 
   unsigned rank() const;
   // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>",
-  // "#mma<version=2, wpc=[2,2]>", "#dot_op<opIdx=0, #mma<...>>"
+  // "#mma<version=2, wpc=[2,2]>", "#dot_op<opIdx=0, #mma<...>>",
+  // "#shared<opIdx=0, vec=8, perPhase=2, maxPhase=4>"
   std::string str() const;
   bool operator==(const Layout &o) const;
 
@@ -59,6 +71,9 @@ struct Layout {
   static LayoutRef slice(unsigned dim, LayoutRef parent);
   static LayoutRef mma(unsigned version, std::vector<unsigned> wpc);
   static LayoutRef dotOperand(unsigned opIdx, LayoutRef parent);
+  // The swizzled shared tile of mma operand opIdx with `cols` elements of
+  // `elemBits` bits per row (cols * elemBits a multiple of 128).
+  static LayoutRef sharedMmaOperand(unsigned opIdx, int64_t cols, unsigned elemBits);
   // The blocked layout an Mma layout is register-for-register.
   static LayoutRef mmaAsBlocked(const Layout &mma);
 };

@@ -53,6 +53,7 @@ private:
   }
 
   bool sameShape(const Type &a, const Type &b) { return a.shape == b.shape; }
+  bool isBuffer(const Value *v) { return v->definingOp && v->definingOp->code == OpCode::LocalAlloc; }
 
   bool verifyOp(const Operation &op) {
     for (const Value *v : op.operands) {
@@ -315,7 +316,38 @@ private:
     case OpCode::Assume:
       return nOperands(1) && nResults(0) && (op.operand(0)->type.isBoolElement() || fail(op, "condition must be i1"));
     case OpCode::Barrier:
+    case OpCode::AsyncCommit:
       return nOperands(0) && nResults(0);
+    case OpCode::AsyncWait:
+      return nOperands(0) && nResults(0) && (op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
+    case OpCode::LocalAlloc:
+      return nOperands(0) && nResults(1) &&
+             (op.result()->type.rank() == 3 || fail(op, "a buffer is [stages, rows, cols]")) &&
+             (!op.result()->type.pointer || fail(op, "a buffer holds values, not pointers"));
+    case OpCode::LocalDealloc:
+      return nOperands(1) && nResults(0) && (isBuffer(op.operand(0)) || fail(op, "operand is not a local_alloc"));
+    case OpCode::AsyncCopy: {
+      bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
+      if (!nOperands(masked ? 5 : 4) || !nResults(0)) return false;
+      const Type &p = op.operand(0)->type, &buf = op.operand(1)->type;
+      if (!isBuffer(op.operand(1))) return fail(op, "operand 1 is not a local_alloc");
+      if (!p.pointer || p.rank() != 2 || Type(p.scalar) != buf.element() ||
+          std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()) != p.shape)
+        return fail(op, "the pointer block must match one stage of the buffer");
+      if (op.operand(2)->type != Type(ScalarType::I32) || op.operand(3)->type != Type(ScalarType::I1))
+        return fail(op, "stage must be i32 and pred i1");
+      if (masked && (!op.operand(4)->type.isBoolElement() || !sameShape(op.operand(4)->type, p)))
+        return fail(op, "mask must be i1 of the pointer's shape");
+      return true;
+    }
+    case OpCode::LocalLoad: {
+      if (!nOperands(2) || !nResults(1)) return false;
+      const Type &buf = op.operand(0)->type;
+      if (!isBuffer(op.operand(0)) || op.operand(1)->type != Type(ScalarType::I32))
+        return fail(op, "expects (buffer, i32 stage)");
+      return op.result()->type == buf.withShape({buf.shape[1], buf.shape[2]}) ||
+             fail(op, "result must be one stage of the buffer");
+    }
     default:
       return fail(op, "unknown operation");
     }

@@ -36,6 +36,13 @@ Value *convertAt(Block *block, std::list<std::unique_ptr<Operation>>::iterator b
   Builder b(block);
   b.setInsertionPoint(block, before);
   b.setLoc(loc);
+  if (Operation *k = v->definingOp; k && k->code == OpCode::Constant && to->kind != Layout::Kind::DotOperand) {
+    // A splat constant (the accumulator's zeros) is made in the new layout
+    // instead of moving through shared memory.
+    Value *c = b.op(OpCode::Constant, {}, v->type, k->attrs);
+    c->layout = to;
+    return c;
+  }
   Value *c = b.op(OpCode::ConvertLayout, {v}, v->type);
   c->layout = to;
   return c;

@@ -19,6 +19,8 @@ bool isPure(const Operation &op) {
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
   case OpCode::Assume: case OpCode::Barrier:
+  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit:
+  case OpCode::AsyncWait: case OpCode::LocalLoad:
     return false;
   default:
     return op.regions.empty();

@@ -21,6 +21,10 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::Assert:
   case OpCode::Assume:
   case OpCode::Barrier:
+  case OpCode::LocalDealloc: // shared memory and cp.async (the pipeline pass)
+  case OpCode::AsyncCopy:
+  case OpCode::AsyncCommit:
+  case OpCode::AsyncWait:
     return true;
   case OpCode::Load:
     return op.hasAttr("volatile") && op.intAttr("volatile");

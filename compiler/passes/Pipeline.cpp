@@ -11,6 +11,7 @@
 #include "compiler/passes/DeadCodeElimination.h"
 #include "compiler/passes/LayoutAssignment.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
+#include "compiler/passes/SoftwarePipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,7 +61,7 @@ bool hasDot(ir::Function &fn) {
 const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
-                                                 "remove-layout-conversions", "accelerate-dot"};
+                                                 "remove-layout-conversions", "accelerate-dot", "pipeline"};
   return names;
 }
 
@@ -75,8 +76,10 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   runPass("layout-assignment", static_cast<void (*)(ir::Function &)>(assignLayouts), fn, options) &&
   runPass("coalesce", coalesce, fn, options) &&
   runPass("remove-layout-conversions", removeLayoutConversions, fn, options) &&
-  // accelerate-dot runs (and dumps) only when tensor cores are on and the kernel has a dot.
-  (!options.tensorCores || !hasDot(fn) || runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch); }, fn, options));
+  // accelerate-dot and pipeline run (and dump) only when tensor cores are on and the kernel has a dot.
+  (!options.tensorCores || !hasDot(fn) ||
+   (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch); }, fn, options) &&
+    runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options)));
 }
 
 } // namespace tessera::passes

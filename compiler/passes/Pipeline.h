@@ -14,6 +14,7 @@ struct PipelineOptions {
   std::string stopAfter;    // a pass name: skip the passes after it (golden tests)
   std::string arch = "sm_90a"; // accelerate-dot uses tensor cores from sm_80
   bool tensorCores = false;    // run accelerate-dot (CompileOptions::tensorCores)
+  unsigned numStages = 3;      // the pipeline pass's ring depth (CompileOptions::numStages)
 };
 
 // The pass names, in pipeline order.

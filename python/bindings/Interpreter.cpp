@@ -260,7 +260,7 @@ public:
       signature.push_back(h.spec);
       hostArgs.push_back(std::move(h.value));
     }
-    key += "w" + std::to_string(numWarps);
+    key += "w" + std::to_string(numWarps) + "s" + std::to_string(numStages);
 
     rt::Grid g;
     bool nonEmpty;
@@ -279,7 +279,10 @@ public:
     if (!kernel) {
       InterpretOptions options;
       options.numWarps = numWarps;
+      options.numStages = numStages;
       options.debug = debug_;
+      const char *passes = std::getenv("TESSERA_INTERPRET_PASSES");
+      options.allPasses = passes && *passes && std::string(passes) != "0";
       try {
         kernel = std::make_shared<InterpretableKernel>(file_, name_, signature, constexprs, options);
       } catch (...) {

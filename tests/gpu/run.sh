@@ -171,10 +171,10 @@ if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"
 fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
-# Benchmarks (softmax, layernorm, launch overhead, compile time) with TESSERA_BENCH=1;
+# Benchmarks (softmax, layernorm, matmul, launch overhead, compile time) with TESSERA_BENCH=1;
 # TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
-  for b in softmax layernorm launch_overhead compile_time; do
+  for b in softmax layernorm matmul launch_overhead compile_time; do
     note "5. bench/$b.py"
     # shellcheck disable=SC2086
     "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"

@@ -1,0 +1,148 @@
+// Shared-memory buffers and cp.async, the ops of the pipeline pass
+// (compiler/passes/SoftwarePipeline.cpp):
+//
+//   local_alloc    reserves [stages x rows x cols] at the bottom of the free
+//                  shared memory (a stack: local_dealloc pops it); the
+//                  scratch space of other ops starts above what is reserved.
+//   async_copy     cp.async.{ca,cg}.shared.global of 4/8/16 bytes per group of
+//                  consecutive registers along the row, src-size 0 where the
+//                  predicate or mask is off (cp.async writes zeros then);
+//                  where the row is not contiguous per thread, an ordinary
+//                  predicated load and shared store per element.
+//   async_commit   cp.async.commit_group
+//   async_wait     cp.async.wait_group N
+//   local_load     nothing moves: the dot reads its operand from the stage
+//                  with ldmatrix (MmaDot.cpp).
+//
+// Tiles are stored swizzled (compiler/ir/Layout.h, Shared): sharedElementOffset
+// is the one place that maps (row, col) of a tile to its byte offset.
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+namespace {
+
+unsigned log2u(unsigned v) {
+  unsigned l = 0;
+  while ((1u << l) < v) ++l;
+  return l;
+}
+
+} // namespace
+
+Value *KernelLowering::sharedStoredRow(const ir::Layout &tile, Value *row) {
+  if (tile.opIdx != 0) return row;
+  // Operand A: block row 16q + 2g + h is stored at 16q + 8h + g, so the rows
+  // g = 0..7 that one ldmatrix matrix reads are consecutive.
+  Value *q = b_.CreateAnd(row, ~15u), *h = b_.CreateAnd(row, 1u), *g = b_.CreateAnd(b_.CreateLShr(row, 1u), 7u);
+  return b_.CreateOr(q, b_.CreateOr(b_.CreateShl(h, 3u), g));
+}
+
+Value *KernelLowering::sharedChunkOffset(const ir::Layout &tile, int64_t rowBytes, Value *storedRow, Value *chunk) {
+  Value *phase = b_.CreateAnd(b_.CreateLShr(storedRow, log2u(tile.perPhase)), tile.maxPhase - 1);
+  Value *physical = b_.CreateXor(chunk, phase);
+  return b_.CreateAdd(b_.CreateMul(storedRow, i32(rowBytes)), b_.CreateShl(physical, 4u));
+}
+
+Value *KernelLowering::sharedElementOffset(const ir::Layout &tile, int64_t cols, unsigned elemBytes, Value *row,
+                                           Value *col) {
+  const unsigned vecShift = log2u(tile.vec);
+  Value *chunk = b_.CreateLShr(col, vecShift), *within = b_.CreateAnd(col, tile.vec - 1);
+  Value *chunkStart = sharedChunkOffset(tile, cols * elemBytes, sharedStoredRow(tile, row), chunk);
+  return b_.CreateAdd(chunkStart, b_.CreateMul(within, i32(elemBytes)));
+}
+
+void KernelLowering::lowerLocalAlloc(ir::Operation &op) {
+  const ir::Type &t = op.result()->type;
+  if (!op.result()->layout || op.result()->layout->kind != ir::Layout::Kind::Shared)
+    unsupported(op, "a buffer needs a #shared layout");
+  const uint64_t bytes = static_cast<uint64_t>(t.numElements()) * (bitWidth(t.scalar) / 8);
+  const uint64_t offset = (reservedShared_ + 127) / 128 * 128;
+  if (offset + bytes > UINT32_MAX) unsupported(op, "needs more than 4 GiB of shared memory");
+  sharedScratch(0, op); // creates the array
+  reservedShared_ = offset + bytes;
+  sharedBytes_ = static_cast<unsigned>(std::max<uint64_t>(sharedBytes_, reservedShared_));
+  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, offset);
+  buffers_[op.result()] = {base, offset};
+}
+
+void KernelLowering::lowerLocalDealloc(ir::Operation &op) {
+  auto it = buffers_.find(op.operand(0));
+  if (it == buffers_.end()) unsupported(op, "the buffer was not allocated");
+  reservedShared_ = it->second.offset; // the pass frees in reverse order of allocation
+}
+
+Value *KernelLowering::stageBase(ir::Operation &op, ir::Value *buffer, ir::Value *stage) {
+  auto it = buffers_.find(buffer);
+  if (it == buffers_.end()) unsupported(op, "the buffer was not allocated");
+  const ir::Type &t = buffer->type;
+  const int64_t stageBytes = t.shape[1] * t.shape[2] * (bitWidth(t.scalar) / 8);
+  return b_.CreateGEP(b_.getInt8Ty(), it->second.base, b_.CreateMul(lookup(stage)[0], i32(stageBytes)));
+}
+
+void KernelLowering::lowerAsyncCopy(ir::Operation &op) {
+  ir::Value *ptr = op.operand(0), *buffer = op.operand(1);
+  const bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
+  const ir::Layout &tile = *buffer->layout;
+  const ir::Type elem = buffer->type.element();
+  const unsigned elemBits = bitWidth(elem.scalar), elemBytes = elemBits / 8;
+  const int64_t cols = buffer->type.shape[2];
+  DistributedLayout layout = layoutOf(ptr, op);
+  const Regs &ptrs = lookup(ptr);
+  const Regs *mask = masked ? &lookup(op.operand(4)) : nullptr;
+  Value *pred = lookup(op.operand(3))[0];
+  Value *base = stageBase(op, buffer, op.operand(2));
+  Type *memTy = memoryType(elem, &op);
+
+  // Registers along dim 1 (the row) in groups of `vec` (at most one chunk).
+  unsigned vec = 1;
+  if (layout.order()[0] == 1 && !layout.dim(1).sliced)
+    vec = std::min(vectorWidth(op, layout, elemBits, masked), tile.vec);
+  const unsigned bytes = vec * elemBytes;
+  for (unsigned r = 0; r < layout.numRegs(); ++r) {
+    if (layout.isDuplicateRegister(r)) continue;
+    std::vector<unsigned> idx = layout.regIndex(r);
+    if (idx[1] % vec != 0) continue; // part of the group its first register copies
+    std::vector<Value *> c = coordinates(layout, r);
+    Value *dst = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, cols, elemBytes, c[0], c[1]));
+    Value *on = pred;
+    if (mask) on = b_.CreateAnd(on, (*mask)[r]);
+    if (Value *owner = ownerPredicate(layout, r)) on = b_.CreateAnd(on, owner);
+    if (bytes >= 4) {
+      // src-size 0 reads nothing and fills the destination with zeros.
+      Value *srcSize = b_.CreateSelect(on, i32(bytes), i32(0));
+      std::string text = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+                         std::to_string(bytes) + ", $2;";
+      auto *type = FunctionType::get(b_.getVoidTy(), {b_.getInt64Ty(), ptrs[r]->getType(), b_.getInt32Ty()}, false);
+      InlineAsm *copy = InlineAsm::get(type, text, "l,l,r,~{memory}", /*hasSideEffects=*/true);
+      b_.CreateCall(copy, {b_.CreatePtrToInt(dst, b_.getInt64Ty()), ptrs[r], srcSize});
+      continue;
+    }
+    // Too narrow for cp.async: load now (zero where off) and store to shared.
+    Regs value = loadVector(op, memTy, 1, ptrs[r], on, {Constant::getNullValue(memTy)});
+    b_.CreateAlignedStore(value[0], dst, Align(elemBytes));
+  }
+}
+
+void KernelLowering::lowerAsyncGroup(ir::Operation &op) {
+  std::string text = op.code == ir::OpCode::AsyncCommit
+                         ? std::string("cp.async.commit_group;")
+                         : "cp.async.wait_group " + std::to_string(op.intAttr("pending")) + ";";
+  InlineAsm *fence = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}",
+                                    /*hasSideEffects=*/true);
+  b_.CreateCall(fence, {});
+}
+
+void KernelLowering::lowerLocalLoad(ir::Operation &op) {
+  ir::Value *result = op.result();
+  if (!result->layout || result->layout->kind != ir::Layout::Kind::DotOperand)
+    unsupported(op, "local_load feeds tensor-core dots only");
+  sharedOperands_[result] = {stageBase(op, op.operand(0), op.operand(1)), op.operand(0)->layout};
+  define(result, {});
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,366 @@
+// Pipeline (runs after accelerate-dot). A loop
+//
+//   for iv in [lb, ub) step s  (s a positive constant), iter_args(...):
+//     ptr, mask = f(iv, loop-invariant values, pointer/offset iter args p += c)
+//     x = load(ptr, mask [, other = 0])       -- f16/bf16, 2-D
+//     y = convert_layout(x) -> #dot_op<opIdx>
+//     ... dot(y, ...) with an #mma result ...
+//
+// becomes, with S = numStages:
+//
+//   buf = local_alloc <S x rows x cols> #shared<opIdx, swizzle>
+//   for d in 0 .. S-2:                          -- prologue
+//     async_copy(f(lb + d*s), buf, d, lb + d*s < ub); async_commit
+//   for iv ... iter_args(..., stage = 0):
+//     async_wait pending=S-2; barrier           -- stage `stage` has arrived and
+//                                               -- everyone is done with the one before
+//     async_copy(f(iv + (S-1)*s), buf, stage - 1 mod S, iv + (S-1)*s < ub); async_commit
+//     y = local_load(buf, stage)
+//     ... dot(y, ...) ...
+//     yield ..., stage + 1 mod S
+//   async_wait pending=0; barrier; local_dealloc buf
+//
+// f is re-evaluated at the shifted iteration by cloning the pure ops that
+// compute ptr and mask; an iter arg p updated by `p + c` (c loop-invariant,
+// the tutorial's `a_ptrs += BLOCK_K * stride_ak`) is, d iterations ahead,
+// p + d*c. Copies past the end (pred false) and masked-off elements write
+// zeros, which is what `other=0` asked for. Loads that do not fit stay as
+// they are (the dot then stages them itself).
+#include "compiler/passes/SoftwarePipeline.h"
+
+#include "compiler/passes/CommonSubexpressionElimination.h"
+#include "compiler/passes/DeadCodeElimination.h"
+
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+using OpIter = std::list<std::unique_ptr<Operation>>::iterator;
+
+OpIter position(Operation &op) {
+  auto it = op.parent->ops.begin();
+  while (it->get() != &op) ++it;
+  return it;
+}
+
+bool isZero(const Value *v) {
+  const Operation *d = v->definingOp;
+  if (!d) return false;
+  if (d->code == OpCode::Splat || d->code == OpCode::Broadcast || d->code == OpCode::ConvertLayout)
+    return isZero(d->operand(0));
+  if (d->code != OpCode::Constant) return false;
+  return d->isFloatConstant() ? d->floatAttr("value") == 0.0 : d->intAttr("value") == 0;
+}
+
+// Cheap ops without side effects that address computations are made of.
+bool isClonable(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Constant: case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::MakeRange:
+  case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::ConvertLayout:
+  case OpCode::Hint: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+  case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr: case OpCode::Max:
+  case OpCode::Min: case OpCode::Neg: case OpCode::Not: case OpCode::Cmp: case OpCode::Select:
+  case OpCode::AddPtr: case OpCode::Cast: case OpCode::Bitcast:
+    return op.regions.empty() && op.results.size() == 1;
+  default:
+    return false;
+  }
+}
+
+struct Candidate {
+  Operation *load;
+  Operation *convert;
+  unsigned opIdx;
+  Value *buffer = nullptr;
+};
+
+class LoopPipeliner {
+public:
+  LoopPipeliner(Function &fn, Operation &loop, unsigned stages)
+      : fn_(fn), loop_(loop), body_(loop.region(0)), stages_(stages) {}
+
+  bool run() {
+    if (!constantStep()) return false;
+    std::vector<Candidate> candidates = findCandidates();
+    if (candidates.empty()) return false;
+    allocateBuffers(candidates);
+    emitPrologue(candidates);
+    Value *stage = addStageCounter();
+    emitLoopHead(candidates, stage);
+    for (Candidate &c : candidates) readFromBuffer(c, stage);
+    emitEpilogue(candidates);
+    return true;
+  }
+
+private:
+  // Where cloned address computations take the loop variable and iter args from.
+  struct Shift {
+    Value *iv;
+    std::function<Value *(Value *arg)> iterArg;
+  };
+
+  Function &fn_;
+  Operation &loop_;
+  Block *body_;
+  unsigned stages_;
+  int64_t step_ = 0;
+  std::map<const Value *, bool> clonable_, invariant_;
+
+  Type ivType() const { return loop_.operand(0)->type; }
+
+  bool constantStep() {
+    const Operation *d = loop_.operand(2)->definingOp;
+    if (!d || d->code != OpCode::Constant || d->isFloatConstant()) return false;
+    step_ = d->intAttr("value");
+    return step_ > 0;
+  }
+
+  bool definedInBody(const Value *v) const {
+    return v->ownerBlock == body_ || (v->definingOp && v->definingOp->parent == body_);
+  }
+
+  // The yield's `arg + c` / `addptr(arg, c)` for iter arg `arg`, else null.
+  Operation *advanceOf(const Value *arg) const {
+    if (arg->ownerBlock != body_ || arg->index == 0) return nullptr;
+    Value *next = body_->terminator()->operand(arg->index - 1);
+    Operation *d = next->definingOp;
+    if (!d || d->parent != body_ || (d->code != OpCode::AddPtr && d->code != OpCode::Add)) return nullptr;
+    return d->operand(0) == arg ? d : nullptr;
+  }
+
+  bool isInvariant(const Value *v) {
+    if (!definedInBody(v)) return true;
+    if (v->ownerBlock) return false;
+    auto [it, fresh] = invariant_.try_emplace(v, false);
+    if (!fresh) return it->second;
+    bool ok = isClonable(*v->definingOp);
+    for (const Value *o : v->definingOp->operands) ok = ok && isInvariant(o);
+    return invariant_[v] = ok;
+  }
+
+  // v can be computed at another iteration from the loop variable,
+  // invariants and advancing iter args.
+  bool canClone(const Value *v) {
+    if (!definedInBody(v)) return true;
+    if (v == body_->args[0].get()) return true;
+    if (v->ownerBlock) {
+      const Operation *inc = advanceOf(v);
+      return inc && isInvariant(inc->operand(1));
+    }
+    auto [it, fresh] = clonable_.try_emplace(v, false);
+    if (!fresh) return it->second;
+    bool ok = isClonable(*v->definingOp);
+    for (const Value *o : v->definingOp->operands) ok = ok && canClone(o);
+    return clonable_[v] = ok;
+  }
+
+  unsigned countUses(const Value *v) {
+    unsigned n = 0;
+    walk(fn_.body, [&](Operation &op) {
+      for (const Value *u : op.operands) n += u == v;
+    });
+    return n;
+  }
+
+  std::vector<Candidate> findCandidates() {
+    std::vector<Candidate> found;
+    for (auto &op : body_->ops) {
+      if (op->code != OpCode::ConvertLayout || !op->result()->layout ||
+          op->result()->layout->kind != Layout::Kind::DotOperand)
+        continue;
+      Value *loaded = op->operand(0);
+      Operation *load = loaded->definingOp;
+      if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(loaded) != 1) continue;
+      const Type &t = loaded->type;
+      if (t.rank() != 2 || t.pointer || (t.scalar != ScalarType::F16 && t.scalar != ScalarType::BF16)) continue;
+      if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
+      if (load->loadOther() && !isZero(load->loadOther())) continue;
+      const unsigned opIdx = op->result()->layout->opIdx;
+      bool onlyMmaDots = true;
+      walk(fn_.body, [&](Operation &user) {
+        for (size_t i = 0; i < user.operands.size(); ++i)
+          if (user.operands[i] == op->result())
+            onlyMmaDots = onlyMmaDots && user.code == OpCode::Dot && i == opIdx && user.result()->layout &&
+                          user.result()->layout->kind == Layout::Kind::Mma;
+      });
+      if (!onlyMmaDots) continue;
+      if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
+      found.push_back({load, op.get(), opIdx});
+    }
+    return found;
+  }
+
+  Value *clone(Value *v, Builder &b, const Shift &shift, std::map<const Value *, Value *> &memo) {
+    if (!definedInBody(v)) return v;
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    Value *out;
+    if (v == body_->args[0].get()) {
+      out = shift.iv;
+    } else if (v->ownerBlock) {
+      out = shift.iterArg(v);
+    } else {
+      Operation &op = *v->definingOp;
+      std::vector<Value *> operands;
+      for (Value *o : op.operands) operands.push_back(clone(o, b, shift, memo));
+      b.setLoc(op.loc);
+      Operation *c = b.create(op.code, operands, {v->type}, op.attrs);
+      out = c->result();
+      out->layout = v->layout;
+      out->nameHint = v->nameHint;
+    }
+    return memo[v] = out;
+  }
+
+  // Iter arg `arg` advanced `times` iterations from `base` (its value now).
+  Value *advance(Value *base, Value *arg, int64_t times, Builder &b, const Shift &shift,
+                 std::map<const Value *, Value *> &memo) {
+    if (times == 0) return base;
+    Operation *inc = advanceOf(arg);
+    Value *by = clone(inc->operand(1), b, shift, memo);
+    if (times > 1) {
+      Value *n = b.intConstant(times, by->type);
+      n->layout = by->layout;
+      Value *scaled = b.op(OpCode::Mul, {by, n}, by->type);
+      scaled->layout = by->layout;
+      by = scaled;
+    }
+    Value *r = b.op(inc->code, {base, by}, inc->result()->type, inc->attrs);
+    r->layout = inc->result()->layout;
+    return r;
+  }
+
+  // The copies of iteration `iv` into `stage`, then a commit.
+  void emitCopies(const std::vector<Candidate> &cs, Builder &b, const Shift &shift, Value *stage) {
+    std::map<const Value *, Value *> memo;
+    Value *pred = b.op(OpCode::Cmp, {shift.iv, loop_.operand(1)}, Type(ScalarType::I1),
+                       {{"predicate", std::string("lt")}});
+    for (const Candidate &c : cs) {
+      b.setLoc(c.load->loc);
+      Value *ptr = clone(c.load->operand(0), b, shift, memo);
+      std::vector<Value *> operands = {ptr, c.buffer, stage, pred};
+      std::map<std::string, Attribute> attrs;
+      for (const char *key : {"contiguity", "alignment", "mask_constancy"})
+        if (c.load->hasAttr(key)) attrs[key] = c.load->attrs.at(key);
+      attrs["has_mask"] = int64_t{c.load->loadMask() != nullptr};
+      if (Value *mask = c.load->loadMask()) operands.push_back(clone(mask, b, shift, memo));
+      b.setLoc(c.load->loc);
+      b.create(OpCode::AsyncCopy, operands, {}, attrs);
+    }
+    b.create(OpCode::AsyncCommit, {}, {});
+  }
+
+  void allocateBuffers(std::vector<Candidate> &cs) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, position(loop_));
+    for (Candidate &c : cs) {
+      const Type &t = c.load->result()->type;
+      b.setLoc(c.load->loc);
+      c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages_, t.shape[0], t.shape[1]}));
+      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[1], bitWidth(t.scalar));
+    }
+  }
+
+  void emitPrologue(const std::vector<Candidate> &cs) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setLoc(loop_.loc);
+    for (unsigned d = 0; d + 1 < stages_; ++d) {
+      std::map<const Value *, Value *> memo;
+      Shift shift;
+      shift.iv = d == 0 ? loop_.operand(0)
+                        : b.op(OpCode::Add, {loop_.operand(0), b.intConstant(d * step_, ivType())}, ivType());
+      shift.iterArg = [&, d](Value *arg) {
+        return advance(loop_.operand(2 + arg->index), arg, d, b, shift, memo);
+      };
+      emitCopies(cs, b, shift, b.intConstant(d, Type(ScalarType::I32)));
+      b.setLoc(loop_.loc);
+    }
+  }
+
+  Value *addStageCounter() {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setLoc(loop_.loc);
+    const Type i32(ScalarType::I32);
+    loop_.operands.push_back(b.intConstant(0, i32));
+    Value *stage = body_->addArgument(i32, "stage");
+    auto result = std::make_unique<Value>();
+    result->type = i32;
+    result->definingOp = &loop_;
+    result->index = static_cast<unsigned>(loop_.results.size());
+    loop_.results.push_back(std::move(result));
+    // stage + 1 mod S, passed on by the yield
+    Operation *yield = body_->terminator();
+    b.setInsertionPoint(body_, position(*yield));
+    Value *plus = b.op(OpCode::Add, {stage, b.intConstant(1, i32)}, i32);
+    Value *wrap = b.op(OpCode::Cmp, {plus, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+                       {{"predicate", std::string("eq")}});
+    yield->operands.push_back(b.op(OpCode::Select, {wrap, b.intConstant(0, i32), plus}, i32));
+    return stage;
+  }
+
+  void emitLoopHead(const std::vector<Candidate> &cs, Value *stage) {
+    Builder b(body_);
+    b.setInsertionPoint(body_, body_->ops.begin());
+    b.setLoc(loop_.loc);
+    const Type i32(ScalarType::I32);
+    b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{stages_ - 2}}});
+    b.create(OpCode::Barrier, {}, {});
+    // The stage read last iteration: everyone is past it (the barrier).
+    Value *first = b.op(OpCode::Cmp, {stage, b.intConstant(0, i32)}, Type(ScalarType::I1),
+                        {{"predicate", std::string("eq")}});
+    Value *previous = b.op(OpCode::Select, {first, b.intConstant(stages_ - 1, i32),
+                                            b.op(OpCode::Sub, {stage, b.intConstant(1, i32)}, i32)}, i32);
+    const int64_t ahead = stages_ - 1;
+    std::map<const Value *, Value *> memo;
+    Shift shift;
+    shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
+    shift.iterArg = [&](Value *arg) { return advance(arg, arg, ahead, b, shift, memo); };
+    emitCopies(cs, b, shift, previous);
+  }
+
+  void readFromBuffer(Candidate &c, Value *stage) {
+    Builder b(body_);
+    b.setInsertionPoint(body_, position(*c.convert));
+    b.setLoc(c.convert->loc);
+    Value *old = c.convert->result();
+    Value *fromShared = b.op(OpCode::LocalLoad, {c.buffer, stage}, old->type);
+    fromShared->layout = old->layout;
+    replaceAllUsesWith(fn_.body, old, fromShared);
+    body_->ops.erase(position(*c.convert));
+  }
+
+  void emitEpilogue(const std::vector<Candidate> &cs) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, std::next(position(loop_)));
+    b.setLoc(loop_.loc);
+    // Copies past the end are still writing zeros: let them land before the
+    // space is handed to whatever comes next.
+    b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
+    b.create(OpCode::Barrier, {}, {});
+    for (auto it = cs.rbegin(); it != cs.rend(); ++it) b.create(OpCode::LocalDealloc, {it->buffer}, {});
+  }
+};
+
+} // namespace
+
+void pipelineLoops(Function &fn, unsigned numStages) {
+  if (numStages < 2) return;
+  std::vector<Operation *> loops;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::For) loops.push_back(&op);
+  });
+  bool changed = false;
+  for (Operation *loop : loops) changed |= LoopPipeliner(fn, *loop, numStages).run();
+  if (!changed) return;
+  eliminateCommonSubexpressions(fn); // the clones recompute loop-invariant values
+  eliminateDeadCode(fn);             // the loads and the address math only they used
+}
+
+} // namespace tessera::passes
