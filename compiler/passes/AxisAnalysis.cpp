@@ -322,10 +322,13 @@ private:
     AxisInfo a = unknown(op.result()->type);
     for (size_t d = 0; d < a.rank(); ++d) {
       a.constancy[d] = gcd(l.constancy[d], r.constancy[d]);
-      if (isConstantDim(r, shape, d) && r.constant && *r.constant > 0) {
-        // (k*m + i) % m for a run of a contiguous x: runs of length gcd(run, m).
-        int64_t m = highestPowerOfTwoDividing(*r.constant);
-        a.contiguity[d] = gcd(l.contiguity[d], m);
+      if (isConstantDim(r, shape, d) && (r.constant ? *r.constant > 0 : r.divisibility[d] > 1)) {
+        // x % m, m the same along d (a constant, or a scalar like N known to
+        // be a multiple of 16): a run of x that starts at a multiple of g =
+        // gcd(run, x's divisibility, m) stays a run for g elements, since no
+        // multiple of m falls inside it. (The tutorial's `offs % N`.)
+        int64_t m = r.constant ? highestPowerOfTwoDividing(*r.constant) : r.divisibility[d];
+        a.contiguity[d] = gcd(l.contiguity[d], gcd(l.divisibility[d], m));
         a.divisibility[d] = gcd(l.divisibility[d], m);
       }
     }

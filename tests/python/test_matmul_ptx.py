@@ -75,3 +75,22 @@ def test_fma_fallback_when_the_shape_does_not_fit(tmp_path):
     text = compile_matmul(tmp_path, bm=32, bn=32, bk=8, warps=4).read_text()
     assert "mma.sync" not in text
     ptxas(tmp_path / "mm_fp16_sm_90a_32_32_8_4.ptx", "sm_90a", tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("config", [(128, 128, 32, 4, 3), (128, 256, 64, 8, 3), (128, 128, 64, 4, 3)])
+def test_pipelined_matmul_sass(tmp_path, arch, config):
+    """The chosen configurations: tensor cores (HMMA), ldmatrix (LDSM) and
+    cp.async (LDGSTS) in the SASS, the copies in flight num_stages - 2 deep,
+    and no local-memory spills."""
+    from test_vectorized_access import sass
+    bm, bn, bk, warps, stages = config
+    ptx = compile_matmul(tmp_path, "bf16", arch, bm=bm, bn=bn, bk=bk, warps=warps, flags=("--num-stages", str(stages)))
+    text = ptx.read_text()
+    assert "cp.async.cg.shared.global" in text and f"cp.async.wait_group {stages - 2};" in text
+    info = ptxas(ptx, arch, tmp_path)
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+    code = sass(tmp_path, ptx, arch)
+    for instruction in ("HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDSM.16.MT88.4", "LDGSTS.E.BYPASS.128", "LDGDEPBAR",
+                        "DEPBAR"):
+        assert instruction in code, f"{instruction} missing from the SASS"
