@@ -17,6 +17,7 @@
 //     16-row tile (A's rows are fed to ldmatrix in that order), which makes
 //     it register-for-register #blocked<spt=[2,2], tpw=[8,4], wpc, order=[1,0]>.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/passes/AccelerateDot.h"
 
 #include <llvm/IR/InlineAsm.h>
 
@@ -39,6 +40,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   }();
   const Regs &regs = lookup(v);
   Type *memTy = memoryType(v->type.element(), &op);
+  const unsigned elemBytes = bitWidth(v->type.element().scalar) / 8;
   // Groups of `vec` consecutive registers along dim 1 go out as one vector
   // store (inside one 16-byte chunk of the swizzled tile).
   const DimMap &fast = layout.dim(1);
@@ -52,7 +54,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
     if (idx[1] % vec != 0)
       continue; // part of the group its first register stores
     std::vector<Value *> c = coordinates(layout, r);
-    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[1], 2, c[0], c[1]));
+    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[1], elemBytes, c[0], c[1]));
     if (vec == 1) {
       b_.CreateStore(regs[r], ptr);
       continue;
@@ -63,35 +65,40 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
       at[1] += e;
       packed = b_.CreateInsertElement(packed, regs[layout.regNumber(at)], e);
     }
-    b_.CreateAlignedStore(packed, ptr, Align(vec * 2));
+    b_.CreateAlignedStore(packed, ptr, Align(vec * elemBytes));
   }
 }
 
 void KernelLowering::lowerMmaDot(ir::Operation &op) {
   ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
-  const ir::ScalarType in = a->type.element().scalar;
-  if ((in != ir::ScalarType::F16 && in != ir::ScalarType::BF16) || b->type.element().scalar != in ||
-      result->type.element().scalar != ir::ScalarType::F32)
-    unsupported(op, "the tensor-core dot takes f16 or bf16 inputs and an f32 accumulator");
+  const ir::ScalarType in = a->type.element().scalar, outType = result->type.element().scalar;
+  const std::string precision = op.hasAttr("input_precision") ? op.stringAttr("input_precision") : "tf32";
+  const int64_t kStep = passes::mmaKStep(in, outType, precision);
+  if (kStep == 0 || b->type.element().scalar != in)
+    unsupported(op, "no mma.sync instruction for a " + a->type.element().str() + " dot into " +
+                        result->type.element().str());
   if (!sameLayout(acc->layout, result->layout))
     unsupported(op, "the accumulator must have the result's layout");
   DistributedLayout out = layoutOf(result, op);
   const unsigned wm = result->layout->warpsPerCTA[0], wn = result->layout->warpsPerCTA[1];
-  if (M % (16 * wm) || N % (8 * wn) || K % 16)
-    unsupported(op, "block shape does not fit mma.sync m16n8k16 with these warps");
+  if (M % (16 * wm) || N % (8 * wn) || K % kStep)
+    unsupported(op, "block shape does not fit mma.sync with these warps");
   const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
+  const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
+  const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8;
 
   // The operand tiles: straight from the pipeline's buffers (local_load), or
   // staged here from registers into scratch laid out the same way.
-  ir::LayoutRef tileA = ir::Layout::sharedMmaOperand(0, K, 16), tileB = ir::Layout::sharedMmaOperand(1, N, 16);
+  ir::LayoutRef tileA = ir::Layout::sharedMmaOperand(0, K, elemBits);
+  ir::LayoutRef tileB = ir::Layout::sharedMmaOperand(1, N, elemBits);
   Value *aBase = nullptr, *bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
   const bool staged = !aBase || !bBase;
   if (staged) {
-    const uint64_t aBytes = aBase ? 0 : static_cast<uint64_t>(M * K) * 2;
-    Value *scratch = sharedScratch(aBytes + (bBase ? 0 : static_cast<uint64_t>(K * N) * 2), op);
+    const uint64_t aBytes = aBase ? 0 : static_cast<uint64_t>(M * K) * elemBytes;
+    Value *scratch = sharedScratch(aBytes + (bBase ? 0 : static_cast<uint64_t>(K * N) * elemBytes), op);
     if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
     if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
     barrier();
@@ -101,8 +108,10 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
   Value *l7 = b_.CreateAnd(lane_, 7), *bit3 = b_.CreateAnd(b_.CreateLShr(lane_, 3), 1);
   Value *bit4 = b_.CreateLShr(lane_, 4);
-  // A: matrix (h, kb) = (bit3, bit4) covers mma rows g + 8h, k 8kb..8kb+7;
-  // its rows are stored consecutively (sharedStoredRow). Row of m-tile mi:
+  Value *g = b_.CreateLShr(lane_, 2), *t = b_.CreateAnd(lane_, 3); // the fragment's (group, thread in group)
+  // A: matrix (h, kb) = (bit3, bit4) covers mma rows g + 8h and the kb-th
+  // 16-byte half of the k-step; its rows are stored consecutively
+  // (sharedStoredRow). Row of m-tile mi:
   auto aRow = [&](int64_t mi) {
     return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(warpM, i32(mi * wm)), i32(16)),
                         b_.CreateAdd(b_.CreateShl(bit3, 3), l7));
@@ -135,31 +144,75 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
       regs.push_back(b_.CreateExtractValue(res, i));
     return regs;
   };
-  const char *ty = in == ir::ScalarType::F16 ? "f16" : "bf16";
-  std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + ty + "." + ty +
-                        ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-  FunctionType *mmaTy = FunctionType::get(StructType::get(ctx_, {f32Ty, f32Ty, f32Ty, f32Ty}),
-                                          {i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, f32Ty, f32Ty, f32Ty, f32Ty}, false);
-  InlineAsm *mma = InlineAsm::get(mmaTy, asmText, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*hasSideEffects=*/false);
+  // tf32 operands: fp32 bits rounded to tf32 (cvt.rna), as cuBLAS does.
+  auto toTf32 = [&](Value *word) {
+    InlineAsm *cvt = InlineAsm::get(FunctionType::get(i32Ty, {i32Ty}, false), "cvt.rna.tf32.f32 $0, $1;", "=r,r",
+                                    /*hasSideEffects=*/false);
+    return b_.CreateCall(cvt, {word});
+  };
+  // One element of B at (k, n) as a raw integer of elemBits.
+  auto loadB = [&](Value *k, Value *n) {
+    Value *at = b_.CreateGEP(b_.getInt8Ty(), bBase, sharedElementOffset(*tileB, N, elemBytes, k, n));
+    return b_.CreateAlignedLoad(b_.getIntNTy(elemBits), at, Align(elemBytes));
+  };
+
+  // The instruction: m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 s8; A is 4
+  // .b32 registers and B 2 in each, C/D 4 f32 or s32.
+  std::string shape = "m16n8k" + std::to_string(kStep), types;
+  if (tf32) types = "f32.tf32.tf32.f32";
+  else if (int8) types = "s32.s8.s8.s32";
+  else types = std::string("f32.") + (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + ".f32";
+  Type *accTy = int8 ? i32Ty : f32Ty;
+  const char *accCons = int8 ? "=r,=r,=r,=r" : "=f,=f,=f,=f";
+  FunctionType *mmaTy = FunctionType::get(StructType::get(ctx_, {accTy, accTy, accTy, accTy}),
+                                          {i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, accTy, accTy, accTy, accTy}, false);
+  InlineAsm *mma = InlineAsm::get(mmaTy, "mma.sync.aligned." + shape + ".row.col." + types +
+                                             " {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+                                  std::string(accCons) + ",r,r,r,r,r,r,0,1,2,3", /*hasSideEffects=*/false);
 
   // C fragment register c (h = c / 2, j = c % 2) of tile (mi, ni).
   auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
     return out.regNumber({static_cast<unsigned>(2 * mi + c / 2), static_cast<unsigned>(2 * ni + c % 2)});
   };
   Regs accRegs = lookup(acc);
-  for (int64_t ks = 0; ks < K / 16; ++ks) {
+  for (int64_t ks = 0; ks < K / kStep; ++ks) {
     std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
+    // A: a k-step is 32 bytes of a row for every instruction shape: chunks
+    // 2ks and 2ks + 1, and ldmatrix hands out the fragment as it is.
     Value *aChunk = b_.CreateAdd(bit4, i32(2 * ks));
-    for (int64_t mi = 0; mi < mTiles; ++mi)
-      aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * 2, aRow(mi), aChunk), 4);
-    Value *bRow = b_.CreateAdd(bK, i32(16 * ks));
-    for (int64_t ni = 0; ni < nTiles; ni += 2) {
-      if (ni + 1 < nTiles) {
-        std::vector<Value *> r = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, true)), 4);
-        bFrag[ni] = {r[0], r[1]};
-        bFrag[ni + 1] = {r[2], r[3]};
-      } else {
-        bFrag[ni] = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, false)), 2);
+    for (int64_t mi = 0; mi < mTiles; ++mi) {
+      aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * elemBytes, aRow(mi), aChunk), 4);
+      if (tf32)
+        for (Value *&w : aFrag[mi]) w = toTf32(w);
+    }
+    if (!tf32 && !int8) {
+      // B 16-bit: ldmatrix.trans gives each lane its k pairs.
+      Value *bRow = b_.CreateAdd(bK, i32(16 * ks));
+      for (int64_t ni = 0; ni < nTiles; ni += 2) {
+        if (ni + 1 < nTiles) {
+          std::vector<Value *> r = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, true)), 4);
+          bFrag[ni] = {r[0], r[1]};
+          bFrag[ni + 1] = {r[2], r[3]};
+        } else {
+          bFrag[ni] = ldmatrix(true, bBase, sharedChunkOffset(*tileB, N * 2, bRow, bChunk(ni, false)), 2);
+        }
+      }
+    } else {
+      // B 32- or 8-bit (no transposing ldmatrix): register j of lane (g, t)
+      // holds k = ks*kStep + j*kStep/2 + t*per .. +per-1 (per = 32 / elemBits
+      // elements packed low to high) at column n = g of the n-tile.
+      const unsigned per = 32 / elemBits;
+      for (int64_t ni = 0; ni < nTiles; ++ni) {
+        Value *n = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(warpN, i32(ni * wn)), i32(8)), g);
+        for (unsigned j = 0; j < 2; ++j) {
+          Value *k0 = b_.CreateAdd(b_.CreateMul(t, i32(per)), i32(ks * kStep + j * kStep / 2));
+          Value *word = nullptr;
+          for (unsigned e = 0; e < per; ++e) {
+            Value *v = b_.CreateZExt(loadB(b_.CreateAdd(k0, i32(e)), n), i32Ty);
+            word = e == 0 ? v : b_.CreateOr(word, b_.CreateShl(v, 8 * e));
+          }
+          bFrag[ni].push_back(tf32 ? toTf32(word) : word);
+        }
       }
     }
     for (int64_t mi = 0; mi < mTiles; ++mi)

@@ -1,6 +1,8 @@
-// Accelerate-dot (runs last, after remove-layout-conversions). For every
-// dot(a <MxK>, b <KxN>, acc <MxN>) with a, b both f16 or both bf16, an f32
-// result, M % 16 == 0, N % 8 == 0, K % 16 == 0 and warps that fit
+// Accelerate-dot (runs after remove-layout-conversions). For every
+// dot(a <MxK>, b <KxN>, acc <MxN>) that an mma.sync shape covers (mmaKStep:
+// f16/bf16 -> f32 in k-steps of 16, f32 with input_precision "tf32" -> f32
+// in k-steps of 8, i8 -> i32 in k-steps of 32), with M % 16 == 0,
+// N % 8 == 0, K a multiple of the k-step and warps that fit
 // (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:
 //   * the result gets #mma<version=2, wpc=[wm, wn]> (mma.sync m16n8k16
 //     accumulator fragments, compiler/ir/Layout.h);
@@ -83,6 +85,17 @@ bool chooseWarps(int64_t M, int64_t N, unsigned numWarps, unsigned &wm, unsigned
   return true;
 }
 
+} // namespace
+
+int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecision) {
+  if ((in == ScalarType::F16 || in == ScalarType::BF16) && out == ScalarType::F32) return 16; // m16n8k16
+  if (in == ScalarType::F32 && out == ScalarType::F32 && inputPrecision == "tf32") return 8;   // m16n8k8 tf32
+  if (in == ScalarType::I8 && out == ScalarType::I32) return 32;                               // m16n8k32 s8
+  return 0;
+}
+
+namespace {
+
 struct Accelerator {
   Function &fn;
 
@@ -91,7 +104,8 @@ struct Accelerator {
   void foldAccumulatorAdd(Operation &dot) {
     Value *zero = dot.operand(2), *r = dot.result();
     Operation *z = zero->definingOp;
-    if (!z || z->code != OpCode::Constant || !z->isFloatConstant() || z->floatAttr("value") != 0.0) return;
+    if (!z || z->code != OpCode::Constant) return;
+    if (z->isFloatConstant() ? z->floatAttr("value") != 0.0 : z->intAttr("value") != 0) return;
     Operation *add = nullptr;
     unsigned uses = 0;
     walk(fn.body, [&](Operation &op) {
@@ -123,11 +137,11 @@ struct Accelerator {
   bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
     Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
     if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
-    ScalarType in = a->type.element().scalar;
-    if ((in != ScalarType::F16 && in != ScalarType::BF16) || b->type.element().scalar != in) return false;
-    if (r->type.element().scalar != ScalarType::F32 || a->type.element().pointer) return false;
+    const ScalarType in = a->type.element().scalar, out = r->type.element().scalar;
+    if (b->type.element().scalar != in || a->type.element().pointer) return false;
+    const int64_t kStep = mmaKStep(in, out, dot.hasAttr("input_precision") ? dot.stringAttr("input_precision") : "tf32");
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
-    if (M % 16 || N % 8 || K % 16) return false;
+    if (kStep == 0 || M % 16 || N % 8 || K % kStep) return false;
     if (fn.numWarps == 0 || (fn.numWarps & (fn.numWarps - 1))) return false;
     return chooseWarps(M, N, fn.numWarps, wm, wn);
   }

@@ -6,6 +6,7 @@
 
 #include "compiler/ir/IR.h"
 
+#include <cstdint>
 #include <string>
 
 namespace tessera::passes {
@@ -13,5 +14,11 @@ namespace tessera::passes {
 // `arch`: "sm_80" ... "sm_90a"; below sm_80 nothing changes. The pipeline runs
 // it only with tensor cores on (--tensor-cores / TESSERA_MMA=1).
 void accelerateDot(ir::Function &fn, const std::string &arch);
+
+// The k extent of one mma.sync for inputs `in` accumulating into `out`
+// (16 for f16/bf16 -> f32, 8 for tf32, 32 for i8 -> i32), or 0 when no
+// tensor-core instruction fits. input_precision "ieee"/"tf32x3" keep f32
+// dots exact (FMA lowering).
+int64_t mmaKStep(ir::ScalarType in, ir::ScalarType out, const std::string &inputPrecision);
 
 } // namespace tessera::passes

@@ -2,7 +2,7 @@
 //
 //   for iv in [lb, ub) step s  (s a positive constant), iter_args(...):
 //     ptr, mask = f(iv, loop-invariant values, pointer/offset iter args p += c)
-//     x = load(ptr, mask [, other = 0])       -- f16/bf16, 2-D
+//     x = load(ptr, mask [, other = 0])       -- 2-D f16/bf16/f32/i8
 //     y = convert_layout(x) -> #dot_op<opIdx>
 //     ... dot(y, ...) with an #mma result ...
 //
@@ -178,7 +178,10 @@ private:
       Operation *load = loaded->definingOp;
       if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(loaded) != 1) continue;
       const Type &t = loaded->type;
-      if (t.rank() != 2 || t.pointer || (t.scalar != ScalarType::F16 && t.scalar != ScalarType::BF16)) continue;
+      if (t.rank() != 2 || t.pointer) continue;
+      if (t.scalar != ScalarType::F16 && t.scalar != ScalarType::BF16 && t.scalar != ScalarType::F32 &&
+          t.scalar != ScalarType::I8)
+        continue;
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
       if (load->loadOther() && !isZero(load->loadOther())) continue;
       const unsigned opIdx = op->result()->layout->opIdx;

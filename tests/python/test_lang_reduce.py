@@ -38,11 +38,15 @@ DOT_SIG = "*{0},*{0},*{0},i32,i32,i32,i32,i32,i32"
 def test_dot(tmp_path, arch, dtype, bm, bn, bk):
     ptx = compile_and_assemble(tmp_path, "dot.py", "matmul_kernel", DOT_SIG.format(dtype),
                                {"BM": bm, "BN": bn, "BK": bk}, arch)
-    # fp16/bf16 with block dims that are multiples of the m16n8k16 tile, and at
+    # fp16/bf16 (m16n8k16) and fp32 as tf32 (m16n8k8, tl.dot's default
+    # input_precision) with block dims that are multiples of the tile, and at
     # least one 16x8 tile for each of the 4 warps, run on tensor cores.
-    on_tensor_cores = (dtype in ("fp16", "bf16") and bm % 16 == 0 and bn % 8 == 0 and bk % 16 == 0
+    k_step = {"fp16": 16, "bf16": 16, "fp32": 8}.get(dtype)
+    on_tensor_cores = (k_step is not None and bm % 16 == 0 and bn % 8 == 0 and bk % k_step == 0
                        and (bm // 16) * (bn // 8) >= 4)
     assert ("mma.sync" if on_tensor_cores else "fma.rn.f64" if dtype == "fp64" else "fma.rn.f32") in ptx
+    if dtype == "fp32" and on_tensor_cores:
+        assert "m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
 
 
 @pytest.mark.parametrize("arch", ARCHS)
