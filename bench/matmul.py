@@ -1,8 +1,18 @@
-"""GEMM C = A @ B, fp16/bf16 in, fp32 accumulation: tessera's kernels/matmul.py
-(tensor cores, mma.sync) vs torch.matmul (cuBLAS) vs Triton's tutorial matmul.
-Reports TFLOP/s = 2*M*N*K / time.
+"""GEMM C = A @ B, fp16/bf16 in, fp32 accumulation: tessera.kernels.matmul
+(kernels/matmul.py on tensor cores, mma.sync + cp.async) vs torch.matmul
+(cuBLAS) vs Triton's tutorial matmul. Reports TFLOP/s = 2*M*N*K / time.
+Square sizes M=N=K in 1024, 2048, 4096, 8192 (--quick: 4096 and 8192, fewer runs).
 
-    python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,torch,triton]
+Providers:
+  tessera            tessera.kernels.matmul(a, b, out=c, autotune=False): the default config
+                     (MATMUL_CONFIGS[0], 128x128x32, 4 warps, 3 stages), wrapper overhead included
+  tessera_autotuned  tessera.kernels.matmul(a, b, out=c, autotune=True): tuned per size and dtype
+                     before timing (the winner is printed and stored in the JSON; tuning results
+                     persist in the tessera cache, so a second run tunes nothing)
+  tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
+  torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
+
+    python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,tessera_autotuned,torch,triton]
 """
 import pathlib
 import sys
@@ -11,7 +21,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
 
-SIZES = [4096, 8192]
+SIZES = [1024, 2048, 4096, 8192]
+QUICK_SIZES = [4096, 8192]
 DTYPES = ["float16", "bfloat16"]
 _triton_kernel = None
 
@@ -58,7 +69,9 @@ def main(argv=None):
     import os
     os.environ.setdefault("TESSERA_MMA", "1")  # tensor cores (the default; explicit here)
     import tessera
+    import tessera.kernels as tk
     from kernels.matmul import matmul_kernel
+    default = tk.MATMUL_CONFIGS[0].kwargs
 
     def launcher(kernel, a, b, c, block, warps, stages=None):
         M, K = a.shape
@@ -69,20 +82,35 @@ def main(argv=None):
                                     c.stride(0), c.stride(1), BLOCK_M=block[0], BLOCK_N=block[1],
                                     BLOCK_K=block[2], GROUP_M=8, num_warps=warps, **extra)
 
+    tuned = {}  # "4096^3 float16" -> the autotuned config's name
+
+    def autotuned(x):
+        tk.matmul(x[0], x[1], out=x[2], autotune=True)  # tunes now (or loads the stored result), not in the timing
+        torch.cuda.synchronize()
+        name = tk.matmul_config_name(tk.matmul_autotuner().best_config)
+        tuned[f"{x[0].shape[0]}^3 {str(x[0].dtype).replace('torch.', '')}"] = name
+        print(f"    tessera_autotuned: {name}", flush=True)
+        return lambda: tk.matmul(x[0], x[1], out=x[2], autotune=True)
+
+    first = tk.MATMUL_CONFIGS[0]
     providers = {
-        "tessera": lambda x: launcher(matmul_kernel, *x, (128, 128, 32), 4, stages=3),
-        "tessera_128x256x64w8": lambda x: launcher(matmul_kernel, *x, (128, 256, 64), 8, stages=3),
+        "tessera": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False)),
+        "tessera_autotuned": autotuned,
+        "tessera_raw": lambda x: launcher(matmul_kernel, *x, (default["BLOCK_M"], default["BLOCK_N"],
+                                                              default["BLOCK_K"]), first.num_warps,
+                                          stages=first.num_stages),
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
     }
 
     def check(x, name, fn):
+        x[2].fill_(float("nan"))  # the providers share the output: each must write all of it
         fn()
         torch.cuda.synchronize()
         ref = x[0].float() @ x[1].float()
         harness.check_close(x[2], ref, 1e-2, name)
 
-    sizes = SIZES
+    sizes = QUICK_SIZES if options.quick else SIZES
     cases = []
     for n in sizes:
         for dt in DTYPES:
@@ -95,7 +123,11 @@ def main(argv=None):
     results = harness.run_benchmark("matmul", cases, providers, lambda x: 2 * x[0].shape[0] * x[0].shape[1] * x[1].shape[1],
                                     options, check=check)
     for row in results["rows"]:
-        print(row["case"], " ".join(f"{p}={row['gbps'][p] / 1000:.1f}TFLOP/s" for p in row["gbps"]), row["errors"] or "")
+        if row["case"] in tuned:
+            row["autotuned_config"] = tuned[row["case"]]
+        print(row["case"], " ".join(f"{p}={row['gbps'][p] / 1000:.1f}TFLOP/s" for p in row["gbps"]),
+              row["errors"] or "", f"(autotuned: {tuned[row['case']]})" if row["case"] in tuned else "")
+    harness.write_outputs(results, options)  # again, with the autotuned configs
     return results
 
 

@@ -6,13 +6,15 @@
 # The GPU machine has no LLVM 19, so the compiler comes prebuilt (by
 # scripts/setup.sh on a CPU machine, carried over in build/):
 #     build/lib/libtessera.so  build/bin/tessera  build/tests/tessera_gpu_tests  build/examples/vector_add
+#     build/examples/matmul
 # When LLVM 19 is present and something is missing, it is built here instead.
 # Steps:
 #   1. the pybind11 extension tessera._C only, against build/lib/libtessera.so,
 #      in build-gpu-py/ (-DTESSERA_BUILD_COMPILER=OFF -DTESSERA_PREBUILT_LIB=...;
 #      plain g++ when cmake is missing);
 #   2. build/tests/tessera_gpu_tests    (C++ runtime tests, gtest)
-#   3. build/examples/vector_add        (the C++ API example)
+#   3. build/examples/vector_add        (the C++ API examples; matmul: kernels/matmul.py in fp16
+#      build/examples/matmul             checked against a host reference in double)
 #   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
 #                                        streams, CUDA graphs, Triton tutorials)
 #   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, launch overhead, compile time)
@@ -50,7 +52,8 @@ fail() { failures+=("$1"); }
 export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # --- 0. The prebuilt compiler, tests and example ---------------------------------------------
-need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add")
+need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add"
+      "$BUILD/examples/matmul")
 missing=()
 for f in "${need[@]}"; do [ -e "$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -59,6 +62,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
     cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure-build.log" 2>&1 \
       && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add \
+           tessera_example_matmul \
            -j "$(nproc)" >"$LOGS/build.log" 2>&1 \
       || cmake --build "$BUILD" -j "$(nproc)" >>"$LOGS/build.log" 2>&1 \
       || { echo "build failed: see $LOGS/build.log"; tail -30 "$LOGS/build.log"; }
@@ -145,16 +149,20 @@ summary+=("C++ runtime: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} 
 multi=$(grep -cE 'needs (two|2) GPUs' "$LOGS/gtest.log" || true)
 [ "${skipped:-0}" -le "${multi:-0}" ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
 
-# --- 3. The C++ API example --------------------------------------------------------------------
-note "3. $BUILD/examples/vector_add"
-"$BUILD/examples/vector_add" 2>&1 | tee "$LOGS/example.log"
-rc=${PIPESTATUS[0]}
-if [ "$rc" = 0 ] && grep -q '^PASS' "$LOGS/example.log"; then
-  summary+=("example vector_add: PASS")
-else
-  summary+=("example vector_add: FAIL")
-  fail "examples/vector_add (exit $rc$(grep -q '^no GPU' "$LOGS/example.log" && echo ', no GPU'))"
-fi
+# --- 3. The C++ API examples -------------------------------------------------------------------
+# (from the repository root: examples/matmul reads kernels/matmul.py there)
+for example in vector_add matmul; do
+  note "3. $BUILD/examples/$example"
+  log="$LOGS/example-$example.log"
+  "$BUILD/examples/$example" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then
+    summary+=("example $example: PASS")
+  else
+    summary+=("example $example: FAIL")
+    fail "examples/$example (exit $rc$(grep -q '^no GPU' "$log" && echo ', no GPU'))"
+  fi
+done
 
 # --- 4. The Python GPU suite -------------------------------------------------------------------
 note "4. $PY -m pytest tests/gpu -q"

@@ -1,0 +1,321 @@
+"""tessera.kernels.matmul(a, b, out=None): C = A @ B for 2-D torch CUDA tensors
+on tensor cores (kernels/matmul.py: mma.sync m16n8k16, cp.async pipelining,
+fp32 accumulation; docs/tensor-cores.md).
+
+    import tessera.kernels as tk
+    c = tk.matmul(a, b)                        # autotuned over MATMUL_CONFIGS per (M, N, K, dtypes)
+    c = tk.matmul(a, b, autotune=False)        # the first (default) config, no tuning
+    tk.matmul(a, b.t(), out=c)                 # any strides: row- or column-major A and B
+    c = tk.matmul(a, b, config="128x256x64/w8/s3")
+
+Inputs: both the same dtype, one of MATMUL_DTYPES' enabled entries (fp16 and
+bf16 today; fp32 as tf32 and int8 -> int32 are listed but switched off until
+the compiler lowers them to tensor cores: they raise a TypeError that names
+what is supported). The output is allocated in the input dtype (int32 for
+int8); `out=` may also be fp32 for fp16/bf16 inputs. Strides are passed to the
+kernel as they are, so transposed views (column-major, `x.t()`) need no copy.
+
+Configuration: MATMUL_CONFIGS is the table (block shape, GROUP_M, warps,
+pipeline stages), ordered by measured speed (H200, 4096^3 fp16; the data is
+bench/matmul_configs.py's). By default the choice is @tessera.autotune's,
+keyed on (M, N, K) (and the tensors' dtypes): the first call for a new key
+times every config that fits (tiles much larger than the problem are pruned
+first) and stores the winner on disk (tessera/autotune.py; `tessera tune`).
+autotune=False, or TESSERA_MATMUL_AUTOTUNE=0 in the environment, skips
+tuning and takes MATMUL_CONFIGS[0] (128x128x32, 4 warps, 3 stages);
+TESSERA_AUTOTUNE=off takes the stored winner, else that first config.
+`config=` forces one (a tessera.Config or "BMxBNxBK/wW/sS[/gG]").
+
+interpret=True (or TESSERA_INTERPRET=1) with numpy arrays / torch CPU
+tensors runs the kernel on the host interpreter instead (no GPU; tests).
+"""
+import collections
+import os
+import re
+
+from .. import cdiv, next_power_of_2
+from ..autotune import Config
+from . import _files
+
+_NAME = "tessera.kernels.matmul"
+
+
+# ------------------------------------------------------------------ tables
+
+def _config(bm, bn, bk, warps, stages, group_m=8):
+    return Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                  num_warps=warps, num_stages=stages)
+
+
+# The candidates, best first. TFLOP/s measured on an H200 at 4096^3 fp16 (cuBLAS: 760);
+# bf16 measured about the same. The first is the default when tuning is off.
+MATMUL_CONFIGS = (
+    _config(128, 128, 32, 4, 3),   # 409
+    _config(128, 128, 32, 4, 4),   # 409
+    _config(128, 128, 64, 4, 3),   # 396
+    _config(128, 256, 64, 8, 3),   # 393 (156 KiB of shared memory: skipped where it does not fit)
+    _config(128, 256, 32, 8, 3),   # 340
+    _config(128, 64, 64, 4, 3),    # 334
+    _config(64, 128, 64, 4, 4),    # 333
+    _config(256, 128, 32, 8, 3),   # 332
+    _config(64, 64, 64, 4, 3),     # not timed at 4096: for small M x N, where 128-wide tiles leave SMs idle
+)
+
+# Input dtype -> what the GEMM does with it. `outputs`: the dtypes `out` may have, the
+# first being the one allocated; `acc`: the accumulator; `enabled`: lowered to tensor
+# cores today. Turning fp32 (tf32) or int8 on is a matter of flipping `enabled` once the
+# compiler supports it (int8 also needs the kernel's accumulator to follow `acc`).
+DtypeRule = collections.namedtuple("DtypeRule", "outputs acc enabled why")
+MATMUL_DTYPES = {
+    "float16": DtypeRule(("float16", "float32"), "float32", True, "mma.sync m16n8k16"),
+    "bfloat16": DtypeRule(("bfloat16", "float32"), "float32", True, "mma.sync m16n8k16"),
+    "float32": DtypeRule(("float32",), "float32", False,
+                         "tf32 tensor cores (mma.sync m16n8k8) are not in the compiler yet"),
+    "int8": DtypeRule(("int32",), "int32", False,
+                      "int8 tensor cores (mma.sync m16n8k32, int32 accumulation) are not in the compiler yet"),
+}
+
+
+def supported_dtypes():
+    """The input dtypes matmul accepts now, in table order (e.g. ['float16', 'bfloat16'])."""
+    return [name for name, rule in MATMUL_DTYPES.items() if rule.enabled]
+
+
+_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?$")
+
+
+def parse_matmul_config(text):
+    """'128x128x32/w4/s3' (optionally '/g8' for GROUP_M, default 8) -> tessera.Config."""
+    m = _CONFIG_TEXT.match(text.strip())
+    if not m:
+        raise ValueError(f"{_NAME}: config {text!r} is not of the form BMxBNxBK/wWARPS/sSTAGES[/gGROUP_M], "
+                         "e.g. '128x128x32/w4/s3'")
+    bm, bn, bk, warps, stages = (int(v) for v in m.groups()[:5])
+    return _config(bm, bn, bk, warps, stages, int(m.group(6) or 8))
+
+
+def matmul_config_name(config):
+    """The inverse of parse_matmul_config: '128x128x32/w4/s3' ('/gG' when GROUP_M != 8)."""
+    kw = config.kwargs
+    text = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/w{config.num_warps}/s{config.num_stages}"
+    return text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "")
+
+
+def _as_config(config):
+    if isinstance(config, Config):
+        missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - set(config.kwargs)
+        if missing:
+            raise ValueError(f"{_NAME}: config {config} lacks {', '.join(sorted(missing))}")
+        return config
+    if isinstance(config, str):
+        return parse_matmul_config(config)
+    raise TypeError(f"{_NAME}: config must be a tessera.Config or a string like '128x128x32/w4/s3', "
+                    f"not {type(config).__name__}")
+
+
+def prune_matmul_configs(configs, named, **kwargs):
+    """early_config_prune: drops configs whose tile is larger than the problem rounded up to
+    a power of two (at least 16) in M or N; if that drops all, keeps the smallest tiles."""
+    m = max(16, next_power_of_2(named["M"]))
+    n = max(16, next_power_of_2(named["N"]))
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= m and c.kwargs["BLOCK_N"] <= n]
+    if kept:
+        return kept
+    smallest = min(c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] for c in configs)
+    return [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] == smallest]
+
+
+# ---------------------------------------------------------------- operands
+
+class _Operand:
+    """What matmul needs of an argument, from a torch tensor or a numpy array."""
+
+    def __init__(self, x, name):
+        self.x, self.name = x, name
+        if type(x).__module__ == "numpy" and hasattr(x, "__array_interface__"):
+            self.kind, self.device, self.device_text = "numpy", "cpu", "the host (a numpy array)"
+            self.dtype = x.dtype.name
+            self.shape = tuple(x.shape)
+            if any(s % x.itemsize for s in x.strides):
+                raise ValueError(f"{_NAME}: {name} has strides {x.strides} bytes, not multiples of its element size")
+            self.strides = tuple(s // x.itemsize for s in x.strides)
+        elif all(hasattr(x, attr) for attr in ("shape", "dtype", "device", "stride", "data_ptr")):
+            self.kind = "torch"
+            self.dtype = str(x.dtype).replace("torch.", "")
+            self.shape = tuple(x.shape)
+            self.strides = tuple(x.stride())
+            self.device = getattr(x.device, "type", str(x.device))
+            self.device_text = str(x.device) if not hasattr(x.device, "type") else _device_str(x.device)
+        else:
+            raise TypeError(f"{_NAME}: {name} must be a torch tensor, not {type(x).__module__}.{type(x).__name__}")
+
+    def data_ptr(self):
+        return self.x.__array_interface__["data"][0] if self.kind == "numpy" else self.x.data_ptr()
+
+    def max_offset(self):
+        return sum((size - 1) * abs(stride) for size, stride in zip(self.shape, self.strides) if size > 0)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+def _device_str(device):
+    index = getattr(device, "index", None)
+    return device.type if index is None else f"{device.type}:{index}"
+
+
+def _shape_str(shape):
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def _check(a, b, out, interpret):
+    """The operands described and checked; (A, B, OUT-or-None, rule, M, N, K). One error per
+    problem, naming the argument and the reason."""
+    A, B = _Operand(a, "a"), _Operand(b, "b")
+    O = None if out is None else _Operand(out, "out")
+    ops = [x for x in (A, B, O) if x is not None]
+    # Where: CUDA tensors on one device (or host arrays for the interpreter).
+    for x in ops:
+        if interpret and x.device == "cuda":
+            raise TypeError(f"{_NAME}: interpret=True runs on the host, but {x.name} is on {x.device_text}")
+        if not interpret and x.device != "cuda":
+            what = "a numpy array" if x.kind == "numpy" else f"a tensor on {x.device_text}"
+            raise TypeError(f"{_NAME}: {x.name} is {what}; matmul needs CUDA tensors (interpret=True, or "
+                            "TESSERA_INTERPRET=1, runs it on the host interpreter instead)")
+    for x in ops[1:]:
+        if x.device_text != A.device_text:
+            raise ValueError(f"{_NAME}: a is on {A.device_text} but {x.name} is on {x.device_text}; "
+                             "all must be on one device")
+    # Rank.
+    for x in (A, B):
+        if len(x.shape) != 2:
+            raise ValueError(f"{_NAME}: {x.name} must be 2-D ({'M x K' if x is A else 'K x N'}), got shape "
+                             f"{_shape_str(x.shape)} (batched and 1-D products are not supported)")
+    # Dtypes: the table decides.
+    supported = ", ".join(supported_dtypes())
+    rule = MATMUL_DTYPES.get(A.dtype)
+    if rule is None:
+        raise TypeError(f"{_NAME}: a has dtype {A.dtype}, which matmul does not support (supported: {supported})")
+    if not rule.enabled:
+        raise TypeError(f"{_NAME}: a has dtype {A.dtype}, which matmul does not support yet ({rule.why}; "
+                        f"supported: {supported})")
+    if B.dtype != A.dtype:
+        raise TypeError(f"{_NAME}: a is {A.dtype} but b is {B.dtype}; a and b must have the same dtype")
+    # Shapes.
+    (M, K), (K2, N) = A.shape, B.shape
+    if K2 != K:
+        raise ValueError(f"{_NAME}: b must have K = {K} rows (a is {M} x {K}), got shape {_shape_str(B.shape)}")
+    if O is not None:
+        if len(O.shape) != 2 or O.shape != (M, N):
+            raise ValueError(f"{_NAME}: out must have shape ({M}, {N}) (M x N for a {M} x {K} and b {K} x {N}), "
+                             f"got {_shape_str(O.shape)}")
+        if O.dtype not in rule.outputs:
+            raise TypeError(f"{_NAME}: out has dtype {O.dtype}; for {A.dtype} inputs it must be "
+                            + " or ".join(rule.outputs))
+        if any(st == 0 and size > 1 for size, st in zip(O.shape, O.strides)):
+            raise ValueError(f"{_NAME}: out has a zero stride {O.strides} (several elements at one address)")
+        if O.numel() and O.data_ptr() in (A.data_ptr(), B.data_ptr()):
+            raise ValueError(f"{_NAME}: out must not share memory with a or b")
+    # The kernel computes element offsets in 32 bits.
+    for x in ops:
+        if x.max_offset() >= 2 ** 31:
+            raise ValueError(f"{_NAME}: {x.name} (shape {_shape_str(x.shape)}, strides {x.strides}) spans "
+                             f"{x.max_offset() + 1} elements; the kernel's offsets are 32-bit (at most 2^31)")
+    return A, B, O, rule, M, N, K
+
+
+def _allocate(A, dtype, M, N):
+    if A.kind == "numpy":
+        import numpy as np
+        return np.empty((M, N), dtype=np.dtype(dtype))
+    if type(A.x).__module__.split(".")[0] != "torch":
+        raise TypeError(f"{_NAME}: cannot allocate the output for a {type(A.x).__name__}; pass out=")
+    import torch
+    return torch.empty((M, N), dtype=getattr(torch, dtype), device=A.x.device)
+
+
+# ----------------------------------------------------------------- kernels
+
+_state = {}
+
+
+def _kernel_module():
+    return _files.load("matmul")
+
+
+def matmul_autotuner():
+    """The tessera.Autotuner over MATMUL_CONFIGS (keyed on M, N, K): .best_config is the
+    config of its last launch, .configs_timings the timings of its last tuning."""
+    if "autotuner" not in _state:
+        from ..autotune import autotune
+        _state["autotuner"] = autotune(configs=list(MATMUL_CONFIGS), key=["M", "N", "K"],
+                                       prune_configs_by={"early_config_prune": prune_matmul_configs}
+                                       )(_kernel_module().matmul_kernel)
+    return _state["autotuner"]
+
+
+def _interpreted_kernel():
+    if "interpreted" not in _state:
+        from ..jit import jit
+        _state["interpreted"] = jit(_kernel_module().matmul_kernel.fn, interpret=True)
+    return _state["interpreted"]
+
+
+def _env_flag(name, default):
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    return value not in ("0", "false", "no", "off")
+
+
+def _interpret_default():
+    return _env_flag("TESSERA_INTERPRET", False)
+
+
+def matmul(a, b, out=None, *, config=None, autotune=None, interpret=None):
+    """C = a @ b for 2-D tensors a (M x K) and b (K x N) of one dtype (supported_dtypes()),
+    any strides. Returns `out` (M x N; allocated in the input dtype when None).
+
+    config: a tessera.Config or 'BMxBNxBK/wW/sS[/gG]' to force one; autotune: False for
+    MATMUL_CONFIGS[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
+    interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
+    TESSERA_INTERPRET, only for host inputs)."""
+    if interpret is None:
+        host = _Operand(a, "a").device != "cuda"
+        interpret = host and _interpret_default()
+    A, B, O, rule, M, N, K = _check(a, b, out, bool(interpret))
+    if out is None:
+        out = _allocate(A, rule.outputs[0], M, N)
+        O = _Operand(out, "out")
+    if M == 0 or N == 0:
+        return out
+    if K == 0:  # a sum of nothing (and no launch with zero-size, possibly null, inputs)
+        if hasattr(out, "fill_"):
+            out.fill_(0)
+        else:
+            out[...] = 0
+        return out
+    if config is not None:
+        chosen = _as_config(config)
+    elif interpret or not (_env_flag("TESSERA_MATMUL_AUTOTUNE", True) if autotune is None else autotune):
+        chosen = MATMUL_CONFIGS[0]
+    else:
+        chosen = None
+    args = (a, b, out, M, N, K, A.strides[0], A.strides[1], B.strides[0], B.strides[1],
+            O.strides[0], O.strides[1])
+
+    def grid(meta):
+        return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+    if chosen is None:
+        matmul_autotuner()[grid](*args)
+    else:
+        kernel = _interpreted_kernel() if interpret else _kernel_module().matmul_kernel
+        kernel[grid](*args, **chosen.all_kwargs())
+    return out
+
+
+__all__ = ["matmul", "MATMUL_CONFIGS", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
+           "matmul_config_name", "matmul_autotuner", "prune_matmul_configs"]

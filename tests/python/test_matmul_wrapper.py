@@ -1,0 +1,403 @@
+"""tessera.kernels.matmul (python/tessera/kernels/matmul.py) without a GPU:
+argument checking and its messages, the dtype and configuration tables, which
+config a call launches (autotuned, first, forced), and -- on the host
+interpreter -- that every config of the table computes C = A @ B (ragged
+sizes, tensor-core and pipeline passes applied) and that the wrapper passes
+the strides of row- and column-major operands."""
+import importlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PTXAS
+
+import tessera  # noqa: E402
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+tk = importlib.import_module("tessera.kernels")
+mm = importlib.import_module("tessera.kernels.matmul")
+CONFIGS = mm.MATMUL_CONFIGS
+NAMES = [mm.matmul_config_name(c) for c in CONFIGS]
+
+
+# --------------------------------------------------------------- fake tensors
+
+class FakeTensor:
+    """What matmul reads of a torch tensor (shape, stride(), dtype, device, data_ptr), with
+    no torch: backed by a numpy array, or by nothing (shape/strides only) for checks that
+    fail before any launch."""
+
+    class Dtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return "torch." + self.name
+
+    class Device:
+        def __init__(self, text):
+            self.type, _, index = text.partition(":")
+            self.index = int(index) if index else (0 if self.type == "cuda" else None)
+
+    def __init__(self, array=None, dtype=None, device="cuda", shape=None, strides=None, ptr=4096):
+        self.array = array
+        self.dtype = self.Dtype(dtype or array.dtype.name)
+        self.device = self.Device(device)
+        self.shape = tuple(array.shape if shape is None else shape)
+        if strides is None:
+            strides = ([s // array.itemsize for s in array.strides] if array is not None
+                       else [int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape))])
+        self._strides = tuple(strides)
+        self._ptr = ptr
+
+    def stride(self):
+        return self._strides
+
+    def data_ptr(self):
+        return self.array.__array_interface__["data"][0] if self.array is not None else self._ptr
+
+    def element_size(self):
+        return self.array.itemsize
+
+
+def cuda(shape, dtype="float16", ptr=4096, strides=None, device="cuda:0"):
+    return FakeTensor(None, dtype, device, shape, strides, ptr)
+
+
+def bf16_bits(x):
+    """float32 values exactly representable in bf16 -> their uint16 bit patterns."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    assert not (bits & 0xFFFF).any()
+    return (bits >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def rel_err(c, ref):
+    return np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref)
+
+
+# --------------------------------------------------------------------- tables
+
+def test_config_table_is_well_formed():
+    assert NAMES[0] == "128x128x32/w4/s3"  # the default (tuning off)
+    assert len(set(NAMES)) == len(NAMES), NAMES
+    for c, name in zip(CONFIGS, NAMES):
+        kw = c.kwargs
+        assert set(kw) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}, name
+        for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+            assert kw[key] >= 16 and kw[key] & (kw[key] - 1) == 0, f"{name}: {key} is not a power of two >= 16"
+        assert kw["GROUP_M"] >= 1, name
+        assert c.num_warps in (1, 2, 4, 8, 16), name
+        # every warp gets whole m16n8 tiles of the block
+        assert (kw["BLOCK_M"] // 16) * (kw["BLOCK_N"] // 8) % c.num_warps == 0, name
+        assert 2 <= c.num_stages <= 4, name
+        assert mm.parse_matmul_config(name) == c
+    assert tk.MATMUL_CONFIGS is CONFIGS
+
+
+def test_config_names_round_trip():
+    c = mm.parse_matmul_config(" 64x128x64/w4/s4/g4 ")
+    assert c.kwargs == {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4}
+    assert (c.num_warps, c.num_stages) == (4, 4)
+    assert mm.matmul_config_name(c) == "64x128x64/w4/s4/g4"
+    with pytest.raises(ValueError) as e:
+        mm.parse_matmul_config("128x128/w4")
+    assert str(e.value) == ("tessera.kernels.matmul: config '128x128/w4' is not of the form "
+                            "BMxBNxBK/wWARPS/sSTAGES[/gGROUP_M], e.g. '128x128x32/w4/s3'")
+
+
+def test_dtype_table():
+    assert mm.supported_dtypes() == ["float16", "bfloat16"]
+    assert set(mm.MATMUL_DTYPES) >= {"float16", "bfloat16", "float32", "int8"}
+    assert mm.MATMUL_DTYPES["int8"].outputs[0] == "int32" and not mm.MATMUL_DTYPES["int8"].enabled
+    assert mm.MATMUL_DTYPES["float32"].outputs[0] == "float32" and not mm.MATMUL_DTYPES["float32"].enabled
+    for name, rule in mm.MATMUL_DTYPES.items():
+        assert rule.outputs and rule.acc in ("float32", "int32") and rule.why, name
+
+
+def test_switching_a_dtype_on_is_one_table_entry(monkeypatch):
+    rule = mm.MATMUL_DTYPES["float32"]
+    monkeypatch.setitem(mm.MATMUL_DTYPES, "float32", rule._replace(enabled=True))
+    assert mm.supported_dtypes() == ["float16", "bfloat16", "float32"]
+    A, B, O, r, M, N, K = mm._check(cuda((4, 8), "float32"), cuda((8, 2), "float32"), None, False)
+    assert (M, N, K) == (4, 2, 8) and r.outputs[0] == "float32"
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("config", CONFIGS, ids=NAMES)
+def test_table_configs_compile_for_tensor_cores(tmp_path, config, dtype):
+    """Every config compiles to PTX with mma.sync and cp.async, within the shared memory of
+    an sm_90 block (227 KiB); the default fits in 99 KiB (every sm_80+ part); ptxas takes it."""
+    from kernels.matmul import matmul_kernel
+    sig = f"*{dtype}:16,*{dtype}:16,*{dtype}:16,i32,i32,i32,i32,i32:1,i32,i32:1,i32,i32:1"
+    k = tessera.compile(matmul_kernel, signature=sig, constexprs=config.kwargs, num_warps=config.num_warps,
+                        num_stages=config.num_stages, target="sm_90a")
+    ptx = k.asm["ptx"]
+    ty = "f16" if dtype == "fp16" else "bf16"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
+    assert "cp.async" in ptx
+    assert k.metadata.shared <= 227 * 1024, k.metadata.shared
+    if config is CONFIGS[0]:
+        assert k.metadata.shared <= 99 * 1024, k.metadata.shared
+    if dtype == "fp16":
+        assert PTXAS.exists(), f"ptxas not found at {PTXAS}"
+        (tmp_path / "k.ptx").write_text(ptx)
+        proc = subprocess.run([str(PTXAS), "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_prune_keeps_tiles_that_fit_the_problem():
+    def names(M, N):
+        return [mm.matmul_config_name(c) for c in mm.prune_matmul_configs(list(CONFIGS), {"M": M, "N": N, "K": 64})]
+    assert names(1000, 3000) == NAMES
+    assert "256x128x32/w8/s3" not in names(100, 1000) and "128x256x64/w8/s3" in names(100, 1000)
+    assert names(64, 64) == ["64x64x64/w4/s3"]
+    assert names(1, 5) == ["64x64x64/w4/s3"]  # nothing fits: the smallest tiles
+
+
+# ---------------------------------------------------------- the interpreter
+
+@pytest.fixture
+def all_passes(monkeypatch):
+    """The interpreter runs the IR code generation sees (accelerate-dot, the cp.async
+    pipeline with num_stages buffers); a fresh interpreted kernel so no cached
+    specialisation without the passes is reused."""
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    monkeypatch.setattr(mm, "_state", {})
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=NAMES)
+def test_table_configs_compute_the_product(all_passes, config):
+    M, N, K = 150, 270, 100  # ragged for every tile: partial row, column and K blocks
+    rng = np.random.default_rng(sum(config.kwargs.values()) + config.num_stages)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = tk.matmul(a, b, config=config, interpret=True)
+    assert c.dtype == np.float16 and c.shape == (M, N)
+    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+
+
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[3]], ids=[NAMES[0], NAMES[3]])
+def test_table_configs_bf16(all_passes, config):
+    M, N, K = 140, 260, 90
+    rng = np.random.default_rng(1)
+    a = rng.integers(-16, 17, (M, K)).astype(np.float32) / 8  # exact in bf16
+    b = rng.integers(-16, 17, (N, K)).astype(np.float32).T / 8
+    out = np.full((M, N), 0xFFFF, np.uint16)  # NaN
+    bt = bf16_bits(b.T)  # (N, K) contiguous: B column-major
+    fb = FakeTensor(bt, "bfloat16", "cpu", shape=(K, N), strides=(1, K))
+    tk.matmul(FakeTensor(bf16_bits(a), "bfloat16", "cpu"), fb, FakeTensor(out, "bfloat16", "cpu"), config=config,
+              interpret=True)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert rel_err(bf16_values(out), ref) <= 1e-2
+
+
+@pytest.mark.parametrize("a_major, b_major", [("row", "row"), ("col", "row"), ("row", "col"), ("col", "col")])
+def test_layouts(a_major, b_major):
+    M, N, K = 130, 200, 75
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if a_major == "col":
+        a = np.asfortranarray(a)
+    if b_major == "col":
+        b = np.asfortranarray(b)
+    c = tk.matmul(a, b, interpret=True)
+    assert rel_err(c, ref) <= 1e-3
+
+
+def test_strided_views_and_fp32_out():
+    rng = np.random.default_rng(4)
+    big_a = rng.standard_normal((100, 90)).astype(np.float16)
+    big_b = rng.standard_normal((120, 80)).astype(np.float16)
+    a, b = big_a[::2, 5:65], big_b[:60:1, ::3]  # row stride 180, column stride 3
+    out = np.full((50, 27), np.nan, np.float32)
+    got = tk.matmul(a, b, out, interpret=True)
+    assert got is out
+    assert rel_err(out, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-5  # fp32 out: only fp32 sums
+
+
+def test_out_column_major():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((40, 30)).astype(np.float16)
+    b = rng.standard_normal((30, 50)).astype(np.float16)
+    out = np.asfortranarray(np.full((40, 50), np.nan, np.float16))
+    tk.matmul(a, b, out=out, interpret=True)
+    assert rel_err(out, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+
+
+def test_empty_dimensions():
+    a = np.ones((0, 8), np.float16)
+    b = np.ones((8, 5), np.float16)
+    assert tk.matmul(a, b, interpret=True).shape == (0, 5)
+    c = tk.matmul(np.ones((3, 0), np.float16), np.ones((0, 4), np.float16), interpret=True)
+    assert c.shape == (3, 4) and (c == 0).all()  # K = 0: a sum of nothing
+
+
+def test_interpret_from_environment(monkeypatch):
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    a = np.eye(16, dtype=np.float16)
+    b = np.arange(16 * 16, dtype=np.float16).reshape(16, 16) / 256
+    assert (tk.matmul(a, b) == b).all()
+
+
+# ---------------------------------------------------------------- errors
+
+def message(call):
+    with pytest.raises((TypeError, ValueError)) as e:
+        call()
+    return f"{e.type.__name__}: {e.value}"
+
+
+P = "tessera.kernels.matmul: "
+
+
+def test_host_and_device_errors():
+    a = np.zeros((4, 8), np.float16)
+    b = np.zeros((8, 2), np.float16)
+    assert message(lambda: tk.matmul(a, b)) == (
+        "TypeError: " + P + "a is a numpy array; matmul needs CUDA tensors (interpret=True, or "
+        "TESSERA_INTERPRET=1, runs it on the host interpreter instead)")
+    assert message(lambda: tk.matmul(cuda((4, 8)), FakeTensor(b, device="cpu"))) == (
+        "TypeError: " + P + "b is a tensor on cpu; matmul needs CUDA tensors (interpret=True, or "
+        "TESSERA_INTERPRET=1, runs it on the host interpreter instead)")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((8, 2)), interpret=True)) == (
+        "TypeError: " + P + "interpret=True runs on the host, but a is on cuda:0")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((8, 2), device="cuda:1"))) == (
+        "ValueError: " + P + "a is on cuda:0 but b is on cuda:1; all must be on one device")
+    assert message(lambda: tk.matmul([[1.0]], cuda((8, 2)))) == (
+        "TypeError: " + P + "a must be a torch tensor, not builtins.list")
+
+
+def test_rank_and_shape_errors():
+    assert message(lambda: tk.matmul(cuda((2, 4, 8)), cuda((8, 2)))) == (
+        "ValueError: " + P + "a must be 2-D (M x K), got shape (2, 4, 8) (batched and 1-D products are not supported)")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((8,)))) == (
+        "ValueError: " + P + "b must be 2-D (K x N), got shape (8) (batched and 1-D products are not supported)")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((7, 2)))) == (
+        "ValueError: " + P + "b must have K = 8 rows (a is 4 x 8), got shape (7, 2)")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((8, 2)), cuda((2, 4)))) == (
+        "ValueError: " + P + "out must have shape (4, 2) (M x N for a 4 x 8 and b 8 x 2), got (2, 4)")
+
+
+def test_dtype_errors():
+    assert message(lambda: tk.matmul(cuda((4, 8), "float32"), cuda((8, 2), "float32"))) == (
+        "TypeError: " + P + "a has dtype float32, which matmul does not support yet (tf32 tensor cores "
+        "(mma.sync m16n8k8) are not in the compiler yet; supported: float16, bfloat16)")
+    assert message(lambda: tk.matmul(cuda((4, 8), "int8"), cuda((8, 2), "int8"))) == (
+        "TypeError: " + P + "a has dtype int8, which matmul does not support yet (int8 tensor cores "
+        "(mma.sync m16n8k32, int32 accumulation) are not in the compiler yet; supported: float16, bfloat16)")
+    assert message(lambda: tk.matmul(cuda((4, 8), "float64"), cuda((8, 2), "float64"))) == (
+        "TypeError: " + P + "a has dtype float64, which matmul does not support (supported: float16, bfloat16)")
+    assert message(lambda: tk.matmul(cuda((4, 8), "float16"), cuda((8, 2), "bfloat16"))) == (
+        "TypeError: " + P + "a is float16 but b is bfloat16; a and b must have the same dtype")
+    assert message(lambda: tk.matmul(cuda((4, 8), "bfloat16"), cuda((8, 2), "bfloat16"), cuda((4, 2), "float16"))) == (
+        "TypeError: " + P + "out has dtype float16; for bfloat16 inputs it must be bfloat16 or float32")
+
+
+def test_out_and_size_errors():
+    a, b = cuda((4, 8), ptr=4096), cuda((8, 2), ptr=8192)
+    assert message(lambda: tk.matmul(a, b, cuda((4, 2), ptr=4096))) == (
+        "ValueError: " + P + "out must not share memory with a or b")
+    assert message(lambda: tk.matmul(a, b, cuda((4, 2), strides=(0, 1), ptr=1 << 20))) == (
+        "ValueError: " + P + "out has a zero stride (0, 1) (several elements at one address)")
+    assert message(lambda: tk.matmul(cuda((65536, 40000)), cuda((40000, 16)))) == (
+        "ValueError: " + P + "a (shape (65536, 40000), strides (40000, 1)) spans 2621440000 elements; "
+        "the kernel's offsets are 32-bit (at most 2^31)")
+
+
+def test_config_argument_errors():
+    a, b, out = cuda((4, 8)), cuda((8, 2)), cuda((4, 2), ptr=1 << 20)
+    assert message(lambda: tk.matmul(a, b, out, config=3)) == (
+        "TypeError: " + P + "config must be a tessera.Config or a string like '128x128x32/w4/s3', not int")
+    assert message(lambda: tk.matmul(a, b, out, config=tessera.Config({"BLOCK_M": 64}))) == (
+        "ValueError: " + P + "config BLOCK_M: 64, num_warps: 4, num_stages: 3 lacks BLOCK_K, BLOCK_N, GROUP_M")
+    assert message(lambda: tk.matmul(cuda((4, 8)), cuda((8, 2)))) == (
+        "TypeError: " + P + "cannot allocate the output for a FakeTensor; pass out=")
+
+
+# ------------------------------------------------------------- dispatch
+
+class Recorder:
+    """Stands in for the kernel / the autotuner: records kernel[grid](*args, **kwargs)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.calls.append((grid, args, kwargs))
+
+
+@pytest.fixture
+def recorders(monkeypatch):
+    kernel, tuner = Recorder(), Recorder()
+    module = type("FakeKernels", (), {"matmul_kernel": kernel})
+    monkeypatch.setattr(mm, "_kernel_module", lambda: module)
+    monkeypatch.setattr(mm, "_state", {"autotuner": tuner})
+    monkeypatch.delenv("TESSERA_MATMUL_AUTOTUNE", raising=False)
+    return kernel, tuner
+
+
+def test_default_is_autotuned_with_strides(recorders):
+    kernel, tuner = recorders
+    a = cuda((300, 200), strides=(1, 300))     # column-major A (a.t() of a 200 x 300 tensor)
+    b = cuda((200, 500), ptr=1 << 20)
+    out = cuda((300, 500), ptr=1 << 24)
+    assert tk.matmul(a, b, out) is out
+    assert not kernel.calls and len(tuner.calls) == 1
+    grid, args, kwargs = tuner.calls[0]
+    assert args[3:] == (300, 500, 200, 1, 300, 500, 1, 500, 1) and args[:3] == (a, b, out)
+    assert kwargs == {}
+    assert grid({"BLOCK_M": 128, "BLOCK_N": 128}) == (3 * 4,)
+    assert grid({"BLOCK_M": 64, "BLOCK_N": 256}) == (5 * 2,)
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_tuning_off_takes_the_first_config(recorders, monkeypatch, how):
+    kernel, tuner = recorders
+    a, b, out = cuda((64, 32)), cuda((32, 48), ptr=1 << 20), cuda((64, 48), ptr=1 << 24)
+    if how == "environment":
+        monkeypatch.setenv("TESSERA_MATMUL_AUTOTUNE", "0")
+        tk.matmul(a, b, out)
+    else:
+        tk.matmul(a, b, out, autotune=False)
+    assert not tuner.calls and len(kernel.calls) == 1
+    grid, args, kwargs = kernel.calls[0]
+    assert kwargs == {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    assert grid(kwargs) == (1,)
+    monkeypatch.setenv("TESSERA_MATMUL_AUTOTUNE", "0")
+    tk.matmul(a, b, out, autotune=True)  # the argument wins over the environment
+    assert len(tuner.calls) == 1
+
+
+def test_forced_config(recorders):
+    kernel, tuner = recorders
+    tk.matmul(cuda((64, 32)), cuda((32, 48), ptr=1 << 20), cuda((64, 48), ptr=1 << 24), config="64x128x64/w4/s4")
+    assert not tuner.calls
+    assert kernel.calls[0][2] == {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
+                                  "num_stages": 4}
+
+
+def test_empty_output_launches_nothing(recorders):
+    kernel, tuner = recorders
+    out = cuda((0, 48), ptr=1 << 24)
+    assert tk.matmul(cuda((0, 32)), cuda((32, 48), ptr=1 << 20), out) is out
+    assert not kernel.calls and not tuner.calls
+
+
+def test_the_autotuner(monkeypatch):
+    monkeypatch.setattr(mm, "_state", {})
+    tuner = tk.matmul_autotuner()
+    assert tuner is tk.matmul_autotuner()
+    assert tuner.keys == ["M", "N", "K"] and tuner.configs == list(CONFIGS)
+    assert tuner.early_config_prune is mm.prune_matmul_configs
+    assert tuner.arg_names[:6] == ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]
+    named = {"a_ptr": cuda((10, 20)), "b_ptr": cuda((20, 30)), "c_ptr": cuda((10, 30)), "M": 10, "N": 30, "K": 20}
+    assert tuner.tuning_key(named) == (10, 30, 20, "torch.float16", "torch.float16", "torch.float16")
