@@ -12,10 +12,11 @@
 #      in build-gpu-py/ (-DTESSERA_BUILD_COMPILER=OFF -DTESSERA_PREBUILT_LIB=...;
 #      plain g++ when cmake is missing);
 #   2. build/tests/tessera_gpu_tests    (C++ runtime tests, gtest)
-#   3. build/examples/vector_add        (the C++ API example)
+#   3. build/examples/vector_add, build/examples/attention   (the C++ API examples)
 #   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
 #                                        streams, CUDA graphs, Triton tutorials)
-#   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, launch overhead, compile time)
+#   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, attention, launch overhead,
+#      compile time)
 #   6. with TESSERA_SANITIZE=1, compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over
 #      build/tests/tessera_gpu_tests and a sample of the Python GPU tests that launches every bundled
 #      kernel, ragged shapes and the lang ops (TESSERA_SANITIZE_PYTEST: "FILES [-k EXPR]", default
@@ -58,7 +59,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     note "building what is missing (${missing[*]}) with LLVM 19"
     gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
     cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure-build.log" 2>&1 \
-      && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add \
+      && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add tessera_example_attention \
            -j "$(nproc)" >"$LOGS/build.log" 2>&1 \
       || cmake --build "$BUILD" -j "$(nproc)" >>"$LOGS/build.log" 2>&1 \
       || { echo "build failed: see $LOGS/build.log"; tail -30 "$LOGS/build.log"; }
@@ -145,16 +146,22 @@ summary+=("C++ runtime: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} 
 multi=$(grep -cE 'needs (two|2) GPUs' "$LOGS/gtest.log" || true)
 [ "${skipped:-0}" -le "${multi:-0}" ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
 
-# --- 3. The C++ API example --------------------------------------------------------------------
-note "3. $BUILD/examples/vector_add"
-"$BUILD/examples/vector_add" 2>&1 | tee "$LOGS/example.log"
-rc=${PIPESTATUS[0]}
-if [ "$rc" = 0 ] && grep -q '^PASS' "$LOGS/example.log"; then
-  summary+=("example vector_add: PASS")
-else
-  summary+=("example vector_add: FAIL")
-  fail "examples/vector_add (exit $rc$(grep -q '^no GPU' "$LOGS/example.log" && echo ', no GPU'))"
-fi
+# --- 3. The C++ API examples -------------------------------------------------------------------
+for ex in vector_add attention; do
+  if [ "$ex" = attention ] && [ ! -e "$BUILD/examples/attention" ]; then
+    summary+=("example attention: NOT BUILT"); fail "examples/attention is missing from $BUILD"; continue
+  fi
+  note "3. $BUILD/examples/$ex"
+  # The attention example reads kernels/attention.py from the repository root (here).
+  TESSERA_SOURCE_DIR="$ROOT" "$BUILD/examples/$ex" 2>&1 | tee "$LOGS/example-$ex.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ] && grep -q '^PASS' "$LOGS/example-$ex.log"; then
+    summary+=("example $ex: PASS")
+  else
+    summary+=("example $ex: FAIL")
+    fail "examples/$ex (exit $rc$(grep -q '^no GPU' "$LOGS/example-$ex.log" && echo ', no GPU'))"
+  fi
+done
 
 # --- 4. The Python GPU suite -------------------------------------------------------------------
 note "4. $PY -m pytest tests/gpu -q"
@@ -171,10 +178,10 @@ if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"
 fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
-# Benchmarks (softmax, layernorm, launch overhead, compile time) with TESSERA_BENCH=1;
+# Benchmarks (softmax, layernorm, attention, launch overhead, compile time) with TESSERA_BENCH=1;
 # TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
-  for b in softmax layernorm launch_overhead compile_time; do
+  for b in softmax layernorm attention launch_overhead compile_time; do
     note "5. bench/$b.py"
     # shellcheck disable=SC2086
     "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"
