@@ -131,6 +131,18 @@ def test_different_query_and_key_lengths():
     check(q, k, v, do, False, "bhnd", f"N_Q=300 N_KV=700 seed={seed}")
 
 
+def test_backward_of_a_sum_gets_a_broadcast_gradient():
+    """o.sum().backward() hands the backward a dO of stride 0 everywhere (an expanded scalar)."""
+    seed = fresh_seed()
+    q, k, v = (torch.randn((2, 2, 200, 64), device="cuda").half().requires_grad_() for _ in range(3))
+    o = tk.attention(q, k, v, causal=True)
+    o.float().sum().backward()
+    ones = torch.ones_like(q)
+    _, _, rdq, rdk, rdv = reference(q, k, v, ones, True, 64 ** -0.5, "bhnd")
+    for name, got, ref in (("dQ", q.grad, rdq), ("dK", k.grad, rdk), ("dV", v.grad, rdv)):
+        assert rel_err(got, ref) <= TOL, f"{name} seed={seed}"
+
+
 def test_no_grad_returns_plain_tensors():
     q = torch.randn((1, 2, 256, 64), device="cuda").half()
     with torch.no_grad():

@@ -1,6 +1,7 @@
 """kernels/attention.py compiles, with the launch configurations of
 tessera.kernels.attention_config, to PTX that ptxas accepts for sm_80 and sm_90a:
-every dot on tensor cores (mma.sync m16n8k16 + ldmatrix), no register spills.
+every dot on tensor cores (mma.sync m16n8k16 + ldmatrix), no register spills,
+at most 48 KiB of shared memory.
 The signatures are what a launch from torch specialises to (16-byte aligned
 pointers, strides multiples of 16, the head-dim stride equal to 1); one more
 case compiles with no hints at all (any strides)."""
@@ -78,7 +79,10 @@ CASES = [(arch, dtype) for arch in ("sm_80", "sm_90a") for dtype in ("fp16", "bf
 @pytest.mark.parametrize("kernel", ["attn_fwd_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel"])
 def test_kernel_uses_tensor_cores_without_spills(kernel, D, causal, arch, dtype, tmp_path):
     assert PTXAS.exists(), f"ptxas not found at {PTXAS}"
-    ptx = compile_kernel(kernel, D, causal, dtype, arch).asm["ptx"]
+    compiled = compile_kernel(kernel, D, causal, dtype, arch)
+    # Within the 48 KiB a block gets without opting in to more.
+    assert compiled.metadata.shared <= 48 * 1024, compiled.metadata.shared
+    ptx = compiled.asm["ptx"]
     ty = "f16" if dtype == "fp16" else "bf16"
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
