@@ -6,18 +6,19 @@
 # The GPU machine has no LLVM 19, so the compiler comes prebuilt (by
 # scripts/setup.sh on a CPU machine, carried over in build/):
 #     build/lib/libtessera.so  build/bin/tessera  build/tests/tessera_gpu_tests  build/examples/vector_add
-#     build/examples/matmul
+#     build/examples/matmul  build/examples/attention
 # When LLVM 19 is present and something is missing, it is built here instead.
 # Steps:
 #   1. the pybind11 extension tessera._C only, against build/lib/libtessera.so,
 #      in build-gpu-py/ (-DTESSERA_BUILD_COMPILER=OFF -DTESSERA_PREBUILT_LIB=...;
 #      plain g++ when cmake is missing);
 #   2. build/tests/tessera_gpu_tests    (C++ runtime tests, gtest)
-#   3. build/examples/vector_add        (the C++ API examples; matmul: kernels/matmul.py in fp16
-#      build/examples/matmul             checked against a host reference in double)
+#   3. build/examples/vector_add, matmul, attention  (the C++ API examples; matmul: kernels/matmul.py
+#      in fp16 against a host reference in double; attention: the forward kernel)
 #   4. python3 -m pytest tests/gpu -q   (torch: vector add, softmax, copy2d,
 #                                        streams, CUDA graphs, Triton tutorials)
-#   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, launch overhead, compile time)
+#   5. with TESSERA_BENCH=1, the benchmarks in bench/ (softmax, layernorm, attention, launch overhead,
+#      compile time)
 #   6. with TESSERA_SANITIZE=1, compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over
 #      build/tests/tessera_gpu_tests and a sample of the Python GPU tests that launches every bundled
 #      kernel, ragged shapes and the lang ops (TESSERA_SANITIZE_PYTEST: "FILES [-k EXPR]", default
@@ -53,7 +54,7 @@ export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # --- 0. The prebuilt compiler, tests and example ---------------------------------------------
 need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add"
-      "$BUILD/examples/matmul")
+      "$BUILD/examples/matmul" "$BUILD/examples/attention")
 missing=()
 for f in "${need[@]}"; do [ -e "$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -62,7 +63,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
     cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure-build.log" 2>&1 \
       && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add \
-           tessera_example_matmul \
+           tessera_example_matmul tessera_example_attention \
            -j "$(nproc)" >"$LOGS/build.log" 2>&1 \
       || cmake --build "$BUILD" -j "$(nproc)" >>"$LOGS/build.log" 2>&1 \
       || { echo "build failed: see $LOGS/build.log"; tail -30 "$LOGS/build.log"; }
@@ -150,11 +151,11 @@ multi=$(grep -cE 'needs (two|2) GPUs' "$LOGS/gtest.log" || true)
 [ "${skipped:-0}" -le "${multi:-0}" ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
 
 # --- 3. The C++ API examples -------------------------------------------------------------------
-# (from the repository root: examples/matmul reads kernels/matmul.py there)
-for example in vector_add matmul; do
+# (from the repository root: the examples read kernels/*.py there)
+for example in vector_add matmul attention; do
   note "3. $BUILD/examples/$example"
   log="$LOGS/example-$example.log"
-  "$BUILD/examples/$example" 2>&1 | tee "$log"
+  TESSERA_SOURCE_DIR="$ROOT" "$BUILD/examples/$example" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then
     summary+=("example $example: PASS")
@@ -179,10 +180,10 @@ if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"
 fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
-# Benchmarks (softmax, layernorm, matmul, launch overhead, compile time) with TESSERA_BENCH=1;
+# Benchmarks (softmax, layernorm, matmul, attention, launch overhead, compile time) with TESSERA_BENCH=1;
 # TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
-  for b in softmax layernorm matmul launch_overhead compile_time; do
+  for b in softmax layernorm matmul attention launch_overhead compile_time; do
     note "5. bench/$b.py"
     # shellcheck disable=SC2086
     "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"

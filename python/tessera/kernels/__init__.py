@@ -4,21 +4,25 @@
     y = tk.softmax(x)                        # softmax over the last dim, x's dtype
     y = tk.layer_norm(x, weight, bias, 1e-5) # layer norm over the last dim
     c = tk.matmul(a, b)                      # GEMM on tensor cores (fp16/bf16), autotuned
+    o = tk.attention(q, k, v, causal=True)   # FlashAttention-style, autograd included
 
 The kernels themselves are the files in the repository's kernels/ folder
 (see _files.py for how they are found); softmax.py and layernorm.py here
 choose block size, warps and grid (docs/performance.md explains the choices)
 and launch them; matmul.py picks a GEMM configuration from its table
-(MATMUL_CONFIGS) with @tessera.autotune.
+(MATMUL_CONFIGS) with @tessera.autotune; attention.py launches
+kernels/attention.py (docs/attention.md).
 
 `tessera.kernels.matmul` is the function (as softmax is); the module with the
 tables is importlib.import_module("tessera.kernels.matmul"), and its tables
 are exported here too.
 """
+from .attention import attention, attention_backward, attention_config, attention_forward
 from .layernorm import layer_norm, layer_norm_config
 from .matmul import (MATMUL_CONFIGS, MATMUL_DTYPES, matmul, matmul_autotuner, matmul_config_name,
                      parse_matmul_config)
 from .softmax import softmax, softmax_config
 
 __all__ = ["softmax", "softmax_config", "layer_norm", "layer_norm_config", "matmul", "MATMUL_CONFIGS",
-           "MATMUL_DTYPES", "matmul_autotuner", "matmul_config_name", "parse_matmul_config"]
+           "MATMUL_DTYPES", "matmul_autotuner", "matmul_config_name", "parse_matmul_config", "attention",
+           "attention_forward", "attention_backward", "attention_config"]

@@ -1,0 +1,167 @@
+"""Attention, softmax(q k^T / sqrt(D)) v: tessera.kernels.attention (kernels/attention.py)
+vs torch's scaled_dot_product_attention on its flash backend vs Triton compiling the
+very same kernel source (kernels/attention.py with `import tessera` swapped for
+`import triton`: the same algorithm and block sizes, so the gap is the compilers').
+
+Shapes: B * N = 16384 tokens, H * D = 2048 (H = 32 at D = 64, 16 at D = 128), (B, H, N, D)
+contiguous, fp16 and bf16, N in {1024, 4096, 16384}, causal and not. Forward for all
+providers (benchmark "attention"); backward (dQ, dK, dV from O, LSE and dO) for tessera
+and torch, bf16 (benchmark "attention_bwd").
+TFLOP/s: forward 4 * B * H * N^2 * D (two matmuls), backward 2.5x that, both halved
+when causal. Before timing, each provider's output is checked against torch's
+(||out - ref|| / ||ref|| <= 1e-2).
+
+    python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,triton]
+                               [--sweep]   # also time other tessera forward block configs
+"""
+import importlib.util
+import pathlib
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+NS = [1024, 4096, 16384]
+HEAD_DIMS = [64, 128]
+DTYPES = ["float16", "bfloat16"]
+TOKENS, MODEL_DIM = 16384, 2048
+# --sweep: forward (BLOCK_M, BLOCK_N, num_warps) alternatives to the table's choice.
+SWEEP = [(128, 64, 8), (64, 64, 4), (64, 64, 8), (128, 32, 8), (64, 32, 4), (128, 128, 8)]
+
+_triton_module = None
+
+
+def triton_kernels():
+    """kernels/attention.py compiled by Triton (imports swapped), loaded from a temp file
+    (Triton's JIT reads the source through inspect)."""
+    global _triton_module
+    if _triton_module is None:
+        text = (harness.ROOT / "kernels" / "attention.py").read_text()
+        text = text.replace("import tessera.language as tl", "import triton.language as tl")
+        text = text.replace("import tessera\n", "import triton as tessera\n")
+        path = pathlib.Path(tempfile.mkdtemp(prefix="tessera-bench-")) / "attention_triton.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("attention_triton", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _triton_module = module
+    return _triton_module
+
+
+def triton_forward(q, k, v, o, lse, causal, config):
+    B, H, N, D = q.shape
+    grid = ((N + config["BLOCK_M"] - 1) // config["BLOCK_M"], B * H)
+    triton_kernels().attn_fwd_kernel[grid](
+        q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, k.shape[1], N, k.shape[2],
+        D ** -0.5, HEAD_DIM=D, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], CAUSAL=causal,
+        num_warps=config["num_warps"], num_stages=3)
+
+
+def torch_flash(q, k, v, causal):
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def flops(inputs):
+    q, causal, mode = inputs["q"], inputs["causal"], inputs["mode"]
+    B, H, N, D = q.shape
+    f = 4 * B * H * N * N * D * (0.5 if causal else 1.0)
+    return f * (2.5 if mode == "bwd" else 1.0)
+
+
+def providers(sweep=False):
+    import torch
+    import tessera.kernels as tk
+
+    def tessera_provider(config=None):
+        def make(x):
+            if x["mode"] == "fwd":
+                return lambda: tk.attention_forward(x["q"], x["k"], x["v"], x["causal"], config=config)[0]
+            o, lse = tk.attention_forward(x["q"], x["k"], x["v"], x["causal"], config=config)
+            return lambda: tk.attention_backward(x["do"], x["q"], x["k"], x["v"], o, lse, x["causal"], config=config)
+        return make
+
+    def torch_provider(x):
+        if x["mode"] == "fwd":
+            return lambda: torch_flash(x["q"], x["k"], x["v"], x["causal"])
+        q, k, v = (t.detach().requires_grad_() for t in (x["q"], x["k"], x["v"]))
+        o = torch_flash(q, k, v, x["causal"])
+        return lambda: torch.autograd.grad(o, (q, k, v), x["do"], retain_graph=True)
+
+    def triton_provider(x):
+        q = x["q"]
+        o = torch.empty_like(q)
+        lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
+        config = tk.attention_config(q.shape[-1], x["causal"])
+
+        def run():
+            triton_forward(q, x["k"], x["v"], o, lse, x["causal"], config)
+            return o
+        return run
+
+    out = {"tessera": tessera_provider(), "torch": torch_provider, "triton": triton_provider}
+    if sweep:
+        for bm, bn, w in SWEEP:
+            out[f"tessera_{bm}x{bn}w{w}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w})
+    return out
+
+
+def check(x, provider, fn):
+    import torch
+    out = fn()
+    torch.cuda.synchronize()
+    if x["mode"] == "fwd":
+        ref = torch_flash(x["q"], x["k"], x["v"], x["causal"])
+        harness.check_close(out, ref, 1e-2, f"{provider} forward")
+        return
+    q, k, v = (t.detach().requires_grad_() for t in (x["q"], x["k"], x["v"]))
+    refs = torch.autograd.grad(torch_flash(q, k, v, x["causal"]), (q, k, v), x["do"])
+    for name, got, ref in zip(("dq", "dk", "dv"), out, refs):
+        harness.check_close(got, ref, 1e-2, f"{provider} backward {name}")
+
+
+def cases(mode):
+    import torch
+    out = []
+    for dtype in (DTYPES if mode == "fwd" else ["bfloat16"]):
+        for D in HEAD_DIMS:
+            for N in NS:
+                for causal in (False, True):
+                    def make(dtype=dtype, D=D, N=N, causal=causal):
+                        B, H = max(1, TOKENS // N), MODEL_DIM // D
+                        t = lambda: torch.randn((B, H, N, D), device="cuda", dtype=getattr(torch, dtype))  # noqa: E731
+                        x = {"q": t(), "k": t(), "v": t(), "causal": causal, "mode": mode}
+                        if mode == "bwd":
+                            x["do"] = t()
+                        return x
+                    out.append((f"{dtype[:4]} D{D} N{N}{' causal' if causal else ''}", make))
+    return out
+
+
+def run(options):
+    everything = []
+    for mode, name in (("fwd", "attention"), ("bwd", "attention_bwd")):
+        provs = providers(getattr(options, "sweep", False) and mode == "fwd")
+        if mode == "bwd":
+            provs = {p: f for p, f in provs.items() if p in ("tessera", "torch")}
+        results = harness.run_benchmark(name, cases(mode), provs, flops, options, check=check)
+        print(f"({name}: the GB/s column above is GFLOP/s)")
+        for row in results["rows"]:
+            print(f"{name} {row['case']:<24}", " ".join(f"{p}={row['gbps'][p] / 1000:.1f}" for p in row["gbps"]),
+                  "TFLOP/s", row["errors"] or "")
+        everything.append(results)
+    return everything
+
+
+if __name__ == "__main__":
+    ap = harness.parser(__doc__)
+    ap.add_argument("--sweep", action="store_true", help="also time other tessera forward block configs")
+    opts = harness.parse(ap)
+    reason = harness.skip_reason()
+    if reason:
+        print(f"attention benchmark skipped: {reason}")
+        sys.exit(0)
+    run(opts)

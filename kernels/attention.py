@@ -1,0 +1,271 @@
+"""Attention, FlashAttention-style: softmax(sm_scale * Q @ K^T) @ V, forward and
+backward, without ever forming the N x N score matrix (docs/attention.md).
+
+Tensors are batch x heads x seq x head_dim with arbitrary strides (every
+stride is an argument), so (B, H, N, D) and (B, N, H, D) storage both work.
+Q has H heads, K and V have H_KV (grouped-query attention: H % H_KV == 0,
+query head h reads key/value head h // (H // H_KV)). Q may have N_Q rows and
+K/V N_KV rows. Inputs fp16 or bf16; every dot accumulates in fp32.
+
+Forward (attn_fwd_kernel): one program per BLOCK_M query rows of one (batch,
+head). It sweeps the keys BLOCK_N at a time keeping, per row, the running
+maximum m of the scores (in log2 units: the scale is folded with log2(e) so
+exp2 replaces exp), the running sum l of exp2(score - m) and the
+un-normalised output acc; when the maximum grows, l and acc are rescaled by
+exp2(m_old - m_new). At the end O = acc / l and LSE = (m + log2 l) * ln 2,
+the natural log-sum-exp of the row's scaled scores, which the backward pass
+uses to recompute the probabilities. Causal (query i sees keys j <= i, the
+top-left alignment of torch's is_causal): blocks left of the diagonal need
+no mask, the diagonal blocks are masked, blocks right of it are skipped.
+
+Backward: attn_bwd_preprocess_kernel computes delta_i = sum_d dO[i,d] O[i,d];
+attn_bwd_dkdv_kernel owns BLOCK_N keys of one (batch, K/V head) and loops over
+the query heads of its group and their query blocks, accumulating dK and dV
+in registers (no atomics, GQA's sum over the group included);
+attn_bwd_dq_kernel owns BLOCK_M queries and loops over key blocks. With
+P = exp2(S * log2 e - LSE * log2 e), dP = dO V^T, dS = P * (dP - delta):
+dV = P^T dO, dK = sm_scale dS^T Q, dQ = sm_scale dS K.
+
+LSE and delta are fp32 arrays [B, H, N_Q], contiguous.
+"""
+import tessera
+import tessera.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+
+
+@tessera.jit
+def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                     offs_m, offs_d, lo, hi, N_KV, qk_scale,
+                     BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+    """Keys lo..hi (hi may be ragged) into the running (acc, l_i, m_i) of the rows offs_m."""
+    offs_nb = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        # K^T as a [HEAD_DIM, BLOCK_N] block straight from its strides: no transpose.
+        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                     mask=key_ok[None, :], other=0.0)
+        s = tl.dot(q, kt) * qk_scale  # log2 units
+        keep = key_ok[None, :]
+        if DIAGONAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        s = tl.where(keep, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        # Guard rows that have seen no key yet (m = -inf): exp2(-inf - -inf) would be NaN.
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=key_ok[:, None], other=0.0)
+        acc = acc * alpha[:, None]
+        acc += tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@tessera.jit
+def attn_fwd_kernel(Q, K, V, O, LSE,
+                    stride_qb, stride_qh, stride_qn, stride_qd,
+                    stride_kb, stride_kh, stride_kn, stride_kd,
+                    stride_vb, stride_vh, stride_vn, stride_vd,
+                    stride_ob, stride_oh, stride_on, stride_od,
+                    H, H_KV, N_Q, N_KV, sm_scale,
+                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    CAUSAL: tl.constexpr):
+    """Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    off_hkv = off_h // (H // H_KV)
+    q_base = Q + off_b * stride_qb + off_h * stride_qh
+    k_base = K + off_b * stride_kb + off_hkv * stride_kh
+    v_base = V + off_b * stride_vb + off_hkv * stride_vh
+    o_base = O + off_b * stride_ob + off_h * stride_oh
+
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_Q
+    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None], other=0.0)
+
+    qk_scale = sm_scale * LOG2E
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        # Key blocks entirely left of the diagonal (every key <= every row): no causal mask.
+        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                         stride_vn, stride_vd, offs_m, offs_d, 0, tl.minimum(start_m, N_KV),
+                                         N_KV, qk_scale, BLOCK_N, False)
+        # The blocks the diagonal crosses; nothing to their right.
+        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                         stride_vn, stride_vd, offs_m, offs_d, start_m,
+                                         tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale, BLOCK_N, True)
+    else:
+        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                         stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV, qk_scale,
+                                         BLOCK_N, False)
+
+    inv_l = 1.0 / l_i
+    out = acc * inv_l[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    lse = (m_i + tl.log2(l_i)) * LN2
+    tl.store(LSE + off_bh.to(tl.int64) * N_Q + offs_m, lse, mask=row_ok)
+
+
+@tessera.jit
+def attn_bwd_preprocess_kernel(O, DO, DELTA,
+                               stride_ob, stride_oh, stride_on, stride_od,
+                               stride_dob, stride_doh, stride_don, stride_dod,
+                               H, N_Q,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_Q
+    o = tl.load(O + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_on
+                + offs_d[None, :] * stride_od, mask=row_ok[:, None], other=0.0).to(tl.float32)
+    do = tl.load(DO + off_b * stride_dob + off_h * stride_doh + offs_m[:, None] * stride_don
+                 + offs_d[None, :] * stride_dod, mask=row_ok[:, None], other=0.0).to(tl.float32)
+    delta = tl.sum(o * do, axis=1)
+    tl.store(DELTA + off_bh.to(tl.int64) * N_Q + offs_m, delta, mask=row_ok)
+
+
+@tessera.jit
+def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
+                         stride_qb, stride_qh, stride_qn, stride_qd,
+                         stride_kb, stride_kh, stride_kn, stride_kd,
+                         stride_vb, stride_vh, stride_vn, stride_vd,
+                         stride_dob, stride_doh, stride_don, stride_dod,
+                         stride_dkb, stride_dkh, stride_dkn, stride_dkd,
+                         stride_dvb, stride_dvh, stride_dvn, stride_dvd,
+                         H, H_KV, N_Q, N_KV, sm_scale,
+                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         CAUSAL: tl.constexpr):
+    """dK, dV of BLOCK_N keys of one (batch, K/V head), summed over the query heads of its
+    group. Works in the transposed orientation (keys as rows) so both results are plain
+    dot outputs. Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
+    pid_n = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H_KV).to(tl.int64)
+    off_hkv = (off_bh % H_KV).to(tl.int64)
+    group = H // H_KV
+
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_mb = tl.arange(0, BLOCK_M)
+    key_ok = offs_n < N_KV
+    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
+                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
+                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    qk_scale = sm_scale * LOG2E
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    # Causal: query rows before this key block see none of it (query blocks need not be
+    # aligned to BLOCK_M: they start at the block's first key).
+    lo = 0
+    if CAUSAL:
+        lo = start_n
+    for g in range(0, group):
+        off_h = off_hkv * group + g
+        q_base = Q + off_b * stride_qb + off_h * stride_qh
+        do_base = DO + off_b * stride_dob + off_h * stride_doh
+        row_base = (off_b * H + off_h) * N_Q
+        for start_m in range(lo, N_Q, BLOCK_M):
+            offs_m = start_m + offs_mb
+            row_ok = offs_m < N_Q
+            qt = tl.load(q_base + offs_d[:, None] * stride_qd + offs_m[None, :] * stride_qn,
+                         mask=row_ok[None, :], other=0.0)
+            # Rows past N_Q get LSE = +inf, hence P = 0.
+            lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+            pt = tl.exp2(tl.dot(k, qt) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+            if CAUSAL:
+                pt = tl.where(offs_m[None, :] >= offs_n[:, None], pt, 0.0)
+            do = tl.load(do_base + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                         mask=row_ok[:, None], other=0.0)
+            dv += tl.dot(pt.to(do.dtype), do)
+            dot_ = tl.load(do_base + offs_d[:, None] * stride_dod + offs_m[None, :] * stride_don,
+                           mask=row_ok[None, :], other=0.0)
+            dpt = tl.dot(v, dot_)  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+            delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
+            dst = pt * (dpt - delta[None, :])
+            q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                        mask=row_ok[:, None], other=0.0)
+            dk += tl.dot(dst.to(q.dtype), q)
+    dk = dk * sm_scale
+    tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
+             + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])
+    tl.store(DV + off_b * stride_dvb + off_hkv * stride_dvh + offs_n[:, None] * stride_dvn
+             + offs_d[None, :] * stride_dvd, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
+
+
+@tessera.jit
+def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
+                       stride_qb, stride_qh, stride_qn, stride_qd,
+                       stride_kb, stride_kh, stride_kn, stride_kd,
+                       stride_vb, stride_vh, stride_vn, stride_vd,
+                       stride_dob, stride_doh, stride_don, stride_dod,
+                       stride_dqb, stride_dqh, stride_dqn, stride_dqd,
+                       H, H_KV, N_Q, N_KV, sm_scale,
+                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       CAUSAL: tl.constexpr):
+    """dQ of BLOCK_M queries of one (batch, head). Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    off_hkv = off_h // (H // H_KV)
+    k_base = K + off_b * stride_kb + off_hkv * stride_kh
+    v_base = V + off_b * stride_vb + off_hkv * stride_vh
+
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_nb = tl.arange(0, BLOCK_N)
+    row_ok = offs_m < N_Q
+    q = tl.load(Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qn
+                + offs_d[None, :] * stride_qd, mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + off_b * stride_dob + off_h * stride_doh + offs_m[:, None] * stride_don
+                 + offs_d[None, :] * stride_dod, mask=row_ok[:, None], other=0.0)
+    row_base = off_bh.to(tl.int64) * N_Q
+    lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=0.0) * LOG2E
+    delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
+    qk_scale = sm_scale * LOG2E
+
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    hi = N_KV
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, N_KV)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                     mask=key_ok[None, :], other=0.0)
+        p = tl.exp2(tl.dot(q, kt) * qk_scale - lse2[:, None])
+        keep = key_ok[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        p = tl.where(keep, p, 0.0)
+        vt = tl.load(v_base + offs_d[:, None] * stride_vd + offs_n[None, :] * stride_vn,
+                     mask=key_ok[None, :], other=0.0)
+        dp = tl.dot(do, vt)
+        ds = p * (dp - delta[:, None])
+        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=key_ok[:, None], other=0.0)
+        dq += tl.dot(ds.to(k.dtype), k)
+    dq = dq * sm_scale
+    tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
+             + offs_d[None, :] * stride_dqd, dq.to(DQ.dtype.element_ty), mask=row_ok[:, None])

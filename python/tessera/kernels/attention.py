@@ -1,0 +1,262 @@
+"""tessera.kernels.attention(q, k, v, causal=False, sm_scale=None, layout=None):
+softmax(sm_scale * q @ k^T) @ v per (batch, head), FlashAttention-style
+(kernels/attention.py, docs/attention.md).
+
+    o = tk.attention(q, k, v, causal=True)                  # q: (B, H, N, D), k, v: (B, H_KV, N_KV, D)
+    o, lse = tk.attention(q, k, v, return_lse=True)         # lse: (B, H, N) fp32, natural log
+    o = tk.attention(q, k, v, layout="bnhd")                # q: (B, N, H, D) (flash-attn's order)
+    o.sum().backward()                                      # with torch autograd when inputs require grad
+
+`layout` names the order of the dims in the *shape* ("bhnd", torch's SDPA
+order, is the default; "bnhd" is flash-attn's). Strides are free in both:
+every stride goes to the kernel, so e.g. a (B, H, N, D) view of a (B, N, H, D)
+buffer works without a copy. Outputs (O, dQ, dK, dV) are allocated contiguous
+in the layout of their input. k and v may have fewer heads than q (grouped-query
+attention; H % H_KV == 0, query head h uses K/V head h // (H // H_KV), as
+torch's enable_gqa). Causal masking is top-left aligned (query i sees keys
+j <= i), as torch's is_causal.
+
+Inputs: CUDA tensors (fp16 or bf16, head dims 16, 32, 64 or 128) run on the
+GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
+(slow, for tests). Block sizes and warps come from CONFIGS by head dim and
+causal flag; `config=` overrides any of them (attention_config(D, causal)
+shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages; backward
+DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps, DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
+"""
+import math
+
+from . import _files
+
+LAYOUTS = ("bhnd", "bnhd")
+HEAD_DIMS = (16, 32, 64, 128)
+
+# Launch configurations by head dim (the same for causal and not, so far):
+#   forward:  BLOCK_M query rows per program, BLOCK_N keys per step (BLOCK_M % BLOCK_N == 0);
+#   dK/dV:    DKDV_BLOCK_N keys per program, DKDV_BLOCK_M queries per step;
+#   dQ:       DQ_BLOCK_M queries per program, DQ_BLOCK_N keys per step.
+# Chosen so that ptxas allocates no spills on sm_80 and sm_90a (the fp32 accumulators -
+# BLOCK_M x D in the forward and dQ kernels, two of BLOCK_N x D in dK/dV - plus the Q/K/V
+# tiles must fit in 255 registers a thread; tests/python/test_attention_ptx.py checks it),
+# preferring more rows per program (K/V reuse). Not yet tuned by timing: bench/attention.py
+# --sweep times alternatives on a GPU.
+_CONFIGS = {
+    # D: (fwd BLOCK_M, BLOCK_N, warps), (dkdv BLOCK_M, BLOCK_N, warps), (dq BLOCK_M, BLOCK_N, warps)
+    16: ((128, 64, 8), (64, 64, 8), (64, 64, 8)),
+    32: ((128, 64, 8), (64, 64, 8), (64, 64, 8)),
+    64: ((128, 64, 8), (64, 64, 8), (64, 64, 8)),
+    128: ((64, 64, 8), (32, 32, 8), (64, 64, 8)),
+}
+CONFIGS = {(d, causal): c for d, c in _CONFIGS.items() for causal in (False, True)}
+
+
+def attention_config(head_dim, causal=False):
+    """The launch configuration for this head dim and causal flag (a fresh dict)."""
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
+    fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
+    return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": 2,
+            "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
+            "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
+
+
+# ------------------------------------------------------------------ arrays
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def _on_gpu(x):
+    return _is_torch(x) and x.is_cuda
+
+
+def _strides(x):
+    """Element strides of a torch tensor or numpy array."""
+    if _is_torch(x):
+        return tuple(x.stride())
+    return tuple(s // x.itemsize for s in x.strides)
+
+
+def _empty(like, shape, dtype=None):
+    if _is_torch(like):
+        import torch
+        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype, device=like.device)
+    import numpy as np
+    return np.empty(shape, dtype=like.dtype if dtype is None else dtype)
+
+
+def _fp32(like):
+    if _is_torch(like):
+        import torch
+        return torch.float32
+    import numpy as np
+    return np.float32
+
+
+def _dims(x, layout):
+    """(B, H, N, D) of x and its strides in that order."""
+    s = _strides(x)
+    if layout == "bhnd":
+        return tuple(x.shape), s
+    b, n, h, d = x.shape
+    return (b, h, n, d), (s[0], s[2], s[1], s[3])
+
+
+def _kernels(interpret):
+    """The four kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
+    module = _files.load("attention")
+    names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel")
+    if not interpret:
+        return {n: getattr(module, n) for n in names}
+    cache = module.__dict__.setdefault("_interpreted", {})
+    if not cache:
+        from .. import jit
+        for n in names:
+            cache[n] = jit(getattr(module, n).fn, interpret=True)
+    return cache
+
+
+def _check(q, k, v, layout):
+    if layout not in LAYOUTS:
+        raise ValueError(f"attention: layout must be one of {LAYOUTS}, not {layout!r}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if len(x.shape) != 4:
+            raise ValueError(f"attention: {name} must have 4 dims ({layout}), has shape {tuple(x.shape)}")
+    (B, H, N, D), _ = _dims(q, layout)
+    (Bk, Hk, Nk, Dk), _ = _dims(k, layout)
+    (Bv, Hv, Nv, Dv), _ = _dims(v, layout)
+    if (Bk, Hk, Nk, Dk) != (Bv, Hv, Nv, Dv):
+        raise ValueError(f"attention: k and v differ in shape: {tuple(k.shape)} vs {tuple(v.shape)}")
+    if Bk != B or Dk != D:
+        raise ValueError(f"attention: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head dim")
+    if Hk == 0 or H % Hk:
+        raise ValueError(f"attention: q's {H} heads are not a multiple of k/v's {Hk}")
+    if D not in HEAD_DIMS:
+        raise ValueError(f"attention: head dim {D} is not supported (one of {HEAD_DIMS})")
+    if q.dtype != k.dtype or q.dtype != v.dtype:
+        raise ValueError(f"attention: q, k, v must share a dtype ({q.dtype}, {k.dtype}, {v.dtype})")
+    if _on_gpu(q):
+        import torch
+        if q.dtype not in (torch.float16, torch.bfloat16):
+            raise ValueError(f"attention: dtype {q.dtype} is not supported on the GPU (float16 or bfloat16)")
+        if not (k.is_cuda and v.is_cuda) or len({q.device, k.device, v.device}) != 1:
+            raise ValueError("attention: q, k, v must be on the same CUDA device")
+    return B, H, Hk, N, Nk, D
+
+
+def _config(D, causal, config):
+    c = attention_config(D, causal)
+    if config:
+        unknown = set(config) - set(c)
+        if unknown:
+            raise ValueError(f"attention: unknown config keys {sorted(unknown)} (known: {sorted(c)})")
+        c.update(config)
+    if c["BLOCK_M"] % c["BLOCK_N"]:
+        raise ValueError("attention: BLOCK_M must be a multiple of BLOCK_N")
+    return c
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+# ----------------------------------------------------------------- launches
+
+def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", config=None):
+    """(O, LSE): O like q (contiguous in `layout`), LSE (B, H, N) fp32, natural log."""
+    B, H, Hk, N, Nk, D = _check(q, k, v, layout)
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    c = _config(D, causal, config)
+    o = _empty(q, tuple(q.shape))
+    lse = _empty(q, (B, H, N), _fp32(q))
+    if B * H * N == 0:
+        return o, lse
+    if Nk == 0:
+        raise ValueError("attention: k and v have no rows (every softmax would be empty)")
+    kern = _kernels(not _on_gpu(q))
+    _, sq = _dims(q, layout)
+    _, sk = _dims(k, layout)
+    _, sv = _dims(v, layout)
+    _, so = _dims(o, layout)
+    grid = (_cdiv(N, c["BLOCK_M"]), B * H)
+    kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
+                                  HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
+                                  num_warps=c["num_warps"], num_stages=c["num_stages"])
+    return o, lse
+
+
+def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout="bhnd", config=None):
+    """(dQ, dK, dV) of attention_forward's O given dO (any strides), O and LSE."""
+    B, H, Hk, N, Nk, D = _check(q, k, v, layout)
+    if tuple(do.shape) != tuple(q.shape):
+        raise ValueError(f"attention backward: dO has shape {tuple(do.shape)}, O has {tuple(q.shape)}")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    c = _config(D, causal, config)
+    dq, dk, dv = _empty(q, tuple(q.shape)), _empty(k, tuple(k.shape)), _empty(v, tuple(v.shape))
+    if B * H * N == 0 or Nk == 0:
+        for t in (dq, dk, dv):
+            t[...] = 0
+        return dq, dk, dv
+    kern = _kernels(not _on_gpu(q))
+    _, sq = _dims(q, layout)
+    _, sk = _dims(k, layout)
+    _, sv = _dims(v, layout)
+    _, so = _dims(o, layout)
+    _, sdo = _dims(do, layout)
+    _, sdq = _dims(dq, layout)
+    _, sdk = _dims(dk, layout)
+    _, sdv = _dims(dv, layout)
+    delta = _empty(q, (B, H, N), _fp32(q))
+    pre_m = 64
+    kern["attn_bwd_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
+        o, do, delta, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
+    common = dict(HEAD_DIM=D, CAUSAL=bool(causal), num_stages=c["num_stages"])
+    kern["attn_bwd_dkdv_kernel"][(_cdiv(Nk, c["DKDV_BLOCK_N"]), B * Hk)](
+        q, k, v, do, lse, delta, dk, dv, *sq, *sk, *sv, *sdo, *sdk, *sdv, H, Hk, N, Nk, float(sm_scale),
+        BLOCK_M=c["DKDV_BLOCK_M"], BLOCK_N=c["DKDV_BLOCK_N"], num_warps=c["dkdv_num_warps"], **common)
+    kern["attn_bwd_dq_kernel"][(_cdiv(N, c["DQ_BLOCK_M"]), B * H)](
+        q, k, v, do, lse, delta, dq, *sq, *sk, *sv, *sdo, *sdq, H, Hk, N, Nk, float(sm_scale),
+        BLOCK_M=c["DQ_BLOCK_M"], BLOCK_N=c["DQ_BLOCK_N"], num_warps=c["dq_num_warps"], **common)
+    return dq, dk, dv
+
+
+_Function = None
+
+
+def _autograd_function():
+    global _Function
+    if _Function is None:
+        import torch
+
+        class AttentionFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal, sm_scale, layout, config):
+                o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.causal, ctx.sm_scale, ctx.layout, ctx.config = causal, sm_scale, layout, config
+                ctx.mark_non_differentiable(lse)
+                return o, lse
+
+            @staticmethod
+            def backward(ctx, do, _dlse):
+                q, k, v, o, lse = ctx.saved_tensors
+                dq, dk, dv = attention_backward(do, q, k, v, o, lse, ctx.causal, ctx.sm_scale, ctx.layout,
+                                                ctx.config)
+                return dq, dk, dv, None, None, None, None
+
+        _Function = AttentionFunction
+    return _Function
+
+
+def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=False, config=None):
+    """softmax(sm_scale * q k^T [causal mask]) v; sm_scale defaults to 1/sqrt(head_dim).
+    Differentiable (torch autograd) when an input requires grad."""
+    layout = "bhnd" if layout is None else layout
+    if _is_torch(q):
+        import torch
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+            o, lse = _autograd_function().apply(q, k, v, bool(causal), sm_scale, layout, config)
+            return (o, lse) if return_lse else o
+    o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config)
+    return (o, lse) if return_lse else o

@@ -1,0 +1,108 @@
+"""kernels/attention.py compiles, with the launch configurations of
+tessera.kernels.attention_config, to PTX that ptxas accepts for sm_80 and sm_90a:
+every dot on tensor cores (mma.sync m16n8k16 + ldmatrix), no register spills,
+at most 48 KiB of shared memory.
+The signatures are what a launch from torch specialises to (16-byte aligned
+pointers, strides multiples of 16, the head-dim stride equal to 1); one more
+case compiles with no hints at all (any strides)."""
+import inspect
+import subprocess
+
+import pytest
+
+import tessera
+import tessera.kernels as tk
+from conftest import PTXAS, ROOT
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+KERNEL_FILE = ROOT / "kernels" / "attention.py"
+FP32_POINTERS = {"LSE", "DELTA"}
+INT_SCALARS = {"H", "H_KV", "N_Q", "N_KV"}
+
+
+def params(kernel):
+    from tessera.kernels import _files
+    fn = getattr(_files.load("attention"), kernel).fn
+    return [(name, p.annotation) for name, p in inspect.signature(fn).parameters.items()]
+
+
+def signature(kernel, dtype, hints=True):
+    """The signature a torch launch specialises to (hints=False: none of the divisibility facts)."""
+    out = []
+    for name, annotation in params(kernel):
+        if "constexpr" in str(annotation):
+            continue
+        if name.startswith("stride_"):
+            entry = ("i32:1" if name.endswith("d") else "i32:16") if hints else "i32"
+        elif name in INT_SCALARS:
+            entry = "i32"
+        elif name == "sm_scale":
+            entry = "fp32"
+        else:
+            entry = ("*fp32" if name in FP32_POINTERS else f"*{dtype}") + (":16" if hints else "")
+        out.append(entry)
+    return ",".join(out)
+
+
+def launch_config(kernel, D, causal):
+    c = tk.attention_config(D, causal)
+    if kernel == "attn_fwd_kernel":
+        return {"BLOCK_M": c["BLOCK_M"], "BLOCK_N": c["BLOCK_N"]}, c["num_warps"]
+    if kernel == "attn_bwd_dkdv_kernel":
+        return {"BLOCK_M": c["DKDV_BLOCK_M"], "BLOCK_N": c["DKDV_BLOCK_N"]}, c["dkdv_num_warps"]
+    return {"BLOCK_M": c["DQ_BLOCK_M"], "BLOCK_N": c["DQ_BLOCK_N"]}, c["dq_num_warps"]
+
+
+def ptxas(ptx, arch, tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run([str(PTXAS), f"-arch={arch}", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+def compile_kernel(kernel, D, causal, dtype, arch, hints=True):
+    constexprs, warps = launch_config(kernel, D, causal)
+    constexprs.update(HEAD_DIM=D, CAUSAL=causal)
+    return tessera.compile(str(KERNEL_FILE), kernel=kernel, signature=signature(kernel, dtype, hints),
+                           constexprs=constexprs, num_warps=warps, target=arch)
+
+
+CASES = [(arch, dtype) for arch in ("sm_80", "sm_90a") for dtype in ("fp16", "bf16")]
+
+
+@pytest.mark.parametrize("arch, dtype", CASES, ids=[f"{a}-{t}" for a, t in CASES])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("kernel", ["attn_fwd_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel"])
+def test_kernel_uses_tensor_cores_without_spills(kernel, D, causal, arch, dtype, tmp_path):
+    assert PTXAS.exists(), f"ptxas not found at {PTXAS}"
+    compiled = compile_kernel(kernel, D, causal, dtype, arch)
+    # Within the 48 KiB a block gets without opting in to more.
+    assert compiled.metadata.shared <= 48 * 1024, compiled.metadata.shared
+    ptx = compiled.asm["ptx"]
+    ty = "f16" if dtype == "fp16" else "bf16"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    # two dots in the forward, three in each backward kernel, each a dot of >= 16 x 16 x 16
+    assert ptx.count("mma.sync.aligned") >= (2 if kernel == "attn_fwd_kernel" else 3) * 2
+    info = ptxas(ptx, arch, tmp_path)
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_preprocess_kernel(D, tmp_path):
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_bwd_preprocess_kernel",
+                        signature=signature("attn_bwd_preprocess_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": 64}, num_warps=4, target="sm_90a")
+    ptxas(k.asm["ptx"], "sm_90a", tmp_path)
+
+
+@pytest.mark.parametrize("kernel", ["attn_fwd_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel"])
+def test_kernels_compile_without_stride_hints(kernel, tmp_path):
+    """Arbitrary strides (no :16 / :1 facts), e.g. a sliced packed QKV buffer."""
+    ptx = compile_kernel(kernel, 64, True, "fp16", "sm_90a", hints=False).asm["ptx"]
+    assert "mma.sync.aligned.m16n8k16" in ptx
+    ptxas(ptx, "sm_90a", tmp_path)
