@@ -80,8 +80,9 @@ CASES = [(arch, dtype) for arch in ("sm_80", "sm_90a") for dtype in ("fp16", "bf
 def test_kernel_uses_tensor_cores_without_spills(kernel, D, causal, arch, dtype, tmp_path):
     assert PTXAS.exists(), f"ptxas not found at {PTXAS}"
     compiled = compile_kernel(kernel, D, causal, dtype, arch)
-    # Within the 48 KiB a block gets without opting in to more.
-    assert compiled.metadata.shared <= 48 * 1024, compiled.metadata.shared
+    # The pipelined K/V ring (num_stages buffers) plus scratch fits what a
+    # block may opt in to (the runtime does): 163 KiB on sm_80, 227 KiB on sm_90.
+    assert compiled.metadata.shared <= (227 if arch == "sm_90a" else 163) * 1024, compiled.metadata.shared
     ptx = compiled.asm["ptx"]
     ty = "f16" if dtype == "fp16" else "bf16"
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
