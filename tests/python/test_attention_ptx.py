@@ -66,8 +66,9 @@ def ptxas(ptx, arch, tmp_path):
 def compile_kernel(kernel, D, causal, dtype, arch, hints=True):
     constexprs, warps = launch_config(kernel, D, causal)
     constexprs.update(HEAD_DIM=D, CAUSAL=causal)
+    stages = tk.attention_config(D, causal)["num_stages"]  # what the wrapper launches with
     return tessera.compile(str(KERNEL_FILE), kernel=kernel, signature=signature(kernel, dtype, hints),
-                           constexprs=constexprs, num_warps=warps, target=arch)
+                           constexprs=constexprs, num_warps=warps, num_stages=stages, target=arch)
 
 
 CASES = [(arch, dtype) for arch in ("sm_80", "sm_90a") for dtype in ("fp16", "bf16")]
