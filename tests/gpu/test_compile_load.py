@@ -25,6 +25,8 @@ def manifest():
                 key, value = item.split("=", 1)
                 if key == "num_warps":
                     warps = int(value)
+                elif value in ("True", "False"):
+                    constexprs[key] = value == "True"
                 else:
                     constexprs[key] = int(value)
             yield pytest.param(file, kernel, signature, constexprs, warps, id=f"{kernel}-{signature}")
