@@ -3,6 +3,7 @@
 // so concurrent calls from different threads are safe.
 #include "compiler/codegen/Codegen.h"
 
+#include "compiler/codegen/CudaEmitter.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/NVPTXTarget.h"
 
@@ -32,6 +33,15 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
                              std::to_string(maxSharedBytes(options.arch)) + ")");
 
   verifyOrThrow(module, "after lowering (a tessera bug)");
+  fn.sharedBytes = result.sharedBytes;
+  if (options.cuda) {
+    // The NVRTC back-end: the same per-thread form, printed as CUDA C++.
+    cleanupForCuda(module);
+    verifyOrThrow(module, "after the clean-up for CUDA C++ (a tessera bug)");
+    result.llvmIR = printModule(module);
+    result.cudaSource = emitCuda(module, fn.name);
+    return result;
+  }
   linkLibdevice(module, fn.name);
   if (options.optimize) {
     optimizeModule(module, *machine);
