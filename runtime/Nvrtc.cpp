@@ -41,7 +41,7 @@ struct Loaded {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
-  if (const char *path = std::getenv("TESSERA_NVRTC"); path && *path) out.push_back(path);
+  if (const char *path = std::getenv("TESSERA_NVRTC"); path && *path) return {path}; // that one or none
   const char *names[] = {"libnvrtc.so.13", "libnvrtc.so"};
   for (const char *n : names) out.push_back(n);
   std::vector<std::string> roots;

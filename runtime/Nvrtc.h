@@ -2,9 +2,10 @@
 // libcuda in Driver.cpp): the last step of the NVRTC back-end (CUDA C++ from
 // compiler/codegen/CudaEmitter → PTX). Needs no GPU. docs/nvrtc.md.
 //
-// The library is looked for as $TESSERA_NVRTC (a path), then libnvrtc.so.13
-// and libnvrtc.so on the loader's path, then in $CUDA_HOME/lib64,
-// $CUDA_HOME/lib, /usr/local/cuda/lib64 and /usr/local/cuda/lib.
+// The library is $TESSERA_NVRTC when set (that file and no other); else
+// libnvrtc.so.13 or libnvrtc.so on the loader's path, then in
+// $CUDA_HOME/lib64, $CUDA_HOME/lib, /usr/local/cuda/lib64 and
+// /usr/local/cuda/lib.
 #pragma once
 
 #include <stdexcept>

@@ -7,7 +7,10 @@
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/NVPTXTarget.h"
 
+#include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <stdexcept>
 
@@ -52,6 +55,21 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
     result.ptx = ::tessera::codegen::emitPTX(module, *machine);
   fn.sharedBytes = result.sharedBytes;
   return result;
+}
+
+std::string cudaFromLLVMAssembly(const std::string &text, const std::string &kernelName) {
+  llvm::LLVMContext context;
+  llvm::SMDiagnostic error;
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(text, error, context);
+  if (!module) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    error.print("llvm", os, /*ShowColors=*/false);
+    os.flush();
+    throw std::runtime_error("cannot parse the LLVM assembly: " + message);
+  }
+  verifyOrThrow(*module, "given to the CUDA C++ printer");
+  return emitCuda(*module, kernelName);
 }
 
 } // namespace tessera::codegen

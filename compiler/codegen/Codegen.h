@@ -29,4 +29,10 @@ struct CodegenResult {
 // Throws std::runtime_error naming the op for anything it cannot lower.
 CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emitPTX);
 
+// The NVRTC back-end's printer on LLVM assembly text (a module in the form
+// KernelLowering builds): the CUDA C++ of `kernelName`, printed as is (no
+// clean-up). For tests and debugging; throws std::runtime_error for text
+// that does not parse and for what the printer does not support.
+std::string cudaFromLLVMAssembly(const std::string &text, const std::string &kernelName);
+
 } // namespace tessera::codegen

@@ -318,6 +318,11 @@ private:
     return e;
   }
   std::string fromBits(const std::string &bits, Type *t);
+  // A vector element index: a plain number when constant.
+  std::string index(const Value *v) {
+    if (auto *c = dyn_cast<ConstantInt>(v)) return std::to_string(c->getZExtValue());
+    return expr(v);
+  }
   std::string toBits(const Value *v);
 
   // ------------------------------------------------------------ instructions
@@ -862,7 +867,7 @@ std::string Printer::rhs(const Instruction &inst) {
     return expr(inst.getOperand(0));
   case Instruction::ExtractElement: {
     auto &e = cast<ExtractElementInst>(inst);
-    return expr(e.getVectorOperand()) + ".e[" + expr(e.getIndexOperand()) + "]";
+    return expr(e.getVectorOperand()) + ".e[" + index(e.getIndexOperand()) + "]";
   }
   case Instruction::Load: {
     auto &load = cast<LoadInst>(inst);
@@ -1071,7 +1076,7 @@ void Printer::statement(const Instruction &inst) {
     auto &ins = cast<InsertElementInst>(inst);
     const std::string &name = names_.at(&inst);
     line(name + " = " + expr(ins.getOperand(0)) + ";");
-    line(name + ".e[" + expr(ins.getOperand(2)) + "] = " + expr(ins.getOperand(1)) + ";");
+    line(name + ".e[" + index(ins.getOperand(2)) + "] = " + expr(ins.getOperand(1)) + ";");
     return;
   }
   case Instruction::ShuffleVector: {
