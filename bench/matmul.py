@@ -2,7 +2,10 @@
 (tensor cores, mma.sync) vs torch.matmul (cuBLAS) vs Triton's tutorial matmul.
 Reports TFLOP/s = 2*M*N*K / time.
 
-    python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,torch,triton]
+    python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,torch,triton] [--backend llvm|nvrtc|both]
+
+tessera runs with each back-end (--backend, default both): "tessera*" is LLVM's NVPTX
+back-end, "tessera-nvrtc*" the NVRTC one (docs/nvrtc.md).
 """
 import pathlib
 import sys
@@ -59,6 +62,7 @@ def main(argv=None):
     os.environ.setdefault("TESSERA_MMA", "1")  # tensor cores (the default; explicit here)
     import tessera
     from kernels.matmul import matmul_kernel
+    from tessera.kernels._files import with_backend
 
     def launcher(kernel, a, b, c, block, warps, stages=None):
         M, K = a.shape
@@ -69,12 +73,15 @@ def main(argv=None):
                                     c.stride(0), c.stride(1), BLOCK_M=block[0], BLOCK_N=block[1],
                                     BLOCK_K=block[2], GROUP_M=8, num_warps=warps, **extra)
 
-    providers = {
-        "tessera": lambda x: launcher(matmul_kernel, *x, (128, 128, 32), 8),
-        "tessera_128x64x64w4": lambda x: launcher(matmul_kernel, *x, (128, 64, 64), 4),
+    providers = {}
+    for name, backend in harness.tessera_backends(options):  # "tessera" (LLVM) and/or "tessera-nvrtc"
+        kernel = with_backend(matmul_kernel, backend)
+        providers[name] = lambda x, k=kernel: launcher(k, *x, (128, 128, 32), 8)
+        providers[name.replace("tessera", "tessera_128x64x64w4")] = lambda x, k=kernel: launcher(k, *x, (128, 64, 64), 4)
+    providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
-    }
+    })
 
     def check(x, name, fn):
         fn()

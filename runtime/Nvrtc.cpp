@@ -39,17 +39,38 @@ struct Loaded {
   NvrtcApi api;
 };
 
+std::mutex &extraMutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::string> &extraDirectories() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
   if (const char *path = std::getenv("TESSERA_NVRTC"); path && *path) return {path}; // that one or none
-  const char *names[] = {"libnvrtc.so.13", "libnvrtc.so"};
+  const char *names[] = {"libnvrtc.so.13", "libnvrtc.so", "libnvrtc.so.12"};
   for (const char *n : names) out.push_back(n);
-  std::vector<std::string> roots;
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home) roots.push_back(home);
-  roots.push_back("/usr/local/cuda");
-  for (const std::string &root : roots)
-    for (const char *sub : {"/lib64/", "/lib/"})
-      for (const char *n : names) out.push_back(root + sub + n);
+  std::vector<std::string> dirs;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home) {
+    dirs.push_back(std::string(home) + "/lib64");
+    dirs.push_back(std::string(home) + "/lib");
+  }
+  dirs.push_back("/usr/local/cuda/lib64");
+  dirs.push_back("/usr/local/cuda/lib");
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void *>(&nvrtcStatus), &self) && self.dli_fname) {
+    std::string lib = self.dli_fname;
+    if (size_t slash = lib.rfind('/'); slash != std::string::npos) dirs.push_back(lib.substr(0, slash));
+  }
+  {
+    std::lock_guard lock(extraMutex());
+    dirs.insert(dirs.end(), extraDirectories().begin(), extraDirectories().end());
+  }
+  for (const std::string &dir : dirs)
+    for (const char *n : names) out.push_back(dir + "/" + n);
   return out;
 }
 
@@ -143,6 +164,11 @@ std::string annotateLog(const std::string &log, const std::string &source, const
 } // namespace
 
 const NvrtcStatus &nvrtcStatus() { return loaded().status; }
+
+void addNvrtcSearchDirectory(const std::string &dir) {
+  std::lock_guard lock(extraMutex());
+  extraDirectories().push_back(dir);
+}
 
 std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch) {
   const Loaded &l = loaded();

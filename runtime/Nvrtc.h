@@ -3,9 +3,11 @@
 // compiler/codegen/CudaEmitter → PTX). Needs no GPU. docs/nvrtc.md.
 //
 // The library is $TESSERA_NVRTC when set (that file and no other); else
-// libnvrtc.so.13 or libnvrtc.so on the loader's path, then in
-// $CUDA_HOME/lib64, $CUDA_HOME/lib, /usr/local/cuda/lib64 and
-// /usr/local/cuda/lib.
+// libnvrtc.so.13, libnvrtc.so or libnvrtc.so.12 on the loader's path, then
+// in $CUDA_HOME/lib64, $CUDA_HOME/lib, /usr/local/cuda/lib64,
+// /usr/local/cuda/lib, the folder of libtessera.so, and the folders given
+// to addNvrtcSearchDirectory (the Python package adds the pip wheels'
+// nvidia/cu13/lib and nvidia/cuda_nvrtc/lib).
 #pragma once
 
 #include <stdexcept>
@@ -30,6 +32,8 @@ struct NvrtcStatus {
 
 // Loads NVRTC on the first call (thread-safe); never throws.
 const NvrtcStatus &nvrtcStatus();
+// One more folder to look in, after the others; only before the first load.
+void addNvrtcSearchDirectory(const std::string &dir);
 
 // Compiles `source` (one CUDA C++ translation unit, named `name` in
 // messages, e.g. "add_kernel.cu") to PTX for `arch` (sm_80 ... sm_90a).

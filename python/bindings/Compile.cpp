@@ -241,6 +241,8 @@ void registerCompile(py::module_ &m) {
         return out;
       },
       "Whether NVRTC (the nvrtc back-end's compiler) loads: {available, library, version, error}.");
+  m.def("add_nvrtc_search_directory", &rt::addNvrtcSearchDirectory, py::arg("dir"),
+        "One more folder to look for libnvrtc in (before NVRTC is first used).");
   m.def(
       "nvrtc_compile",
       [](const std::string &source, const std::string &name, const std::string &arch) {

@@ -212,3 +212,17 @@ def test_environment_and_cache_key(kernels, monkeypatch):
     assert other.backend == "llvm" and other.asm["ptx"] != first.asm["ptx"]
     # The cache hit recompiles for the stages it does not keep, with the same back-end.
     assert 'extern "C" __global__' in again.asm["cuda"]
+
+
+def test_bundled_kernel_variants_per_backend():
+    # tessera.kernels.softmax(..., backend=...) and the benchmarks use these copies.
+    from tessera.kernels import _files
+    module = _files.load("softmax")
+    k = module.softmax_kernel
+    assert _files.with_backend(k, None) is k
+    nv = _files.with_backend(k, "nvrtc")
+    assert nv is _files.with_backend(k, "nvrtc") and nv is not k
+    assert nv.backend == "nvrtc" and k.backend == ""
+    import tessera
+    c = tessera.compile(nv, signature="*fp32:16,*fp32:16,i32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024})
+    assert c.backend == "nvrtc"
