@@ -546,7 +546,7 @@ std::string Printer::binary(const BinaryOperator &inst) {
   const unsigned bits = intBits(t);
   const std::string type = cType(t);
   auto u = [&](const Value *v) { return bits < 32 ? "(unsigned int)" + expr(v) : expr(v); };
-  auto s = [&](const Value *v) { return "(" + signedType(bits) + ")" + expr(v); };
+  auto s = [&](const Value *v) { return bits == 1 ? "-(int)" + expr(v) : "(" + signedType(bits) + ")" + expr(v); };
   auto narrow = [&](const std::string &e) {
     if (bits == 1) return "(bool)((" + e + ") & 1)";
     if (bits < 32) return "(" + type + ")(" + e + ")";
@@ -600,6 +600,7 @@ std::string Printer::compare(const CmpInst &inst) {
   const bool isSigned = cast<ICmpInst>(inst).isSigned();
   auto operand = [&](const Value *v) {
     if (pointers) return "(unsigned long long)" + expr(v);
+    if (isSigned && bits == 1) return "-(int)" + expr(v); // a signed i1 is 0 or -1
     if (isSigned) return "(" + signedType(bits) + ")" + expr(v);
     return expr(v);
   };
@@ -1217,6 +1218,10 @@ void Printer::nameValues() {
 }
 
 std::string Printer::run() {
+  const std::string stem = !kernel_.empty() && kernel_.back() == 'f' ? kernel_.substr(0, kernel_.size() - 1) : kernel_;
+  if (reservedNames().count(kernel_) || kernel_.rfind("tsr_", 0) == 0 || kernel_.rfind("__", 0) == 0 ||
+      cudaMathFunctions().count(kernel_) || cudaMathFunctions().count(stem))
+    fail("kernel name (a C++ keyword or a name the generated code uses)");
   taken_.insert(kernel_);
   nameValues();
 

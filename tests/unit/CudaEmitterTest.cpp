@@ -266,6 +266,32 @@ entry:
   EXPECT_TRUE(contains(vec, "unsupported LLVM instruction 'fadd'")) << vec;
 }
 
+TEST(CudaEmitter, SignedCompareOfBooleans) {
+  std::string cuda = print(R"(
+define ptx_kernel void @k(ptr addrspace(1) %out, i1 %a, i1 %b) {
+entry:
+  %c = icmp slt i1 %a, %b
+  %z = zext i1 %c to i8
+  store i8 %z, ptr addrspace(1) %out, align 1
+  ret void
+}
+)");
+  EXPECT_TRUE(contains(cuda, "c = -(int)a < -(int)b;")) << cuda; // true is -1 as a signed i1
+  expectCompiles(cuda);
+}
+
+TEST(CudaEmitter, KernelNamesThatCannotBeCudaFunctionsAreAnError) {
+  for (const char *name : {"float", "sinf", "threadIdx"}) {
+    std::string module = std::string("define ptx_kernel void @") + name + "() {\nentry:\n  ret void\n}\n";
+    try {
+      print(module, name);
+      ADD_FAILURE() << name;
+    } catch (const std::runtime_error &e) {
+      EXPECT_TRUE(contains(e.what(), "NVRTC back-end: unsupported kernel name")) << e.what();
+    }
+  }
+}
+
 TEST(CudaEmitter, NamesThatWouldClashAreRenamed) {
   std::string cuda = print(R"(
 define ptx_kernel void @k(ptr addrspace(1) %float, i32 %threadIdx, i32 %k, float %expf) {
