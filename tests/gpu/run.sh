@@ -148,9 +148,28 @@ note "device: $DEVICE"
 
 # The back-end: with nvrtc, NVRTC must load and compile a bundled kernel before anything else runs.
 BACKEND_NOTE="backend $BACKEND"
+nvrtc_check() {
+  "$BUILD/bin/tessera" compile kernels/vector_add.py --kernel add_kernel --signature "*fp32:16,*fp32:16,*fp32:16,i32" \
+    --constexpr BLOCK_SIZE=1024 --backend nvrtc -o "$LOGS/nvrtc-check.ptx" >"$LOGS/nvrtc-check.log" 2>&1
+}
 if [ "$BACKEND" = nvrtc ]; then
-  if "$BUILD/bin/tessera" compile kernels/vector_add.py --kernel add_kernel --signature "*fp32:16,*fp32:16,*fp32:16,i32" \
-       --constexpr BLOCK_SIZE=1024 --backend nvrtc -o "$LOGS/nvrtc-check.ptx" >"$LOGS/nvrtc-check.log" 2>&1; then
+  if ! nvrtc_check && [ -z "${TESSERA_NVRTC:-}" ]; then
+    # No toolkit NVRTC where the C++ side looks: torch's pip wheel (nvidia-cuda-nvrtc[-cu12]) will do.
+    wheel=$("$PY" - <<'EOF' 2>/dev/null
+import os, sys
+for base in sys.path:
+    for sub in (("nvidia", "cu13", "lib", "libnvrtc.so.13"), ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12")):
+        p = os.path.join(base or ".", *sub)
+        if os.path.exists(p):
+            print(os.path.abspath(p)); sys.exit(0)
+EOF
+)
+    if [ -n "$wheel" ]; then
+      export TESSERA_NVRTC="$wheel"
+      note "NVRTC from the pip wheel: TESSERA_NVRTC=$wheel"
+    fi
+  fi
+  if nvrtc_check; then
     ver=$("$PY" -c "import sys; sys.path.insert(0, 'python'); import tessera; s = tessera._C.nvrtc_status(); print('NVRTC %d.%d (%s)' % (*s['version'], s['library']))" 2>/dev/null)
     BACKEND_NOTE="backend nvrtc${ver:+, $ver}"
   else
