@@ -10,9 +10,15 @@ context already up:
 Reported: the first call (launch included, synchronised) minus one steady-state
 launch; for tessera the warm time is split into the @jit handle (reading and
 reducing the kernel's file, parsing its parameters) and the rest (key, disk
-entry, cuModuleLoadData). Medians over several processes.
+entry, cuModuleLoadData). Medians over several processes. tessera is measured
+with each back-end (--backend, default both): "tessera" (LLVM's NVPTX) and
+"tessera-nvrtc" (CUDA C++ through NVRTC, docs/nvrtc.md).
 
-    python3 bench/compile_time.py [--quick] [--out DIR] [--json FILE]
+Without a GPU too: source -> PTX of every kernel in kernels/manifest.txt with
+each back-end, in this process, no disk cache (tessera.compile, sm_90a),
+median of several compiles: the back-ends' compile times side by side.
+
+    python3 bench/compile_time.py [--quick] [--out DIR] [--json FILE] [--backend llvm|nvrtc|both]
 """
 import json
 import os
@@ -38,7 +44,7 @@ x = torch.randn(ROWS, COLS, device="cuda")
 y = torch.empty_like(x)
 torch.cuda.synchronize()
 out = {}
-if WHICH == "tessera":
+if WHICH.startswith("tessera"):
     import tessera
     from kernels.softmax import softmax_kernel as k
     t0 = time.perf_counter()
@@ -82,6 +88,8 @@ print("RESULT " + json.dumps(out))
 
 def child(which, cache_dir):
     env = dict(os.environ, TESSERA_CACHE_DIR=cache_dir, TRITON_CACHE_DIR=cache_dir)
+    if which.startswith("tessera"):
+        env["TESSERA_BACKEND"] = "nvrtc" if which == "tessera-nvrtc" else "llvm"
     code = f"ROOT = {str(ROOT)!r}; WHICH = {which!r}; ROWS = {ROWS}; COLS = {COLS}\n" + CHILD
     script = os.path.join(os.path.dirname(cache_dir), f"child_{which}.py")  # a file: Triton reads kernels' source
     with open(script, "w") as f:
@@ -103,7 +111,7 @@ def measure(which, colds, warms):
         for _ in range(warms):  # the last cold directory is now warm
             r = child(which, os.path.join(base, f"cold{colds - 1}"))
             warm.append(r["first_ms"])
-            if which == "tessera":
+            if which.startswith("tessera"):
                 extra.setdefault("warm_handle_ms", []).append(r["handle_ms"])
                 extra.setdefault("warm_rest_ms", []).append(r["rest_ms"])
                 extra["warm_stats"] = r["stats"]
@@ -113,28 +121,91 @@ def measure(which, colds, warms):
     return out
 
 
+def manifest_entries():
+    entries = []
+    for line in (ROOT / "kernels" / "manifest.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            file, kernel, signature, *rest = line.split()
+            constexprs, warps = {}, 4
+            for item in rest:
+                k, v = item.split("=", 1)
+                if k == "num_warps":
+                    warps = int(v)
+                else:
+                    constexprs[k] = int(v) if v.lstrip("-").isdigit() else v
+            entries.append((file, kernel, signature, constexprs, warps))
+    return entries
+
+
+def compile_only(options):
+    """Source -> PTX per bundled kernel and back-end, in-process, no disk cache: {label: {backend: ms}}."""
+    os.environ["TESSERA_CACHE"] = "off"
+    sys.path.insert(0, str(ROOT / "python"))
+    import tessera
+    backends = [b for _, b in harness.tessera_backends(options)]
+    reps = 3 if options.quick else 7
+    rows = {}
+    seen = {}
+    print(f"\nsource -> PTX (sm_90a, no disk cache), ms, median of {reps}; per bundled kernel and back-end")
+    print(f"{'kernel':<44}" + "".join(f"{b:>10}" for b in backends) + ("   nvrtc/llvm" if len(backends) == 2 else ""))
+    for file, kernel, signature, constexprs, warps in manifest_entries():
+        label = f"{file[:-3]}.{kernel}"
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label += f".{seen[label]}"
+        row = {}
+        for backend in backends:
+            times = []
+            try:
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    tessera.compile(str(ROOT / "kernels" / file), signature, constexprs, num_warps=warps,
+                                    target="sm_90a", kernel=kernel, backend=backend)
+                    times.append((time.perf_counter() - t0) * 1e3)
+                row[backend] = statistics.median(times)
+            except Exception as e:  # noqa: BLE001 (reported, not fatal)
+                row[backend] = None
+                row.setdefault("errors", {})[backend] = f"{type(e).__name__}: {e}"[:300]
+        rows[label] = row
+        cells = "".join(f"{row[b]:>10.1f}" if row.get(b) is not None else f"{'FAIL':>10}" for b in backends)
+        ratio = ""
+        if len(backends) == 2 and row.get("llvm") and row.get("nvrtc"):
+            ratio = f"   {row['nvrtc'] / row['llvm']:10.2f}"
+        print(f"{label:<44}{cells}{ratio}", flush=True)
+    totals = {b: sum(r[b] for r in rows.values() if r.get(b) is not None) for b in backends}
+    print(f"{'total':<44}" + "".join(f"{totals[b]:>10.1f}" for b in backends))
+    return {"rows": rows, "total_ms": totals, "reps": reps, "arch": "sm_90a"}
+
+
 def run(options):
     reason = harness.skip_reason()
     if reason:
-        print(f"compile_time skipped: {reason}")
-        return []
+        print(f"compile_time: no GPU ({reason}): compile-only numbers")
+        results = {"benchmark": "compile_time", "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "compile_only": compile_only(options), "providers": {}}
+        out = pathlib.Path(options.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compile_time.json").write_text(json.dumps(results, indent=1))
+        return [results]
     colds, warms = (1, 2) if options.quick else (3, 5)
     results = {"benchmark": "compile_time", "kernel": "kernels/softmax.py:softmax_kernel",
                "shape": [ROWS, COLS], "device": harness.device_description(), "date": time.strftime("%Y-%m-%d %H:%M"),
                "providers": {}}
     print(f"\ncompile_time of softmax_kernel ({ROWS}x{COLS} fp32) on {results['device']}, {results['date']}: "
           f"first launch call minus a steady launch, ms (median of {colds} cold / {warms} warm processes)")
-    for which in ("tessera", "triton"):
+    whichs = [name for name, _ in harness.tessera_backends(options)] + ["triton"]
+    for which in whichs:
         try:
             results["providers"][which] = measure(which, colds, warms)
         except Exception as e:  # noqa: BLE001 (reported, not fatal)
             results["providers"][which] = {"error": f"{type(e).__name__}: {e}"[:600]}
     for which, r in results["providers"].items():
         if "error" in r:
-            print(f"  {which:<8} FAILED: {r['error']}")
+            print(f"  {which:<13} FAILED: {r['error']}")
             continue
-        line = f"  {which:<8} cold {r['cold_ms']:9.1f}   warm (new process) {r['warm_ms']:8.2f}"
-        if which == "tessera":
+        line = f"  {which:<13} cold {r['cold_ms']:9.1f}   warm (new process) {r['warm_ms']:8.2f}"
+        if which.startswith("tessera"):
             line += (f"   [of which the @jit handle {r['warm_handle_ms']:.2f}, key + disk entry + module load "
                      f"{r['warm_rest_ms']:.2f}]")
         print(line)
@@ -143,6 +214,7 @@ def run(options):
         results["cold_ratio"] = t["cold_ms"] / tr["cold_ms"]
         print(f"  tessera cold / Triton cold = {results['cold_ratio']:.2f} (target <= 0.5); "
               f"tessera warm disk hit {t['warm_ms']:.2f} ms (target <= 1 ms)")
+    results["compile_only"] = compile_only(options)
     out = pathlib.Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compile_time.json").write_text(json.dumps(results, indent=1))

@@ -16,7 +16,9 @@ file with every number, in the output folder.
     python3 bench/harness.py softmax         # one of them (bench/softmax.py)
     python3 bench/softmax.py --quick         # fewer repetitions
 Options: --out DIR (default bench/results), --reps N, --quick, --json FILE
-(all results of this run in one file), --providers a,b (a subset).
+(all results of this run in one file), --providers a,b (a subset),
+--backend llvm|nvrtc|both (default both: tessera's kernels with each back-end
+side by side, as the providers "tessera" (LLVM's NVPTX) and "tessera-nvrtc").
 """
 import argparse
 import importlib.util
@@ -170,7 +172,20 @@ def parser(description=""):
     ap.add_argument("--quick", action="store_true", help="10 repetitions, 3 warm-up runs")
     ap.add_argument("--providers", default="", help="comma-separated subset")
     ap.add_argument("--json", default="", help="also write all results of this run here")
+    ap.add_argument("--backend", default="both", choices=["llvm", "nvrtc", "both"],
+                    help="tessera's back-end(s): both = providers tessera (llvm) and tessera-nvrtc side by side")
     return ap
+
+
+def tessera_backends(options):
+    """[(provider name, back-end)] for tessera's kernels: ("tessera", "llvm") and/or ("tessera-nvrtc", "nvrtc")."""
+    choice = getattr(options, "backend", "both")
+    out = []
+    if choice in ("llvm", "both"):
+        out.append(("tessera", "llvm"))
+    if choice in ("nvrtc", "both"):
+        out.append(("tessera-nvrtc", "nvrtc"))
+    return out
 
 
 def parse(ap, argv=None):

@@ -67,13 +67,15 @@ def triton_layer_norm(x, w, b, y, mean, rstd):
     return y
 
 
-def providers():
+def providers(options=None):
     import torch
 
-    def tessera_provider(inputs):
-        import tessera.kernels as tk
-        x, w, b, _, _, _ = inputs
-        return lambda: tk.layer_norm(x, w, b, EPS)
+    def tessera_provider(backend):
+        def make(inputs):
+            import tessera.kernels as tk
+            x, w, b, _, _, _ = inputs
+            return lambda: tk.layer_norm(x, w, b, EPS, backend=backend)
+        return make
 
     def torch_provider(inputs):
         x, w, b, _, _, _ = inputs
@@ -87,8 +89,9 @@ def providers():
         x, _, _, y, _, _ = inputs
         return lambda: y.copy_(x)
 
-    return {"tessera": tessera_provider, "torch": torch_provider, "triton": triton_provider,
-            "copy": copy_provider}
+    out = {name: tessera_provider(backend) for name, backend in harness.tessera_backends(options)}
+    out.update({"torch": torch_provider, "triton": triton_provider, "copy": copy_provider})
+    return out
 
 
 def check(inputs, provider, fn):
@@ -126,7 +129,7 @@ def nbytes(inputs):
 
 
 def run(options):
-    return [harness.run_benchmark("layernorm", cases(), providers(), nbytes, options, check=check)]
+    return [harness.run_benchmark("layernorm", cases(), providers(options), nbytes, options, check=check)]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ Providers:
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
 
+  tessera-nvrtc_raw  tessera_raw through the NVRTC back-end (docs/nvrtc.md; --backend llvm|nvrtc|both,
+                     default both)
+
     python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,tessera_autotuned,torch,triton]
+                            [--backend llvm|nvrtc|both]
 """
 import pathlib
 import sys
@@ -72,6 +76,7 @@ def main(argv=None):
     import tessera.kernels as tk
     from kernels.matmul import matmul_kernel
     default = tk.MATMUL_CONFIGS[0].kwargs
+    from tessera.kernels._files import with_backend
 
     def launcher(kernel, a, b, c, block, warps, stages=None):
         M, K = a.shape
@@ -99,9 +104,16 @@ def main(argv=None):
         "tessera_raw": lambda x: launcher(matmul_kernel, *x, (default["BLOCK_M"], default["BLOCK_N"],
                                                               default["BLOCK_K"]), first.num_warps,
                                           stages=first.num_stages),
+    }
+    for name, backend in harness.tessera_backends(options):
+        if backend != "llvm":  # the same raw launch through the other back-end
+            providers[name + "_raw"] = lambda x, k=with_backend(matmul_kernel, backend): launcher(
+                k, *x, (default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]), first.num_warps,
+                stages=first.num_stages)
+    providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
-    }
+    })
 
     def check(x, name, fn):
         x[2].fill_(float("nan"))  # the providers share the output: each must write all of it

@@ -2,7 +2,10 @@
 softmax (tutorial 02, below) vs a device-to-device copy of the same bytes
 (torch copy_: the bandwidth ceiling). GB/s = (bytes read + written) / time.
 
-    python3 bench/softmax.py [--quick] [--out DIR] [--providers tessera,copy]
+    python3 bench/softmax.py [--quick] [--out DIR] [--providers tessera,copy] [--backend llvm|nvrtc|both]
+
+tessera runs with each back-end (--backend, default both): "tessera" is LLVM's NVPTX
+back-end, "tessera-nvrtc" the NVRTC one (docs/nvrtc.md).
 """
 import pathlib
 import sys
@@ -79,13 +82,15 @@ def triton_softmax(x, y):
 
 # -------------------------------------------------------------- providers
 
-def providers():
+def providers(options=None):
     import torch
 
-    def tessera_provider(inputs):
-        import tessera.kernels as tk
-        x, y = inputs
-        return lambda: tk.softmax(x, out=y)
+    def tessera_provider(backend):
+        def make(inputs):
+            import tessera.kernels as tk
+            x, y = inputs
+            return lambda: tk.softmax(x, out=y, backend=backend)
+        return make
 
     def torch_provider(inputs):
         x, _ = inputs
@@ -99,8 +104,9 @@ def providers():
         x, y = inputs
         return lambda: y.copy_(x)
 
-    return {"tessera": tessera_provider, "torch": torch_provider, "triton": triton_provider,
-            "copy": copy_provider}
+    out = {name: tessera_provider(backend) for name, backend in harness.tessera_backends(options)}
+    out.update({"torch": torch_provider, "triton": triton_provider, "copy": copy_provider})
+    return out
 
 
 def check(inputs, provider, fn):
@@ -134,7 +140,7 @@ def nbytes(inputs):
 
 
 def run(options):
-    return [harness.run_benchmark("softmax", cases(), providers(), nbytes, options, check=check)]
+    return [harness.run_benchmark("softmax", cases(), providers(options), nbytes, options, check=check)]
 
 
 if __name__ == "__main__":

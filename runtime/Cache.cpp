@@ -1,6 +1,8 @@
 // The on-disk kernel cache (Cache.h; format and key in docs/runtime.md).
 #include "runtime/Cache.h"
 
+#include "runtime/Nvrtc.h"
+
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/SHA256.h>
 #include <llvm/Support/xxhash.h>
@@ -32,7 +34,7 @@ namespace fs = std::filesystem;
 
 // A new CompileOptions field changes the generated code: it must be added to
 // makeKey below (and then this size updated).
-struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; };
+struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; std::string backend; };
 static_assert(sizeof(CompileOptions) == sizeof(CompileOptionsFieldsInTheKey),
               "CompileOptions changed: add the new field to the cache key in runtime/Cache.cpp");
 
@@ -310,6 +312,14 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
   // Tensor cores: options.tensorCores or TESSERA_MMA (tensorCoresEnabled's rule).
   t += std::string("tensor_cores: ") + (tensorCoresEnabled(options) ? "1" : "0") + "\n";
+  // Back-end: options.backend or TESSERA_BACKEND (resolveBackend's rule); NVRTC's version too.
+  const std::string backend = resolveBackend(options);
+  t += "backend: " + backend;
+  if (backend == "nvrtc") {
+    const rt::NvrtcStatus &nvrtc = rt::nvrtcStatus();
+    t += " " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
+  }
+  t += "\n";
   key.digest = sha256Hex(t);
   return key;
 }
@@ -509,7 +519,8 @@ bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) 
   if (ok && stages && config_.keepStages) {
     std::string stem = path.substr(0, path.size() - std::strlen(kEntrySuffix));
     const std::pair<const char *, const std::string *> files[] = {
-        {".ir", &stages->ir}, {".ir-opt", &stages->irOpt}, {".ll", &stages->llvmIR}, {".ptx", &stages->ptx}};
+        {".ir", &stages->ir}, {".ir-opt", &stages->irOpt}, {".ll", &stages->llvmIR}, {".ptx", &stages->ptx},
+        {".cu", &stages->cuda}};
     for (const auto &[suffix, text] : files)
       if (!text->empty()) ok = writeFileAtomically(stem + suffix, *text) && ok;
   }

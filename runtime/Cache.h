@@ -99,6 +99,7 @@ std::optional<Entry> decode(std::string_view bytes, std::string *why = nullptr);
 // The stages kept with TESSERA_KEEP_STAGES=1, written next to the entry.
 struct Stages {
   std::string ir, irOpt, llvmIR, ptx;
+  std::string cuda; // the NVRTC back-end's CUDA C++ (.cu)
 };
 
 struct EntryInfo {

@@ -214,12 +214,14 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
       compiled.ptx = std::move(e->ptx);
       compiled.numWarps = e->numWarps;
       compiled.sharedBytes = e->sharedBytes;
+      compiled.backend = resolveBackend(options);
       if (disk.config().keepStages) { // the stages written next to the entry, when there
         std::string stem = disk.entryPath(key);
         stem.resize(stem.size() - 4);
         compiled.ir = readStage(stem + ".ir");
         compiled.irOpt = readStage(stem + ".ir-opt");
         compiled.llvmIR = readStage(stem + ".ll");
+        compiled.cuda = readStage(stem + ".cu");
       }
       Kernel k(std::move(compiled), std::move(signature), options.arch);
       k.impl_->key = std::move(key);
@@ -241,7 +243,7 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
     stored.numStages = options.numStages;
     stored.sharedBytes = compiled.sharedBytes;
     stored.ptx = compiled.ptx;
-    cache::Stages stages{compiled.ir, compiled.irOpt, compiled.llvmIR, compiled.ptx};
+    cache::Stages stages{compiled.ir, compiled.irOpt, compiled.llvmIR, compiled.ptx, compiled.cuda};
     if (!disk.store(key, stored, &stages)) key = {}; // unwritable: do not try again on load()
   }
   Kernel k(std::move(compiled), std::move(signature), options.arch);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up on a fresh Debian 12 machine: installs what tessera needs, builds it,
 # and runs the main job: compiling every bundled kernel (kernels/manifest.txt)
-# to PTX with the CLI, then assembling each PTX file with ptxas.
+# to PTX with the CLI, then assembling each PTX file with ptxas, with each of
+# the two back-ends (LLVM's NVPTX, and NVRTC from generated CUDA C++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,12 +20,28 @@ python3 -m pip install -q pybind11 pytest numpy nvidia-cuda-cuobjdump nvidia-cud
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 
-# The main job: every bundled kernel to PTX, each accepted by ptxas.
+# The NVRTC back-end (docs/nvrtc.md) needs libnvrtc: the CUDA toolkit's (/usr/local/cuda,
+# $CUDA_HOME, the loader's path), else the pip wheel, linked next to libtessera.so where
+# the runtime also looks.
+have_nvrtc() {
+  ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so* /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 \
+    || /sbin/ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' || ls build/lib/libnvrtc.so* >/dev/null 2>&1
+}
+if ! have_nvrtc; then
+  python3 -m pip install -q "nvidia-cuda-nvrtc>=13,<14"
+  wheel=$(python3 -m pip show nvidia-cuda-nvrtc | sed -n 's/^Location: //p')/nvidia/cu13/lib
+  ln -sf "$wheel"/libnvrtc* build/lib/
+fi
+
+# The main job: every bundled kernel to PTX with each back-end, each accepted by ptxas.
 ARCH="${TESSERA_ARCH:-sm_90a}"
-rm -rf build/ptx
-build/bin/tessera aot kernels/manifest.txt --arch "$ARCH" -o build/ptx
 PTXAS="${CUDA_HOME:-/usr/local/cuda}/bin/ptxas"
-for ptx in build/ptx/*.ptx; do
-  "$PTXAS" -arch="$ARCH" "$ptx" -o "${ptx%.ptx}.cubin"
+for backend in llvm nvrtc; do
+  out=build/ptx; [ "$backend" = llvm ] || out=build/ptx-$backend
+  rm -rf "$out"
+  build/bin/tessera aot kernels/manifest.txt --arch "$ARCH" --backend "$backend" -o "$out"
+  for ptx in "$out"/*.ptx; do
+    "$PTXAS" -arch="$ARCH" "$ptx" -o "${ptx%.ptx}.cubin"
+  done
+  echo "ptxas accepted $(ls "$out"/*.ptx | wc -l) PTX files for $ARCH ($backend back-end)"
 done
-echo "ptxas accepted $(ls build/ptx/*.ptx | wc -l) PTX files for $ARCH"

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The whole CPU test suite: C++ unit tests (ctest), the Python/CLI tests
-# (pytest: golden IR, expected diagnostics, ptxas on every kernel), and a
-# bounded fuzzing run of the front-end. Needs the build from scripts/setup.sh.
+# (pytest: golden IR, expected diagnostics, ptxas on every kernel), the
+# compile-and-ptxas tests again through the NVRTC back-end (docs/nvrtc.md),
+# and a bounded fuzzing run of the front-end. Needs the build from
+# scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmake --build build
 ctest --test-dir build --output-on-failure -j2 -LE gpu
 python3 -m pytest tests/python -q
+# Every kernel the language tests compile (and the bundled, generated and matmul kernels), through NVRTC.
+TESSERA_BACKEND=nvrtc python3 -m pytest tests/python -q -p no:cacheprovider \
+  -k "lang or kernels_ptx or matmul_ptx or vectorized or generated"
 bash tests/fuzz/run.sh "${TESSERA_FUZZ_SECONDS:-60}"

@@ -2,8 +2,9 @@
 // stage), and compile a manifest of kernels ahead of time. Needs no GPU.
 //
 //   tessera compile FILE --kernel NAME --signature SIG [--constexpr K=V]...
-//                   [--num-warps N] [--arch sm_90a] [--emit STAGE] [-o OUT]
-//   tessera aot MANIFEST [--arch sm_90a] [-o DIR]
+//                   [--num-warps N] [--arch sm_90a] [--backend llvm|nvrtc]
+//                   [--emit STAGE] [-o OUT]
+//   tessera aot MANIFEST [--arch sm_90a] [--backend llvm|nvrtc] [-o DIR]
 //   tessera list FILE
 //   tessera cache info|list|verify|clear   (CacheCommand.cpp)
 //   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
@@ -48,7 +49,10 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   --num-warps N        warps per program (power of 2, default 4)
   --num-stages N       software pipelining depth (default 3)
   --arch ARCH          sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a (default sm_90a)
-  --emit STAGE         ast | ir | ir-opt | llvm | ptx (default ptx)
+  --backend NAME       llvm (LLVM's NVPTX back-end, the default) or nvrtc (CUDA C++
+                       compiled by NVRTC); default: TESSERA_BACKEND, else llvm
+  --emit STAGE         ast | ir | ir-opt | llvm | cuda | ptx (default ptx); cuda is
+                       the CUDA C++ the nvrtc back-end compiles (with either back-end)
   --debug              check tl.device_assert and runtime asserts on the device
                        (also TESSERA_DEBUG=1)
   --tensor-cores       fp16/bf16 dots on tensor cores (mma.sync, sm_80+); also
@@ -58,7 +62,7 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   -o FILE              write the output to FILE instead of stdout
 )";
 
-const char *kAotUsage = R"(usage: tessera aot MANIFEST [--arch ARCH] [-o DIR]
+const char *kAotUsage = R"(usage: tessera aot MANIFEST [--arch ARCH] [--backend llvm|nvrtc] [-o DIR]
 
 Compiles every kernel listed in MANIFEST to DIR/<file>.<kernel>[.N].ptx
 (N counts further specialisations of the same kernel). Each
@@ -102,6 +106,12 @@ unsigned parseUnsigned(const std::string &flag, const std::string &text) {
   throw std::invalid_argument(flag + " needs a number, got '" + text + "'");
 }
 
+std::string backendValue(const std::string &name) {
+  if (name.empty() || !isBackendName(name))
+    throw std::invalid_argument("--backend must be llvm or nvrtc, got '" + name + "'");
+  return name;
+}
+
 void addConstexpr(std::map<std::string, ConstexprValue> &out, const std::string &assignment) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -115,6 +125,7 @@ const std::string &stageText(const CompiledKernel &k, Stage s) {
   case Stage::IR: return k.ir;
   case Stage::IROpt: return k.irOpt;
   case Stage::LLVM: return k.llvmIR;
+  case Stage::CUDA: return k.cuda;
   case Stage::PTX: return k.ptx;
   }
   return k.ptx;
@@ -140,6 +151,7 @@ int commandCompile(int argc, char **argv) {
     else if (arg == "--num-warps") options.numWarps = parseUnsigned(arg, value());
     else if (arg == "--num-stages") options.numStages = parseUnsigned(arg, value());
     else if (arg == "--arch") options.arch = value();
+    else if (arg == "--backend") options.backend = backendValue(value());
     else if (arg == "--debug") options.debug = true;
     else if (arg == "--tensor-cores") options.tensorCores = 1;
     else if (arg == "--no-tensor-cores") options.tensorCores = 0;
@@ -152,7 +164,7 @@ int commandCompile(int argc, char **argv) {
   }
   if (file.empty()) throw std::invalid_argument("compile needs a kernel FILE (see 'tessera compile --help')");
   auto stage = parseStage(emit);
-  if (!stage) throw std::invalid_argument("--emit must be one of ast, ir, ir-opt, llvm, ptx; got '" + emit + "'");
+  if (!stage) throw std::invalid_argument("--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx; got '" + emit + "'");
   if (*stage != Stage::AST) {
     if (kernel.empty()) throw std::invalid_argument("compile needs --kernel NAME");
     if (!haveSignature) throw std::invalid_argument("compile needs --signature (e.g. \"*fp32,*fp32,i32\")");
@@ -183,6 +195,7 @@ int commandAot(int argc, char **argv) {
       std::fputs(kAotUsage, stdout);
       return 0;
     } else if (arg == "--arch") base.arch = value();
+    else if (arg == "--backend") base.backend = backendValue(value());
     else if (arg == "-o" || arg == "--output") outDir = value();
     else if (!arg.empty() && arg[0] == '-') throw std::invalid_argument("unknown option '" + arg + "'");
     else manifest = arg;
@@ -219,7 +232,8 @@ int commandAot(int argc, char **argv) {
     std::printf("%s\n", outPath.c_str());
     ++count;
   }
-  std::printf("compiled %d kernel%s for %s\n", count, count == 1 ? "" : "s", base.arch.c_str());
+  std::printf("compiled %d kernel%s for %s (%s back-end)\n", count, count == 1 ? "" : "s", base.arch.c_str(),
+              resolveBackend(base).c_str());
   return 0;
 }
 

@@ -3,10 +3,14 @@
 // so concurrent calls from different threads are safe.
 #include "compiler/codegen/Codegen.h"
 
+#include "compiler/codegen/CudaEmitter.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/NVPTXTarget.h"
 
+#include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <stdexcept>
 
@@ -32,6 +36,15 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
                              std::to_string(maxSharedBytes(options.arch)) + ")");
 
   verifyOrThrow(module, "after lowering (a tessera bug)");
+  fn.sharedBytes = result.sharedBytes;
+  if (options.cuda) {
+    // The NVRTC back-end: the same per-thread form, printed as CUDA C++.
+    cleanupForCuda(module);
+    verifyOrThrow(module, "after the clean-up for CUDA C++ (a tessera bug)");
+    result.llvmIR = printModule(module);
+    result.cudaSource = emitCuda(module, fn.name);
+    return result;
+  }
   linkLibdevice(module, fn.name);
   if (options.optimize) {
     optimizeModule(module, *machine);
@@ -42,6 +55,21 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
     result.ptx = ::tessera::codegen::emitPTX(module, *machine);
   fn.sharedBytes = result.sharedBytes;
   return result;
+}
+
+std::string cudaFromLLVMAssembly(const std::string &text, const std::string &kernelName) {
+  llvm::LLVMContext context;
+  llvm::SMDiagnostic error;
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(text, error, context);
+  if (!module) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    error.print("llvm", os, /*ShowColors=*/false);
+    os.flush();
+    throw std::runtime_error("cannot parse the LLVM assembly: " + message);
+  }
+  verifyOrThrow(*module, "given to the CUDA C++ printer");
+  return emitCuda(*module, kernelName);
 }
 
 } // namespace tessera::codegen

@@ -1,6 +1,7 @@
 // Lowering of laid-out block IR to LLVM IR and, through LLVM's NVPTX
-// back-end, to PTX. The input must have a layout on every block value
-// (compiler/passes/LayoutAssignment).
+// back-end, to PTX; or (the NVRTC back-end, docs/nvrtc.md) the same
+// per-thread LLVM form printed as CUDA C++ for NVRTC. The input must have a
+// layout on every block value (compiler/passes/LayoutAssignment).
 #pragma once
 
 #include "compiler/ir/IR.h"
@@ -12,15 +13,26 @@ namespace tessera::codegen {
 struct CodegenOptions {
   std::string arch = "sm_90a"; // sm_80, sm_86, sm_89, sm_90, sm_90a
   bool optimize = true;        // run LLVM's O3 pipeline
+  // Print the lowered kernel as CUDA C++ (CodegenResult::cudaSource) instead
+  // of optimising it: llvmIR is then the form the source was printed from,
+  // and no PTX is made here (NVRTC makes it: runtime/Nvrtc.h).
+  bool cuda = false;
 };
 
 struct CodegenResult {
   std::string llvmIR; // the (optimised) LLVM module as text
   std::string ptx;    // empty when PTX was not asked for
+  std::string cudaSource; // with CodegenOptions::cuda
   unsigned sharedBytes = 0; // dynamic shared memory the kernel needs
 };
 
 // Throws std::runtime_error naming the op for anything it cannot lower.
 CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emitPTX);
+
+// The NVRTC back-end's printer on LLVM assembly text (a module in the form
+// KernelLowering builds): the CUDA C++ of `kernelName`, printed as is (no
+// clean-up). For tests and debugging; throws std::runtime_error for text
+// that does not parse and for what the printer does not support.
+std::string cudaFromLLVMAssembly(const std::string &text, const std::string &kernelName);
 
 } // namespace tessera::codegen

@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/Codegen.h"
 #include "compiler/passes/Pipeline.h"
+#include "runtime/Nvrtc.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -13,6 +14,7 @@ std::optional<Stage> parseStage(std::string_view name) {
   if (name == "ir") return Stage::IR;
   if (name == "ir-opt") return Stage::IROpt;
   if (name == "llvm") return Stage::LLVM;
+  if (name == "cuda") return Stage::CUDA;
   if (name == "ptx") return Stage::PTX;
   return std::nullopt;
 }
@@ -23,6 +25,7 @@ const char *stageName(Stage stage) {
   case Stage::IR: return "ir";
   case Stage::IROpt: return "ir-opt";
   case Stage::LLVM: return "llvm";
+  case Stage::CUDA: return "cuda";
   case Stage::PTX: return "ptx";
   }
   return "?";
@@ -88,6 +91,8 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   CompiledKernel out;
   out.name = kernelName;
   out.numWarps = options.numWarps;
+  out.backend = resolveBackend(options);
+  const bool nvrtc = out.backend == "nvrtc";
 
   ast::Module module = ast::parseModule(file);
   if (stopAfter == Stage::AST) {
@@ -117,11 +122,32 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   codegen::CodegenOptions cg;
   cg.arch = options.arch;
-  codegen::CodegenResult result = codegen::generate(*fn, cg, stopAfter == Stage::PTX);
+  // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
+  // optimising it; --emit cuda prints it whichever back-end is selected.
+  cg.cuda = nvrtc || stopAfter == Stage::CUDA;
+  codegen::CodegenResult result = codegen::generate(*fn, cg, stopAfter == Stage::PTX && !cg.cuda);
   out.llvmIR = std::move(result.llvmIR);
+  out.cuda = std::move(result.cudaSource);
   out.ptx = std::move(result.ptx);
   out.sharedBytes = result.sharedBytes;
+  if (stopAfter == Stage::PTX && nvrtc)
+    out.ptx = rt::nvrtcCompileToPtx(out.cuda, kernelName + ".cu", options.arch);
   return out;
+}
+
+bool isBackendName(std::string_view name) { return name.empty() || name == "llvm" || name == "nvrtc"; }
+
+std::string resolveBackend(const CompileOptions &options) {
+  std::string name = options.backend;
+  const char *from = "backend";
+  if (name.empty()) {
+    const char *env = std::getenv("TESSERA_BACKEND");
+    name = env ? env : "";
+    from = "TESSERA_BACKEND";
+  }
+  if (name.empty()) return "llvm";
+  if (name == "llvm" || name == "nvrtc") return name;
+  throw std::invalid_argument(std::string(from) + " must be 'llvm' or 'nvrtc', got '" + name + "'");
 }
 
 bool tensorCoresEnabled(const CompileOptions &options) {

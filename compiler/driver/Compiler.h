@@ -1,6 +1,8 @@
 // The compile driver: source text + kernel name + signature → every stage
-// of the kernel (AST, IR, optimised IR, LLVM IR, PTX), stopping after the
-// stage asked for. Used by the CLI, the Python module and the C++ API.
+// of the kernel (AST, IR, optimised IR, LLVM IR, CUDA C++, PTX), stopping
+// after the stage asked for. Used by the CLI, the Python module and the C++
+// API. Two back-ends make the PTX from the same per-thread LLVM form: LLVM's
+// NVPTX target ("llvm", the default) and NVRTC ("nvrtc", docs/nvrtc.md).
 #pragma once
 
 #include "dsl/Specializer.h"
@@ -14,9 +16,10 @@
 
 namespace tessera {
 
-// Ordered by pipeline depth: "stop after X" is one comparison.
-enum class Stage { AST, IR, IROpt, LLVM, PTX };
-std::optional<Stage> parseStage(std::string_view name); // "ast", "ir", "ir-opt", "llvm", "ptx"
+// Ordered by pipeline depth: "stop after X" is one comparison. CUDA is the
+// CUDA C++ the NVRTC back-end prints (with either back-end selected).
+enum class Stage { AST, IR, IROpt, LLVM, CUDA, PTX };
+std::optional<Stage> parseStage(std::string_view name); // "ast", "ir", "ir-opt", "llvm", "cuda", "ptx"
 const char *stageName(Stage stage);
 
 struct CompileOptions {
@@ -30,14 +33,24 @@ struct CompileOptions {
   // Tensor cores for fp16/bf16 dots (accelerate-dot, docs/tensor-cores.md):
   // 1 on, 0 off, -1 from TESSERA_MMA (on unless TESSERA_MMA=0).
   int tensorCores = -1;
+  // The last step to PTX: "llvm" (LLVM's NVPTX back-end), "nvrtc" (CUDA C++
+  // compiled by NVRTC), or "" for TESSERA_BACKEND (default "llvm").
+  std::string backend;
 };
 
 // options.tensorCores resolved against TESSERA_MMA.
 bool tensorCoresEnabled(const CompileOptions &options);
+// options.backend resolved against TESSERA_BACKEND: "llvm" or "nvrtc".
+// Throws std::invalid_argument for any other name.
+std::string resolveBackend(const CompileOptions &options);
+// "llvm" or "nvrtc" (and "" = the default) are back-ends.
+bool isBackendName(std::string_view name);
 
 struct CompiledKernel {
   std::string name;
   std::string ast, ir, irOpt, llvmIR, ptx; // filled up to the stage asked for
+  std::string cuda;    // the generated CUDA C++ (NVRTC back-end, or Stage::CUDA)
+  std::string backend; // the back-end that made (or would make) the PTX
   unsigned numWarps = 4;
   unsigned sharedBytes = 0;
 };

@@ -104,6 +104,7 @@ struct CompiledEntry {
   Kernel kernel;                 // PTX + lazily loaded modules per device
   std::map<std::string, ConstexprValue> constexprs;
   unsigned numStages = 3;
+  std::string backend; // as asked for ("" = TESSERA_BACKEND); kernel.compiled().backend is the resolved one
 };
 
 // Launches `entry` with the values of its runtime parameters (`args` gives

@@ -5,6 +5,7 @@
 #include "Bindings.h"
 
 #include "dsl/AST.h"
+#include "runtime/Nvrtc.h"
 
 #include <pybind11/stl.h>
 
@@ -54,6 +55,7 @@ py::dict asmOf(const CompiledEntry &entry) {
     options.numWarps = entry.kernel.numWarps();
     options.numStages = entry.numStages;
     options.arch = entry.kernel.arch();
+    options.backend = entry.kernel.compiled().backend;
     py::gil_scoped_release nogil;
     recompiled = compileKernel(entry.file, entry.kernel.name(), entry.kernel.signature(), entry.constexprs,
                                options, Stage::PTX);
@@ -66,6 +68,7 @@ py::dict asmOf(const CompiledEntry &entry) {
   out["ir"] = py::str(c.ir);
   out["ir-opt"] = py::str(c.irOpt);
   out["llvm"] = py::str(c.llvmIR);
+  out["cuda"] = py::str(c.cuda); // the NVRTC back-end's CUDA C++ ("" with the LLVM back-end)
   out["ptx"] = py::str(entry.kernel.ptx()); // the PTX the kernel runs
   return out;
 }
@@ -142,6 +145,8 @@ void registerCompile(py::module_ &m) {
       .def_property_readonly("num_stages", [](const CompiledEntry &e) { return e.numStages; })
       .def_property_readonly("shared", [](const CompiledEntry &e) { return e.kernel.sharedBytes(); })
       .def_property_readonly("arch", [](const CompiledEntry &e) { return e.kernel.arch(); })
+      .def_property_readonly("backend", [](const CompiledEntry &e) { return e.kernel.compiled().backend; },
+                             "The back-end that made the PTX: 'llvm' or 'nvrtc'")
       .def_property_readonly("from_cache", [](const CompiledEntry &e) { return e.kernel.fromCache(); },
                              "True when the PTX came from the disk cache (no compile ran)")
       .def_property_readonly("path", [](const CompiledEntry &e) { return e.file->path; })
@@ -192,7 +197,9 @@ void registerCompile(py::module_ &m) {
       "compile",
       [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
          py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
-         std::string arch) {
+         std::string arch, std::string backend) {
+        if (!isBackendName(backend))
+          throw py::value_error("backend must be 'llvm' or 'nvrtc', got '" + backend + "'");
         auto entry = std::make_shared<CompiledEntry>();
         entry->file = makeSourceFile(std::move(source), std::move(path), firstLine);
         entry->params = kernelParameters(entry->file, kernelName);
@@ -207,7 +214,9 @@ void registerCompile(py::module_ &m) {
         options.numWarps = numWarps;
         options.numStages = numStages;
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
+        options.backend = backend;
         entry->numStages = numStages;
+        entry->backend = backend;
         {
           py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
           entry->kernel = compileCached(entry->file, kernelName, std::move(specs), entry->constexprs, options);
@@ -216,8 +225,35 @@ void registerCompile(py::module_ &m) {
       },
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
       py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
-      py::arg("num_stages") = 3, py::arg("arch") = "sm_90a",
-      "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's).");
+      py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "",
+      "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's; backend "
+      "'llvm', 'nvrtc' or '' for TESSERA_BACKEND).");
+
+  m.def(
+      "nvrtc_status",
+      [] {
+        const rt::NvrtcStatus &s = rt::nvrtcStatus();
+        py::dict out;
+        out["available"] = s.available;
+        out["library"] = s.library;
+        out["version"] = py::make_tuple(s.major, s.minor);
+        out["error"] = s.error;
+        return out;
+      },
+      "Whether NVRTC (the nvrtc back-end's compiler) loads: {available, library, version, error}.");
+  m.def("add_nvrtc_search_directory", &rt::addNvrtcSearchDirectory, py::arg("dir"),
+        "One more folder to look for libnvrtc in (before NVRTC is first used).");
+  m.def(
+      "nvrtc_compile",
+      [](const std::string &source, const std::string &name, const std::string &arch) {
+        py::gil_scoped_release nogil;
+        return rt::nvrtcCompileToPtx(source, name, arch);
+      },
+      py::arg("source"), py::arg("name"), py::arg("arch") = "sm_90a",
+      "CUDA C++ to PTX with NVRTC as the nvrtc back-end calls it (RuntimeError with NVRTC's log).");
+  m.def(
+      "default_backend", [] { return resolveBackend(CompileOptions{}); },
+      "The back-end used when none is asked for: TESSERA_BACKEND, else 'llvm'.");
 }
 
 } // namespace tessera::python

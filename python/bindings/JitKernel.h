@@ -101,6 +101,8 @@ public:
   std::unordered_map<std::string, size_t> index;
   size_t numRuntime = 0;
   std::string runtimeNames, allNames;
+  // @tessera.jit(backend=...): "llvm", "nvrtc", or "" for TESSERA_BACKEND.
+  std::string backend;
 
   // arch + '\0' + key → compiled kernel (shared by devices of one arch).
   std::unordered_map<std::string, std::shared_ptr<CompiledEntry>> compiled;

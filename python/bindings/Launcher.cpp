@@ -314,6 +314,7 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   entry->file = k.file;
   entry->params = k.params;
   entry->numStages = b.numStages;
+  entry->backend = k.backend;
   for (const auto &[i, v] : s.constexprs) entry->constexprs[k.params[i].name] = v;
   std::vector<ArgSpec> signature;
   signature.reserve(s.args.size());
@@ -322,6 +323,7 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   options.numWarps = b.numWarps;
   options.numStages = b.numStages;
   options.arch = arch;
+  options.backend = k.backend;
   {
     py::gil_scoped_release nogil; // parallel compiles (the autotuner's threads); disk I/O too
     entry->kernel = compileCached(k.file, k.name, std::move(signature), entry->constexprs, options);
@@ -654,6 +656,22 @@ void registerLauncher(py::module_ &m) {
            py::arg("defaults") = py::none(), py::arg("do_not_specialize") = py::none(),
            py::arg("params") = py::none())
       .def_readonly("name", &JitKernel::name)
+      .def_property(
+          "backend", [](const JitKernel &k) { return k.backend; },
+          [](JitKernel &k, const std::string &name) {
+            if (!isBackendName(name))
+              throw py::value_error(k.name + ": backend must be 'llvm' or 'nvrtc', got '" + name + "'");
+            if (name != k.backend) { // what was compiled and loaded belongs to the old back-end
+              k.compiled.clear();
+              for (JitKernel::DeviceCache &d : k.devices) {
+                d.map.clear();
+                d.last = nullptr;
+                d.lastKey.clear();
+              }
+            }
+            k.backend = name;
+          },
+          "The back-end that makes its PTX: 'llvm', 'nvrtc', or '' for TESSERA_BACKEND (default llvm).")
       .def_property_readonly("path", [](const JitKernel &k) { return k.file->path; })
       .def_property_readonly("source", [](const JitKernel &k) { return k.file->text; })
       .def_property_readonly("params",

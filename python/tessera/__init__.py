@@ -20,6 +20,8 @@ from . import _loader
 import sys as _sys
 
 _C, _C_error = _loader.load(_sys.modules[__name__])
+if _C is not None:
+    _loader.add_nvrtc_wheel_directories(_C)
 
 from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
 from .compiler import CompiledKernel, compile  # noqa: E402

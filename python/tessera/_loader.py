@@ -54,3 +54,19 @@ def missing_message(error):
             "-DTESSERA_PREBUILT_LIB=$PWD/build/lib/libtessera.so && ninja -C build-gpu-py`), "
             "or point TESSERA_EXT_DIR at the directory holding _C*.so. Searched: "
             + ", ".join([str(_PACKAGE)] + search_path()))
+
+
+def add_nvrtc_wheel_directories(C):
+    """NVRTC (the nvrtc back-end's compiler, docs/nvrtc.md) from pip wheels: nvidia-cuda-nvrtc
+    (CUDA 13: nvidia/cu13/lib) or nvidia-cuda-nvrtc-cu12 (nvidia/cuda_nvrtc/lib), searched after
+    the CUDA toolkit's own copy."""
+    import os
+    import sys
+    for base in sys.path:
+        for sub in (("nvidia", "cu13", "lib"), ("nvidia", "cuda_nvrtc", "lib")):
+            d = os.path.join(base or ".", *sub)
+            if os.path.isdir(d):
+                try:
+                    C.add_nvrtc_search_directory(os.path.abspath(d))
+                except Exception:  # noqa: BLE001  (an older extension without it)
+                    return

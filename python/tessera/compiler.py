@@ -3,7 +3,8 @@
 
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32",
                         constexprs={"BLOCK_SIZE": 1024}, num_warps=4, target="sm_90a")
-    k.asm["ptx"]            # also "ast", "ir", "ir-opt" (alias "ttgir"), "llvm" (alias "llir")
+    k.asm["ptx"]            # also "ast", "ir", "ir-opt" (alias "ttgir"), "llvm" (alias "llir"),
+                            # "cuda" (the CUDA C++ of the nvrtc back-end: backend="nvrtc")
     k.metadata.shared       # dynamic shared memory in bytes; .num_warps, .name, .target ...
     k.n_regs                # loads it on the current GPU first
     k[(blocks,)](x, y, out, n)   # launch with exactly this specialisation
@@ -25,7 +26,8 @@ class CompiledKernel:
         self.metadata = types.SimpleNamespace(
             name=handle.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
             shared=handle.shared, target=handle.arch, arch=handle.arch, signature=handle.signature,
-            constexprs=handle.constexprs)
+            constexprs=handle.constexprs, backend=handle.backend)
+        self.backend = handle.backend
         self._asm = None
         self._attributes = None
 
@@ -76,15 +78,19 @@ class CompiledKernel:
                 f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
 
 
-def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None):
+def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
+            backend=None):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
     fn: a @tessera.jit function, or the path of a kernel file (then `kernel` names the function).
     signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
+    backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
+    from .jit import _check_backend
     C = _ext()
+    backend = _check_backend(backend)
     if isinstance(fn, (str, os.PathLike)):
         if not kernel:
             raise TypeError("tessera.compile(path, ...) needs kernel='name of the @jit function'")
@@ -100,5 +106,6 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
                 raise TypeError(f"tessera.compile() takes a @tessera.jit function or a file path, not {fn!r}")
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
+        backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
-                                    num_warps, num_stages, target or ""))
+                                    num_warps, num_stages, target or "", backend))

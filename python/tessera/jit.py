@@ -15,6 +15,11 @@ Launch options: num_warps (default 4), num_stages (default 3), stream (an int
 CUstream or an object with .cuda_stream; default: torch's current stream, or
 the legacy default stream without torch).
 
+Back-end: @tessera.jit(backend="nvrtc") makes the kernel's PTX with NVRTC from
+generated CUDA C++ instead of LLVM's NVPTX back-end (docs/nvrtc.md); the
+default is TESSERA_BACKEND, else "llvm". kernel.backend can be changed later
+(compiled specialisations are then dropped).
+
 Interpret mode: @tessera.jit(interpret=True), or TESSERA_INTERPRET=1 in the
 environment when the kernel is decorated (interpret=False overrides it), or
 setting kernel.interpret = True, makes kernel[grid](...) run the kernel on
@@ -39,6 +44,18 @@ def _ext():
     return _C
 
 
+BACKENDS = ("llvm", "nvrtc")
+
+
+def _check_backend(backend):
+    if backend in (None, ""):
+        return ""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)} (or None for TESSERA_BACKEND), "
+                         f"got {backend!r}")
+    return backend
+
+
 def _interpret_from_environment():
     return os.environ.get("TESSERA_INTERPRET", "").strip().lower() not in ("", "0", "false", "no", "off")
 
@@ -57,6 +74,18 @@ class JITFunction:
         interpret = options.get("interpret")
         self.interpret = _interpret_from_environment() if interpret is None else bool(interpret)
         self._interpreter = None
+        self._backend = _check_backend(options.get("backend"))
+
+    @property
+    def backend(self):
+        """The back-end asked for: "llvm", "nvrtc", or "" (TESSERA_BACKEND, else llvm)."""
+        return self._backend
+
+    @backend.setter
+    def backend(self, value):
+        self._backend = _check_backend(value)
+        if self._handle is not None:
+            self._handle.backend = self._backend
 
     @property
     def src(self):
@@ -83,8 +112,10 @@ class JITFunction:
         if self._handle is None:
             C = _ext()
             # From the reduction remembered on disk when there is one (_source_cache.py: a warm start).
-            self._handle = _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
-                                                    self.options.get("do_not_specialize"))
+            handle = _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
+                                              self.options.get("do_not_specialize"))
+            handle.backend = self._backend
+            self._handle = handle
             self._launch = C.launch
             # kernel[grid](...) without Python in between: a vectorcall object (bindings/FastLaunch.cpp).
             self._fast = C.KernelLauncher(self._handle)

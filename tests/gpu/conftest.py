@@ -20,7 +20,10 @@ import gpu_helpers  # noqa: E402
 
 
 def pytest_report_header(config):
-    return f"tessera GPU suite: {gpu_helpers.describe()}"
+    # Every kernel compiles with the default back-end: TESSERA_BACKEND (llvm or nvrtc, docs/nvrtc.md).
+    import os
+    backend = os.environ.get("TESSERA_BACKEND") or "llvm"
+    return f"tessera GPU suite: {gpu_helpers.describe()}; back-end {backend}"
 
 
 def pytest_collection_modifyitems(config, items):

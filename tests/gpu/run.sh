@@ -32,6 +32,13 @@
 # and prints one summary line with the counts and the device; the exit status
 # is non-zero if anything failed (or could not run).
 #
+# Back-end: TESSERA_BACKEND=nvrtc bash tests/gpu/run.sh runs the whole suite with every kernel's
+# PTX made by NVRTC from generated CUDA C++ instead of LLVM's NVPTX back-end (docs/nvrtc.md):
+# the C++ tests, the example and the Python tests all compile through the default back-end,
+# which TESSERA_BACKEND sets. The summary line names the back-end; both should give the same
+# counts. NVRTC is checked first (libnvrtc from the CUDA toolkit, the loader's path,
+# $TESSERA_NVRTC, or the nvidia-cuda-nvrtc pip wheel).
+#
 # Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build),
 # TESSERA_GPU_PY_BUILD (default build-gpu-py), PYTEST_ARGS (extra pytest arguments),
 # TESSERA_BENCH=1 (step 5), TESSERA_SANITIZE=1 (step 6).
@@ -51,6 +58,13 @@ fail() { failures+=("$1"); }
 
 # The binaries were linked on another machine, maybe at another path: find the library anyway.
 export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+BACKEND=${TESSERA_BACKEND:-llvm}
+case "$BACKEND" in
+  llvm|nvrtc) export TESSERA_BACKEND="$BACKEND" ;;
+  *) echo "tests/gpu/run.sh: TESSERA_BACKEND must be llvm or nvrtc, got '$BACKEND'"
+     echo "tessera GPU suite: FAIL (bad TESSERA_BACKEND)"; exit 2 ;;
+esac
 
 # --- 0. The prebuilt compiler, tests and example ---------------------------------------------
 need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add"
@@ -137,6 +151,41 @@ EOF
 [ -n "$DEVICE" ] || DEVICE="unknown device"
 note "device: $DEVICE"
 
+# The back-end: with nvrtc, NVRTC must load and compile a bundled kernel before anything else runs.
+BACKEND_NOTE="backend $BACKEND"
+nvrtc_check() {
+  "$BUILD/bin/tessera" compile kernels/vector_add.py --kernel add_kernel --signature "*fp32:16,*fp32:16,*fp32:16,i32" \
+    --constexpr BLOCK_SIZE=1024 --backend nvrtc -o "$LOGS/nvrtc-check.ptx" >"$LOGS/nvrtc-check.log" 2>&1
+}
+if [ "$BACKEND" = nvrtc ]; then
+  if ! nvrtc_check && [ -z "${TESSERA_NVRTC:-}" ]; then
+    # No toolkit NVRTC where the C++ side looks: torch's pip wheel (nvidia-cuda-nvrtc[-cu12]) will do.
+    wheel=$("$PY" - <<'EOF' 2>/dev/null
+import os, sys
+for base in sys.path:
+    for sub in (("nvidia", "cu13", "lib", "libnvrtc.so.13"), ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12")):
+        p = os.path.join(base or ".", *sub)
+        if os.path.exists(p):
+            print(os.path.abspath(p)); sys.exit(0)
+EOF
+)
+    if [ -n "$wheel" ]; then
+      export TESSERA_NVRTC="$wheel"
+      note "NVRTC from the pip wheel: TESSERA_NVRTC=$wheel"
+    fi
+  fi
+  if nvrtc_check; then
+    ver=$("$PY" -c "import sys; sys.path.insert(0, 'python'); import tessera; s = tessera._C.nvrtc_status(); print('NVRTC %d.%d (%s)' % (*s['version'], s['library']))" 2>/dev/null)
+    BACKEND_NOTE="backend nvrtc${ver:+, $ver}"
+  else
+    cat "$LOGS/nvrtc-check.log"
+    echo "tessera GPU suite on $DEVICE: FAIL — TESSERA_BACKEND=nvrtc but NVRTC cannot compile a kernel (see above)"
+    exit 2
+  fi
+fi
+note "$BACKEND_NOTE"
+summary=("$BACKEND_NOTE" "${summary[@]}")
+
 # --- 2. C++ runtime tests ----------------------------------------------------------------------
 note "2. $BUILD/tests/tessera_gpu_tests"
 "$BUILD/tests/tessera_gpu_tests" 2>&1 | tee "$LOGS/gtest.log"
@@ -181,7 +230,9 @@ fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
 # Benchmarks (softmax, layernorm, matmul, attention, launch overhead, compile time) with TESSERA_BENCH=1;
-# TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json.
+# TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json. The softmax,
+# layernorm, matmul and compile-time benchmarks report both back-ends side by side ("tessera" = LLVM,
+# "tessera-nvrtc" = NVRTC; --backend llvm|nvrtc|both in TESSERA_BENCH_ARGS picks).
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
   for b in softmax layernorm matmul attention launch_overhead compile_time; do
     note "5. bench/$b.py"
@@ -202,8 +253,10 @@ except Exception:
 try:
     p = json.loads((d / "compile_time.json").read_text())["providers"]
     t, tr = p["tessera"], p.get("triton", {})
-    out.append(f"compile cold tessera {t['cold_ms']:.0f} ms vs triton "
-               + (f"{tr['cold_ms']:.0f} ms" if "cold_ms" in tr else "FAILED")
+    tn = p.get("tessera-nvrtc", {})
+    out.append(f"compile cold tessera {t['cold_ms']:.0f} ms"
+               + (f" (nvrtc back-end {tn['cold_ms']:.0f} ms)" if "cold_ms" in tn else "")
+               + " vs triton " + (f"{tr['cold_ms']:.0f} ms" if "cold_ms" in tr else "FAILED")
                + f", warm disk hit {t['warm_ms']:.2f} ms")
 except Exception:
     pass

@@ -52,7 +52,7 @@ def test_ptx_stage_is_ptx():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, ptx; got 'bogus'"),
+    (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx; got 'bogus'"),
     (["--arch", "sm_70"], "unsupported architecture 'sm_70'"),
     (["--num-warps", "3"], "num_warps must be a power of 2 between 1 and 32, got 3"),
     (["--constexpr", "BLOCK_SIZE"], "--constexpr needs NAME=VALUE, got 'BLOCK_SIZE'"),

@@ -1,6 +1,7 @@
 """Golden tests: printed IR of a kernel after a stage or pass.
 
-Each file tests/golden/<stage-or-pass>/<case>.ir starts with a line
+Each file tests/golden/<stage-or-pass>/<case>.ir (or .cu: the CUDA C++ of the
+NVRTC back-end, tests/golden/cuda/) starts with a line
 `// RUN: <tessera arguments>`; the rest is the expected output. Set
 TESSERA_UPDATE_GOLDEN=1 to rewrite them (then read the diff before committing).
 """
@@ -12,7 +13,7 @@ import pytest
 from conftest import ROOT, run_cli
 
 GOLDEN = ROOT / "tests" / "golden"
-CASES = sorted(GOLDEN.glob("*/*.ir"))
+CASES = sorted(GOLDEN.glob("*/*.ir")) + sorted(GOLDEN.glob("*/*.cu"))
 
 
 def test_there_are_golden_cases():

@@ -41,3 +41,19 @@ def load(name):
         del sys.modules[module_name]
         raise
     return module
+
+
+_variants = {}
+
+
+def with_backend(kernel, backend):
+    """`kernel` itself when backend is None or "", else a copy of the @jit function whose PTX that
+    back-end makes ("llvm" or "nvrtc": docs/nvrtc.md), with its own compiled-kernel caches (made once)."""
+    if not backend:
+        return kernel
+    key = (id(kernel), backend)
+    variant = _variants.get(key)
+    if variant is None:
+        from ..jit import JITFunction
+        variant = _variants[key] = JITFunction(kernel.fn, **{**kernel.options, "backend": backend})
+    return variant

@@ -40,7 +40,7 @@ def _element_size(dtype):
 
 
 def layer_norm(x, weight, bias, eps=1e-5, *, return_stats=False, block_size=None, num_warps=None,
-               programs=None, looped=None):
+               programs=None, looped=None, backend=None):
     import torch
     shape = x.shape
     n_cols = shape[-1]
@@ -64,13 +64,13 @@ def layer_norm(x, weight, bias, eps=1e-5, *, return_stats=False, block_size=None
         module = _files.load("layernorm")
         meta = {"BLOCK_SIZE": config["BLOCK_SIZE"]}
         if config["kernel"] == "looped":
-            module.layer_norm_fwd_looped_kernel[(n_rows,)](
+            _files.with_backend(module.layer_norm_fwd_looped_kernel, backend)[(n_rows,)](
                 x2, y, weight, bias, mean, rstd, x2.stride(0), y.stride(0), n_cols, float(eps), **meta,
                 num_warps=config["num_warps"])
         else:
             if config["BLOCK_SIZE"] < n_cols:
                 raise ValueError(f"block_size {config['BLOCK_SIZE']} < {n_cols} columns needs looped=True")
-            kernel = module.layer_norm_fwd_kernel
+            kernel = _files.with_backend(module.layer_norm_fwd_kernel, backend)
             args = (x2, y, weight, bias, mean, rstd, x2.stride(0), y.stride(0), n_rows, n_cols, float(eps))
             if programs is None:
                 programs = n_rows  # one per row (measured faster than a persistent loop)

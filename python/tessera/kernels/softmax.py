@@ -47,9 +47,10 @@ def _element_size(dtype):
     return torch.empty((), dtype=dtype).element_size()
 
 
-def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, online=None):
+def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, online=None, backend=None):
     """Row softmax of the last dim of a CUDA tensor (any leading dims). The keyword
-    arguments override the heuristics (programs: grid size; online: which kernel)."""
+    arguments override the heuristics (programs: grid size; online: which kernel);
+    backend: "llvm" or "nvrtc" (default: TESSERA_BACKEND, else llvm)."""
     import torch
     if x.dim() == 0:
         raise ValueError("softmax needs at least one dimension")
@@ -72,6 +73,7 @@ def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, onli
         config["num_warps"] = num_warps
     module = _files.load("softmax")
     kernel = module.softmax_online_kernel if config["kernel"] == "online" else module.softmax_kernel
+    kernel = _files.with_backend(kernel, backend)
     if config["kernel"] == "register" and config["BLOCK_SIZE"] < n_cols:
         raise ValueError(f"block_size {config['BLOCK_SIZE']} < {n_cols} columns needs online=True")
     args = (y, x2, x2.stride(0), y.stride(0), n_rows, n_cols)
