@@ -84,7 +84,7 @@ def test_emit_llvm_with_nvrtc_is_the_form_the_source_is_printed_from():
 def test_shared_memory_is_extern_shared():
     entry = next(e for e in manifest_entries() if e[1] == "softmax_kernel")
     out = run_cli(compile_args(entry) + ["--emit", "cuda"], check=True).stdout
-    assert "extern __shared__ __align__(16) unsigned char global_smem[];" in out
+    assert "extern __shared__ __align__(128) unsigned char global_smem[];" in out
     assert "__syncthreads();" in out and "__shfl_xor_sync(" in out
 
 
