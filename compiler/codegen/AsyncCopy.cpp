@@ -98,17 +98,22 @@ void KernelLowering::lowerAsyncCopy(ir::Operation &op) {
   Value *base = stageBase(op, buffer, op.operand(2));
   Type *memTy = memoryType(elem, &op);
 
-  // Registers along dim 1 (the row) in groups of `vec` (at most one chunk).
+  // Registers along the stored row (dim 1, or dim 0 for a transposed tile)
+  // in groups of `vec` (at most one chunk).
+  const unsigned along = tile.transposed ? 0 : 1;
+  const int64_t rowLength = tile.transposed ? buffer->type.shape[1] : cols;
   unsigned vec = 1;
-  if (layout.order()[0] == 1 && !layout.dim(1).sliced)
+  if (layout.order()[0] == along && !layout.dim(along).sliced)
     vec = std::min(vectorWidth(op, layout, elemBits, masked), tile.vec);
   const unsigned bytes = vec * elemBytes;
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r)) continue;
     std::vector<unsigned> idx = layout.regIndex(r);
-    if (idx[1] % vec != 0) continue; // part of the group its first register copies
+    if (idx[along] % vec != 0) continue; // part of the group its first register copies
     std::vector<Value *> c = coordinates(layout, r);
-    Value *dst = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, cols, elemBytes, c[0], c[1]));
+    Value *offset = tile.transposed ? sharedElementOffset(tile, rowLength, elemBytes, c[1], c[0])
+                                    : sharedElementOffset(tile, rowLength, elemBytes, c[0], c[1]);
+    Value *dst = b_.CreateGEP(b_.getInt8Ty(), base, offset);
     Value *on = pred;
     if (mask) on = b_.CreateAnd(on, (*mask)[r]);
     if (Value *owner = ownerPredicate(layout, r)) on = b_.CreateAnd(on, owner);

@@ -185,7 +185,21 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
       if (tf32)
         for (Value *&w : aFrag[mi]) w = toTf32(w);
     }
-    if (!tf32 && !int8) {
+    if (tileB->transposed) {
+      // B stored [N][K] (k contiguous): plain ldmatrix hands lane (g, t) the
+      // 32-bit word t of row n = g, which is its B register for every type.
+      // Matrix (kb, n-tile of the pair) = (bit3, bit4), rows n.
+      for (int64_t ni = 0; ni < nTiles; ni += 2) {
+        const bool pair = ni + 1 < nTiles;
+        Value *n = b_.CreateAdd(b_.CreateMul(bChunk(ni, pair), i32(8)), l7);
+        Value *chunk = b_.CreateAdd(bit3, i32(2 * ks));
+        std::vector<Value *> r = ldmatrix(false, bBase, sharedChunkOffset(*tileB, K * elemBytes, n, chunk), pair ? 4 : 2);
+        if (tf32)
+          for (Value *&w : r) w = toTf32(w);
+        bFrag[ni] = {r[0], r[1]};
+        if (pair) bFrag[ni + 1] = {r[2], r[3]};
+      }
+    } else if (!tf32 && !int8) {
       // B 16-bit: ldmatrix.trans gives each lane its k pairs.
       Value *bRow = b_.CreateAdd(bK, i32(16 * ks));
       for (int64_t ni = 0; ni < nTiles; ni += 2) {

@@ -32,7 +32,8 @@ std::string Layout::str() const {
     return "#dot_op<opIdx=" + std::to_string(opIdx) + ", " + parent->str() + ">";
   if (kind == Kind::Shared)
     return "#shared<opIdx=" + std::to_string(opIdx) + ", vec=" + std::to_string(vec) +
-           ", perPhase=" + std::to_string(perPhase) + ", maxPhase=" + std::to_string(maxPhase) + ">";
+           ", perPhase=" + std::to_string(perPhase) + ", maxPhase=" + std::to_string(maxPhase) +
+           (transposed ? ", order=[0,1]>" : ">");
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
          ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
 }
@@ -47,7 +48,8 @@ bool Layout::operator==(const Layout &o) const {
   if (kind == Kind::DotOperand)
     return opIdx == o.opIdx && sameLayout(parent, o.parent);
   if (kind == Kind::Shared)
-    return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase;
+    return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase &&
+           transposed == o.transposed;
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
          warpsPerCTA == o.warpsPerCTA && order == o.order;
 }
@@ -87,11 +89,13 @@ LayoutRef Layout::dotOperand(unsigned opIdx, LayoutRef parent) {
   return l;
 }
 
-LayoutRef Layout::sharedMmaOperand(unsigned opIdx, int64_t cols, unsigned elemBits) {
+LayoutRef Layout::sharedMmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed) {
   auto l = std::make_shared<Layout>();
   l->kind = Kind::Shared;
   l->opIdx = opIdx;
+  l->transposed = transposed;
   l->vec = 128 / elemBits;
+  const int64_t cols = rowLength;
   // A 128-byte line holds 8 chunks: rows shorter than that share a line, so
   // the phase advances every 8 / chunksPerRow rows.
   const int64_t chunksPerRow = std::max<int64_t>(1, cols / l->vec);

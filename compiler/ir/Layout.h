@@ -33,7 +33,10 @@
 // chunk c ^ ((r / perPhase) % maxPhase), so the 8 rows one ldmatrix reads
 // fall on 8 different bank groups. For operand A (opIdx 0) the rows of each
 // 16-row group are stored in mma order (block row 2g + h at row 8h + g,
-// see Mma above) so that those 8 rows are consecutive.
+// see Mma above) so that those 8 rows are consecutive. A transposed tile
+// (operand B only, order=[0,1]) is stored the other way round, [cols][rows]
+// with the block's dim 0 contiguous, as B arrives from a column-major matrix
+// (K^T read through strides); ldmatrix then needs no .trans.
 #pragma once
 
 #include <memory>
@@ -58,6 +61,7 @@ struct Layout {
   unsigned opIdx = 0; // also Shared's
   // Shared: the swizzle (elements per 16-byte chunk, rows per phase, phases)
   unsigned vec = 8, perPhase = 1, maxPhase = 1;
+  bool transposed = false;
 
   unsigned rank() const;
   // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>",
@@ -71,9 +75,10 @@ struct Layout {
   static LayoutRef slice(unsigned dim, LayoutRef parent);
   static LayoutRef mma(unsigned version, std::vector<unsigned> wpc);
   static LayoutRef dotOperand(unsigned opIdx, LayoutRef parent);
-  // The swizzled shared tile of mma operand opIdx with `cols` elements of
-  // `elemBits` bits per row (cols * elemBits a multiple of 128).
-  static LayoutRef sharedMmaOperand(unsigned opIdx, int64_t cols, unsigned elemBits);
+  // The swizzled shared tile of mma operand opIdx with `rowLength` elements
+  // of `elemBits` bits per stored row (a multiple of 128 bits): the block's
+  // dim 1, or dim 0 when transposed.
+  static LayoutRef sharedMmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed = false);
   // The blocked layout an Mma layout is register-for-register.
   static LayoutRef mmaAsBlocked(const Layout &mma);
 };

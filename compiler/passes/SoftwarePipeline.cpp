@@ -265,7 +265,11 @@ private:
       const Type &t = c.load->result()->type;
       b.setLoc(c.load->loc);
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages_, t.shape[0], t.shape[1]}));
-      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[1], bitWidth(t.scalar));
+      // B read along its dim 0 (a column-major matrix, K^T through strides)
+      // is stored transposed, so that cp.async still moves 16-byte runs.
+      const LayoutRef &l = c.load->operand(0)->layout;
+      const bool transposed = c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked && l->order[0] == 0;
+      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
     }
   }
 
