@@ -11,6 +11,8 @@
 //                  predicated load and shared store per element.
 //   async_commit   cp.async.commit_group
 //   async_wait     cp.async.wait_group N
+//   local_store    a register value into a stage (once, before a loop that
+//                  reads it every iteration; MmaDot.cpp's stageToShared)
 //   local_load     nothing moves: the dot reads its operand from the stage
 //                  with ldmatrix (MmaDot.cpp).
 //
@@ -140,6 +142,10 @@ void KernelLowering::lowerAsyncGroup(ir::Operation &op) {
   InlineAsm *fence = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}",
                                     /*hasSideEffects=*/true);
   b_.CreateCall(fence, {});
+}
+
+void KernelLowering::lowerLocalStore(ir::Operation &op) {
+  stageToShared(op, op.operand(0), stageBase(op, op.operand(1), op.operand(2)), *op.operand(1)->layout);
 }
 
 void KernelLowering::lowerLocalLoad(ir::Operation &op) {

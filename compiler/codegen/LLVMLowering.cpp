@@ -273,6 +273,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::AsyncCopy: return lowerAsyncCopy(op);
   case OpCode::AsyncCommit: case OpCode::AsyncWait: return lowerAsyncGroup(op);
   case OpCode::LocalLoad: return lowerLocalLoad(op);
+  case OpCode::LocalStore: return lowerLocalStore(op);
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: return lowerAtomic(op);
   case OpCode::Print: case OpCode::Assert: case OpCode::Assume: case OpCode::Barrier:
     return lowerDebugOp(op);

@@ -157,6 +157,7 @@ private:
   void lowerAsyncCopy(ir::Operation &op);
   void lowerAsyncGroup(ir::Operation &op); // async_commit, async_wait
   void lowerLocalLoad(ir::Operation &op);
+  void lowerLocalStore(ir::Operation &op);
   llvm::Value *stageBase(ir::Operation &op, ir::Value *buffer, ir::Value *stage);
   // Swizzled tiles (compiler/ir/Layout.h, Shared), i32 byte offsets from the tile's start.
   llvm::Value *sharedStoredRow(const ir::Layout &tile, llvm::Value *row);

@@ -340,6 +340,14 @@ private:
         return fail(op, "mask must be i1 of the pointer's shape");
       return true;
     }
+    case OpCode::LocalStore: {
+      if (!nOperands(3) || !nResults(0)) return false;
+      const Type &buf = op.operand(1)->type;
+      if (!isBuffer(op.operand(1)) || op.operand(2)->type != Type(ScalarType::I32))
+        return fail(op, "expects (value, buffer, i32 stage)");
+      return op.operand(0)->type == buf.withShape({buf.shape[1], buf.shape[2]}) ||
+             fail(op, "the value must be one stage of the buffer");
+    }
     case OpCode::LocalLoad: {
       if (!nOperands(2) || !nResults(1)) return false;
       const Type &buf = op.operand(0)->type;

@@ -26,6 +26,11 @@
 // p + d*c. Copies past the end (pred false) and masked-off elements write
 // zeros, which is what `other=0` asked for. Loads that do not fit stay as
 // they are (the dot then stages them itself).
+//
+// A dot operand computed before the loop (FlashAttention's Q tile) is
+// stored into a one-stage buffer once before the loop (local_store,
+// barrier) and read there with local_load, instead of being staged by the
+// dot in every iteration.
 #include "compiler/passes/SoftwarePipeline.h"
 
 #include "compiler/passes/CommonSubexpressionElimination.h"
@@ -86,15 +91,18 @@ public:
       : fn_(fn), loop_(loop), body_(loop.region(0)), stages_(stages) {}
 
   bool run() {
-    if (!constantStep()) return false;
-    std::vector<Candidate> candidates = findCandidates();
-    if (candidates.empty()) return false;
-    allocateBuffers(candidates);
-    emitPrologue(candidates);
-    Value *stage = addStageCounter();
-    emitLoopHead(candidates, stage);
-    for (Candidate &c : candidates) readFromBuffer(c, stage);
-    emitEpilogue(candidates);
+    std::vector<Candidate> invariants = findInvariantOperands();
+    std::vector<Candidate> candidates = constantStep() ? findCandidates() : std::vector<Candidate>{};
+    if (candidates.empty() && invariants.empty()) return false;
+    stageInvariants(invariants);
+    if (!candidates.empty()) {
+      allocateBuffers(candidates);
+      emitPrologue(candidates);
+      Value *stage = addStageCounter();
+      emitLoopHead(candidates, stage);
+      for (Candidate &c : candidates) readFromBuffer(c, stage);
+    }
+    emitEpilogue(candidates, invariants);
     return true;
   }
 
@@ -168,6 +176,58 @@ private:
     return n;
   }
 
+  // convert_layout(x) -> #dot_op read only by mma dots at that operand.
+  bool feedsOnlyMmaDots(Operation &convert) {
+    if (convert.code != OpCode::ConvertLayout || !convert.result()->layout ||
+        convert.result()->layout->kind != Layout::Kind::DotOperand)
+      return false;
+    const unsigned opIdx = convert.result()->layout->opIdx;
+    bool only = true;
+    walk(fn_.body, [&](Operation &user) {
+      for (size_t i = 0; i < user.operands.size(); ++i)
+        if (user.operands[i] == convert.result())
+          only = only && user.code == OpCode::Dot && i == opIdx && user.result()->layout &&
+                 user.result()->layout->kind == Layout::Kind::Mma;
+    });
+    return only;
+  }
+
+  static bool stageableType(const Type &t) {
+    return t.rank() == 2 && !t.pointer &&
+           (t.scalar == ScalarType::F16 || t.scalar == ScalarType::BF16 || t.scalar == ScalarType::F32 ||
+            t.scalar == ScalarType::I8);
+  }
+
+  // Operands computed before the loop (FlashAttention's Q tile): staged into
+  // shared memory once, instead of by the dot in every iteration.
+  std::vector<Candidate> findInvariantOperands() {
+    std::vector<Candidate> found;
+    for (auto &op : body_->ops)
+      if (op->code == OpCode::ConvertLayout && !definedInBody(op->operand(0)) &&
+          op->operand(0)->type.isBlock() && op->operand(0)->layout &&
+          op->operand(0)->layout->kind == Layout::Kind::Blocked && stageableType(op->operand(0)->type) &&
+          feedsOnlyMmaDots(*op))
+        found.push_back({nullptr, op.get(), op->result()->layout->opIdx});
+    return found;
+  }
+
+  void stageInvariants(std::vector<Candidate> &cs) {
+    if (cs.empty()) return;
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setLoc(loop_.loc);
+    Value *zero = b.intConstant(0, Type(ScalarType::I32));
+    for (Candidate &c : cs) {
+      Value *x = c.convert->operand(0);
+      const Type &t = x->type;
+      c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
+      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[1], bitWidth(t.scalar));
+      b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
+    }
+    b.create(OpCode::Barrier, {}, {});
+    for (Candidate &c : cs) readFromBuffer(c, zero);
+  }
+
   std::vector<Candidate> findCandidates() {
     std::vector<Candidate> found;
     for (auto &op : body_->ops) {
@@ -177,22 +237,11 @@ private:
       Value *loaded = op->operand(0);
       Operation *load = loaded->definingOp;
       if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(loaded) != 1) continue;
-      const Type &t = loaded->type;
-      if (t.rank() != 2 || t.pointer) continue;
-      if (t.scalar != ScalarType::F16 && t.scalar != ScalarType::BF16 && t.scalar != ScalarType::F32 &&
-          t.scalar != ScalarType::I8)
-        continue;
+      if (!stageableType(loaded->type)) continue;
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
       if (load->loadOther() && !isZero(load->loadOther())) continue;
       const unsigned opIdx = op->result()->layout->opIdx;
-      bool onlyMmaDots = true;
-      walk(fn_.body, [&](Operation &user) {
-        for (size_t i = 0; i < user.operands.size(); ++i)
-          if (user.operands[i] == op->result())
-            onlyMmaDots = onlyMmaDots && user.code == OpCode::Dot && i == opIdx && user.result()->layout &&
-                          user.result()->layout->kind == Layout::Kind::Mma;
-      });
-      if (!onlyMmaDots) continue;
+      if (!feedsOnlyMmaDots(*op)) continue;
       if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
       found.push_back({load, op.get(), opIdx});
     }
@@ -343,15 +392,18 @@ private:
     body_->ops.erase(position(*c.convert));
   }
 
-  void emitEpilogue(const std::vector<Candidate> &cs) {
+  void emitEpilogue(const std::vector<Candidate> &ring, const std::vector<Candidate> &invariants) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, std::next(position(loop_)));
     b.setLoc(loop_.loc);
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.
-    b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
+    if (!ring.empty()) b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
     b.create(OpCode::Barrier, {}, {});
-    for (auto it = cs.rbegin(); it != cs.rend(); ++it) b.create(OpCode::LocalDealloc, {it->buffer}, {});
+    // Freed in reverse order of allocation (codegen stacks them).
+    for (auto it = ring.rbegin(); it != ring.rend(); ++it) b.create(OpCode::LocalDealloc, {it->buffer}, {});
+    for (auto it = invariants.rbegin(); it != invariants.rend(); ++it)
+      b.create(OpCode::LocalDealloc, {it->buffer}, {});
   }
 };
 
