@@ -51,9 +51,9 @@ void KernelLowering::lowerAtomic(ir::Operation &op) {
   const ir::Type elem = op.result()->type.element();
   const unsigned bits = ir::bitWidth(elem.scalar);
   if (bits != 16 && bits != 32 && bits != 64)
-    unsupported(op, "atomics need 16-, 32- or 64-bit elements, got " + elem.str());
+    notSupported(op, "atomics need 16-, 32- or 64-bit elements, got " + elem.str());
   if (elem.scalar == ir::ScalarType::BF16 && arch_ != "sm_90" && arch_ != "sm_90a")
-    unsupported(op, "bfloat16 atomic add needs sm_90 (this is " + arch_ + ")");
+    notSupported(op, "bfloat16 atomic add needs sm_90 (this is " + arch_ + ")");
   Type *valueTy = elementType(elem, &op);
   Type *bitsTy = b_.getIntNTy(bits);
   const char *reg = bits == 16 ? "h" : bits == 32 ? "r" : "l";

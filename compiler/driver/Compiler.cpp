@@ -117,7 +117,14 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   codegen::CodegenOptions cg;
   cg.arch = options.arch;
-  codegen::CodegenResult result = codegen::generate(*fn, cg, stopAfter == Stage::PTX);
+  codegen::CodegenResult result;
+  try {
+    result = codegen::generate(*fn, cg, stopAfter == Stage::PTX);
+  } catch (const codegen::UnsupportedError &e) {
+    // What this target cannot compile is the user's error: point at it.
+    if (e.loc.line == 0) throw;
+    raiseError(*file, e.loc, e.reason);
+  }
   out.llvmIR = std::move(result.llvmIR);
   out.ptx = std::move(result.ptx);
   out.sharedBytes = result.sharedBytes;
