@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole CPU test suite: C++ unit tests (ctest), the Python/CLI tests
 # (pytest: golden IR, expected diagnostics, ptxas on every kernel), and a
-# bounded fuzzing run of the front-end. Needs the build from scripts/setup.sh.
+# bounded fuzzing run (tests/fuzz/run.sh: the front-end and the compiler
+# pipeline, half the time each, then ptxas on the PTX of the pipeline corpus).
+# Needs the build from scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
