@@ -131,6 +131,7 @@ SValue Specializer::preludeFunction(const std::string &fn) {
 SValue Specializer::callPrelude(const std::string &fn, CallArgs args) {
   SValue f = preludeFunction(fn);
   if (inPrelude_) return inlineCall(*f.fn, args);
+  b_.setLoc(args.loc); // the prelude's ops are the call's (execStmt)
   try {
     return inlineCall(*f.fn, args);
   } catch (const CompileError &e) {

@@ -244,13 +244,23 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     ir::Type elem = a->type.element();
     ir::Type out = elem.isIntElement() ? ir::Type(ScalarType::I32)
                    : elem.scalar == ScalarType::F64 ? ir::Type(ScalarType::F64) : ir::Type(ScalarType::F32);
-    if (b.has(6)) out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
+    // Float inputs accumulate in a float, int inputs in an int (the code generator has no mixed dot).
+    auto kind = [](const ir::Type &t) { return t.isFloatElement() ? "float" : "integer"; };
+    if (b.has(6)) {
+      out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
+      if (out.isFloatElement() != elem.isFloatElement())
+        error(b.locs[6], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
+                             " out_dtype, got " + out.str());
+    }
     ir::Value *acc;
     if (b.has(2)) {
       acc = toIR(b[2], b.locs[2]);
       if (acc->type.shape != shape)
         error(b.locs[2], "tl.dot's acc must have shape [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
                              "], got " + acc->type.str());
+      if (acc->type.pointer || acc->type.isFloatElement() != elem.isFloatElement())
+        error(b.locs[2], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
+                             " accumulator, got " + acc->type.str());
     } else {
       acc = out.isFloatElement() ? b_.floatConstant(0.0, out.withShape(shape)) : b_.intConstant(0, out.withShape(shape));
     }

@@ -319,7 +319,10 @@ void Specializer::execAssign(const ast::Expr &target, const SValue &value) {
 }
 
 Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
-  b_.setLoc(s.loc);
+  // IR ops carry locations in the user's file: the prelude's statements keep
+  // the location of the user's tl.* call (callPrelude), so that an error found
+  // later (codegen, the interpreter) points at that call, not at a prelude line.
+  if (!inPrelude_) b_.setLoc(s.loc);
   switch (s.kind) {
   case ast::StmtKind::Expr: {
     auto &e = cast<ast::ExprStmt>(s);
@@ -438,6 +441,7 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
     inPrelude_ = fromPrelude;
   }
   Env *saved = env_;
+  SourceLoc savedLoc = b_.loc(); // the rest of the caller's statement keeps its location
   std::vector<PendingRest> savedPending;
   std::swap(savedPending, pending_); // the callee's body is its own boundary
   unsigned savedLoopDepth = loopDepth_;
@@ -446,6 +450,7 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
   inStaticLoop_ = false;
   auto restore = [&] {
     env_ = saved;
+    b_.setLoc(savedLoc);
     std::swap(savedPending, pending_);
     loopDepth_ = savedLoopDepth;
     inStaticLoop_ = savedStatic;

@@ -2,8 +2,9 @@
 # The whole CPU test suite: C++ unit tests (ctest), the Python/CLI tests
 # (pytest: golden IR, expected diagnostics, ptxas on every kernel), the
 # compile-and-ptxas tests again through the NVRTC back-end (docs/nvrtc.md),
-# and a bounded fuzzing run of the front-end. Needs the build from
-# scripts/setup.sh.
+# and a bounded fuzzing run (tests/fuzz/run.sh: the front-end and the
+# compiler pipeline, half the time each, then ptxas on the PTX of the
+# pipeline corpus). Needs the build from scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -6,9 +6,24 @@
 
 #include "compiler/ir/IR.h"
 
+#include <stdexcept>
 #include <string>
 
 namespace tessera::codegen {
+
+// A construct the language accepts but this target or code generator cannot
+// compile (fp8 conversions before sm_90, an unknown cache modifier, ...),
+// thrown by `notSupported` in the lowering. what() is the old
+// "codegen: cannot lower 'op' at L:C: reason"; compileKernel turns it into a
+// CompileError at `loc` (file:line:col, the line, a caret) saying `reason`.
+// Broken invariants of the IR stay plain std::runtime_error / logic_error.
+class UnsupportedError : public std::runtime_error {
+public:
+  UnsupportedError(const std::string &message, SourceLoc loc, std::string reason)
+      : std::runtime_error(message), loc(loc), reason(std::move(reason)) {}
+  SourceLoc loc;
+  std::string reason;
+};
 
 struct CodegenOptions {
   std::string arch = "sm_90a"; // sm_80, sm_86, sm_89, sm_90, sm_90a

@@ -33,7 +33,7 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
   };
   if (op.code != OpCode::Cast && op.code != OpCode::Bitcast && op.code != OpCode::Select && !op.operands.empty() &&
       isFp8(op.operand(op.code == OpCode::Select ? 1 : 0)->type))
-    unsupported(op, "arithmetic on fp8 is not supported; convert to float16 or float32 first");
+    notSupported(op, "arithmetic on fp8 is not supported; convert to float16 or float32 first");
   unsigned n = numRegs(op.result(), op);
   std::vector<const Regs *> operands;
   for (ir::Value *v : op.operands) {

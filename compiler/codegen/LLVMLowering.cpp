@@ -23,6 +23,10 @@ void unsupported(const ir::Operation &op, const std::string &why) {
   throw std::runtime_error("codegen: cannot lower " + describe(op) + ": " + why);
 }
 
+void notSupported(const ir::Operation &op, const std::string &why) {
+  throw UnsupportedError("codegen: cannot lower " + describe(op) + ": " + why, op.loc, why);
+}
+
 KernelLowering::KernelLowering(ir::Function &fn, Module &module)
     : fn_(fn), module_(module), ctx_(module.getContext()), b_(module.getContext()) {}
 

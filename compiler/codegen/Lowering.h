@@ -27,6 +27,9 @@ using Regs = llvm::SmallVector<llvm::Value *, 8>;
 // "'load' at 12:5" (or "'load' (no source location)").
 std::string describe(const ir::Operation &op);
 [[noreturn]] void unsupported(const ir::Operation &op, const std::string &why);
+// The user's kernel asks for something this target cannot do: an
+// UnsupportedError, reported by the driver as a diagnostic at the op.
+[[noreturn]] void notSupported(const ir::Operation &op, const std::string &why);
 
 // fp8 (e4m3 / e5m2) bits of a value, rounded to nearest even and saturated
 // to the largest finite value (what cvt.rn.satfinite does); for constants.

@@ -49,7 +49,7 @@ Value *KernelLowering::castFp8(ir::Operation &op, Value *x, const ir::Type &from
   if (from == to) return x;
   // cvt.*.e4m3x2 needs sm_89 with PTX 8.1, or sm_90; tessera emits PTX 8.0.
   if (arch_ != "sm_90" && arch_ != "sm_90a")
-    unsupported(op, "fp8 conversions need sm_90 (this is " + arch_ + ")");
+    notSupported(op, "fp8 conversions need sm_90 (this is " + arch_ + ")");
   const ir::Type f16(ir::ScalarType::F16), f32(ir::ScalarType::F32);
   if (isFp8(from) && isFp8(to)) return castFp8(op, castFp8(op, x, from, f16), f16, to);
   if (isFp8(from)) {
@@ -124,7 +124,7 @@ Value *KernelLowering::mathOpElement(ir::Operation &op, ArrayRef<Value *> x, con
   auto libdevice = [&](const std::string &fn) -> Value * {
     bool exists = false;
     std::string name = libdeviceName(fn, isDouble, exists);
-    if (!exists) unsupported(op, "libdevice has no float64 '" + fn + "'");
+    if (!exists) notSupported(op, "libdevice has no float64 '" + fn + "'");
     SmallVector<Type *, 3> params(v.size(), computeTy);
     FunctionCallee callee = module_.getOrInsertFunction(name, FunctionType::get(computeTy, params, false));
     return b_.CreateCall(callee, v);

@@ -64,11 +64,11 @@ AccessForm accessForm(const ir::Operation &op, unsigned vec, unsigned elemBits, 
                                 : std::vector<const char *>(std::begin(storeCaches), std::end(storeCaches)))
       known = known || cache == c;
     if (!known)
-      unsupported(op, "unknown cache modifier '." + cache + "' for a " + (isLoad ? "load" : "store") +
+      notSupported(op, "unknown cache modifier '." + cache + "' for a " + (isLoad ? "load" : "store") +
                           (isLoad ? " (.ca, .cg, .cs, .cv, .lu)" : " (.wb, .cg, .cs, .wt)"));
   }
   if (!eviction.empty() && eviction != "evict_first" && eviction != "evict_last" && eviction != "evict_normal")
-    unsupported(op, "unknown eviction policy '" + eviction + "' (evict_first, evict_last, evict_normal)");
+    notSupported(op, "unknown eviction policy '" + eviction + "' (evict_first, evict_last, evict_normal)");
   if (isVolatile) { // ld.volatile takes no cache qualifiers
     f.qualifiers = ".volatile.global";
     return f;

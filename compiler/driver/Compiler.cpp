@@ -125,7 +125,14 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
   cg.cuda = nvrtc || stopAfter == Stage::CUDA;
-  codegen::CodegenResult result = codegen::generate(*fn, cg, stopAfter == Stage::PTX && !cg.cuda);
+  codegen::CodegenResult result;
+  try {
+    result = codegen::generate(*fn, cg, stopAfter == Stage::PTX && !cg.cuda);
+  } catch (const codegen::UnsupportedError &e) {
+    // What this target cannot compile is the user's error: point at it.
+    if (e.loc.line == 0) throw;
+    raiseError(*file, e.loc, e.reason);
+  }
   out.llvmIR = std::move(result.llvmIR);
   out.cuda = std::move(result.cudaSource);
   out.ptx = std::move(result.ptx);
