@@ -49,8 +49,10 @@ std::string ConstexprValue::str() const {
 static bool isJitDecorator(const ast::Expr &e) {
   const ast::Expr *target = &e;
   if (auto *call = dyn_cast<ast::Call>(target)) target = call->func.get();
-  if (auto *name = dyn_cast<ast::Name>(target)) return name->id == "jit";
-  if (auto *attr = dyn_cast<ast::Attribute>(target)) return attr->attr == "jit";
+  // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too.
+  auto jitName = [](const std::string &n) { return n == "jit" || n == "elementwise" || n == "fuse"; };
+  if (auto *name = dyn_cast<ast::Name>(target)) return jitName(name->id);
+  if (auto *attr = dyn_cast<ast::Attribute>(target)) return jitName(attr->attr);
   return false;
 }
 

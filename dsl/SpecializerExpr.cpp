@@ -322,6 +322,10 @@ SValue Specializer::evalCall(const ast::Call &e) {
     args.keywords.emplace_back(k.name, eval(*k.value));
     args.keywordLocs.push_back(k.loc);
   }
+  return evalCallOf(callee, e, args);
+}
+
+SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArgs &args) {
   switch (callee.kind) {
   case SValue::Kind::Builtin: return callBuiltin(callee.path, args);
   case SValue::Kind::BoundMethod: return callMethod(callee.elems[0], callee.path, args);
@@ -331,14 +335,36 @@ SValue Specializer::evalCall(const ast::Call &e) {
     for (const auto &d : fn.decorators) {
       const ast::Expr *t = d.get();
       if (auto *c = dyn_cast<ast::Call>(t)) t = c->func.get();
-      if (auto *n = dyn_cast<ast::Name>(t); n && n->id == "jit") jit = true;
-      if (auto *a = dyn_cast<ast::Attribute>(t); a && a->attr == "jit") jit = true;
+      for (const char *marker : {"jit", "elementwise", "fuse"}) { // tessera.elementwise: tessera/fusion.py
+        if (auto *n = dyn_cast<ast::Name>(t); n && n->id == marker) jit = true;
+        if (auto *a = dyn_cast<ast::Attribute>(t); a && a->attr == marker) jit = true;
+      }
     }
     if (!jit) error(e.loc, "'" + fn.name + "' is not a @jit function; only @jit functions can be called from a kernel");
     if (evaluatingGlobal_) error(e.loc, "module-level value is not a constant");
     return inlineCall(fn, args);
   }
   case SValue::Kind::DType: error(e.loc, "a dtype is not callable; use x.to(" + callee.dtype.str() + ")");
+  case SValue::Kind::Const: {
+    // A @jit function passed as a constexpr (Triton's `EPILOGUE: tl.constexpr` then
+    // `EPILOGUE(acc)`): the launcher hands over the function's name (tessera/_compose.py
+    // appends its source to the kernel's), so calling a string constexpr calls the @jit
+    // function of that name.
+    auto *calleeName = dyn_cast<ast::Name>(e.func.get());
+    std::string what = "'" + (calleeName ? calleeName->id : std::string("callee")) + "'";
+    if (callee.c.kind == CK::String) {
+      auto it = globals_.find(callee.c.stringValue);
+      if (it == globals_.end() || it->second.kind != SValue::Kind::Function)
+        error(e.loc, "constexpr " + what + " is the string " + callee.c.str() +
+                         ", which names no @jit function of this file; pass a @tessera.jit function");
+      SValue fnValue = it->second;
+      return evalCallOf(fnValue, e, args);
+    }
+    if (callee.isNone())
+      error(e.loc, what + " is None, not a function: pass a @tessera.jit function for it, or guard the call "
+                   "with `if " + what.substr(1, what.size() - 2) + " is not None:`");
+    error(e.loc, what + " is the constexpr " + callee.c.str() + ", not a function: pass a @tessera.jit function");
+  }
   default: error(e.loc, describe(callee) + " is not callable");
   }
 }

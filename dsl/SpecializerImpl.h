@@ -74,6 +74,7 @@ public:
   SValue evalAttribute(const ast::Attribute &e);
   SValue evalSubscript(const ast::Subscript &e);
   SValue evalCall(const ast::Call &e);
+  SValue evalCallOf(const SValue &callee, const ast::Call &e, CallArgs &args);
   SValue evalCompare(const ast::Compare &e);
   SValue evalBoolOp(const ast::BoolOp &e);
   SValue evalIfExp(const ast::IfExp &e);

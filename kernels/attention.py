@@ -269,3 +269,138 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     dq = dq * sm_scale
     tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
              + offs_d[None, :] * stride_dqd, dq.to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+# ------------------------------------------------------------------ attention modifiers
+# FlexAttention-style modifiers (docs/fusion.md), forward only: @jit functions passed as
+# constexprs and inlined into the sweep. Each gets the mod arguments A0..A{NUM_ARGS-1}
+# (tensors as pointers, or scalars) after its own parameters:
+#   SCORE_MOD(score, b, h, q_idx, kv_idx, *args) -> score   (natural units, after sm_scale)
+#   MASK_MOD(b, h, q_idx, kv_idx, *args) -> bool             (False: the key is not seen)
+#   KV_RANGE(q_lo, q_hi, n_kv, *args) -> (kv_lo, kv_hi)      (the keys queries q_lo..q_hi-1 may
+#                                                             see; blocks outside are skipped)
+# q_idx is a [BLOCK_M, 1] block, kv_idx [1, BLOCK_N] (both clamped into range: positions past
+# the end are masked anyway), b and h int64 scalars.
+
+@tessera.jit
+def _score_mod_call(SCORE_MOD: tl.constexpr, s, b, h, q_idx, kv_idx, A0, A1, A2, A3, NUM_ARGS: tl.constexpr):
+    if NUM_ARGS == 0:
+        return SCORE_MOD(s, b, h, q_idx, kv_idx)
+    elif NUM_ARGS == 1:
+        return SCORE_MOD(s, b, h, q_idx, kv_idx, A0)
+    elif NUM_ARGS == 2:
+        return SCORE_MOD(s, b, h, q_idx, kv_idx, A0, A1)
+    elif NUM_ARGS == 3:
+        return SCORE_MOD(s, b, h, q_idx, kv_idx, A0, A1, A2)
+    else:
+        return SCORE_MOD(s, b, h, q_idx, kv_idx, A0, A1, A2, A3)
+
+
+@tessera.jit
+def _mask_mod_call(MASK_MOD: tl.constexpr, b, h, q_idx, kv_idx, A0, A1, A2, A3, NUM_ARGS: tl.constexpr):
+    if NUM_ARGS == 0:
+        return MASK_MOD(b, h, q_idx, kv_idx)
+    elif NUM_ARGS == 1:
+        return MASK_MOD(b, h, q_idx, kv_idx, A0)
+    elif NUM_ARGS == 2:
+        return MASK_MOD(b, h, q_idx, kv_idx, A0, A1)
+    elif NUM_ARGS == 3:
+        return MASK_MOD(b, h, q_idx, kv_idx, A0, A1, A2)
+    else:
+        return MASK_MOD(b, h, q_idx, kv_idx, A0, A1, A2, A3)
+
+
+@tessera.jit
+def _kv_range_call(KV_RANGE: tl.constexpr, q_lo, q_hi, n_kv, A0, A1, A2, A3, NUM_ARGS: tl.constexpr):
+    if NUM_ARGS == 0:
+        return KV_RANGE(q_lo, q_hi, n_kv)
+    elif NUM_ARGS == 1:
+        return KV_RANGE(q_lo, q_hi, n_kv, A0)
+    elif NUM_ARGS == 2:
+        return KV_RANGE(q_lo, q_hi, n_kv, A0, A1)
+    elif NUM_ARGS == 3:
+        return KV_RANGE(q_lo, q_hi, n_kv, A0, A1, A2)
+    else:
+        return KV_RANGE(q_lo, q_hi, n_kv, A0, A1, A2, A3)
+
+
+@tessera.jit
+def attn_fwd_mod_kernel(Q, K, V, O, LSE,
+                        stride_qb, stride_qh, stride_qn, stride_qd,
+                        stride_kb, stride_kh, stride_kn, stride_kd,
+                        stride_vb, stride_vh, stride_vn, stride_vd,
+                        stride_ob, stride_oh, stride_on, stride_od,
+                        H, H_KV, N_Q, N_KV, sm_scale, A0, A1, A2, A3,
+                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        CAUSAL: tl.constexpr, SCORE_MOD: tl.constexpr = None, MASK_MOD: tl.constexpr = None,
+                        KV_RANGE: tl.constexpr = None, NUM_ARGS: tl.constexpr = 0):
+    """attn_fwd_kernel with score/mask modifiers and key-block skipping. Rows that see no key
+    get O = 0 and LSE = -inf. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    off_hkv = off_h // (H // H_KV)
+    q_base = Q + off_b * stride_qb + off_h * stride_qh
+    k_base = K + off_b * stride_kb + off_hkv * stride_kh
+    v_base = V + off_b * stride_vb + off_hkv * stride_vh
+    o_base = O + off_b * stride_ob + off_h * stride_oh
+
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_nb = tl.arange(0, BLOCK_N)
+    row_ok = offs_m < N_Q
+    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    # The keys this query block may see: causal and KV_RANGE bound them; whole blocks outside
+    # are never loaded.
+    lo = 0
+    hi = N_KV
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, N_KV)
+    if KV_RANGE is not None:
+        r_lo, r_hi = _kv_range_call(KV_RANGE, start_m, tl.minimum(start_m + BLOCK_M, N_Q), N_KV,
+                                    A0, A1, A2, A3, NUM_ARGS)
+        lo = (tl.maximum(r_lo, 0) // BLOCK_N) * BLOCK_N
+        hi = tl.minimum(hi, r_hi)
+    # Indices as the modifiers see them: clamped into range (rows and keys past the end are
+    # masked anyway), so a modifier may index tensors with them without masks.
+    q_idx = tl.minimum(offs_m, N_Q - 1)[:, None]
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                     mask=key_ok[None, :], other=0.0)
+        s = tl.dot(q, kt) * sm_scale  # natural units, as the modifiers see them
+        kv_idx = tl.minimum(offs_n, N_KV - 1)[None, :]
+        if SCORE_MOD is not None:
+            s = _score_mod_call(SCORE_MOD, s, off_b, off_h, q_idx, kv_idx, A0, A1, A2, A3, NUM_ARGS)
+        keep = key_ok[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        if MASK_MOD is not None:
+            keep = keep & _mask_mod_call(MASK_MOD, off_b, off_h, q_idx, kv_idx, A0, A1, A2, A3, NUM_ARGS)
+        s = tl.where(keep, s * LOG2E, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=key_ok[:, None], other=0.0)
+        acc = acc * alpha[:, None]
+        acc += tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    seen = l_i > 0.0
+    inv_l = tl.where(seen, 1.0 / tl.where(seen, l_i, 1.0), 0.0)
+    out = acc * inv_l[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * LN2, -float("inf"))
+    tl.store(LSE + off_bh.to(tl.int64) * N_Q + offs_m, lse, mask=row_ok)

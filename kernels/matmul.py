@@ -47,3 +47,79 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tessera.jit
+def _epilogue_operand(ptr, stride_m, stride_n, offs_m, offs_n, mask, KIND: tl.constexpr):
+    """Epilogue argument i as the epilogue sees it: KIND 1, a tensor broadcast to the tile
+    (strides 0 on broadcast dims) loaded as a [BLOCK_M, BLOCK_N] block; KIND 2, a scalar."""
+    if KIND == 1:
+        return tl.load(ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n, mask=mask, other=0.0)
+    else:
+        return ptr
+
+
+@tessera.jit
+def matmul_epilogue_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                           E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                           E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
+                           E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
+                           E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+    """matmul_kernel with a fused epilogue: C = EPILOGUE(A @ B, e0, ..., e{NUM_EPI-1}) in the
+    store stage (docs/fusion.md). EPILOGUE is a @jit function (a constexpr: inlined); e_i are
+    tiles of tensors E_i broadcast to M x N (their strides, 0 on broadcast dims; KIND 1) or
+    scalars (KIND 2). The accumulator reaches EPILOGUE in fp32; its result is cast to C's type."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_offs = k * BLOCK_K + offs_k
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + k_offs[None, :] * stride_ak)
+        b_ptrs = b_ptr + (k_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    if EPILOGUE is not None:
+        if NUM_EPI == 0:
+            acc = EPILOGUE(acc)
+        elif NUM_EPI == 1:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
+            acc = EPILOGUE(acc, e0)
+        elif NUM_EPI == 2:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
+            acc = EPILOGUE(acc, e0, e1)
+        elif NUM_EPI == 3:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
+            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_cm, offs_cn, c_mask, E2_KIND)
+            acc = EPILOGUE(acc, e0, e1, e2)
+        else:
+            tl.static_assert(NUM_EPI == 4, "at most 4 epilogue arguments")
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
+            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_cm, offs_cn, c_mask, E2_KIND)
+            e3 = _epilogue_operand(E3, stride_e3m, stride_e3n, offs_cm, offs_cn, c_mask, E3_KIND)
+            acc = EPILOGUE(acc, e0, e1, e2, e3)
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=c_mask)

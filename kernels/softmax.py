@@ -10,6 +10,11 @@ row's column blocks keeps a running max m and sum s of exp(x - m) (the sum
 rescaled by exp(m_old - m_new) when the max grows); a second sweep writes
 exp(x - m) / s. The first sweep asks L2 to keep the row (evict_last) so the
 second one reads it from L2, not DRAM.
+
+Both take optional fused functions (constexprs, @jit functions inlined; docs/fusion.md):
+PROLOGUE(x, row, cols) -> x on the fp32 input block before the softmax (e.g. scale and
+mask: return -inf for masked columns), EPILOGUE(y, row, cols) -> y on the result before
+the store. `row` is the row index, `cols` the block of column indices.
 """
 import tessera
 import tessera.language as tl
@@ -19,7 +24,7 @@ LOG2E = tl.constexpr(1.4426950408889634)
 
 @tessera.jit
 def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_cols,
-                   BLOCK_SIZE: tl.constexpr):
+                   BLOCK_SIZE: tl.constexpr, PROLOGUE: tl.constexpr = None, EPILOGUE: tl.constexpr = None):
     row_start = tl.program_id(0)
     row_step = tl.num_programs(0)
     for row in range(row_start, n_rows, row_step):
@@ -27,17 +32,24 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_col
         offsets = tl.arange(0, BLOCK_SIZE)
         mask = offsets < n_cols
         row_x = tl.load(row_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+        if PROLOGUE is not None:
+            row_x = tl.where(mask, PROLOGUE(row_x, row, offsets), -float("inf"))
         row_max = tl.max(row_x, axis=0)
         numerator = tl.exp2((row_x - row_max) * LOG2E)
         # One division per row, a multiply per element.
         inv = 1.0 / tl.sum(numerator, axis=0)
         out_row = out_ptr + row * out_row_stride
-        tl.store(out_row + offsets, numerator * inv, mask=mask)
+        out_ptrs = out_row + offsets
+        row_y = numerator * inv
+        if EPILOGUE is not None:
+            row_y = EPILOGUE(row_y, row, offsets)
+        tl.store(out_ptrs, row_y, mask=mask)
 
 
 @tessera.jit
 def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_cols,
-                          BLOCK_SIZE: tl.constexpr):
+                          BLOCK_SIZE: tl.constexpr, PROLOGUE: tl.constexpr = None,
+                          EPILOGUE: tl.constexpr = None):
     offsets = tl.arange(0, BLOCK_SIZE)
     for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row_ptr = in_ptr + row * in_row_stride
@@ -48,6 +60,8 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows
             cols = start + offsets
             x = tl.load(row_ptr + cols, mask=cols < n_cols, other=-float("inf"),
                         eviction_policy="evict_last").to(tl.float32)
+            if PROLOGUE is not None:
+                x = tl.where(cols < n_cols, PROLOGUE(x, row, cols), -float("inf"))
             m_new = tl.maximum(m, tl.max(x, axis=0))
             p = tl.exp2((x - m_new) * LOG2E)
             s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(p, axis=0)
@@ -58,5 +72,9 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows
             mask = cols < n_cols
             x = tl.load(row_ptr + cols, mask=mask, other=-float("inf"),
                         eviction_policy="evict_first").to(tl.float32)
+            if PROLOGUE is not None:
+                x = tl.where(mask, PROLOGUE(x, row, cols), -float("inf"))
             y = tl.exp2((x - m) * LOG2E) * inv
+            if EPILOGUE is not None:
+                y = EPILOGUE(y, row, cols)
             tl.store(out_row + cols, y, mask=mask, eviction_policy="evict_first")

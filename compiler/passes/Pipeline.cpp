@@ -9,6 +9,7 @@
 #include "compiler/passes/Coalesce.h"
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/Fusion.h"
 #include "compiler/passes/LayoutAssignment.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 #include "compiler/passes/SoftwarePipeline.h"
@@ -61,7 +62,7 @@ bool hasDot(ir::Function &fn) {
 const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
-                                                 "remove-layout-conversions", "accelerate-dot", "pipeline"};
+                                                 "remove-layout-conversions", "accelerate-dot", "pipeline", "fusion"};
   return names;
 }
 
@@ -79,7 +80,8 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   // accelerate-dot and pipeline run (and dump) only when tensor cores are on and the kernel has a dot.
   (!options.tensorCores || !hasDot(fn) ||
    (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch); }, fn, options) &&
-    runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options)));
+    runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options))) &&
+  runPass("fusion", fuseElementwiseChains, fn, options);
 }
 
 } // namespace tessera::passes

@@ -27,12 +27,14 @@ from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
 from .compiler import CompiledKernel, compile  # noqa: E402
 # @autotune / @heuristics / Config (autotune.py; `from tessera.autotune import do_bench` for the timer)
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
+# @tessera.elementwise / tessera.fuse: fused elementwise kernels (fusion.py, docs/fusion.md)
+from .fusion import ElementwiseFunction, elementwise, fuse  # noqa: E402
 
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
     "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
     "runtime", "driver_available", "device_count", "synchronize",
-    "autotune", "heuristics", "Config", "Autotuner", "Heuristics",
+    "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "elementwise", "fuse", "ElementwiseFunction",
 ]
 __version__ = "0.1.0"
 

@@ -31,10 +31,11 @@ _EXPR_NODES = (
 
 def _is_jit_decorator(node):
     target = node.func if isinstance(node, ast.Call) else node
+    # @tessera.elementwise / @tessera.fuse functions are @jit functions too (tessera/fusion.py).
     if isinstance(target, ast.Name):
-        return target.id == "jit"
+        return target.id in ("jit", "elementwise", "fuse")
     if isinstance(target, ast.Attribute):
-        return target.attr == "jit"
+        return target.attr in ("jit", "elementwise", "fuse")
     return False
 
 

@@ -104,8 +104,19 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
                 fn = JITFunction(fn)
             else:
                 raise TypeError(f"tessera.compile() takes a @tessera.jit function or a file path, not {fn!r}")
+        functions = {k: v for k, v in (constexprs or {}).items() if not isinstance(v, (bool, int, float, str))
+                     and v is not None and _as_jit(v) is not None}
+        if functions:  # @jit functions as constexprs: the kernel composed with them (_compose.py)
+            from . import _compose
+            fn = _compose.compose(fn, functions)
+            constexprs = {**constexprs, **_compose.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend))
+
+
+def _as_jit(value):
+    from ._compose import as_jit
+    return as_jit(value)

@@ -134,8 +134,27 @@ class JITFunction:
     def constexprs(self):
         return [i for i, p in enumerate(self.params) if p[1]]
 
+    def _function_params(self):
+        """The constexpr parameters the kernel calls (they may receive @jit functions)."""
+        params = self.__dict__.get("_fn_params")
+        if params is None:
+            from ._compose import callable_constexpr_params
+            params = self._fn_params = callable_constexpr_params(self.fn)
+        return params
+
+    def _with_functions(self, args, kwargs):
+        """(kernel, args, kwargs): for @jit functions passed as constexprs, the kernel composed
+        with their source (tessera/_compose.py) and the functions replaced by their names."""
+        from . import _compose
+        functions, args, kwargs = _compose.split_function_args(self, args, kwargs)
+        if not functions:
+            return self, args, kwargs
+        kernel = _compose.compose(self, functions)
+        kwargs.update(_compose.function_constexprs(functions))
+        return kernel, args, kwargs
+
     def __getitem__(self, grid):
-        if self.interpret:
+        if self.interpret or self._function_params():
             return _Launcher(self, grid)
         if self._handle is None:
             self._get_handle()
@@ -145,6 +164,10 @@ class JITFunction:
         """Triton's spelling: kernel.run(*args, grid=grid, warmup=False, **kwargs)."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
+        if self._function_params():
+            kernel, args, kwargs = self._with_functions(args, kwargs)
+            if kernel is not self:
+                return kernel.run(*args, grid=grid, **kwargs)
         if self.interpret:
             return self._interpret_launch(grid, args, kwargs)
         handle = self._handle if self._handle is not None else self._get_handle()
@@ -155,6 +178,10 @@ class JITFunction:
         compiles for `target`, default sm_90a). Returns a CompiledKernel; a later launch
         with the same specialisation reuses it."""
         from .compiler import CompiledKernel
+        if self._function_params():
+            kernel, args, kwargs = self._with_functions(args, kwargs)
+            if kernel is not self:
+                return kernel.warmup(*args, grid=grid, target=target, **kwargs)
         return CompiledKernel(self._get_handle().warmup(args, kwargs, target))
 
     def specialization(self, *args, **kwargs):
@@ -184,6 +211,14 @@ class _Launcher:
 
     def __call__(self, *args, **kwargs):
         fn = self._fn
+        if fn._function_params():
+            kernel, args, kwargs = fn._with_functions(args, kwargs)
+            if kernel is not fn:
+                return kernel[self._grid](*args, **kwargs)
+            if not fn.interpret:  # no function given: the C++ fast path
+                if fn._handle is None:
+                    fn._get_handle()
+                return fn._fast[self._grid](*args, **kwargs)
         if fn.interpret:
             return fn._interpret_launch(self._grid, args, kwargs)
         handle = fn._handle if fn._handle is not None else fn._get_handle()

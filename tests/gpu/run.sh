@@ -229,12 +229,12 @@ if grep -qE '[0-9]+ skipped' <<<"$line" && ! grep -qE '[0-9]+ passed' <<<"$line"
 fi
 
 # --- 5. Benchmarks -----------------------------------------------------------------------------
-# Benchmarks (softmax, layernorm, matmul, attention, launch overhead, compile time) with TESSERA_BENCH=1;
+# Benchmarks (softmax, layernorm, matmul, attention, fusion, launch overhead, compile time) with TESSERA_BENCH=1;
 # TESSERA_BENCH_ARGS passes options (e.g. --quick). Results: $LOGS/bench/*.json. The softmax,
 # layernorm, matmul and compile-time benchmarks report both back-ends side by side ("tessera" = LLVM,
 # "tessera-nvrtc" = NVRTC; --backend llvm|nvrtc|both in TESSERA_BENCH_ARGS picks).
 if [ "${TESSERA_BENCH:-0}" = 1 ]; then
-  for b in softmax layernorm matmul attention launch_overhead compile_time; do
+  for b in softmax layernorm matmul attention fusion launch_overhead compile_time; do
     note "5. bench/$b.py"
     # shellcheck disable=SC2086
     "$PY" "bench/$b.py" --out "$LOGS/bench" ${TESSERA_BENCH_ARGS:-} 2>&1 | tee "$LOGS/bench-$b.log"

@@ -6,6 +6,7 @@ softmax(sm_scale * q @ k^T) @ v per (batch, head), FlashAttention-style
     o, lse = tk.attention(q, k, v, return_lse=True)         # lse: (B, H, N) fp32, natural log
     o = tk.attention(q, k, v, layout="bnhd")                # q: (B, N, H, D) (flash-attn's order)
     o.sum().backward()                                      # with torch autograd when inputs require grad
+    o = tk.attention(q, k, v, mask_mod=window, kv_range=window_range, mod_args=(1024,))  # forward only
 
 `layout` names the order of the dims in the *shape* ("bhnd", torch's SDPA
 order, is the default; "bnhd" is flash-attn's). Strides are free in both:
@@ -104,11 +105,12 @@ def _dims(x, layout):
 def _kernels(interpret):
     """The four kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
     module = _files.load("attention")
-    names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel")
+    names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel",
+             "attn_fwd_mod_kernel")
     if not interpret:
         return {n: getattr(module, n) for n in names}
     cache = module.__dict__.setdefault("_interpreted", {})
-    if not cache:
+    if len(cache) != len(names):
         from .. import jit
         for n in names:
             cache[n] = jit(getattr(module, n).fn, interpret=True)
@@ -161,9 +163,45 @@ def _cdiv(a, b):
 
 # ----------------------------------------------------------------- launches
 
-def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", config=None):
-    """(O, LSE): O like q (contiguous in `layout`), LSE (B, H, N) fp32, natural log."""
+MAX_MOD_ARGS = 4
+
+
+def _mod_args(mod_args, q):
+    mod_args = tuple(mod_args)
+    if len(mod_args) > MAX_MOD_ARGS:
+        raise ValueError(f"attention: at most {MAX_MOD_ARGS} mod_args, got {len(mod_args)}")
+    for i, a in enumerate(mod_args):
+        if isinstance(a, (bool, int, float)):
+            continue
+        if not hasattr(a, "dtype"):
+            raise TypeError(f"attention: mod_args[{i}] is a {type(a).__name__}; mod arguments are tensors "
+                            "(passed as pointers) or Python scalars")
+        if _on_gpu(q) != _on_gpu(a):
+            raise ValueError(f"attention: mod_args[{i}] must be on the same device as q")
+    return mod_args + (0,) * (MAX_MOD_ARGS - len(mod_args)), len(mod_args)
+
+
+def _check_mod(name, fn):
+    if fn is None:
+        return
+    from .. import _compose
+    if _compose.as_jit(fn) is None:
+        raise TypeError(f"attention: {name} must be a @tessera.jit function, not {type(fn).__name__}")
+
+
+def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", config=None, *,
+                      score_mod=None, mask_mod=None, kv_range=None, mod_args=()):
+    """(O, LSE): O like q (contiguous in `layout`), LSE (B, H, N) fp32, natural log.
+    score_mod / mask_mod / kv_range: @jit modifiers (attn_fwd_mod_kernel, docs/fusion.md);
+    rows that see no key then get O = 0, LSE = -inf."""
     B, H, Hk, N, Nk, D = _check(q, k, v, layout)
+    mods = score_mod is not None or mask_mod is not None or kv_range is not None
+    if mods:
+        for name, fn in (("score_mod", score_mod), ("mask_mod", mask_mod), ("kv_range", kv_range)):
+            _check_mod(name, fn)
+        padded, num_args = _mod_args(mod_args, q)
+    elif mod_args:
+        raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     c = _config(D, causal, config)
@@ -179,6 +217,13 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
     _, sv = _dims(v, layout)
     _, so = _dims(o, layout)
     grid = (_cdiv(N, c["BLOCK_M"]), B * H)
+    if mods:
+        kern["attn_fwd_mod_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
+                                          *padded, HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"],
+                                          CAUSAL=bool(causal), SCORE_MOD=score_mod, MASK_MOD=mask_mod,
+                                          KV_RANGE=kv_range, NUM_ARGS=num_args,
+                                          num_warps=c["num_warps"], num_stages=c["num_stages"])
+        return o, lse
     kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
                                   num_warps=c["num_warps"], num_stages=c["num_stages"])
@@ -249,10 +294,29 @@ def _autograd_function():
     return _Function
 
 
-def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=False, config=None):
+def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=False, config=None,
+              score_mod=None, mask_mod=None, kv_range=None, mod_args=()):
     """softmax(sm_scale * q k^T [causal mask]) v; sm_scale defaults to 1/sqrt(head_dim).
-    Differentiable (torch autograd) when an input requires grad."""
+    Differentiable (torch autograd) when an input requires grad.
+
+    Modifiers (FlexAttention-style, forward only; docs/fusion.md): @tessera.jit functions
+    inlined into the kernel, each given `mod_args` (tensors as pointers, or scalars) last:
+    score_mod(score, b, h, q_idx, kv_idx, *mod_args) -> score (after sm_scale),
+    mask_mod(b, h, q_idx, kv_idx, *mod_args) -> bool (keep), and
+    kv_range(q_lo, q_hi, n_kv, *mod_args) -> (kv_lo, kv_hi), the keys queries q_lo..q_hi-1
+    can see: key blocks outside it are skipped (e.g. a sliding window)."""
     layout = "bhnd" if layout is None else layout
+    mods = dict(score_mod=score_mod, mask_mod=mask_mod, kv_range=kv_range, mod_args=mod_args)
+    if score_mod is not None or mask_mod is not None or kv_range is not None:
+        if _is_torch(q):
+            import torch
+            if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+                raise NotImplementedError("attention: score_mod / mask_mod / kv_range are forward-only (no "
+                                          "backward yet); call under torch.no_grad() or detach the inputs")
+        o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config, **mods)
+        return (o, lse) if return_lse else o
+    if mod_args:
+        raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
     if _is_torch(q):
         import torch
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):

@@ -7,6 +7,7 @@ fp32 accumulation; docs/tensor-cores.md).
     c = tk.matmul(a, b, autotune=False)        # the first (default) config, no tuning
     tk.matmul(a, b.t(), out=c)                 # any strides: row- or column-major A and B
     c = tk.matmul(a, b, config="128x256x64/w8/s3")
+    c = tk.matmul(a, b, epilogue=bias_gelu, epilogue_args=(bias,))   # fused: gelu(a @ b + bias)
 
 Inputs: both the same dtype, one of MATMUL_DTYPES' enabled entries (fp16 and
 bf16 today; fp32 as tf32 and int8 -> int32 are listed but switched off until
@@ -275,10 +276,76 @@ def _interpret_default():
     return _env_flag("TESSERA_INTERPRET", False)
 
 
-def matmul(a, b, out=None, *, config=None, autotune=None, interpret=None):
+MAX_EPILOGUE_ARGS = 4
+
+
+def _epilogue_slots(epilogue_args, M, N, A):
+    """Runtime arguments and constexprs for matmul_epilogue_kernel's four E slots."""
+    if len(epilogue_args) > MAX_EPILOGUE_ARGS:
+        raise ValueError(f"{_NAME}: at most {MAX_EPILOGUE_ARGS} epilogue_args, got {len(epilogue_args)}")
+    args, meta = [], {"NUM_EPI": len(epilogue_args)}
+    for i in range(MAX_EPILOGUE_ARGS):
+        if i >= len(epilogue_args):
+            args += [0, 0, 0]
+            continue
+        e = epilogue_args[i]
+        if isinstance(e, (bool, int, float)):
+            args += [e, 0, 0]
+            meta[f"E{i}_KIND"] = 2
+            continue
+        E = _Operand(e, f"epilogue_args[{i}]")
+        if E.kind != A.kind or E.device_text != A.device_text:
+            raise ValueError(f"{_NAME}: epilogue_args[{i}] is on {E.device_text}, a on {A.device_text}")
+        shape, strides = E.shape, E.strides
+        if len(shape) > 2:
+            raise ValueError(f"{_NAME}: epilogue_args[{i}] has shape {_shape_str(shape)}; epilogue tensors "
+                             f"broadcast to ({M}, {N}) (at most 2-D)")
+        shape = (1,) * (2 - len(shape)) + tuple(shape)
+        strides = (0,) * (2 - len(strides)) + tuple(strides)
+        for d, (size, want) in enumerate(zip(shape, (M, N))):
+            if size not in (1, want):
+                raise ValueError(f"{_NAME}: epilogue_args[{i}] of shape {_shape_str(E.shape)} does not broadcast "
+                                 f"to ({M}, {N})")
+        sm = 0 if shape[0] == 1 else strides[0]
+        sn = 0 if shape[1] == 1 else strides[1]
+        if E.max_offset() >= 2 ** 31:
+            raise ValueError(f"{_NAME}: epilogue_args[{i}] spans more than 2^31 elements")
+        args += [e, sm, sn]
+        meta[f"E{i}_KIND"] = 1
+    return args, meta
+
+
+def _epilogue_kernel(epilogue, interpret):
+    """matmul_epilogue_kernel composed with `epilogue` (tessera/_compose.py), and its autotuner."""
+    from .. import _compose
+    base_key = "interpreted_epilogue" if interpret else "epilogue"
+    if base_key not in _state:
+        base = _kernel_module().matmul_epilogue_kernel
+        if interpret:
+            from ..jit import jit
+            base = jit(base.fn, interpret=True)
+        _state[base_key] = base
+    jf = _compose.as_jit(epilogue)
+    if jf is None:
+        raise TypeError(f"{_NAME}: epilogue must be a @tessera.jit (or @tessera.elementwise) function, "
+                        f"not {type(epilogue).__name__}")
+    kernel = _compose.compose(_state[base_key], {"EPILOGUE": jf})
+    tuners = _state.setdefault("epilogue_tuners", {})
+    if not interpret and id(kernel) not in tuners:
+        from ..autotune import autotune
+        tuners[id(kernel)] = autotune(configs=list(MATMUL_CONFIGS), key=["M", "N", "K"],
+                                      prune_configs_by={"early_config_prune": prune_matmul_configs})(kernel)
+    return kernel, tuners.get(id(kernel)), jf.fn.__name__
+
+
+def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, autotune=None, interpret=None):
     """C = a @ b for 2-D tensors a (M x K) and b (K x N) of one dtype (supported_dtypes()),
     any strides. Returns `out` (M x N; allocated in the input dtype when None).
 
+    epilogue: a @tessera.jit function fused into the store stage, C = epilogue(acc, *args)
+    with acc the fp32 tile and args the tiles of `epilogue_args` (tensors broadcast to
+    M x N, e.g. a bias of shape (N,), a residual (M, N); any strides) or scalars, at most 4
+    (docs/fusion.md). Its result is cast to C's dtype.
     config: a tessera.Config or 'BMxBNxBK/wW/sS[/gG]' to force one; autotune: False for
     MATMUL_CONFIGS[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
@@ -292,7 +359,7 @@ def matmul(a, b, out=None, *, config=None, autotune=None, interpret=None):
         O = _Operand(out, "out")
     if M == 0 or N == 0:
         return out
-    if K == 0:  # a sum of nothing (and no launch with zero-size, possibly null, inputs)
+    if K == 0 and epilogue is None:  # a sum of nothing (no launch with zero-size, possibly null, inputs)
         if hasattr(out, "fill_"):
             out.fill_(0)
         else:
@@ -309,6 +376,18 @@ def matmul(a, b, out=None, *, config=None, autotune=None, interpret=None):
 
     def grid(meta):
         return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+    if epilogue is not None:
+        slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)
+        kernel, tuner, name = _epilogue_kernel(epilogue, bool(interpret))
+        args = args + tuple(slots)
+        meta["EPILOGUE"] = name
+        if chosen is None:
+            tuner[grid](*args, **meta)
+        else:
+            kernel[grid](*args, **meta, **chosen.all_kwargs())
+        return out
+    if epilogue_args:
+        raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     if chosen is None:
         matmul_autotuner()[grid](*args)
     else:

@@ -47,10 +47,14 @@ def _element_size(dtype):
     return torch.empty((), dtype=dtype).element_size()
 
 
-def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, online=None, backend=None):
+def softmax(x, out=None, *, prologue=None, epilogue=None, block_size=None, num_warps=None, programs=None,
+            online=None, backend=None):
     """Row softmax of the last dim of a CUDA tensor (any leading dims). The keyword
     arguments override the heuristics (programs: grid size; online: which kernel);
-    backend: "llvm" or "nvrtc" (default: TESSERA_BACKEND, else llvm)."""
+    backend: "llvm" or "nvrtc" (default: TESSERA_BACKEND, else llvm).
+    prologue(x, row, cols) / epilogue(y, row, cols): @tessera.jit functions fused before and
+    after the softmax (x and y fp32 blocks of one row; docs/fusion.md), e.g. a scale and a
+    causal mask: `return tl.where(cols <= row, x * 0.125, -float("inf"))`."""
     import torch
     if x.dim() == 0:
         raise ValueError("softmax needs at least one dimension")
@@ -78,6 +82,10 @@ def softmax(x, out=None, *, block_size=None, num_warps=None, programs=None, onli
         raise ValueError(f"block_size {config['BLOCK_SIZE']} < {n_cols} columns needs online=True")
     args = (y, x2, x2.stride(0), y.stride(0), n_rows, n_cols)
     meta = {"BLOCK_SIZE": config["BLOCK_SIZE"]}
+    if prologue is not None:
+        meta["PROLOGUE"] = prologue
+    if epilogue is not None:
+        meta["EPILOGUE"] = epilogue
     if programs is None:
         programs = n_rows
     kernel[(programs,)](*args, **meta, num_warps=config["num_warps"])

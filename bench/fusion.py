@@ -1,0 +1,254 @@
+"""Fusion (docs/fusion.md): what one fused kernel saves.
+
+1. "fusion_elementwise": a 4-op chain y = relu(2x + 1)^2 on 2^28 elements (fp32 and
+   bf16): tessera.elementwise (one kernel: read x, write y) vs torch eager (four
+   kernels, each reading and writing the whole tensor) vs a copy (y.copy_(x): the
+   bandwidth bound for one read and one write). Also a bias add + GELU on (M, N) + (N,)
+   (the broadcast path) vs torch eager. GB/s counts one read of each input and one
+   write (what the fused kernel must move), so torch's number is its effective rate.
+2. "fusion_gemm": C = gelu(A @ B + bias), fp16, 4096^3 and 8192x8192x4096 (and a GEMM
+   with a residual + scale epilogue): tk.matmul(..., epilogue=) vs plain tk.matmul (the
+   epilogue's cost) vs torch.matmul + separate bias + GELU (torch eager). Column: TFLOP/s
+   (2MNK / time).
+3. "fusion_attention": sliding-window attention (window 1024, causal, N = 16384, fp16,
+   D = 64 and 128, B = 1, H = 16) with mask_mod + kv_range (key blocks outside the
+   window skipped) vs full causal attention (tk.attention(causal=True)) vs the same
+   mask without kv_range (every block visited, masked). TFLOP/s of the full causal
+   problem, so the window's speed-up shows directly (ideal: ~N / (2 * window) = 8x).
+
+Each provider's output is checked against torch (elementwise/GEMM) or torch SDPA
+with an explicit boolean mask (attention) before timing.
+
+    python3 bench/fusion.py [--quick] [--out DIR] [--only elementwise,gemm,attention]
+"""
+import math
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+import tessera  # noqa: E402
+import tessera.language as tl  # noqa: E402
+
+
+@tessera.elementwise
+def chain4(x):
+    y = x * 2.0
+    y = y + 1.0
+    y = tl.maximum(y, 0.0)
+    return y * y
+
+
+@tessera.elementwise
+def bias_gelu(x, b):
+    y = x + b
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@tessera.jit
+def gelu_bias_epilogue(acc, bias):
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@tessera.jit
+def residual_epilogue(acc, residual, alpha):
+    return acc * alpha + residual
+
+
+@tessera.jit
+def window_mask(b, h, q_idx, kv_idx, window):
+    return (kv_idx <= q_idx) & (q_idx - kv_idx < window)
+
+
+@tessera.jit
+def window_range(q_lo, q_hi, n_kv, window):
+    return q_lo - window + 1, q_hi
+
+
+def torch_chain4(x):
+    import torch
+    y = x * 2.0
+    y = y + 1.0
+    y = torch.relu(y)
+    return y * y
+
+
+# ------------------------------------------------------------- elementwise
+
+def elementwise_bench(options):
+    import torch
+    n = 2 ** 28 if not options.quick else 2 ** 26
+
+    def cases():
+        out = []
+        for dtype in ("float32", "bfloat16"):
+            def make(dtype=dtype):
+                x = torch.randn(n, device="cuda", dtype=getattr(torch, dtype))
+                return {"op": "chain4", "x": x, "y": torch.empty_like(x)}
+            out.append((f"chain4 {dtype} 2^{int(math.log2(n))}", make))
+        for dtype in ("float16",):
+            def make(dtype=dtype):
+                x = torch.randn((16384, 8192), device="cuda", dtype=getattr(torch, dtype))
+                b = torch.randn((8192,), device="cuda", dtype=getattr(torch, dtype))
+                return {"op": "bias_gelu", "x": x, "b": b, "y": torch.empty_like(x)}
+            out.append((f"bias+gelu {dtype} 16384x8192", make))
+        return out
+
+    def nbytes(x):
+        t = x["x"]
+        return 2 * t.numel() * t.element_size() + (x["b"].numel() * x["b"].element_size() if "b" in x else 0)
+
+    def tessera_p(x):
+        if x["op"] == "chain4":
+            return lambda: chain4(x["x"], out=x["y"])
+        return lambda: bias_gelu(x["x"], x["b"], out=x["y"])
+
+    def torch_p(x):
+        if x["op"] == "chain4":
+            return lambda: torch_chain4(x["x"])
+        return lambda: torch.nn.functional.gelu(x["x"] + x["b"])
+
+    def copy_p(x):
+        return lambda: x["y"].copy_(x["x"])
+
+    def check(x, provider, fn):
+        if provider == "copy":
+            return
+        out = fn()
+        torch.cuda.synchronize()
+        ref = torch_chain4(x["x"].double()) if x["op"] == "chain4" else torch.nn.functional.gelu(
+            x["x"].double() + x["b"].double())
+        harness.check_close(out, ref, 1e-2, f"{provider} {x['op']}")
+
+    return harness.run_benchmark("fusion_elementwise", cases(),
+                                 {"tessera": tessera_p, "torch": torch_p, "copy": copy_p}, nbytes, options, check)
+
+
+# ------------------------------------------------------------------- GEMM
+
+def gemm_bench(options):
+    import torch
+    import tessera.kernels as tk
+    shapes = [(4096, 4096, 4096), (8192, 8192, 4096)] if not options.quick else [(4096, 4096, 4096)]
+
+    def cases():
+        out = []
+        for M, N, K in shapes:
+            for ep in ("bias_gelu", "residual"):
+                def make(M=M, N=N, K=K, ep=ep):
+                    t = lambda *s: torch.randn(s, device="cuda", dtype=torch.float16)  # noqa: E731
+                    return {"a": t(M, K), "b": t(K, N), "bias": t(N), "res": t(M, N), "ep": ep,
+                            "c": torch.empty((M, N), device="cuda", dtype=torch.float16)}
+                out.append((f"{ep} {M}x{N}x{K}", make))
+        return out
+
+    def flops(x):
+        return 2 * x["a"].shape[0] * x["b"].shape[1] * x["a"].shape[1]
+
+    def fused(x):
+        if x["ep"] == "bias_gelu":
+            return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=gelu_bias_epilogue,
+                                     epilogue_args=(x["bias"],))
+        return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=residual_epilogue,
+                                 epilogue_args=(x["res"], 0.5))
+
+    def plain(x):
+        return lambda: tk.matmul(x["a"], x["b"], out=x["c"])
+
+    def torch_p(x):
+        if x["ep"] == "bias_gelu":
+            return lambda: torch.nn.functional.gelu(torch.matmul(x["a"], x["b"]) + x["bias"])
+        return lambda: torch.matmul(x["a"], x["b"]) * 0.5 + x["res"]
+
+    def check(x, provider, fn):
+        if provider == "tessera-plain":
+            return
+        out = fn()
+        torch.cuda.synchronize()
+        acc = x["a"].float() @ x["b"].float()
+        ref = (torch.nn.functional.gelu(acc + x["bias"].float()) if x["ep"] == "bias_gelu"
+               else acc * 0.5 + x["res"].float())
+        harness.check_close(out, ref, 1e-2, f"{provider} {x['ep']}")
+
+    results = harness.run_benchmark("fusion_gemm", cases(),
+                                    {"tessera-fused": fused, "tessera-plain": plain, "torch": torch_p},
+                                    flops, options, check)
+    print("(fusion_gemm: the GB/s column above is GFLOP/s)")
+    return results
+
+
+# -------------------------------------------------------------- attention
+
+def attention_bench(options):
+    import torch
+    import tessera.kernels as tk
+    window = 1024
+    N = 16384 if not options.quick else 8192
+
+    def cases():
+        out = []
+        for D in (64, 128):
+            def make(D=D):
+                t = lambda: torch.randn((1, 16, N, D), device="cuda", dtype=torch.float16)  # noqa: E731
+                return {"q": t(), "k": t(), "v": t()}
+            out.append((f"fp16 D{D} N{N} w{window}", make))
+        return out
+
+    def flops(x):
+        B, H, n, D = x["q"].shape
+        return 4 * B * H * n * n * D * 0.5  # the full causal problem
+
+    def windowed(x):
+        return lambda: tk.attention_forward(x["q"], x["k"], x["v"], True, mask_mod=window_mask,
+                                            kv_range=window_range, mod_args=(window,))[0]
+
+    def masked_only(x):
+        return lambda: tk.attention_forward(x["q"], x["k"], x["v"], True, mask_mod=window_mask,
+                                            mod_args=(window,))[0]
+
+    def full(x):
+        return lambda: tk.attention_forward(x["q"], x["k"], x["v"], True)[0]
+
+    def check(x, provider, fn):
+        out = fn()
+        torch.cuda.synchronize()
+        n = x["q"].shape[2]
+        qi = torch.arange(n, device="cuda")[:, None]
+        ki = torch.arange(n, device="cuda")[None, :]
+        if provider == "tessera-full-causal":
+            mask = ki <= qi
+        else:
+            mask = (ki <= qi) & (qi - ki < window)
+        ref = torch.nn.functional.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=mask)
+        harness.check_close(out, ref, 1e-2, f"{provider} attention")
+
+    results = harness.run_benchmark("fusion_attention", cases(),
+                                    {"tessera-window": windowed, "tessera-window-no-skip": masked_only,
+                                     "tessera-full-causal": full}, flops, options, check)
+    print("(fusion_attention: the GB/s column above is GFLOP/s of the full causal problem)")
+    return results
+
+
+def run(options):
+    only = set(options.only.split(",")) if options.only else {"elementwise", "gemm", "attention"}
+    out = []
+    if "elementwise" in only:
+        out.append(elementwise_bench(options))
+    if "gemm" in only:
+        out.append(gemm_bench(options))
+    if "attention" in only:
+        out.append(attention_bench(options))
+    return out
+
+
+if __name__ == "__main__":
+    ap = harness.parser(__doc__)
+    ap.add_argument("--only", default="", help="comma-separated subset of elementwise,gemm,attention")
+    opts = harness.parse(ap)
+    reason = harness.skip_reason()
+    if reason:
+        print(f"fusion benchmark skipped: {reason}")
+        sys.exit(0)
+    run(opts)

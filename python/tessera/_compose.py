@@ -1,0 +1,370 @@
+"""@jit functions as constexpr arguments, and kernels from generated source.
+
+Triton lets a kernel take a @jit function as a constexpr and call it
+(`EPILOGUE: tl.constexpr` ... `acc = EPILOGUE(acc, bias)`). tessera's
+front-end compiles a kernel from the text of its file, so a function defined
+elsewhere (the user's script) has to travel with it. This module does that:
+
+* function_source(fns) -> the source text of @jit functions (decorators
+  normalised to `@jit`), of the @jit helpers they call (transitively), and of
+  the imports and int/float/bool constants (globals or closure variables)
+  they use, ready to be appended to another module's text;
+* compose(kernel, {param: fn}) -> a SourceKernel: the kernel's own file text
+  with those functions appended; the constexpr values become the functions'
+  names, which the specialiser resolves (calling a string constexpr calls the
+  @jit function of that name: dsl/SpecializerExpr.cpp);
+* SourceKernel: a JITFunction compiled from a given text (generated kernels:
+  tessera.elementwise, composed kernels).
+
+JITFunction's launch path calls compose() when a constexpr argument is a
+@jit function, so `kernel[grid](..., EPILOGUE=bias_gelu)` works as in Triton.
+Composed kernels are cached per (kernel, functions).
+
+Limits: the appended functions' diagnostics name the kernel's file at lines
+past its end (the source line they print is the right one); a name the
+kernel's file already defines differently is an error (rename the function);
+closures may capture only ints, floats, bools and @jit functions.
+"""
+import ast
+import inspect
+import textwrap
+import types
+
+from .jit import JITFunction, _ext
+
+
+class CompositionError(TypeError):
+    pass
+
+
+def as_jit(obj):
+    """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none."""
+    seen = 0
+    while obj is not None and not isinstance(obj, JITFunction) and seen < 8:
+        nxt = getattr(obj, "jit_function", None) or getattr(obj, "fn", None)
+        if nxt is obj:
+            break
+        obj = nxt
+        seen += 1
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def _function_text(fn):
+    """The dedented source of a Python function with its decorators replaced by `@jit`."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as e:
+        raise CompositionError(f"cannot find the source of @jit function '{fn.__name__}': define it in a file") from e
+    tree = ast.parse(src)
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise CompositionError(f"'{fn.__name__}' is not a plain function definition")
+    lines = src.splitlines(keepends=True)
+    body = lines[node.lineno - 1:]
+    return "@jit\n" + "".join(body), node
+
+
+def _free_names(node):
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+    for arg in node.args.args + node.args.kwonlyargs:
+        names.discard(arg.arg)
+    return names
+
+
+def _closure(fn):
+    out = {}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return out
+
+
+_LANG_MODULES = ("tessera", "triton")
+
+
+class _Collected:
+    def __init__(self):
+        self.functions = {}   # name -> (text, JITFunction)
+        self.imports = {}     # alias -> module name
+        self.constants = {}   # name -> value
+
+
+def _collect(roots):
+    out = _Collected()
+    queue = list(roots)
+    while queue:
+        jf = queue.pop(0)
+        fn = jf.fn
+        name = fn.__name__
+        if name in out.functions:
+            if out.functions[name][1].fn is not fn:
+                raise CompositionError(f"two different @jit functions are named '{name}'; rename one")
+            continue
+        text, node = _function_text(fn)
+        out.functions[name] = (text, jf)
+        scope = dict(fn.__globals__)
+        scope.update(_closure(fn))
+        for free in sorted(_free_names(node)):
+            if free not in scope:
+                continue
+            value = scope[free]
+            inner = as_jit(value)
+            if inner is not None:
+                if inner.fn.__name__ != free:
+                    raise CompositionError(f"'{name}' calls @jit function '{inner.fn.__name__}' under the name "
+                                           f"'{free}'; call it by its own name")
+                queue.append(inner)
+            elif isinstance(value, types.ModuleType):
+                if value.__name__.split(".")[0] in _LANG_MODULES:
+                    out.imports[free] = value.__name__
+            elif isinstance(value, bool) or isinstance(value, (int, float)):
+                _add_constant(out, free, value, name)
+            elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
+                _add_constant(out, free, value.value, name)
+    return out
+
+
+def _add_constant(out, name, value, user):
+    if name in out.constants and out.constants[name] != value:
+        raise CompositionError(f"constant '{name}' has two values ({out.constants[name]!r} and {value!r}) in the "
+                               f"functions composed with '{user}'; rename one")
+    out.constants[name] = value
+
+
+def _defined_names(text):
+    """Top-level names of a module's text: {name: ('def'|'import'|'const', detail)}."""
+    names = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return names
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names[node.name] = ("def", node)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = ("import", a.name if a.asname else a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                names[a.asname or a.name] = ("import", f"{node.module}.{a.name}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    names[t.id] = ("const", node)
+    return names
+
+
+def _same_module(a, b):
+    canon = {"triton": "tessera", "triton.language": "tessera.language"}
+    return canon.get(a, a) == canon.get(b, b)
+
+
+def function_source(functions, base_text="", base_file=None):
+    """Text to append to `base_text` (a module's source) so that it defines `functions` (JITFunctions).
+    Functions that `base_text` already defines from the same file (`base_file`) are not repeated."""
+    collected = _collect(functions)
+    defined = _defined_names(base_text)
+    parts = []
+    for alias, module in sorted(collected.imports.items()):
+        have = defined.get(alias)
+        if have is None:
+            parts.append(f"import {module} as {alias}\n" if alias != module else f"import {module}\n")
+        elif have[0] != "import" or not _same_module(have[1], module):
+            raise CompositionError(f"the composed functions use '{alias}' for module {module}, but the kernel's "
+                                   f"file binds '{alias}' to something else")
+    for name, value in sorted(collected.constants.items()):
+        have = defined.get(name)
+        if have is None:
+            parts.append(f"{name} = {value!r}\n")
+        elif have[0] != "const":
+            raise CompositionError(f"constant '{name}' of the composed functions clashes with the kernel file's "
+                                   f"'{name}'; rename it")
+        else:
+            try:
+                same = ast.literal_eval(have[1].value) == value
+            except (ValueError, TypeError, SyntaxError):
+                same = _constexpr_literal(have[1].value) == value
+            if not same:
+                raise CompositionError(f"constant '{name}' = {value!r} of the composed functions clashes with the "
+                                       f"kernel file's '{name}'; rename it")
+    for name, (text, jf) in collected.functions.items():
+        have = defined.get(name)
+        if have is not None:
+            if have[0] == "def" and base_file is not None and jf.fn.__code__.co_filename == base_file:
+                continue  # the kernel's own file defines it
+            raise CompositionError(f"@jit function '{name}' clashes with a name the kernel's file defines; "
+                                   "rename the function")
+        parts.append("\n\n" + text)
+    return "".join(parts)
+
+
+def _constexpr_literal(node):
+    # tl.constexpr(1.5)
+    if isinstance(node, ast.Call) and node.args:
+        try:
+            return ast.literal_eval(node.args[0])
+        except (ValueError, TypeError, SyntaxError):
+            return None
+    return None
+
+
+class SourceKernel(JITFunction):
+    """A @jit kernel compiled from a given source text (not from a Python function's file)."""
+
+    def __init__(self, text, name, path, params_defaults=None, **options):
+        def placeholder():
+            pass
+        placeholder.__name__ = name
+        placeholder.__qualname__ = name
+        placeholder.__module__ = "tessera._generated"
+        super().__init__(placeholder, **options)
+        self.text = text
+        self.path = path
+        self._param_defaults = dict(params_defaults or {})
+
+    @property
+    def src(self):
+        return self.text
+
+    def _source(self):
+        return self.text, self.path, 1
+
+    def _defaults(self):
+        return dict(self._param_defaults)
+
+    def _get_handle(self):
+        if self._handle is None:
+            C = _ext()
+            handle = C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
+                                 self.options.get("do_not_specialize"))
+            handle.backend = self._backend
+            self._handle = handle
+            self._launch = C.launch
+            self._fast = C.KernelLauncher(self._handle)
+        return self._handle
+
+    def __repr__(self):
+        return f"SourceKernel({self.__name__} from {self.path})"
+
+
+def _kernel_text(kernel):
+    if isinstance(kernel, SourceKernel):
+        return kernel.text, kernel.path, None
+    text, path, first_line = kernel._source()
+    if first_line != 1:
+        # A kernel without a file of its own: its function text (with the prelude) becomes line 1.
+        path = f"{path} (from line {first_line})"
+    return text, path, kernel.fn.__code__.co_filename
+
+
+def compose(kernel, functions):
+    """A SourceKernel: `kernel` (a JITFunction) with the @jit functions `functions`
+    ({constexpr name: function}) appended to its source. Launch it with
+    {name: function.__name__} as those constexprs (function_constexprs())."""
+    jfs = {}
+    for param, f in functions.items():
+        jf = as_jit(f)
+        if jf is None:
+            raise CompositionError(f"{kernel.__name__}(): constexpr '{param}' must be a @tessera.jit function, "
+                                   f"got {type(f).__name__}")
+        jfs[param] = jf
+    cache = kernel.__dict__.setdefault("_composed", {})
+    key = tuple(sorted((p, id(jf.fn)) for p, jf in jfs.items()))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[0]
+    text, path, file = _kernel_text(kernel)
+    if not text.endswith("\n"):
+        text += "\n"
+    extra = function_source(list(jfs.values()), text, file)
+    options = dict(kernel.options)
+    options["interpret"] = kernel.interpret
+    options["backend"] = kernel.backend or None
+    composed = SourceKernel(text + extra, kernel.__name__, path, kernel._defaults(), **options)
+    # Keep the functions alive so that id() stays unique for the cache entry.
+    cache[key] = (composed, [jf.fn for jf in jfs.values()])
+    return composed
+
+
+def function_constexprs(functions):
+    return {param: as_jit(f).fn.__name__ for param, f in functions.items()}
+
+
+def _called_params(fn, candidates, depth=0):
+    """The names in `candidates` (parameters of the Python function `fn`) that fn calls, directly
+    or by passing them to a @jit helper that calls the parameter it lands in."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        node = ast.parse(src).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return frozenset()
+    if not isinstance(node, ast.FunctionDef):
+        return frozenset()
+    called = set()
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Call):
+            continue
+        if isinstance(n.func, ast.Name) and n.func.id in candidates:
+            called.add(n.func.id)
+        if depth >= 4 or not isinstance(n.func, ast.Name):
+            continue
+        helper = as_jit(fn.__globals__.get(n.func.id))
+        passed = {i: a.id for i, a in enumerate(n.args) if isinstance(a, ast.Name) and a.id in candidates}
+        passed_kw = {k.arg: k.value.id for k in n.keywords
+                     if isinstance(k.value, ast.Name) and k.value.id in candidates}
+        if helper is None or not (passed or passed_kw):
+            continue
+        names = list(inspect.signature(helper.fn).parameters)
+        inner = {names[i]: outer for i, outer in passed.items() if i < len(names)}
+        inner.update({k: v for k, v in passed_kw.items() if k in names})
+        for p in _called_params(helper.fn, frozenset(inner), depth + 1):
+            called.add(inner[p])
+    return frozenset(called)
+
+
+def callable_constexpr_params(fn):
+    """Names of the constexpr parameters of `fn` (a Python function) that its body calls
+    (directly or through @jit helpers it passes them to)."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        node = ast.parse(src).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return frozenset()
+    if not isinstance(node, ast.FunctionDef):
+        return frozenset()
+    names = frozenset(a.arg for a in node.args.args + node.args.kwonlyargs
+                      if a.annotation is not None and "constexpr" in ast.dump(a.annotation))
+    return _called_params(fn, names) if names else frozenset()
+
+
+def split_function_args(kernel, args, kwargs):
+    """({param: function}, args, kwargs) with the @jit-function-valued arguments taken out."""
+    functions = {}
+    new_kwargs = {}
+    for k, v in kwargs.items():
+        if as_jit(v) is not None and not isinstance(v, (int, float, str, bool)):
+            functions[k] = v
+        else:
+            new_kwargs[k] = v
+    new_args = list(args)
+    if any(as_jit(a) is not None for a in args):
+        names = list(inspect.signature(kernel.fn).parameters)
+        for i, a in enumerate(args):
+            if as_jit(a) is not None and i < len(names):
+                functions[names[i]] = a
+                new_args[i] = None
+        # Positional function arguments: pass every later argument by keyword.
+        first = min(names.index(p) for p in functions if p in names[:len(args)]) if any(
+            p in names[:len(args)] for p in functions) else len(args)
+        for i in range(first, len(args)):
+            if names[i] not in functions:
+                new_kwargs[names[i]] = args[i]
+        new_args = new_args[:first]
+    return functions, tuple(new_args), new_kwargs

@@ -1,0 +1,12 @@
+# RUN: --kernel k --signature "*fp32" --constexpr EPILOGUE=gelu
+import tessera
+import tessera.language as tl
+
+@tessera.jit
+def relu(x):
+    return tl.maximum(x, 0.0)
+
+@tessera.jit
+def k(x_ptr, EPILOGUE: tl.constexpr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, EPILOGUE(x))
