@@ -1,21 +1,19 @@
 // Tensor-core dot (docs/tensor-cores.md): dot(a <MxK>, b <KxN>, acc <MxN>)
 // whose result has an #mma<version=2, wpc=[wm, wn]> layout (set by
-// compiler/passes/AccelerateDot.cpp), fp16/bf16 inputs, f32 accumulator.
+// compiler/passes/AccelerateDot.cpp): mma.sync m16n8k16 (f16/bf16), m16n8k8
+// (tf32) or m16n8k32 (int8).
 //
-//  1. a and b (registers of whatever layout they were converted from) are
-//     stored to shared memory row-major, rows padded by 8 elements (16
-//     bytes) so that the 8 row addresses of one ldmatrix hit distinct banks:
-//     A at [M][K + 8], B at [K][N + 8].
-//  2. per k-step of 16, per warp: one ldmatrix.x4 per 16-row m-tile of A
-//     (matrices rows 0-7/8-15 x k 0-7/8-15 = the 4 .b32 A registers), one
-//     ldmatrix.x4.trans per pair of 8-column n-tiles of B (B is stored with
-//     n contiguous, so .trans gives each lane its k pairs: 2 .b32 registers
-//     per n-tile), then mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} per
-//     (m-tile, n-tile).
+//  1. the operand tiles: straight from the pipeline's shared buffers
+//     (local_load), else stored here from registers into scratch with the
+//     same swizzled layout (compiler/ir/Layout.h, Shared; AsyncCopy.cpp).
+//  2. per k-step, per warp: one ldmatrix.x4 per 16-row m-tile of A (the 4
+//     .b32 A registers of every shape), B by ldmatrix.x4.trans (16-bit),
+//     plain ldmatrix (transposed tiles) or gathered words (tf32/int8), then
+//     one mma.sync per (m-tile, n-tile).
 //  3. the accumulator registers are the mma C/D fragments; the Mma layout
 //     puts the instruction's rows g and g+8 at rows 2g and 2g+1 of the
-//     16-row tile (A's rows are fed to ldmatrix in that order), which makes
-//     it register-for-register #blocked<spt=[2,2], tpw=[8,4], wpc, order=[1,0]>.
+//     16-row tile (A's rows are stored in that order), which makes it
+//     register-for-register #blocked<spt=[2,2], tpw=[8,4], wpc, order=[1,0]>.
 #include "compiler/codegen/Lowering.h"
 #include "compiler/passes/AccelerateDot.h"
 
