@@ -225,10 +225,14 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
                    {{"input", true}, {"other", true}, {"acc", false}, {"input_precision", false}, {"allow_tf32", false},
                     {"max_num_imprecise_acc", false}, {"out_dtype", false}});
     ir::Value *a = toIR(b[0], b.locs[0]), *bb = toIR(b[1], b.locs[1]);
-    if (a->type.rank() != 2 || bb->type.rank() != 2)
-      error(loc, "tl.dot needs two 2-D blocks, got " + a->type.str() + " and " + bb->type.str());
-    if (a->type.shape[1] != bb->type.shape[0])
+    const size_t rank = a->type.rank();
+    if ((rank != 2 && rank != 3) || bb->type.rank() != rank)
+      error(loc, "tl.dot needs two 2-D blocks or two 3-D (batched) blocks, got " + a->type.str() + " and " +
+                     bb->type.str());
+    if (a->type.shape[rank - 1] != bb->type.shape[rank - 2])
       error(loc, "tl.dot: the inner dims differ (" + a->type.str() + " @ " + bb->type.str() + ")");
+    if (rank == 3 && a->type.shape[0] != bb->type.shape[0])
+      error(loc, "tl.dot: the batch dims differ (" + a->type.str() + " @ " + bb->type.str() + ")");
     if (a->type.pointer || bb->type.pointer) error(loc, "tl.dot needs numbers, got pointers");
     if (a->type.element() != bb->type.element()) {
       ir::Type common = promote(a->type, bb->type, "dot", loc);
@@ -240,7 +244,8 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     else if (b.has(4) && !requireInt(b[4], b.locs[4], "allow_tf32")) precision = "ieee";
     if (precision != "tf32" && precision != "tf32x3" && precision != "ieee")
       error(b.locs[3], "tl.dot's input_precision must be 'tf32', 'tf32x3' or 'ieee', got '" + precision + "'");
-    std::vector<int64_t> shape = {a->type.shape[0], bb->type.shape[1]};
+    std::vector<int64_t> shape = {a->type.shape[rank - 2], bb->type.shape[rank - 1]};
+    if (rank == 3) shape.insert(shape.begin(), a->type.shape[0]);
     ir::Type elem = a->type.element();
     ir::Type out = elem.isIntElement() ? ir::Type(ScalarType::I32)
                    : elem.scalar == ScalarType::F64 ? ir::Type(ScalarType::F64) : ir::Type(ScalarType::F32);
@@ -255,9 +260,11 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     ir::Value *acc;
     if (b.has(2)) {
       acc = toIR(b[2], b.locs[2]);
-      if (acc->type.shape != shape)
-        error(b.locs[2], "tl.dot's acc must have shape [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
-                             "], got " + acc->type.str());
+      if (acc->type.shape != shape) {
+        std::string dims;
+        for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        error(b.locs[2], "tl.dot's acc must have shape [" + dims + "], got " + acc->type.str());
+      }
       if (acc->type.pointer || acc->type.isFloatElement() != elem.isFloatElement())
         error(b.locs[2], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
                              " accumulator, got " + acc->type.str());

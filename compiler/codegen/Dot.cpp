@@ -1,4 +1,5 @@
-// dot(a <MxK>, b <KxN>, acc <MxN>): a and b go to shared memory (row-major),
+// dot(a <[B]xMxK>, b <[B]xKxN>, acc <[B]xMxN>) (2-D, or batched 3-D): a and b
+// go to shared memory (row-major),
 // then each thread runs a loop over k for the result elements it holds:
 // acc[m, n] += a[m, k] * b[k, n], an FMA per step in the accumulation type
 // (f32 for 16-bit and f32 inputs, f64 for f64, i32 for ints), converted to
@@ -18,7 +19,9 @@ void KernelLowering::lowerDot(ir::Operation &op) {
   if (op.result()->layout && op.result()->layout->kind == ir::Layout::Kind::Mma)
     return lowerMmaDot(op);
   ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
-  const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+  const size_t rank = a->type.rank(); // 2, or 3 with a leading batch dim
+  const int64_t M = a->type.shape[rank - 2], K = a->type.shape[rank - 1], N = b->type.shape[rank - 1];
+  const int64_t batches = rank == 3 ? a->type.shape[0] : 1;
   const ir::Type inElem = a->type.element(), outElem = result->type.element();
   const bool floats = inElem.isFloatElement();
   const ir::Type accElem = !floats ? ir::Type(ir::ScalarType::I32)
@@ -32,8 +35,8 @@ void KernelLowering::lowerDot(ir::Operation &op) {
 
   Type *memTy = memoryType(inElem, &op);
   const uint64_t elemBytes = memTy->getPrimitiveSizeInBits() / 8;
-  const uint64_t bOffset = (static_cast<uint64_t>(M * K) * elemBytes + 15) / 16 * 16;
-  Value *base = sharedScratch(bOffset + static_cast<uint64_t>(K * N) * elemBytes, op);
+  const uint64_t bOffset = (static_cast<uint64_t>(batches * M * K) * elemBytes + 15) / 16 * 16;
+  Value *base = sharedScratch(bOffset + static_cast<uint64_t>(batches * K * N) * elemBytes, op);
   Value *aBase = base;
   Value *bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), base, bOffset);
   for (auto [v, dst] : {std::pair{a, aBase}, std::pair{b, bBase}}) {
@@ -49,17 +52,23 @@ void KernelLowering::lowerDot(ir::Operation &op) {
   barrier();
 
   // Rows of a and columns of b a thread needs: one per register index along
-  // the result's dims (registers sharing a row share the loads).
-  const unsigned rowDim = out.valueDims()[0], colDim = out.valueDims()[1];
-  std::map<unsigned, Value *> rowStart, colStart; // by register index along the dim
-  std::vector<unsigned> rowOf(out.numRegs()), colOf(out.numRegs());
+  // the result's (batch and) row/column dims (registers sharing one share the loads).
+  const unsigned rowDim = out.valueDims()[rank - 2], colDim = out.valueDims()[rank - 1];
+  using Key = std::pair<unsigned, unsigned>; // (register index along the batch dim, along row/col)
+  std::map<Key, Value *> rowStart, colStart;
+  std::vector<Key> rowOf(out.numRegs()), colOf(out.numRegs());
   for (unsigned r = 0; r < out.numRegs(); ++r) {
     std::vector<unsigned> index = out.regIndex(r);
-    rowOf[r] = index[rowDim];
-    colOf[r] = index[colDim];
+    const unsigned batchIndex = rank == 3 ? index[out.valueDims()[0]] : 0;
+    rowOf[r] = {batchIndex, index[rowDim]};
+    colOf[r] = {batchIndex, index[colDim]};
     std::vector<Value *> c = coordinates(out, r);
-    if (!rowStart.count(rowOf[r])) rowStart[rowOf[r]] = b_.CreateMul(c[0], i32(K)); // a[m, 0]
-    if (!colStart.count(colOf[r])) colStart[colOf[r]] = c[1];                       // b[0, n]
+    Value *batch = rank == 3 ? c[0] : i32(0);
+    Value *m = c[rank - 2], *n = c[rank - 1];
+    if (!rowStart.count(rowOf[r])) // a[batch, m, 0]
+      rowStart[rowOf[r]] = b_.CreateMul(b_.CreateAdd(b_.CreateMul(batch, i32(M)), m), i32(K));
+    if (!colStart.count(colOf[r])) // b[batch, 0, n]
+      colStart[colOf[r]] = b_.CreateAdd(b_.CreateMul(batch, i32(K * N)), n);
   }
 
   Type *accTy = elementType(accElem, &op);
@@ -80,7 +89,7 @@ void KernelLowering::lowerDot(ir::Operation &op) {
     sums.push_back(phi);
   }
   // The loads and conversions are emitted in `loop` but need `pre` values only.
-  std::map<unsigned, Value *> aValue, bValue;
+  std::map<Key, Value *> aValue, bValue;
   for (auto &[row, start] : rowStart) {
     Value *v = b_.CreateLoad(memTy, b_.CreateGEP(memTy, aBase, b_.CreateAdd(start, k)));
     aValue[row] = castElement(op, v, inElem, accElem);

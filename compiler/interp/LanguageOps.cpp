@@ -318,11 +318,15 @@ void evalCombine(Executor &ex, const ir::Operation &op) {
 HostValue evalDot(Executor &ex, const ir::Operation &op) {
   const HostValue &a = ex.get(op.operand(0)), &b = ex.get(op.operand(1)), &c = ex.get(op.operand(2));
   HostValue out(op.result()->type);
-  const int64_t M = a.type.shape[0], K = a.type.shape[1], N = b.type.shape[1];
+  const size_t rank = a.type.rank();
+  const int64_t M = a.type.shape[rank - 2], K = a.type.shape[rank - 1], N = b.type.shape[rank - 1];
+  const int64_t batches = rank == 3 ? a.type.shape[0] : 1;
   const ir::Type in = a.type.element(), acc = out.type.element();
+  for (int64_t bi = 0; bi < batches; ++bi)
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      const size_t o = static_cast<size_t>(i * N + j);
+      const size_t o = static_cast<size_t>((bi * M + i) * N + j);
+      const size_t aRow = static_cast<size_t>((bi * M + i) * K), bBatch = static_cast<size_t>(bi * K * N);
       if (in.isFloatElement() || acc.isFloatElement()) {
         // Products and their sum in double, rounded once to the accumulator's type (the
         // GPU accumulates in f32 in an unspecified order; tf32 inputs lose 13 mantissa bits).
@@ -332,12 +336,12 @@ HostValue evalDot(Executor &ex, const ir::Operation &op) {
         };
         double sum = acc.isFloatElement() ? c.data[o].f : ir::isSigned(acc.scalar) ? double(c.data[o].i) : double(c.data[o].u);
         for (int64_t k = 0; k < K; ++k)
-          sum += value(a, static_cast<size_t>(i * K + k)) * value(b, static_cast<size_t>(k * N + j));
+          sum += value(a, aRow + static_cast<size_t>(k)) * value(b, bBatch + static_cast<size_t>(k * N + j));
         out.data[o] = acc.isFloatElement() ? makeFloat(sum, acc) : makeInt(static_cast<int64_t>(sum), acc);
       } else {
         uint64_t sum = c.data[o].u; // sign-extended values multiply correctly modulo 2^64
         for (int64_t k = 0; k < K; ++k)
-          sum += a.data[static_cast<size_t>(i * K + k)].u * b.data[static_cast<size_t>(k * N + j)].u;
+          sum += a.data[aRow + static_cast<size_t>(k)].u * b.data[bBatch + static_cast<size_t>(k * N + j)].u;
         out.data[o].i = wrapInt(sum, acc.scalar);
       }
     }

@@ -284,9 +284,13 @@ private:
     case OpCode::Dot: {
       if (!nOperands(3) || !nResults(1)) return false;
       const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &c = op.operand(2)->type;
-      if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2) return fail(op, "operands must be 2-D blocks");
-      if (a.shape[1] != b.shape[0] || c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1])
-        return fail(op, "shapes do not match (a MxK, b KxN, acc MxN)");
+      const size_t n = a.rank();
+      if ((n != 2 && n != 3) || b.rank() != n || c.rank() != n)
+        return fail(op, "operands must be 2-D blocks, or 3-D (batched) ones");
+      if (a.shape[n - 1] != b.shape[n - 2] || c.shape[n - 2] != a.shape[n - 2] || c.shape[n - 1] != b.shape[n - 1])
+        return fail(op, "shapes do not match (a [B]xMxK, b [B]xKxN, acc [B]xMxN)");
+      if (n == 3 && (a.shape[0] != b.shape[0] || c.shape[0] != a.shape[0]))
+        return fail(op, "batch dims do not match");
       if (a.element() != b.element()) return fail(op, "a and b must have one element type");
       return op.result()->type == c || fail(op, "result must have the accumulator's type");
     }

@@ -50,5 +50,16 @@ def test_dot(tmp_path, arch, dtype, bm, bn, bk):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "i8"])
+def test_batched_dot(tmp_path, arch, dtype):
+    out = "i32" if dtype == "i8" else "fp32"
+    ptx = compile_and_assemble(tmp_path, "dot.py", "batched_dot", f"*{dtype},*{dtype},*{out}",
+                               {"B": 4, "M": 16, "N": 8, "K": 32}, arch)
+    # 3-D dots take the FMA lowering (one product per batch entry).
+    assert "mma.sync" not in ptx
+    assert ("mad.lo.s32" if dtype == "i8" else "fma.rn.f32") in ptx
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_int8_dot(tmp_path, arch):
     compile_and_assemble(tmp_path, "dot.py", "dot_int8", "*i8,*i8,*i32", {"BM": 16, "BN": 32, "BK": 32}, arch)

@@ -23,3 +23,18 @@ def dot_int8(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
     b = tl.load(b_ptr + tl.arange(0, BK)[:, None] * BN + tl.arange(0, BN)[None, :])
     c = tl.dot(a, b)
     tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], c)
+
+
+@tessera.jit
+def batched_dot(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # tl.dot on 3-D blocks: one [M, K] @ [K, N] product per batch entry.
+    bs = tl.arange(0, B)[:, None, None]
+    ms = tl.arange(0, M)[None, :, None]
+    ns = tl.arange(0, N)[None, None, :]
+    ks_row = tl.arange(0, K)[None, None, :]
+    ks_col = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + bs * M * K + ms * K + ks_row)
+    b = tl.load(b_ptr + bs * K * N + ks_col * N + ns)
+    acc = tl.full((B, M, N), 1, c_ptr.dtype.element_ty)  # f32, or i32 for int8 inputs
+    c = tl.dot(a, b, acc)
+    tl.store(c_ptr + bs * M * N + ms * N + ns, c)
