@@ -80,9 +80,10 @@ for t in $targets; do
     ptx="$tmp/ptx"
     mkdir -p "$replay" "$ptx"
     cp "$root"/tests/fuzz/corpus-pipeline/* "$replay/"
+    # (A process substitution: with pipefail, ls killed by head's early exit would fail the script.)
     # shellcheck disable=SC2012
-    ls -t "$pipeline_scratch" | head -n "${FUZZ_PTXAS_MAX:-100}" |
-      while read -r f; do cp "$pipeline_scratch/$f" "$replay/"; done
+    mapfile -t newest < <(ls -t "$pipeline_scratch" | head -n "${FUZZ_PTXAS_MAX:-100}")
+    for f in "${newest[@]}"; do cp "$pipeline_scratch/$f" "$replay/"; done
     TESSERA_FUZZ_PTX_DIR="$ptx" "$build/fuzz_pipeline" -runs=0 "$replay" 2>"$tmp/replay.log" ||
       { cat "$tmp/replay.log" >&2; exit 1; }
     inputs=$(ls "$replay" | wc -l)
