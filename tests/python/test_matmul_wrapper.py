@@ -289,11 +289,11 @@ def test_rank_and_shape_errors():
 
 def test_dtype_errors():
     assert message(lambda: tk.matmul(cuda((4, 8), "float32"), cuda((8, 2), "float32"))) == (
-        "TypeError: " + P + "a has dtype float32, which matmul does not support yet (tf32 tensor cores "
-        "(mma.sync m16n8k8) are not in the compiler yet; supported: float16, bfloat16)")
+        "TypeError: " + P + "a has dtype float32, which matmul does not support yet (tf32 "
+        "(mma.sync m16n8k8) needs a configuration table of its own first; supported: float16, bfloat16)")
     assert message(lambda: tk.matmul(cuda((4, 8), "int8"), cuda((8, 2), "int8"))) == (
-        "TypeError: " + P + "a has dtype int8, which matmul does not support yet (int8 tensor cores "
-        "(mma.sync m16n8k32, int32 accumulation) are not in the compiler yet; supported: float16, bfloat16)")
+        "TypeError: " + P + "a has dtype int8, which matmul does not support yet (int8 "
+        "(mma.sync m16n8k32) needs an int32 accumulator in kernels/matmul.py first; supported: float16, bfloat16)")
     assert message(lambda: tk.matmul(cuda((4, 8), "float64"), cuda((8, 2), "float64"))) == (
         "TypeError: " + P + "a has dtype float64, which matmul does not support (supported: float16, bfloat16)")
     assert message(lambda: tk.matmul(cuda((4, 8), "float16"), cuda((8, 2), "bfloat16"))) == (

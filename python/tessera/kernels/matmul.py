@@ -64,16 +64,18 @@ MATMUL_CONFIGS = (
 
 # Input dtype -> what the GEMM does with it. `outputs`: the dtypes `out` may have, the
 # first being the one allocated; `acc`: the accumulator; `enabled`: lowered to tensor
-# cores today. Turning fp32 (tf32) or int8 on is a matter of flipping `enabled` once the
-# compiler supports it (int8 also needs the kernel's accumulator to follow `acc`).
+# cores by this wrapper today. The compiler lowers fp32 (tf32, m16n8k8) and int8 (m16n8k32)
+# dots to tensor cores; the wrapper still needs a configuration table measured for them (the
+# 16-bit table spills with 4-byte elements) and, for int8, kernels/matmul.py's accumulator
+# following `acc`.
 DtypeRule = collections.namedtuple("DtypeRule", "outputs acc enabled why")
 MATMUL_DTYPES = {
     "float16": DtypeRule(("float16", "float32"), "float32", True, "mma.sync m16n8k16"),
     "bfloat16": DtypeRule(("bfloat16", "float32"), "float32", True, "mma.sync m16n8k16"),
     "float32": DtypeRule(("float32",), "float32", False,
-                         "tf32 tensor cores (mma.sync m16n8k8) are not in the compiler yet"),
+                         "tf32 (mma.sync m16n8k8) needs a configuration table of its own first"),
     "int8": DtypeRule(("int32",), "int32", False,
-                      "int8 tensor cores (mma.sync m16n8k32, int32 accumulation) are not in the compiler yet"),
+                      "int8 (mma.sync m16n8k32) needs an int32 accumulator in kernels/matmul.py first"),
 }
 
 
