@@ -107,6 +107,20 @@ void replaceAllUsesWith(Block &block, Value *from, Value *to) {
   });
 }
 
+unsigned countUses(Block &block, const Value *v) {
+  unsigned n = 0;
+  walk(block, [&](Operation &op) {
+    for (const Value *u : op.operands) n += u == v;
+  });
+  return n;
+}
+
+std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op) {
+  auto it = op.parent->ops.begin();
+  while (it->get() != &op) ++it;
+  return it;
+}
+
 // ------------------------------------------------------------------ printer
 
 namespace {

@@ -131,6 +131,10 @@ private:
 void walk(Block &block, const std::function<void(Operation &)> &fn);
 // Replaces every use of `from` by `to` inside `block` (recursively).
 void replaceAllUsesWith(Block &block, Value *from, Value *to);
+// How many operands inside `block` (recursively) are `v`.
+unsigned countUses(Block &block, const Value *v);
+// `op`'s place in its parent block's list (for inserting before/after it or erasing it).
+std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
 
 // The canonical text form (stable: golden tests compare it).
 std::string print(const Function &fn);

@@ -27,12 +27,6 @@ using namespace ir;
 
 namespace {
 
-std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
-  auto it = op.parent->ops.begin();
-  while (it->get() != &op) ++it;
-  return it;
-}
-
 Value *convertAt(Block *block, std::list<std::unique_ptr<Operation>>::iterator before, SourceLoc loc, Value *v,
                  const LayoutRef &to) {
   Builder b(block);
@@ -57,14 +51,6 @@ void replaceUsesExcept(Function &fn, Value *from, Value *to, const Operation *ke
     for (Value *&v : op.operands)
       if (v == from) v = to;
   });
-}
-
-unsigned countUses(Function &fn, Value *v) {
-  unsigned n = 0;
-  walk(fn.body, [&](Operation &op) {
-    for (Value *u : op.operands) n += u == v;
-  });
-  return n;
 }
 
 int archNumber(const std::string &arch) {
@@ -131,7 +117,7 @@ struct Accelerator {
     dot.operands[2] = x;
     replaceAllUsesWith(fn.body, sum, r);
     r->layout = sum->layout;
-    dot.parent->ops.erase(position(*add));
+    dot.parent->ops.erase(positionOf(*add));
   }
 
   bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
@@ -151,7 +137,7 @@ struct Accelerator {
     Value *result = dot.result();
     LayoutRef old = result->layout;
     Block *block = dot.parent;
-    auto at = position(dot);
+    auto at = positionOf(dot);
     dot.operands[0] = convertAt(block, at, dot.loc, dot.operand(0), Layout::dotOperand(0, mma));
     dot.operands[1] = convertAt(block, at, dot.loc, dot.operand(1), Layout::dotOperand(1, mma));
     Value *acc = dot.operand(2);
@@ -169,22 +155,22 @@ struct Accelerator {
         yield->operand(i - 1) == back && sameLayout(acc->layout, old)) {
       Block *body = acc->ownerBlock;
       acc->layout = mma;
-      if (countUses(fn, acc) > 1) { // other readers keep the old layout
+      if (countUses(fn.body, acc) > 1) { // other readers keep the old layout
         Value *accOld = convertAt(body, body->ops.begin(), dot.loc, acc, old);
         replaceUsesExcept(fn, acc, accOld, accOld->definingOp);
         dot.operands[2] = acc;
       }
       yield->operands[i - 1] = result;
-      if (countUses(fn, back) == 0) body->ops.erase(position(*back->definingOp));
+      if (countUses(fn.body, back) == 0) body->ops.erase(positionOf(*back->definingOp));
       Value *init = loop->operand(2 + i);
-      loop->operands[2 + i] = convertAt(loop->parent, position(*loop), loop->loc, init, mma);
+      loop->operands[2 + i] = convertAt(loop->parent, positionOf(*loop), loop->loc, init, mma);
       Value *loopResult = loop->result(i - 1);
       loopResult->layout = mma;
-      Value *after = convertAt(loop->parent, std::next(position(*loop)), loop->loc, loopResult, old);
+      Value *after = convertAt(loop->parent, std::next(positionOf(*loop)), loop->loc, loopResult, old);
       replaceUsesExcept(fn, loopResult, after, after->definingOp);
-      if (countUses(fn, after) == 0) loop->parent->ops.erase(position(*after->definingOp));
+      if (countUses(fn.body, after) == 0) loop->parent->ops.erase(positionOf(*after->definingOp));
     } else {
-      dot.operands[2] = convertAt(block, position(dot), dot.loc, acc, mma);
+      dot.operands[2] = convertAt(block, positionOf(dot), dot.loc, acc, mma);
     }
   }
 

@@ -40,9 +40,7 @@ private:
 
   Value *replaceWithConstant(Operation &op, Attribute value, const Type &type) {
     Builder b(op.parent);
-    auto it = op.parent->ops.begin();
-    while (it->get() != &op) ++it;
-    b.setInsertionPoint(op.parent, it);
+    b.setInsertionPoint(op.parent, positionOf(op));
     b.setLoc(op.loc);
     Value *c = b.op(OpCode::Constant, {}, type, {{"value", value}});
     replaceAllUsesWith(fn_.body, op.result(), c);

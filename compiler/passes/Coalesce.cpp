@@ -92,16 +92,10 @@ public:
 private:
   Function &fn_;
 
-  static std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
-    auto it = op.parent->ops.begin();
-    while (it->get() != &op) ++it;
-    return it;
-  }
-
   Value *convertBefore(Operation &user, Value *v, const LayoutRef &to) {
     if (!v->type.isBlock() || sameLayout(v->layout, to)) return v;
     Builder b(user.parent);
-    b.setInsertionPoint(user.parent, position(user));
+    b.setInsertionPoint(user.parent, positionOf(user));
     b.setLoc(user.loc);
     Value *converted = b.op(OpCode::ConvertLayout, {v}, v->type);
     converted->layout = to;
@@ -118,7 +112,7 @@ private:
     LayoutRef old = result->layout;
     result->layout = layout;
     Builder b(op.parent);
-    b.setInsertionPoint(op.parent, std::next(position(op)));
+    b.setInsertionPoint(op.parent, std::next(positionOf(op)));
     b.setLoc(op.loc);
     Value *back = b.op(OpCode::ConvertLayout, {result}, result->type);
     back->layout = old;

@@ -177,12 +177,6 @@ std::map<Value *, std::vector<Operation *>> usersOf(Function &fn) {
   return users;
 }
 
-std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
-  auto it = op.parent->ops.begin();
-  while (it->get() != &op) ++it;
-  return it;
-}
-
 // The chain after `convert` worth moving above it: ops up to the last narrowing cast.
 std::vector<Operation *> chainToNarrowingCast(Operation &convert, std::map<Value *, std::vector<Operation *>> &users) {
   Value *source = convert.operand(0);
@@ -204,7 +198,7 @@ std::vector<Operation *> chainToNarrowingCast(Operation &convert, std::map<Value
       break;
     bool othersCheap = true;
     unsigned uses = 0;
-    Cloner cloner(convert.parent, std::next(position(*user)));
+    Cloner cloner(convert.parent, std::next(positionOf(*user)));
     for (Value *operand : user->operands) {
       if (operand == current) {
         ++uses;
@@ -229,7 +223,7 @@ bool sinkConversion(Function &fn, Operation &convert, std::map<Value *, std::vec
   Value *source = convert.operand(0);
   const LayoutRef &from = source->layout;
   Operation *last = chain.back();
-  auto at = std::next(position(*last));
+  auto at = std::next(positionOf(*last));
   Builder b(convert.parent);
   b.setInsertionPoint(last->parent, at);
   Cloner cloner(last->parent, at);

@@ -44,12 +44,6 @@ bool isRematerialisable(OpCode code) {
   }
 }
 
-std::list<std::unique_ptr<Operation>>::iterator position(Operation &op) {
-  auto it = op.parent->ops.begin();
-  while (it->get() != &op) ++it;
-  return it;
-}
-
 // Erases the ops among `candidates` whose results are no longer used.
 void eraseDead(Function &fn, std::set<Operation *> candidates) {
   bool changed = true;
@@ -88,7 +82,7 @@ public:
       std::set<Value *> seen;
       if (rematerialisationCost(convert->operand(0), seen) < 0) continue;
       Builder b(convert->parent);
-      b.setInsertionPoint(convert->parent, position(*convert));
+      b.setInsertionPoint(convert->parent, positionOf(*convert));
       block_ = convert->parent;
       Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, candidates);
       replaceAllUsesWith(fn_.body, convert->result(), replacement);

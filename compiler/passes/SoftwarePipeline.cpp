@@ -46,14 +46,6 @@ using namespace ir;
 
 namespace {
 
-using OpIter = std::list<std::unique_ptr<Operation>>::iterator;
-
-OpIter position(Operation &op) {
-  auto it = op.parent->ops.begin();
-  while (it->get() != &op) ++it;
-  return it;
-}
-
 bool isZero(const Value *v) {
   const Operation *d = v->definingOp;
   if (!d) return false;
@@ -168,14 +160,6 @@ private:
     return clonable_[v] = ok;
   }
 
-  unsigned countUses(const Value *v) {
-    unsigned n = 0;
-    walk(fn_.body, [&](Operation &op) {
-      for (const Value *u : op.operands) n += u == v;
-    });
-    return n;
-  }
-
   // convert_layout(x) -> #dot_op read only by mma dots at that operand.
   bool feedsOnlyMmaDots(Operation &convert) {
     if (convert.code != OpCode::ConvertLayout || !convert.result()->layout ||
@@ -214,7 +198,7 @@ private:
   void stageInvariants(std::vector<Candidate> &cs) {
     if (cs.empty()) return;
     Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
     Value *zero = b.intConstant(0, Type(ScalarType::I32));
     for (Candidate &c : cs) {
@@ -236,7 +220,7 @@ private:
         continue;
       Value *loaded = op->operand(0);
       Operation *load = loaded->definingOp;
-      if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(loaded) != 1) continue;
+      if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(fn_.body, loaded) != 1) continue;
       if (!stageableType(loaded->type)) continue;
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
       if (load->loadOther() && !isZero(load->loadOther())) continue;
@@ -309,7 +293,7 @@ private:
 
   void allocateBuffers(std::vector<Candidate> &cs) {
     Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
     for (Candidate &c : cs) {
       const Type &t = c.load->result()->type;
       b.setLoc(c.load->loc);
@@ -324,7 +308,7 @@ private:
 
   void emitPrologue(const std::vector<Candidate> &cs) {
     Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
     for (unsigned d = 0; d + 1 < stages_; ++d) {
       std::map<const Value *, Value *> memo;
@@ -341,7 +325,7 @@ private:
 
   Value *addStageCounter() {
     Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, position(loop_));
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
     const Type i32(ScalarType::I32);
     loop_.operands.push_back(b.intConstant(0, i32));
@@ -353,7 +337,7 @@ private:
     loop_.results.push_back(std::move(result));
     // stage + 1 mod S, passed on by the yield
     Operation *yield = body_->terminator();
-    b.setInsertionPoint(body_, position(*yield));
+    b.setInsertionPoint(body_, positionOf(*yield));
     Value *plus = b.op(OpCode::Add, {stage, b.intConstant(1, i32)}, i32);
     Value *wrap = b.op(OpCode::Cmp, {plus, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
                        {{"predicate", std::string("eq")}});
@@ -383,18 +367,18 @@ private:
 
   void readFromBuffer(Candidate &c, Value *stage) {
     Builder b(body_);
-    b.setInsertionPoint(body_, position(*c.convert));
+    b.setInsertionPoint(body_, positionOf(*c.convert));
     b.setLoc(c.convert->loc);
     Value *old = c.convert->result();
     Value *fromShared = b.op(OpCode::LocalLoad, {c.buffer, stage}, old->type);
     fromShared->layout = old->layout;
     replaceAllUsesWith(fn_.body, old, fromShared);
-    body_->ops.erase(position(*c.convert));
+    body_->ops.erase(positionOf(*c.convert));
   }
 
   void emitEpilogue(const std::vector<Candidate> &ring, const std::vector<Candidate> &invariants) {
     Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, std::next(position(loop_)));
+    b.setInsertionPoint(loop_.parent, std::next(positionOf(loop_)));
     b.setLoc(loop_.loc);
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.
