@@ -72,6 +72,9 @@ HostValue evalLoad(Executor &ex, const ir::Operation &op);
 void evalStore(Executor &ex, const ir::Operation &op);
 HostValue evalAtomic(Executor &ex, const ir::Operation &op); // atomic_rmw, atomic_cas (Memory.cpp)
 void evalAsyncCopy(Executor &ex, const ir::Operation &op);   // async_copy (Memory.cpp)
+// The index of element 0 of stage `stage` (an i32 operand) of a local_alloc
+// buffer; an error at `op` when the stage is out of range (Memory.cpp).
+size_t stageStart(Executor &ex, const ir::Operation &op, const HostValue &buffer, const ir::Value *stage);
 // The ops of the second half of Ops.def (LanguageOps.cpp); false if `op` is none of them.
 bool evalLanguageOp(Executor &ex, const ir::Operation &op);
 

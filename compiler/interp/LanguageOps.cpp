@@ -434,24 +434,17 @@ bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
   case OpCode::LocalStore: {
     const HostValue &value = ex.get(op.operand(0));
     HostValue &buffer = ex.getMutable(op.operand(1));
-    const int64_t stage = ex.get(op.operand(2)).data[0].i;
     const size_t tile = static_cast<size_t>(op.operand(0)->type.numElements());
-    if (stage < 0 || stage >= buffer.type.shape[0])
-      ex.error(op, "stage " + std::to_string(stage) + " is outside the buffer's " +
-                       std::to_string(buffer.type.shape[0]) + " stages");
+    const size_t start = stageStart(ex, op, buffer, op.operand(2));
     for (size_t i = 0; i < tile; ++i)
-      buffer.data[static_cast<size_t>(stage) * tile + i] = value.data.size() == 1 ? value.data[0] : value.data[i];
+      buffer.data[start + i] = value.data.size() == 1 ? value.data[0] : value.data[i];
     return true;
   }
   case OpCode::LocalLoad: {
     const HostValue &buffer = ex.get(op.operand(0));
-    const int64_t stage = ex.get(op.operand(1)).data[0].i;
     HostValue out(op.result()->type);
-    const size_t tile = out.size();
-    if (stage < 0 || stage >= buffer.type.shape[0])
-      ex.error(op, "stage " + std::to_string(stage) + " is outside the buffer's " +
-                       std::to_string(buffer.type.shape[0]) + " stages");
-    for (size_t i = 0; i < tile; ++i) out.data[i] = buffer.data[static_cast<size_t>(stage) * tile + i];
+    const size_t start = stageStart(ex, op, buffer, op.operand(1));
+    for (size_t i = 0; i < out.size(); ++i) out.data[i] = buffer.data[start + i];
     ex.set(op.result(), std::move(out));
     return true;
   }

@@ -148,23 +148,27 @@ HostValue evalLoad(Executor &ex, const ir::Operation &op) {
   return out;
 }
 
+size_t stageStart(Executor &ex, const ir::Operation &op, const HostValue &buffer, const ir::Value *stage) {
+  const int64_t s = ex.get(stage).data[0].i;
+  if (s < 0 || s >= buffer.type.shape[0])
+    ex.error(op, "stage " + std::to_string(s) + " is outside the buffer's " + std::to_string(buffer.type.shape[0]) +
+                     " stages");
+  return static_cast<size_t>(s * buffer.type.shape[1] * buffer.type.shape[2]);
+}
+
 // async_copy: the copy completes at once (the pipeline pass puts a wait and a
 // barrier between a copy and the reads of its stage, so no program can tell).
 void evalAsyncCopy(Executor &ex, const ir::Operation &op) {
   const HostValue &ptr = ex.get(op.operand(0));
-  const int64_t stage = ex.get(op.operand(2)).data[0].i;
   const bool pred = ex.get(op.operand(3)).data[0].u != 0;
   const HostValue *mask = op.hasAttr("has_mask") && op.intAttr("has_mask") ? &ex.get(op.operand(4)) : nullptr;
   HostValue &buffer = ex.getMutable(op.operand(1));
   const ir::Type elem = buffer.type.element();
   const unsigned bytes = memoryBytes(elem);
-  const size_t tile = ptr.type.numElements();
-  if (stage < 0 || stage >= buffer.type.shape[0])
-    ex.error(op, "stage " + std::to_string(stage) + " is outside the buffer's " +
-                     std::to_string(buffer.type.shape[0]) + " stages");
+  const size_t tile = ptr.type.numElements(), start = stageStart(ex, op, buffer, op.operand(2));
   if (pred) AccessChecker(ex, op, "load").check(ptr, mask, bytes);
   for (size_t i = 0; i < tile; ++i) {
-    Scalar &dst = buffer.data[static_cast<size_t>(stage) * tile + i];
+    Scalar &dst = buffer.data[start + i];
     if (!pred || (mask && at(*mask, i).u == 0)) {
       dst = decodeElement(0, elem); // zero fill
       continue;
