@@ -9,6 +9,7 @@
 // Sources: make_range, constants, parameters (":16" → 16; pointers are at
 // least element-aligned), the `hint` op (tl.multiple_of / max_contiguous /
 // max_constancy); propagated through splat/broadcast/expand_dims, integer
+// casts, pointer casts (byte alignment kept; runs only for an unchanged element size),
 // arithmetic, addptr, compares, selects and loop-carried values (a fixpoint).
 //
 // The results that later stages need are written as attributes of block
@@ -192,6 +193,7 @@ private:
     case OpCode::Cmp: return cmp(op);
     case OpCode::Select: return select(op);
     case OpCode::Cast:
+      if (t.pointer && op.operand(0)->type.pointer) return pointerCast(op);
       // Integer widening/narrowing keeps the facts; anything else keeps
       // only which elements are equal.
       if (t.isIntElement() && !t.isBoolElement() && op.operand(0)->type.isIntElement() &&
@@ -206,6 +208,20 @@ private:
     default:
       return constancyOnly(op); // elementwise: equal inputs give equal outputs
     }
+  }
+
+  // A pointer cast (ptr<bf16> -> ptr<i32>) moves no address: byte divisibility and equal elements
+  // hold. Runs of consecutive elements do only for an unchanged element size; otherwise every
+  // element is its own run, known aligned only to the old element size unless runs were single.
+  AxisInfo pointerCast(Operation &op) {
+    AxisInfo a = get(op.operand(0));
+    const Type &from = op.operand(0)->type;
+    if (elementBytes(from) == elementBytes(op.result()->type)) return a;
+    for (size_t d = 0; d < a.rank(); ++d) {
+      if (a.contiguity[d] > 1) a.divisibility[d] = gcd(a.divisibility[d], elementBytes(from));
+      a.contiguity[d] = 1;
+    }
+    return a;
   }
 
   // Equal operands give equal results; nothing else is known.
