@@ -12,7 +12,7 @@ GB/s counting the bytes read plus written) on stdout, and per benchmark a
 PNG plot (matplotlib; skipped with a message when it is missing) and a JSON
 file with every number, in the output folder.
 
-    python3 bench/harness.py                 # every benchmark in bench/
+    python3 bench/harness.py                 # every benchmark in bench/ (but the *_variants sweeps)
     python3 bench/harness.py softmax         # one of them (bench/softmax.py)
     python3 bench/softmax.py --quick         # fewer repetitions
 Options: --out DIR (default bench/results), --reps N, --quick, --json FILE
@@ -213,7 +213,9 @@ def main(argv=None):
     if reason:
         print(f"benchmarks skipped: {reason}")
         return 0
-    names = options.names or sorted(p.stem for p in HERE.glob("*.py") if p.stem != "harness")
+    # *_variants.py are one-off candidate sweeps (minutes each): run by name only.
+    names = options.names or sorted(p.stem for p in HERE.glob("*.py")
+                                    if p.stem != "harness" and not p.stem.endswith("_variants"))
     everything = []
     for name in names:
         spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
