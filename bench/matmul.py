@@ -5,12 +5,13 @@ Square sizes M=N=K in 1024, 2048, 4096, 8192 (--quick: 4096 and 8192, fewer runs
 
 Providers:
   tessera            tessera.kernels.matmul(a, b, out=c, autotune=False): the default config
-                     (MATMUL_CONFIGS[0], 128x128x32, 4 warps, 3 stages), wrapper overhead included
+                     (matmul_configs()[0]: 128x256x64/w8/s4 on sm_90a, else 128x128x32/w4/s3), wrapper overhead included
   tessera_autotuned  tessera.kernels.matmul(a, b, out=c, autotune=True): tuned per size and dtype
                      before timing (the winner is printed and stored in the JSON; tuning results
                      persist in the tessera cache, so a second run tunes nothing)
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
+  triton_wide        the same Triton kernel at 128x256x64, 8 warps, 3 stages (its Hopper pick)
 
   tessera-nvrtc_raw  tessera_raw through the NVRTC back-end (docs/nvrtc.md; --backend llvm|nvrtc|both,
                      default both)
@@ -75,7 +76,7 @@ def main(argv=None):
     import tessera
     import tessera.kernels as tk
     from kernels.matmul import matmul_kernel
-    default = tk.MATMUL_CONFIGS[0].kwargs
+    default = tk.matmul_configs()[0].kwargs
     from tessera.kernels._files import with_backend
 
     def launcher(kernel, a, b, c, block, warps, stages=None):
@@ -97,7 +98,7 @@ def main(argv=None):
         print(f"    tessera_autotuned: {name}", flush=True)
         return lambda: tk.matmul(x[0], x[1], out=x[2], autotune=True)
 
-    first = tk.MATMUL_CONFIGS[0]
+    first = tk.matmul_configs()[0]
     providers = {
         "tessera": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False)),
         "tessera_autotuned": autotuned,
@@ -113,6 +114,7 @@ def main(argv=None):
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
+        "triton_wide": lambda x: launcher(_triton(), *x, (128, 256, 64), 8, stages=3),
     })
 
     def check(x, name, fn):

@@ -50,12 +50,20 @@ Value *KernelLowering::sharedChunkOffset(const ir::Layout &tile, int64_t rowByte
   return b_.CreateAdd(b_.CreateMul(storedRow, i32(rowBytes)), b_.CreateShl(physical, 4u));
 }
 
-Value *KernelLowering::sharedElementOffset(const ir::Layout &tile, int64_t cols, unsigned elemBytes, Value *row,
-                                           Value *col) {
+Value *KernelLowering::sharedElementOffset(const ir::Layout &tile, int64_t rows, int64_t cols, unsigned elemBytes,
+                                           Value *row, Value *col) {
+  // wgmma tiles: line block `col / blockCols`, then the column within it.
+  Value *blockStart = nullptr;
+  if (tile.blockCols && cols > tile.blockCols) {
+    blockStart = b_.CreateMul(b_.CreateLShr(col, log2u(tile.blockCols)), i32(rows * tile.blockCols * elemBytes));
+    col = b_.CreateAnd(col, tile.blockCols - 1);
+    cols = tile.blockCols;
+  }
   const unsigned vecShift = log2u(tile.vec);
   Value *chunk = b_.CreateLShr(col, vecShift), *within = b_.CreateAnd(col, tile.vec - 1);
   Value *chunkStart = sharedChunkOffset(tile, cols * elemBytes, sharedStoredRow(tile, row), chunk);
-  return b_.CreateAdd(chunkStart, b_.CreateMul(within, i32(elemBytes)));
+  Value *offset = b_.CreateAdd(chunkStart, b_.CreateMul(within, i32(elemBytes)));
+  return blockStart ? b_.CreateAdd(blockStart, offset) : offset;
 }
 
 void KernelLowering::lowerLocalAlloc(ir::Operation &op) {
@@ -63,7 +71,9 @@ void KernelLowering::lowerLocalAlloc(ir::Operation &op) {
   if (!op.result()->layout || op.result()->layout->kind != ir::Layout::Kind::Shared)
     unsupported(op, "a buffer needs a #shared layout");
   const uint64_t bytes = static_cast<uint64_t>(t.numElements()) * (bitWidth(t.scalar) / 8);
-  const uint64_t offset = (reservedShared_ + 127) / 128 * 128;
+  // wgmma reads swizzled tiles in 1024-byte atoms: those start aligned.
+  const uint64_t align = op.result()->layout->blockCols ? 1024 : 128;
+  const uint64_t offset = (reservedShared_ + align - 1) / align * align;
   if (offset + bytes > UINT32_MAX) unsupported(op, "needs more than 4 GiB of shared memory");
   sharedScratch(0, op); // creates the array
   reservedShared_ = offset + bytes;
@@ -113,8 +123,9 @@ void KernelLowering::lowerAsyncCopy(ir::Operation &op) {
     std::vector<unsigned> idx = layout.regIndex(r);
     if (idx[along] % vec != 0) continue; // part of the group its first register copies
     std::vector<Value *> c = coordinates(layout, r);
-    Value *offset = tile.transposed ? sharedElementOffset(tile, rowLength, elemBytes, c[1], c[0])
-                                    : sharedElementOffset(tile, rowLength, elemBytes, c[0], c[1]);
+    const int64_t storedRows = buffer->type.shape[tile.transposed ? 2 : 1];
+    Value *offset = tile.transposed ? sharedElementOffset(tile, storedRows, rowLength, elemBytes, c[1], c[0])
+                                    : sharedElementOffset(tile, storedRows, rowLength, elemBytes, c[0], c[1]);
     Value *dst = b_.CreateGEP(b_.getInt8Ty(), base, offset);
     Value *on = pred;
     if (mask) on = b_.CreateAnd(on, (*mask)[r]);

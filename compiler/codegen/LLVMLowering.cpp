@@ -276,6 +276,8 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::LocalDealloc: return lowerLocalDealloc(op);
   case OpCode::AsyncCopy: return lowerAsyncCopy(op);
   case OpCode::AsyncCommit: case OpCode::AsyncWait: return lowerAsyncGroup(op);
+  case OpCode::FenceAsyncShared: return fenceProxyAsync();
+  case OpCode::DotWait: return lowerDotWait(op);
   case OpCode::LocalLoad: return lowerLocalLoad(op);
   case OpCode::LocalStore: return lowerLocalStore(op);
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: return lowerAtomic(op);

@@ -33,8 +33,9 @@ namespace {
 ir::Layout resolveBase(const ir::Layout &layout, std::vector<bool> &sliced,
                        std::vector<unsigned> &valueDims) {
   if (layout.kind == ir::Layout::Kind::Mma) {
-    if (layout.mmaVersion != 2 || layout.warpsPerCTA.size() != 2)
-      throw std::invalid_argument("only 2-D version-2 mma layouts are supported: " + layout.str());
+    // Version 3 (wgmma) is register-for-register version 2 (compiler/ir/Layout.h).
+    if ((layout.mmaVersion != 2 && layout.mmaVersion != 3) || layout.warpsPerCTA.size() != 2)
+      throw std::invalid_argument("only 2-D version-2/3 mma layouts are supported: " + layout.str());
     return resolveBase(*ir::Layout::mmaAsBlocked(layout), sliced, valueDims);
   }
   if (layout.kind == ir::Layout::Kind::DotOperand)

@@ -138,6 +138,14 @@ private:
   // Dot.cpp
   void lowerDot(ir::Operation &op);
   void lowerMmaDot(ir::Operation &op); // tensor cores: result in an Mma layout
+  void lowerWgmmaDot(ir::Operation &op); // WgmmaDot.cpp: Mma version 3 (sm_90a)
+  void lowerDotWait(ir::Operation &op);
+  // wgmma.wait_group `pending`, passing `regs` through so nothing reads them before.
+  void wgmmaWait(Regs &regs, unsigned pending);
+  // The shared tiles of a tensor-core dot's operands: the pipeline's buffers
+  // (local_load), or `v` staged here into scratch laid out as `tileA/B` say.
+  void dotOperandTiles(ir::Operation &op, llvm::Value *&aBase, ir::LayoutRef &tileA, llvm::Value *&bBase,
+                       ir::LayoutRef &tileB, bool &staged);
   // Values in a dot-operand layout keep the registers of the converted value;
   // this is that value's layout (convert_layout to #dot_op moves nothing).
   std::unordered_map<const ir::Value *, ir::LayoutRef> dotOperandSource_;
@@ -165,8 +173,9 @@ private:
   // Swizzled tiles (compiler/ir/Layout.h, Shared), i32 byte offsets from the tile's start.
   llvm::Value *sharedStoredRow(const ir::Layout &tile, llvm::Value *row);
   llvm::Value *sharedChunkOffset(const ir::Layout &tile, int64_t rowBytes, llvm::Value *storedRow, llvm::Value *chunk);
-  llvm::Value *sharedElementOffset(const ir::Layout &tile, int64_t cols, unsigned elemBytes, llvm::Value *row,
-                                   llvm::Value *col);
+  // (row, col) of a stored rows x cols tile.
+  llvm::Value *sharedElementOffset(const ir::Layout &tile, int64_t rows, int64_t cols, unsigned elemBytes,
+                                   llvm::Value *row, llvm::Value *col);
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);
   // DebugOps.cpp: print, assert, assume, barrier
@@ -176,6 +185,7 @@ private:
   // SharedMemory.cpp
   llvm::Value *sharedScratch(uint64_t bytes, const ir::Operation &op); // base pointer
   void barrier();
+  void fenceProxyAsync(); // fence.proxy.async.shared::cta (generic-proxy writes -> wgmma reads)
   void lowerThroughSharedMemory(ir::Operation &op); // convert_layout, reshape
   llvm::Value *toMemory(llvm::Value *v, const ir::Type &elem);
   llvm::Value *fromMemory(llvm::Value *v, const ir::Type &elem);

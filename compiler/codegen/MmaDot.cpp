@@ -52,7 +52,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
     if (idx[1] % vec != 0)
       continue; // part of the group its first register stores
     std::vector<Value *> c = coordinates(layout, r);
-    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[1], elemBytes, c[0], c[1]));
+    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[0], v->type.shape[1], elemBytes, c[0], c[1]));
     if (vec == 1) {
       b_.CreateStore(regs[r], ptr);
       continue;
@@ -67,7 +67,36 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   }
 }
 
+void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::LayoutRef &tileA, Value *&bBase,
+                                     ir::LayoutRef &tileB, bool &staged) {
+  ir::Value *a = op.operand(0), *b = op.operand(1);
+  const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+  const unsigned elemBits = bitWidth(a->type.element().scalar), elemBytes = elemBits / 8;
+  const bool wgmma = op.result()->layout->mmaVersion == 3;
+  auto tileOf = wgmma ? ir::Layout::sharedWgmmaOperand : ir::Layout::sharedMmaOperand;
+  tileA = tileOf(0, K, elemBits, false);
+  tileB = tileOf(1, N, elemBits, false);
+  aBase = bBase = nullptr;
+  if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
+  if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
+  staged = !aBase || !bBase;
+  if (!staged) return;
+  // wgmma reads 1024-byte swizzle atoms, which must start aligned.
+  const uint64_t align = wgmma ? 1024 : 16;
+  auto roundUp = [&](uint64_t v) { return (v + align - 1) / align * align; };
+  const uint64_t aBytes = aBase ? 0 : roundUp(static_cast<uint64_t>(M * K) * elemBytes);
+  const uint64_t bBytes = bBase ? 0 : static_cast<uint64_t>(K * N) * elemBytes;
+  const uint64_t pad = roundUp(reservedShared_) - reservedShared_;
+  Value *scratch = b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + aBytes + bBytes, op), pad);
+  if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
+  if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
+  if (wgmma) fenceProxyAsync(); // ordinary stores, read next by the tensor cores' async proxy
+  barrier();
+}
+
 void KernelLowering::lowerMmaDot(ir::Operation &op) {
+  if (op.result()->layout->mmaVersion == 3)
+    return lowerWgmmaDot(op);
   ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const ir::ScalarType in = a->type.element().scalar, outType = result->type.element().scalar;
@@ -86,21 +115,10 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
   const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8;
 
-  // The operand tiles: straight from the pipeline's buffers (local_load), or
-  // staged here from registers into scratch laid out the same way.
-  ir::LayoutRef tileA = ir::Layout::sharedMmaOperand(0, K, elemBits);
-  ir::LayoutRef tileB = ir::Layout::sharedMmaOperand(1, N, elemBits);
-  Value *aBase = nullptr, *bBase = nullptr;
-  if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
-  if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
-  const bool staged = !aBase || !bBase;
-  if (staged) {
-    const uint64_t aBytes = aBase ? 0 : static_cast<uint64_t>(M * K) * elemBytes;
-    Value *scratch = sharedScratch(aBytes + (bBase ? 0 : static_cast<uint64_t>(K * N) * elemBytes), op);
-    if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
-    if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
-    barrier();
-  }
+  Value *aBase, *bBase;
+  ir::LayoutRef tileA, tileB;
+  bool staged;
+  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged);
 
   // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
@@ -150,7 +168,7 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   };
   // One element of B at (k, n) as a raw integer of elemBits.
   auto loadB = [&](Value *k, Value *n) {
-    Value *at = b_.CreateGEP(b_.getInt8Ty(), bBase, sharedElementOffset(*tileB, N, elemBytes, k, n));
+    Value *at = b_.CreateGEP(b_.getInt8Ty(), bBase, sharedElementOffset(*tileB, K, N, elemBytes, k, n));
     return b_.CreateAlignedLoad(b_.getIntNTy(elemBits), at, Align(elemBytes));
   };
 

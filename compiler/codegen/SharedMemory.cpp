@@ -7,6 +7,7 @@
 // elements its new layout wants, and a barrier before the space is reused.
 #include "compiler/codegen/Lowering.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tessera::codegen {
@@ -21,13 +22,19 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
     smem_ = new GlobalVariable(module_, ArrayType::get(b_.getInt8Ty(), 0), /*isConstant=*/false,
                                GlobalValue::ExternalLinkage, nullptr, "global_smem", nullptr,
                                GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
-    smem_->setAlignment(Align(128));
+    smem_->setAlignment(Align(1024)); // wgmma's swizzle atoms (AsyncCopy.cpp)
   }
   // Above the buffers the pipeline pass keeps alive (AsyncCopy.cpp).
   return reservedShared_ ? b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, reservedShared_) : smem_;
 }
 
 void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
+
+void KernelLowering::fenceProxyAsync() {
+  InlineAsm *fence = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), "fence.proxy.async.shared::cta;",
+                                    "~{memory}", /*hasSideEffects=*/true);
+  b_.CreateCall(fence, {});
+}
 
 Value *KernelLowering::toMemory(Value *v, const ir::Type &elem) {
   if (!elem.pointer && elem.scalar == ir::ScalarType::I1)

@@ -28,7 +28,7 @@ bool supports(OpCode code) {
   case OpCode::ReduceCombine: case OpCode::Scan: case OpCode::Dot:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS:
   case OpCode::Print: case OpCode::Assert: case OpCode::Barrier: case OpCode::Assume:
-  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit:
+  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit: case OpCode::FenceAsyncShared: case OpCode::DotWait:
   case OpCode::AsyncWait: case OpCode::LocalLoad: case OpCode::LocalStore:
     return true;
   default:

@@ -430,7 +430,9 @@ bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
     return true;
   }
   case OpCode::AsyncCopy: evalAsyncCopy(ex, op); return true;
-  case OpCode::LocalDealloc: case OpCode::AsyncCommit: case OpCode::AsyncWait: return true; // copies finish at once
+  case OpCode::LocalDealloc: case OpCode::AsyncCommit: case OpCode::AsyncWait:
+  case OpCode::FenceAsyncShared: return true;
+  case OpCode::DotWait: ex.set(op.result(), ex.get(op.operand(0))); return true; // dots finish at once // copies finish at once
   case OpCode::LocalStore: {
     const HostValue &value = ex.get(op.operand(0));
     HostValue &buffer = ex.getMutable(op.operand(1));

@@ -33,7 +33,8 @@ std::string Layout::str() const {
   if (kind == Kind::Shared)
     return "#shared<opIdx=" + std::to_string(opIdx) + ", vec=" + std::to_string(vec) +
            ", perPhase=" + std::to_string(perPhase) + ", maxPhase=" + std::to_string(maxPhase) +
-           (transposed ? ", order=[0,1]>" : ">");
+           (transposed ? ", order=[0,1]" : "") +
+           (blockCols ? ", blockCols=" + std::to_string(blockCols) : "") + ">";
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
          ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
 }
@@ -49,7 +50,7 @@ bool Layout::operator==(const Layout &o) const {
     return opIdx == o.opIdx && sameLayout(parent, o.parent);
   if (kind == Kind::Shared)
     return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase &&
-           transposed == o.transposed;
+           transposed == o.transposed && blockCols == o.blockCols;
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
          warpsPerCTA == o.warpsPerCTA && order == o.order;
 }
@@ -101,6 +102,19 @@ LayoutRef Layout::sharedMmaOperand(unsigned opIdx, int64_t rowLength, unsigned e
   const int64_t chunksPerRow = std::max<int64_t>(1, cols / l->vec);
   l->maxPhase = static_cast<unsigned>(std::min<int64_t>(chunksPerRow, 8));
   l->perPhase = static_cast<unsigned>(std::max<int64_t>(1, 8 / chunksPerRow));
+  return l;
+}
+
+LayoutRef Layout::sharedWgmmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed) {
+  auto l = std::make_shared<Layout>();
+  l->kind = Kind::Shared;
+  l->opIdx = opIdx;
+  l->transposed = transposed;
+  l->vec = 128 / elemBits;
+  const int64_t lineBytes = std::min<int64_t>(128, rowLength * elemBits / 8);
+  l->maxPhase = static_cast<unsigned>(lineBytes / 16);
+  l->perPhase = static_cast<unsigned>(128 / lineBytes);
+  l->blockCols = static_cast<unsigned>(lineBytes * 8 / elemBits);
   return l;
 }
 

@@ -37,6 +37,20 @@
 // (operand B only, order=[0,1]) is stored the other way round, [cols][rows]
 // with the block's dim 0 contiguous, as B arrives from a column-major matrix
 // (K^T read through strides); ldmatrix then needs no .trans.
+//
+// Mma(version 3, warpsPerCTA = [numWarps, 1]): the accumulator of Hopper's
+// wgmma.mma_async m64nNk16 (compiler/codegen/WgmmaDot.cpp). Each warpgroup
+// (4 consecutive warps) computes 64-row slabs; warp w of the CTA holds rows
+// 16w.. of every 16 * numWarps rows, with the same fragment as mma.sync's C
+// (A is stored in the same row order), so it is register-for-register the
+// version-2 layout with these warps.
+//
+// Shared with blockCols != 0: the tile as wgmma reads it through a matrix
+// descriptor. Each stored row is cut into lines of blockCols elements (32,
+// 64 or 128 bytes, the swizzle width): line j of every row is stored in
+// block j, [rows][blockCols]; blocks follow one another. Within a block the
+// swizzle above is the hardware's (chunk ^= (row / perPhase) % maxPhase, on
+// 1024-byte aligned atoms).
 #pragma once
 
 #include <memory>
@@ -62,6 +76,7 @@ struct Layout {
   // Shared: the swizzle (elements per 16-byte chunk, rows per phase, phases)
   unsigned vec = 8, perPhase = 1, maxPhase = 1;
   bool transposed = false;
+  unsigned blockCols = 0; // wgmma tiles: elements per line block (0: whole rows)
 
   unsigned rank() const;
   // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>",
@@ -79,6 +94,9 @@ struct Layout {
   // of `elemBits` bits per stored row (a multiple of 128 bits): the block's
   // dim 1, or dim 0 when transposed.
   static LayoutRef sharedMmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed = false);
+  // The same tile as wgmma reads it (blockCols set): lines of
+  // min(128, rowLength * elemBits / 8) bytes, which must be >= 32.
+  static LayoutRef sharedWgmmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed = false);
   // The blocked layout an Mma layout is register-for-register.
   static LayoutRef mmaAsBlocked(const Layout &mma);
 };

@@ -321,7 +321,11 @@ private:
       return nOperands(1) && nResults(0) && (op.operand(0)->type.isBoolElement() || fail(op, "condition must be i1"));
     case OpCode::Barrier:
     case OpCode::AsyncCommit:
+    case OpCode::FenceAsyncShared:
       return nOperands(0) && nResults(0);
+    case OpCode::DotWait:
+      return nOperands(1) && nResults(1) &&
+             (op.operand(0)->type == op.result()->type || fail(op, "result type must be the operand's"));
     case OpCode::AsyncWait:
       return nOperands(0) && nResults(0) && (op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
     case OpCode::LocalAlloc:

@@ -13,6 +13,12 @@
 //     (`acc += tl.dot(a, b)` / `acc = tl.dot(a, b, acc)`), the carried value
 //     itself moves to the Mma layout: the conversion happens once before and
 //     once after the loop instead of twice per iteration.
+// On sm_90a (unless wgmma is off: TESSERA_WGMMA=0), f16/bf16 -> f32 dots
+// whose M splits into one 64-row slab per warpgroup (M % (16 * num_warps)
+// == 0, num_warps % 4 == 0) and whose K and N rows fit a wgmma swizzle line
+// (wgmmaRowFits) get #mma<version=3, wpc=[num_warps, 1]> instead: Hopper's
+// wgmma.mma_async (compiler/codegen/WgmmaDot.cpp). Its registers are those
+// of version 2 with the same warps, so the rest of this pass is the same.
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
@@ -82,8 +88,16 @@ int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecisio
 
 namespace {
 
+// A tile row of `length` 16-bit elements as wgmma reads it: one 32- or
+// 64-byte swizzle line, or whole 128-byte lines.
+bool wgmmaRowFits(int64_t length) {
+  const int64_t bytes = length * 2;
+  return bytes == 32 || bytes == 64 || (bytes > 0 && bytes % 128 == 0);
+}
+
 struct Accelerator {
   Function &fn;
+  bool hopper; // sm_90a with wgmma on
 
   // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
   // so that the accumulator can stay in the mma registers.
@@ -120,6 +134,15 @@ struct Accelerator {
     dot.parent->ops.erase(positionOf(*add));
   }
 
+  bool wgmmaFits(Operation &dot) {
+    Value *a = dot.operand(0), *b = dot.operand(1), *r = dot.result();
+    const ScalarType in = a->type.element().scalar;
+    const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+    return hopper && (in == ScalarType::F16 || in == ScalarType::BF16) && r->type.element().scalar == ScalarType::F32 &&
+           fn.numWarps % 4 == 0 && M % (16 * int64_t{fn.numWarps}) == 0 && N % 8 == 0 && K % 16 == 0 &&
+           wgmmaRowFits(K) && wgmmaRowFits(N);
+  }
+
   bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
     Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
     if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
@@ -133,7 +156,8 @@ struct Accelerator {
   }
 
   void rewrite(Operation &dot, unsigned wm, unsigned wn) {
-    LayoutRef mma = Layout::mma(2, {wm, wn});
+    const bool wgmma = wgmmaFits(dot);
+    LayoutRef mma = wgmma ? Layout::mma(3, {fn.numWarps, 1}) : Layout::mma(2, {wm, wn});
     Value *result = dot.result();
     LayoutRef old = result->layout;
     Block *block = dot.parent;
@@ -190,9 +214,9 @@ struct Accelerator {
 
 } // namespace
 
-void accelerateDot(Function &fn, const std::string &arch) {
+void accelerateDot(Function &fn, const std::string &arch, bool wgmma) {
   if (archNumber(arch) < 80) return;
-  Accelerator{fn}.run();
+  Accelerator{fn, wgmma && arch == "sm_90a"}.run();
 }
 
 } // namespace tessera::passes

@@ -13,7 +13,8 @@ namespace tessera::passes {
 
 // `arch`: "sm_80" ... "sm_90a"; below sm_80 nothing changes. The pipeline runs
 // it only with tensor cores on (--tensor-cores / TESSERA_MMA=1).
-void accelerateDot(ir::Function &fn, const std::string &arch);
+// `wgmma`: on sm_90a, use Hopper's wgmma where it fits (TESSERA_WGMMA=0 turns it off).
+void accelerateDot(ir::Function &fn, const std::string &arch, bool wgmma = true);
 
 // The k extent of one mma.sync for inputs `in` accumulating into `out`
 // (16 for f16/bf16 -> f32, 8 for tf32, 32 for i8 -> i32), or 0 when no

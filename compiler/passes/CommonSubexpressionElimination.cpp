@@ -19,7 +19,7 @@ bool isPure(const Operation &op) {
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
   case OpCode::Assume: case OpCode::Barrier:
-  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit:
+  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit: case OpCode::FenceAsyncShared: case OpCode::DotWait:
   case OpCode::AsyncWait: case OpCode::LocalLoad: case OpCode::LocalStore:
     return false;
   default:

@@ -25,6 +25,8 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::AsyncCopy:
   case OpCode::LocalStore:
   case OpCode::AsyncCommit:
+  case OpCode::FenceAsyncShared:
+  case OpCode::DotWait: // also orders the wgmma reads of the buffers before their reuse
   case OpCode::AsyncWait:
     return true;
   case OpCode::Load:

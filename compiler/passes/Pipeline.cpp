@@ -26,6 +26,8 @@ PipelineOptions pipelineOptionsFromEnvironment() {
   PipelineOptions o;
   const char *dump = std::getenv("TESSERA_DUMP_IR");
   o.dumpIR = dump && *dump && std::string(dump) != "0";
+  const char *wgmma = std::getenv("TESSERA_WGMMA"); // in the cache key (runtime/Cache.cpp)
+  o.wgmma = !(wgmma && std::string(wgmma) == "0");
 #ifndef NDEBUG
   o.verifyEach = true;
 #endif
@@ -79,7 +81,7 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   runPass("remove-layout-conversions", removeLayoutConversions, fn, options) &&
   // accelerate-dot and pipeline run (and dump) only when tensor cores are on and the kernel has a dot.
   (!options.tensorCores || !hasDot(fn) ||
-   (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch); }, fn, options) &&
+   (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch, options.wgmma); }, fn, options) &&
     runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options))) &&
   runPass("fusion", fuseElementwiseChains, fn, options);
 }

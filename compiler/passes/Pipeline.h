@@ -15,6 +15,7 @@ struct PipelineOptions {
   std::string arch = "sm_90a"; // accelerate-dot uses tensor cores from sm_80
   bool tensorCores = false;    // run accelerate-dot (CompileOptions::tensorCores)
   unsigned numStages = 3;      // the pipeline pass's ring depth (CompileOptions::numStages)
+  bool wgmma = true;           // sm_90a dots on wgmma (TESSERA_WGMMA=0: mma.sync)
 };
 
 // The pass names, in pipeline order.

@@ -27,6 +27,16 @@
 // zeros, which is what `other=0` asked for. Loads that do not fit stay as
 // they are (the dot then stages them itself).
 //
+// Operands of wgmma dots (#mma version 3) get the wgmma tile layout
+// (Layout::sharedWgmmaOperand) and a fence_async_shared before each barrier
+// that publishes a stage: cp.async and local_store write through the generic
+// proxy, wgmma reads through the async one. Such a dot whose accumulator
+// the loop carries (and only the next iteration's dot reads) is marked
+// `async`: it leaves its wgmmas running into the next iteration (codegen
+// waits for the previous group only), so the copies go one stage less far
+// ahead (stage + S - 2: the stage the running group reads is not
+// overwritten), and a dot_wait after the loop collects the accumulator.
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
@@ -74,8 +84,15 @@ struct Candidate {
   Operation *load;
   Operation *convert;
   unsigned opIdx;
+  unsigned mmaVersion; // of the dots it feeds
   Value *buffer = nullptr;
 };
+
+// The buffer layout of an operand tile whose stored rows hold `rowLength` elements.
+LayoutRef tileLayout(const Candidate &c, int64_t rowLength, unsigned elemBits, bool transposed) {
+  return c.mmaVersion == 3 ? Layout::sharedWgmmaOperand(c.opIdx, rowLength, elemBits, transposed)
+                           : Layout::sharedMmaOperand(c.opIdx, rowLength, elemBits, transposed);
+}
 
 class LoopPipeliner {
 public:
@@ -87,6 +104,9 @@ public:
     std::vector<Candidate> candidates = constantStep() ? findCandidates() : std::vector<Candidate>{};
     if (candidates.empty() && invariants.empty()) return false;
     stageInvariants(invariants);
+    std::vector<Operation *> asyncDots;
+    if (stages_ >= 3 && !candidates.empty()) asyncDots = findAsyncDots();
+    if (!asyncDots.empty()) ahead_ = stages_ - 2;
     if (!candidates.empty()) {
       allocateBuffers(candidates);
       emitPrologue(candidates);
@@ -95,6 +115,7 @@ public:
       for (Candidate &c : candidates) readFromBuffer(c, stage);
     }
     emitEpilogue(candidates, invariants);
+    for (Operation *dot : asyncDots) waitAfterLoop(*dot);
     return true;
   }
 
@@ -109,6 +130,7 @@ private:
   Operation &loop_;
   Block *body_;
   unsigned stages_;
+  unsigned ahead_ = stages_ - 1; // iterations the copies run ahead
   int64_t step_ = 0;
   std::map<const Value *, bool> clonable_, invariant_;
 
@@ -160,20 +182,31 @@ private:
     return clonable_[v] = ok;
   }
 
-  // convert_layout(x) -> #dot_op read only by mma dots at that operand.
-  bool feedsOnlyMmaDots(Operation &convert) {
+  // convert_layout(x) -> #dot_op read only by mma dots of one version at
+  // that operand: that version, else 0.
+  unsigned feedsOnlyMmaDots(Operation &convert) {
     if (convert.code != OpCode::ConvertLayout || !convert.result()->layout ||
         convert.result()->layout->kind != Layout::Kind::DotOperand)
-      return false;
+      return 0;
     const unsigned opIdx = convert.result()->layout->opIdx;
     bool only = true;
+    unsigned version = 0;
     walk(fn_.body, [&](Operation &user) {
       for (size_t i = 0; i < user.operands.size(); ++i)
-        if (user.operands[i] == convert.result())
-          only = only && user.code == OpCode::Dot && i == opIdx && user.result()->layout &&
-                 user.result()->layout->kind == Layout::Kind::Mma;
+        if (user.operands[i] == convert.result()) {
+          const LayoutRef &l = user.result()->layout;
+          only = only && user.code == OpCode::Dot && i == opIdx && l && l->kind == Layout::Kind::Mma &&
+                 (version == 0 || version == l->mmaVersion);
+          if (only) version = l->mmaVersion;
+        }
     });
-    return only;
+    return only ? version : 0;
+  }
+
+  static bool anyWgmma(const std::vector<Candidate> &cs) {
+    for (const Candidate &c : cs)
+      if (c.mmaVersion == 3) return true;
+    return false;
   }
 
   static bool stageableType(const Type &t) {
@@ -189,9 +222,9 @@ private:
     for (auto &op : body_->ops)
       if (op->code == OpCode::ConvertLayout && !definedInBody(op->operand(0)) &&
           op->operand(0)->type.isBlock() && op->operand(0)->layout &&
-          op->operand(0)->layout->kind == Layout::Kind::Blocked && stageableType(op->operand(0)->type) &&
-          feedsOnlyMmaDots(*op))
-        found.push_back({nullptr, op.get(), op->result()->layout->opIdx});
+          op->operand(0)->layout->kind == Layout::Kind::Blocked && stageableType(op->operand(0)->type))
+        if (unsigned version = feedsOnlyMmaDots(*op))
+          found.push_back({nullptr, op.get(), op->result()->layout->opIdx, version});
     return found;
   }
 
@@ -205,11 +238,45 @@ private:
       Value *x = c.convert->operand(0);
       const Type &t = x->type;
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[1], bitWidth(t.scalar));
+      c.buffer->layout = tileLayout(c, t.shape[1], bitWidth(t.scalar), false);
       b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
     }
+    if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
     b.create(OpCode::Barrier, {}, {});
     for (Candidate &c : cs) readFromBuffer(c, zero);
+  }
+
+  // wgmma dots of the body whose accumulator is an iter arg that the
+  // yield passes their result back to, with no other reader in the loop.
+  std::vector<Operation *> findAsyncDots() {
+    std::vector<Operation *> found;
+    for (auto &op : body_->ops) {
+      if (op->code != OpCode::Dot || !op->result()->layout || op->result()->layout->kind != Layout::Kind::Mma ||
+          op->result()->layout->mmaVersion != 3)
+        continue;
+      Value *acc = op->operand(2);
+      if (acc->ownerBlock != body_ || acc->index == 0 || countUses(fn_.body, acc) != 1) continue;
+      Operation *yield = body_->terminator();
+      if (yield->operand(acc->index - 1) != op->result() || countUses(fn_.body, op->result()) != 1) continue;
+      op->attrs["async"] = int64_t{1};
+      found.push_back(op.get());
+    }
+    return found;
+  }
+
+  // After the loop: r = dot_wait(loop result) for the async dot's accumulator.
+  void waitAfterLoop(Operation &dot) {
+    Value *result = loop_.result(dot.operand(2)->index - 1);
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, std::next(positionOf(loop_)));
+    b.setLoc(dot.loc);
+    Value *waited = b.op(OpCode::DotWait, {result}, result->type);
+    waited->layout = result->layout;
+    walk(fn_.body, [&](Operation &user) {
+      if (&user == waited->definingOp) return;
+      for (Value *&v : user.operands)
+        if (v == result) v = waited;
+    });
   }
 
   std::vector<Candidate> findCandidates() {
@@ -225,9 +292,10 @@ private:
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
       if (load->loadOther() && !isZero(load->loadOther())) continue;
       const unsigned opIdx = op->result()->layout->opIdx;
-      if (!feedsOnlyMmaDots(*op)) continue;
+      const unsigned version = feedsOnlyMmaDots(*op);
+      if (!version) continue;
       if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
-      found.push_back({load, op.get(), opIdx});
+      found.push_back({load, op.get(), opIdx, version});
     }
     return found;
   }
@@ -302,7 +370,7 @@ private:
       // is stored transposed, so that cp.async still moves 16-byte runs.
       const LayoutRef &l = c.load->operand(0)->layout;
       const bool transposed = c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked && l->order[0] == 0;
-      c.buffer->layout = Layout::sharedMmaOperand(c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
+      c.buffer->layout = tileLayout(c, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
     }
   }
 
@@ -310,7 +378,7 @@ private:
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
-    for (unsigned d = 0; d + 1 < stages_; ++d) {
+    for (unsigned d = 0; d < ahead_; ++d) {
       std::map<const Value *, Value *> memo;
       Shift shift;
       shift.iv = d == 0 ? loop_.operand(0)
@@ -350,14 +418,17 @@ private:
     b.setInsertionPoint(body_, body_->ops.begin());
     b.setLoc(loop_.loc);
     const Type i32(ScalarType::I32);
-    b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{stages_ - 2}}});
+    b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{ahead_ - 1}}});
+    if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
     b.create(OpCode::Barrier, {}, {});
-    // The stage read last iteration: everyone is past it (the barrier).
-    Value *first = b.op(OpCode::Cmp, {stage, b.intConstant(0, i32)}, Type(ScalarType::I1),
-                        {{"predicate", std::string("eq")}});
-    Value *previous = b.op(OpCode::Select, {first, b.intConstant(stages_ - 1, i32),
-                                            b.op(OpCode::Sub, {stage, b.intConstant(1, i32)}, i32)}, i32);
-    const int64_t ahead = stages_ - 1;
+    // The stage `ahead` from this one: read last iteration (everyone is past
+    // it: the barrier), or, with async dots, two iterations ago (its wgmmas
+    // are done: each thread waited for them before the barrier).
+    Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead_, i32)}, i32);
+    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+                        {{"predicate", std::string("ge")}});
+    Value *previous = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+    const int64_t ahead = ahead_;
     std::map<const Value *, Value *> memo;
     Shift shift;
     shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());

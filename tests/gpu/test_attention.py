@@ -189,4 +189,5 @@ def test_kernels_run_on_tensor_cores():
     compiled = kern.warmup(q, q, q, o, lse, *q.stride(), *q.stride(), *q.stride(), *o.stride(), 1, 1, 128, 128,
                            0.125, HEAD_DIM=64, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=False,
                            num_warps=c["num_warps"], grid=(1, 1))
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in compiled.asm["ptx"]
+    ptx = compiled.asm["ptx"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx or "wgmma.mma_async" in ptx

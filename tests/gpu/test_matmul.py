@@ -23,7 +23,7 @@ from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
 from kernels.matmul import matmul_kernel  # noqa: E402
 
 MM = importlib.import_module("tessera.kernels.matmul")  # the module (tk.matmul is the function)
-CONFIGS = MM.MATMUL_CONFIGS
+CONFIGS = MM.MATMUL_CONFIGS + MM.HOPPER_MATMUL_CONFIGS  # every config runs on this GPU
 CONFIG_NAMES = [MM.matmul_config_name(c) for c in CONFIGS]
 RAGGED = (1000, 3000, 700)  # M, N, K
 
@@ -101,7 +101,43 @@ def test_matmul_runs_on_tensor_cores():
                              c.stride(0), c.stride(1), BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
                              num_warps=8, grid=(4,))
     ptx = k.asm["ptx"]
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "ldmatrix" in ptx
+    if tessera._C.target_arch(0) == "sm_90a":  # Hopper: wgmma (docs/tensor-cores.md)
+        assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    else:
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "ldmatrix" in ptx
+
+
+# The three tensor-core paths on one GPU: mma.sync as sm_80 PTX, mma.sync on
+# sm_90a (TESSERA_WGMMA=0), and wgmma on sm_90a; ragged shapes, both dtypes,
+# row- and column-major B (the N-major and K-major wgmma tiles).
+PATHS = [("sm_80", "1", "mma.sync.aligned.m16n8k16"), ("sm_90a", "0", "mma.sync.aligned.m16n8k16"),
+         ("sm_90a", "1", "wgmma.mma_async")]
+PATH_CONFIGS = [(128, 256, 64, 8, 4), (256, 128, 64, 8, 4), (128, 128, 64, 4, 3), (128, 128, 32, 4, 4),
+                (64, 128, 64, 4, 4), (64, 64, 32, 4, 2)]
+
+
+@pytest.mark.parametrize("target, wgmma, instruction", PATHS, ids=["sm_80", "sm_90a-mma.sync", "sm_90a-wgmma"])
+@pytest.mark.parametrize("config", PATH_CONFIGS, ids=lambda c: "{}x{}x{}/w{}/s{}".format(*c))
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("b_major", ["row", "col"])
+def test_tensor_core_paths(monkeypatch, target, wgmma, instruction, config, dtype, b_major):
+    if target == "sm_90a" and tessera._C.target_arch(0) != "sm_90a":
+        pytest.skip("needs a Hopper GPU (sm_90a)")
+    monkeypatch.setenv("TESSERA_WGMMA", wgmma)
+    bm, bn, bk, warps, stages = config
+    M, N, K = RAGGED
+    t = DTYPES[dtype]
+    a = torch.randn((M, K), device="cuda").to(t)
+    b = torch.randn((K, N), device="cuda").to(t) if b_major == "row" else torch.randn((N, K), device="cuda").to(t).t()
+    c = poisoned((M, N), t)
+    sig = f"*{dtype}:16,*{dtype}:16,*{dtype}:16,i32,i32,i32,i32,i32,i32,i32,i32,i32"
+    k = tessera.compile(matmul_kernel, signature=sig, num_warps=warps, num_stages=stages, target=target,
+                        constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8})
+    assert instruction in k.asm["ptx"]
+    k[(tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                                      b.stride(1), c.stride(0), c.stride(1))
+    torch.cuda.synchronize()
+    assert_rel_err(c, a.double() @ b.double(), 1e-2)
 
 
 # ------------------------------------------------------------ the raw kernel, more

@@ -44,7 +44,10 @@ def test_dot(tmp_path, arch, dtype, bm, bn, bk):
     k_step = {"fp16": 16, "bf16": 16, "fp32": 8}.get(dtype)
     on_tensor_cores = (k_step is not None and bm % 16 == 0 and bn % 8 == 0 and bk % k_step == 0
                        and (bm // 16) * (bn // 8) >= 4)
-    assert ("mma.sync" if on_tensor_cores else "fma.rn.f64" if dtype == "fp64" else "fma.rn.f32") in ptx
+    # sm_90a: 16-bit dots whose 64-row slabs fit the 4 warps take wgmma instead.
+    wgmma = arch == "sm_90a" and dtype in ("fp16", "bf16") and bm % 64 == 0 and bk % 16 == 0 and bn in (16, 32) + tuple(range(64, 257, 64))
+    assert ("wgmma.mma_async" if on_tensor_cores and wgmma else "mma.sync" if on_tensor_cores
+            else "fma.rn.f64" if dtype == "fp64" else "fma.rn.f32") in ptx
     if dtype == "fp32" and on_tensor_cores:
         assert "m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
 

@@ -139,7 +139,8 @@ def test_table_configs_compile_for_tensor_cores(tmp_path, config, dtype):
                         num_stages=config.num_stages, target="sm_90a")
     ptx = k.asm["ptx"]
     ty = "f16" if dtype == "fp16" else "bf16"
-    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
+    assert (f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in ptx
+            or f"wgmma.mma_async.sync.aligned.m64n{config.kwargs['BLOCK_N']}k16.f32.{ty}.{ty}" in ptx)
     assert "cp.async" in ptx
     assert k.metadata.shared <= 227 * 1024, k.metadata.shared
     if config is CONFIGS[0]:

@@ -84,17 +84,24 @@ def test_emit_llvm_with_nvrtc_is_the_form_the_source_is_printed_from():
 def test_shared_memory_is_extern_shared():
     entry = next(e for e in manifest_entries() if e[1] == "softmax_kernel")
     out = run_cli(compile_args(entry) + ["--emit", "cuda"], check=True).stdout
-    assert "extern __shared__ __align__(128) unsigned char global_smem[];" in out
+    # 1024: wgmma's swizzle atoms start aligned (compiler/codegen/SharedMemory.cpp)
+    assert "extern __shared__ __align__(1024) unsigned char global_smem[];" in out
     assert "__syncthreads();" in out and "__shfl_xor_sync(" in out
 
 
 def test_tensor_core_kernel_keeps_its_inline_ptx(tmp_path):
     entry = next(e for e in manifest_entries() if e[1] == "matmul_kernel")
     cuda = run_cli(compile_args(entry) + ["--emit", "cuda"], check=True).stdout
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cuda
-    assert "ldmatrix.sync.aligned" in cuda and "__cvta_generic_to_shared(" in cuda
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in cuda  # sm_90a
+    assert "wgmma.fence.sync.aligned" in cuda and "__cvta_generic_to_shared(" in cuda
     ptx = run_cli(compile_args(entry) + ["--backend", "nvrtc"], check=True).stdout
-    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
+    assert "wgmma.mma_async" in ptx and "wgmma.wait_group" in ptx
+    sm80 = [a if a != "sm_90a" else "sm_80" for a in compile_args(entry)]
+    if "--arch" not in sm80:
+        sm80 += ["--arch", "sm_80"]
+    cuda = run_cli(sm80 + ["--emit", "cuda"], check=True).stdout
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cuda
+    assert "ldmatrix.sync.aligned" in cuda
 
 
 def test_bad_backend_names_are_one_clear_error():

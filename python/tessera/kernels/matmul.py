@@ -23,7 +23,8 @@ keyed on (M, N, K) (and the tensors' dtypes): the first call for a new key
 times every config that fits (tiles much larger than the problem are pruned
 first) and stores the winner on disk (tessera/autotune.py; `tessera tune`).
 autotune=False, or TESSERA_MATMUL_AUTOTUNE=0 in the environment, skips
-tuning and takes MATMUL_CONFIGS[0] (128x128x32, 4 warps, 3 stages);
+tuning and takes the table's first config (matmul_configs(): HOPPER_MATMUL_CONFIGS on
+sm_90a, 128x256x64 with 8 warps and 4 stages; else MATMUL_CONFIGS, 128x128x32/w4/s3);
 TESSERA_AUTOTUNE=off takes the stored winner, else that first config.
 `config=` forces one (a tessera.Config or "BMxBNxBK/wW/sS[/gG]").
 
@@ -61,6 +62,31 @@ MATMUL_CONFIGS = (
     _config(256, 128, 32, 8, 3),   # 332
     _config(64, 64, 64, 4, 3),     # not timed at 4096: for small M x N, where 128-wide tiles leave SMs idle
 )
+
+# Hopper (sm_90a: wgmma, docs/tensor-cores.md), best first; TFLOP/s measured on an H200
+# at 4096^3 bf16 (cuBLAS: 774). BLOCK_K = 64 (128-byte swizzle lines) and 4 stages let
+# one wgmma group run across iterations; the smaller tiles are for small M x N.
+HOPPER_MATMUL_CONFIGS = (
+    _config(128, 256, 64, 8, 4),   # 593 (192 KiB of shared memory)
+    _config(256, 128, 64, 8, 4),   # 576
+    _config(256, 128, 64, 8, 3),   # 530
+    _config(128, 256, 64, 8, 3),   # 525
+    _config(128, 128, 64, 4, 3),   # 506
+    _config(128, 128, 64, 4, 4),   # 467
+    _config(64, 128, 64, 4, 4),    # not timed at 4096: small M x N
+    _config(64, 64, 64, 4, 3),     # not timed at 4096: small M x N
+)
+
+
+def matmul_configs():
+    """The table for the current GPU: HOPPER_MATMUL_CONFIGS where dots run on wgmma
+    (an sm_90a target, TESSERA_WGMMA not 0), else MATMUL_CONFIGS (mma.sync)."""
+    try:
+        from .. import _C
+        hopper = _C.driver_available() and _C.target_arch(0) == "sm_90a"
+    except Exception:  # noqa: BLE001 -- no driver / no extension: the portable table
+        hopper = False
+    return HOPPER_MATMUL_CONFIGS if hopper and os.environ.get("TESSERA_WGMMA", "1") != "0" else MATMUL_CONFIGS
 
 # Input dtype -> what the GEMM does with it. `outputs`: the dtypes `out` may have, the
 # first being the one allocated; `acc`: the accumulator; `enabled`: lowered to tensor
@@ -254,7 +280,7 @@ def matmul_autotuner():
     config of its last launch, .configs_timings the timings of its last tuning."""
     if "autotuner" not in _state:
         from ..autotune import autotune
-        _state["autotuner"] = autotune(configs=list(MATMUL_CONFIGS), key=["M", "N", "K"],
+        _state["autotuner"] = autotune(configs=list(matmul_configs()), key=["M", "N", "K"],
                                        prune_configs_by={"early_config_prune": prune_matmul_configs}
                                        )(_kernel_module().matmul_kernel)
     return _state["autotuner"]
@@ -335,7 +361,7 @@ def _epilogue_kernel(epilogue, interpret):
     tuners = _state.setdefault("epilogue_tuners", {})
     if not interpret and id(kernel) not in tuners:
         from ..autotune import autotune
-        tuners[id(kernel)] = autotune(configs=list(MATMUL_CONFIGS), key=["M", "N", "K"],
+        tuners[id(kernel)] = autotune(configs=list(matmul_configs()), key=["M", "N", "K"],
                                       prune_configs_by={"early_config_prune": prune_matmul_configs})(kernel)
     return kernel, tuners.get(id(kernel)), jf.fn.__name__
 
@@ -349,7 +375,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     M x N, e.g. a bias of shape (N,), a residual (M, N); any strides) or scalars, at most 4
     (docs/fusion.md). Its result is cast to C's dtype.
     config: a tessera.Config or 'BMxBNxBK/wW/sS[/gG]' to force one; autotune: False for
-    MATMUL_CONFIGS[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
+    matmul_configs()[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
     TESSERA_INTERPRET, only for host inputs)."""
     if interpret is None:
@@ -370,7 +396,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     if config is not None:
         chosen = _as_config(config)
     elif interpret or not (_env_flag("TESSERA_MATMUL_AUTOTUNE", True) if autotune is None else autotune):
-        chosen = MATMUL_CONFIGS[0]
+        chosen = MATMUL_CONFIGS[0] if interpret else matmul_configs()[0]
     else:
         chosen = None
     args = (a, b, out, M, N, K, A.strides[0], A.strides[1], B.strides[0], B.strides[1],
@@ -398,5 +424,5 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     return out
 
 
-__all__ = ["matmul", "MATMUL_CONFIGS", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
+__all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
            "matmul_config_name", "matmul_autotuner", "prune_matmul_configs"]

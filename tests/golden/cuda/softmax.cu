@@ -7,7 +7,7 @@ __device__ __forceinline__ float tsr_ex2_approx(float x) {
   return y;
 }
 
-extern __shared__ __align__(128) unsigned char global_smem[];
+extern __shared__ __align__(1024) unsigned char global_smem[];
 
 extern "C" __global__ void __launch_bounds__(64) softmax_kernel(unsigned char *out_ptr, unsigned char *in_ptr, unsigned int in_row_stride, unsigned int out_row_stride, unsigned int n_rows, unsigned int n_cols) {
   unsigned int tid, lane, warp, warp_idx, t4, thread_offset, t6, t7, t8, t8_in, t11, t13, t18, t20, t60, t66, 

@@ -1,0 +1,178 @@
+// Hopper tensor-core dot (docs/tensor-cores.md): dot(a <MxK>, b <KxN>,
+// acc <MxN>) whose result has #mma<version=3, wpc=[W, 1]> (set by
+// compiler/passes/AccelerateDot.cpp on sm_90a), f16/bf16 -> f32.
+//
+// Warpgroup g (warps 4g .. 4g+3) computes the 64-row slabs g, g + W/4, ...
+// of the block with wgmma.mma_async m64nNk16, both operands read by the
+// tensor cores from shared memory through matrix descriptors:
+//   * A, K-major: the pipeline's buffer or scratch in the wgmma tile layout
+//     (compiler/ir/Layout.h, Shared with blockCols), rows in mma order;
+//   * B, N-major ([K][N] rows, the instruction's "transpose B") or K-major
+//     (a transposed tile, [N][K]).
+// The accumulator registers are the instruction's D fragments, which with
+// A's rows in mma order is register-for-register the version-2 layout
+// (Layout.h), so everything downstream of the dot is shared with mma.sync.
+//
+// Per dot: wgmma.fence; per (slab, column chunk, k-step) one wgmma;
+// commit_group; wait_group 0. The wait passes the accumulator registers
+// through an asm that "writes" them, so nothing reads them before the
+// tensor cores are done. A dot the pipeline pass marked `async` (its
+// accumulator carried by the loop and read only by the next iteration's
+// dot) waits with wait_group 1 instead: this iteration's wgmmas run on
+// while the next stage is waited for, and the dot_wait after the loop
+// collects the accumulator.
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+namespace {
+
+// The descriptor's constant part: leading/stride byte offsets and the
+// swizzle mode (1 = 128-byte, 2 = 64-byte, 3 = 32-byte lines).
+uint64_t descriptorBits(uint64_t leadingBytes, uint64_t strideBytes, uint64_t lineBytes) {
+  const uint64_t mode = lineBytes == 128 ? 1 : lineBytes == 64 ? 2 : 3;
+  return ((leadingBytes >> 4) & 0x3FFF) << 16 | ((strideBytes >> 4) & 0x3FFF) << 32 | mode << 62;
+}
+
+} // namespace
+
+void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
+  ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
+  const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+  const ir::ScalarType in = a->type.element().scalar;
+  if ((in != ir::ScalarType::F16 && in != ir::ScalarType::BF16) || b->type.element().scalar != in ||
+      result->type.element().scalar != ir::ScalarType::F32)
+    unsupported(op, "wgmma lowering takes f16/bf16 operands into f32");
+  if (!sameLayout(acc->layout, result->layout))
+    unsupported(op, "the accumulator must have the result's layout");
+  const unsigned warps = result->layout->warpsPerCTA[0], groups = warps / 4;
+  if (warps % 4 || result->layout->warpsPerCTA[1] != 1 || M % (64 * groups) || N % 8 || K % 16)
+    unsupported(op, "block shape does not fit wgmma with these warps");
+  DistributedLayout out = layoutOf(result, op);
+  const int64_t slabs = M / (64 * groups);
+  // The widest instruction (at most 256 columns) that tiles N.
+  int64_t chunk = std::min<int64_t>(N, 256);
+  while (N % chunk) chunk -= 8;
+  const unsigned elemBytes = 2;
+
+  Value *aBase, *bBase;
+  ir::LayoutRef tileA, tileB;
+  bool staged;
+  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged);
+  if (!tileA->blockCols || !tileB->blockCols || tileA->transposed)
+    unsupported(op, "operand tiles are not in the wgmma layout");
+  const bool bKMajor = tileB->transposed;
+  const uint64_t lineA = tileA->blockCols * elemBytes, lineB = tileB->blockCols * elemBytes;
+  if (!bKMajor && chunk % tileB->blockCols && chunk != N)
+    unsupported(op, "column chunks must start on a swizzle line of B");
+
+  Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
+  auto address = [&](Value *base) { return b_.CreateTrunc(b_.CreatePtrToInt(base, i64Ty), i32Ty); };
+  auto descriptor = [&](Value *start, uint64_t bits) {
+    Value *field = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(start, 4), 0x3FFF), i64Ty);
+    return b_.CreateOr(field, b_.getInt64(bits));
+  };
+  const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
+  const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
+  Value *startA = address(aBase), *startB = address(bBase);
+  // The warpgroup's first slab row (uniform over its 4 warps).
+  Value *group = b_.CreateLShr(warpIndex(out.dim(0)), 2);
+
+  auto simpleAsm = [&](const std::string &text) {
+    InlineAsm *x = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}", true);
+    b_.CreateCall(x, {});
+  };
+  const unsigned regsPerInstr = static_cast<unsigned>(chunk / 2);
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(regsPerInstr + 2) + ", 0;\n" +
+                     "wgmma.mma_async.sync.aligned.m64n" + std::to_string(chunk) + "k16.f32." +
+                     (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + " {";
+  std::string cons;
+  for (unsigned i = 0; i < regsPerInstr; ++i) {
+    text += (i ? ",$" : "$") + std::to_string(i);
+    cons += "=f,";
+  }
+  text += "}, $" + std::to_string(regsPerInstr) + ", $" + std::to_string(regsPerInstr + 1) + ", p, 1, 1, 0, " +
+          (bKMajor ? "0" : "1") + ";\n}";
+  cons += "l,l,r";
+  for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
+  std::vector<Type *> argTys = {i64Ty, i64Ty, i32Ty};
+  argTys.insert(argTys.end(), regsPerInstr, f32Ty);
+  InlineAsm *wgmma = InlineAsm::get(
+      FunctionType::get(StructType::get(ctx_, std::vector<Type *>(regsPerInstr, f32Ty)), argTys, false), text, cons,
+      /*hasSideEffects=*/true);
+
+  // D fragment register c of 8-column tile j in slab s (the v2 numbering:
+  // rows 2g + c / 2 of the warp's 16-row tile s, columns 2t + c % 2).
+  auto regOf = [&](int64_t s, int64_t j, unsigned c) {
+    return out.regNumber({static_cast<unsigned>(2 * s + c / 2), static_cast<unsigned>(2 * j + c % 2)});
+  };
+  Regs accRegs = lookup(acc);
+  simpleAsm("wgmma.fence.sync.aligned;");
+  for (int64_t s = 0; s < slabs; ++s) {
+    // Stored row of the slab's first row, times the line length.
+    Value *slabRow = b_.CreateMul(b_.CreateAdd(group, i32(s * groups)), i32(64));
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      for (int64_t ks = 0; ks < K / 16; ++ks) {
+        const int64_t k0 = 16 * ks;
+        const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
+        Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
+                                                       i32(kBlock * M * lineA + kWithin * elemBytes)));
+        int64_t bOffset;
+        if (bKMajor)
+          bOffset = (k0 / tileB->blockCols) * N * lineB + n0 * lineB + (k0 % tileB->blockCols) * elemBytes;
+        else
+          bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
+        Value *bAt = b_.CreateAdd(startB, i32(bOffset));
+        std::vector<Value *> args = {descriptor(aAt, bitsA), descriptor(bAt, bitsB), i32(1)};
+        for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
+          for (unsigned c = 0; c < 4; ++c) args.push_back(accRegs[regOf(s, j, c)]);
+        Value *d = b_.CreateCall(wgmma, args);
+        unsigned i = 0;
+        for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
+          for (unsigned c = 0; c < 4; ++c) accRegs[regOf(s, j, c)] = b_.CreateExtractValue(d, i++);
+      }
+    }
+  }
+  simpleAsm("wgmma.commit_group.sync.aligned;");
+
+  if (op.hasAttr("async") && op.intAttr("async") && !staged) {
+    // The previous iteration's group is done; this one runs on.
+    simpleAsm("wgmma.wait_group.sync.aligned 1;");
+  } else {
+    wgmmaWait(accRegs, 0);
+  }
+  if (staged)
+    barrier(); // the scratch may be reused right after
+  define(result, std::move(accRegs));
+}
+
+} // namespace tessera::codegen
+
+namespace tessera::codegen {
+
+void KernelLowering::wgmmaWait(Regs &regs, unsigned pending) {
+  Type *f32Ty = b_.getFloatTy();
+  std::string cons;
+  for (size_t i = 0; i < regs.size(); ++i) cons += "=f,";
+  for (size_t i = 0; i < regs.size(); ++i) cons += (i ? "," : "") + std::to_string(i);
+  std::vector<Type *> types(regs.size(), f32Ty);
+  InlineAsm *wait = InlineAsm::get(FunctionType::get(StructType::get(ctx_, types), types, false),
+                                   "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+                                   cons + ",~{memory}", /*hasSideEffects=*/true);
+  Value *waited = b_.CreateCall(wait, std::vector<Value *>(regs.begin(), regs.end()));
+  for (size_t i = 0; i < regs.size(); ++i) regs[i] = b_.CreateExtractValue(waited, static_cast<unsigned>(i));
+}
+
+void KernelLowering::lowerDotWait(ir::Operation &op) {
+  Regs regs = lookup(op.operand(0));
+  for (Value *r : regs)
+    if (!r->getType()->isFloatTy()) unsupported(op, "dot_wait takes an f32 wgmma accumulator");
+  wgmmaWait(regs, 0);
+  define(op.result(), std::move(regs));
+}
+
+} // namespace tessera::codegen
