@@ -125,6 +125,8 @@ def test_tensor_core_paths(monkeypatch, target, wgmma, instruction, config, dtyp
         pytest.skip("needs a Hopper GPU (sm_90a)")
     monkeypatch.setenv("TESSERA_WGMMA", wgmma)
     bm, bn, bk, warps, stages = config
+    if target == "sm_80":
+        stages = min(stages, 3)  # 4 stages of 128x256x64 take 192 KiB, more than an sm_80 block has
     M, N, K = RAGGED
     t = DTYPES[dtype]
     a = torch.randn((M, K), device="cuda").to(t)
