@@ -12,13 +12,18 @@
 //   * when the accumulator is a `for` loop-carried value updated by the dot
 //     (`acc += tl.dot(a, b)` / `acc = tl.dot(a, b, acc)`), the carried value
 //     itself moves to the Mma layout: the conversion happens once before and
-//     once after the loop instead of twice per iteration.
+//     once after the loop instead of twice per iteration;
+//   * dots chained through operand A (attention's S -> P -> P V) share their
+//     warps, all along M (wpc = [num_warps, 1]) when every M allows it.
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
 #include <cstdlib>
 #include <functional>
 #include <list>
+#include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace tessera::passes {
@@ -84,6 +89,77 @@ namespace {
 
 struct Accelerator {
   Function &fn;
+  // Warps chosen for a chain of dots (see chooseChainWarps), by dot.
+  std::map<const Operation *, std::pair<unsigned, unsigned>> chainWarps;
+
+  // The dots whose results operand A of `dot` is computed from, in its block
+  // (attention: P = exp2(S - m) from S = dot(q, k)).
+  static std::vector<Operation *> feedingDots(Operation &dot) {
+    std::vector<Operation *> found;
+    std::set<const Value *> seen;
+    std::vector<Value *> work = {dot.operand(0)};
+    while (!work.empty() && seen.size() < 256) {
+      Value *v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second) continue;
+      Operation *def = v->definingOp;
+      if (!def || def->parent != dot.parent || def->code == OpCode::Load) continue;
+      if (def->code == OpCode::Dot) {
+        found.push_back(def);
+        continue;
+      }
+      for (Value *operand : def->operands)
+        if (operand->type.isBlock()) work.push_back(operand);
+    }
+    return found;
+  }
+
+  static bool fits(const Operation &dot, unsigned wm, unsigned wn) {
+    const int64_t M = dot.operand(0)->type.shape[0], N = dot.operand(1)->type.shape[1];
+    return M % (16 * int64_t{wm}) == 0 && N % (8 * int64_t{wn}) == 0;
+  }
+
+  // Dots chained through operand A (a dot's result, after elementwise work,
+  // is the next one's A: attention's S -> P -> P V, and the backward's
+  // dS) get the same warps, so that the values between them (row maxima
+  // and sums, P) share one #mma layout. All warps along M (wpc =
+  // [num_warps, 1]) when every M allows it: row reductions then stay in a
+  // warp, and P's registers are the next dot's A fragments (codegen,
+  // MmaDot.cpp). Otherwise the first dot's choice, when it fits them all.
+  void chooseChainWarps(const std::vector<Operation *> &dots) {
+    std::map<Operation *, Operation *> leader;
+    std::function<Operation *(Operation *)> find = [&](Operation *d) {
+      auto it = leader.find(d);
+      if (it == leader.end() || it->second == d) return d;
+      return it->second = find(it->second);
+    };
+    std::set<Operation *> chained;
+    for (Operation *d : dots) {
+      unsigned wm, wn;
+      if (!eligible(*d, wm, wn, /*chain=*/false)) continue;
+      for (Operation *from : feedingDots(*d)) {
+        if (!eligible(*from, wm, wn, /*chain=*/false)) continue;
+        leader[find(from)] = find(d);
+        chained.insert(from);
+        chained.insert(d);
+      }
+    }
+    std::map<Operation *, std::vector<Operation *>> groups;
+    for (Operation *d : dots) // program order: the group's first dot comes first
+      if (chained.count(d)) groups[find(d)].push_back(d);
+    for (auto &[root, members] : groups) {
+      unsigned wm = fn.numWarps, wn = 1;
+      bool all = true;
+      for (Operation *d : members) all = all && fits(*d, wm, wn);
+      if (!all) {
+        eligible(*members.front(), wm, wn, /*chain=*/false);
+        all = true;
+        for (Operation *d : members) all = all && fits(*d, wm, wn);
+      }
+      if (all)
+        for (Operation *d : members) chainWarps[d] = {wm, wn};
+    }
+  }
 
   // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
   // so that the accumulator can stay in the mma registers.
@@ -120,7 +196,7 @@ struct Accelerator {
     dot.parent->ops.erase(positionOf(*add));
   }
 
-  bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
+  bool eligible(Operation &dot, unsigned &wm, unsigned &wn, bool chain = true) {
     Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
     if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
     const ScalarType in = a->type.element().scalar, out = r->type.element().scalar;
@@ -129,6 +205,10 @@ struct Accelerator {
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
     if (kStep == 0 || M % 16 || N % 8 || K % kStep) return false;
     if (fn.numWarps == 0 || (fn.numWarps & (fn.numWarps - 1))) return false;
+    if (auto it = chainWarps.find(&dot); chain && it != chainWarps.end()) {
+      std::tie(wm, wn) = it->second;
+      return true;
+    }
     return chooseWarps(M, N, fn.numWarps, wm, wn);
   }
 
@@ -179,6 +259,7 @@ struct Accelerator {
     walk(fn.body, [&](Operation &op) {
       if (op.code == OpCode::Dot) dots.push_back(&op);
     });
+    chooseChainWarps(dots);
     for (Operation *dot : dots) {
       unsigned wm, wn;
       if (!eligible(*dot, wm, wn)) continue;
