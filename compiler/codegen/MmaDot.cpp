@@ -6,6 +6,9 @@
 //  1. the operand tiles: straight from the pipeline's shared buffers
 //     (local_load), else stored here from registers into scratch with the
 //     same swizzled layout (compiler/ir/Layout.h, Shared; AsyncCopy.cpp).
+//     A 16-bit A operand held in an #mma<wpc=[wm, 1]> layout by a dot with
+//     this dot's warps (attention's P) is not stored: its registers are
+//     the A fragments (FlashAttention-2's register reuse).
 //  2. per k-step, per warp: one ldmatrix.x4 per 16-row m-tile of A (the 4
 //     .b32 A registers of every shape), B by ldmatrix.x4.trans (16-bit),
 //     plain ldmatrix (transposed tiles) or gathered words (tf32/int8), then
@@ -18,6 +21,8 @@
 #include "compiler/passes/AccelerateDot.h"
 
 #include <llvm/IR/InlineAsm.h>
+
+#include <optional>
 
 
 namespace tessera::codegen {
@@ -93,11 +98,23 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   Value *aBase = nullptr, *bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
-  const bool staged = !aBase || !bBase;
+  // A straight from registers: a 16-bit value in an #mma<wpc=[wm, 1]> layout
+  // (the result of a dot with this dot's warps, cast: attention's P). The C
+  // fragments of n-tiles 2ks and 2ks+1 of that dot are, packed in pairs, the
+  // A fragment of k-step ks (see aFromRegisters below): no shared memory.
+  const ir::Layout *aRegLayout = nullptr;
+  if (!aBase && kStep == 16 && !tf32 && !int8 && wn == 1) {
+    auto it = dotOperandSource_.find(a);
+    const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
+    if (src && src->kind == ir::Layout::Kind::Mma && src->mmaVersion == 2 &&
+        src->warpsPerCTA == result->layout->warpsPerCTA)
+      aRegLayout = src;
+  }
+  const bool staged = (!aBase && !aRegLayout) || !bBase;
   if (staged) {
-    const uint64_t aBytes = aBase ? 0 : static_cast<uint64_t>(M * K) * elemBytes;
+    const uint64_t aBytes = aBase || aRegLayout ? 0 : static_cast<uint64_t>(M * K) * elemBytes;
     Value *scratch = sharedScratch(aBytes + (bBase ? 0 : static_cast<uint64_t>(K * N) * elemBytes), op);
-    if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
+    if (!aBase && !aRegLayout) stageToShared(op, a, aBase = scratch, *tileA);
     if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
     barrier();
   }
@@ -172,6 +189,19 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
     return out.regNumber({static_cast<unsigned>(2 * mi + c / 2), static_cast<unsigned>(2 * ni + c % 2)});
   };
+  // A fragment of m-tile mi, k-step ks from the registers of the
+  // #mma<wpc=[wm, 1]> layout `aRegLayout` (LayoutMath's
+  // mmaAFragmentRegisters): the lower column in the low half of each register.
+  std::optional<DistributedLayout> aRegs;
+  if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
+  auto aFromRegisters = [&](int64_t mi, int64_t ks) {
+    const Regs &p = lookup(a);
+    auto half = [&](unsigned reg) { return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), i32Ty); };
+    std::vector<Value *> frag;
+    for (const auto &[lo, hi] : mmaAFragmentRegisters(*aRegs, mi, ks))
+      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+    return frag;
+  };
   Regs accRegs = lookup(acc);
   for (int64_t ks = 0; ks < K / kStep; ++ks) {
     std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
@@ -179,6 +209,10 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     // 2ks and 2ks + 1, and ldmatrix hands out the fragment as it is.
     Value *aChunk = b_.CreateAdd(bit4, i32(2 * ks));
     for (int64_t mi = 0; mi < mTiles; ++mi) {
+      if (aRegs) {
+        aFrag[mi] = aFromRegisters(mi, ks);
+        continue;
+      }
       aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * elemBytes, aRow(mi), aChunk), 4);
       if (tf32)
         for (Value *&w : aFrag[mi]) w = toTf32(w);
