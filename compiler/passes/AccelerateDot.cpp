@@ -6,6 +6,8 @@
 // (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:
 //   * the result gets #mma<version=2, wpc=[wm, wn]> (mma.sync m16n8k16
 //     accumulator fragments, compiler/ir/Layout.h);
+//   * `x + dot(a, b, 0)` (`acc += tl.dot(a, b)`, `acc * alpha + tl.dot(p, v)`)
+//     becomes dot(a, b, x); pure ops computing x after the dot move before it;
 //   * a and b are converted to #dot_op<opIdx=0/1, #mma<...>>, the
 //     accumulator to the Mma layout, and the result's users read it through a
 //     conversion back to their old layout;
@@ -18,6 +20,7 @@
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <list>
@@ -161,6 +164,50 @@ struct Accelerator {
     }
   }
 
+  static bool isPure(OpCode code) {
+    switch (code) {
+    case OpCode::Constant: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
+    case OpCode::ConvertLayout: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
+    case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Select: case OpCode::Cmp:
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Cast: case OpCode::Fma:
+      return true;
+    default:
+      return false;
+    }
+  }
+
+  // Makes x (defined in the dot's block) available at the dot: true when it
+  // already is, or after moving the pure ops computing it that come after the
+  // dot (and do not use its result) to right before it.
+  static bool hoistBefore(Operation &dot, Value *x) {
+    Block *block = dot.parent;
+    std::map<const Operation *, size_t> position;
+    size_t i = 0;
+    for (auto &op : block->ops) position[op.get()] = i++;
+    const size_t at = position.at(&dot);
+    std::set<Operation *> toMove;
+    std::function<bool(Value *)> collect = [&](Value *v) {
+      Operation *def = v->definingOp;
+      if (!def || def->parent != block || position.at(def) < at || toMove.count(def)) return true;
+      if (def == &dot || !isPure(def->code) || !def->regions.empty() || toMove.size() >= 16) return false;
+      toMove.insert(def);
+      for (Value *operand : def->operands)
+        if (!collect(operand)) return false;
+      return true;
+    };
+    if (!collect(x)) return false;
+    std::vector<Operation *> ordered(toMove.begin(), toMove.end());
+    std::sort(ordered.begin(), ordered.end(),
+              [&](Operation *a, Operation *b) { return position.at(a) < position.at(b); });
+    for (Operation *op : ordered) {
+      auto from = positionOf(*op);
+      std::unique_ptr<Operation> moved = std::move(*from);
+      block->ops.erase(from);
+      block->ops.insert(positionOf(dot), std::move(moved));
+    }
+    return true;
+  }
+
   // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
   // so that the accumulator can stay in the mma registers.
   void foldAccumulatorAdd(Operation &dot) {
@@ -177,17 +224,13 @@ struct Accelerator {
     if (uses != 1 || add->code != OpCode::Add || add->parent != dot.parent || add->operands.size() != 2) return;
     Value *x = add->operand(0) == r ? add->operand(1) : add->operand(0);
     if (x == r || !(x->type == r->type) || !(add->result()->type == r->type)) return;
-    // x must be available at the dot: an argument of its block, or defined before it there.
+    // x must be available at the dot: an argument of its block, or defined before it there
+    // (or computed after it by pure ops that can move before it: `dot(p, v) + acc * alpha`).
     if (x->ownerBlock) {
       if (x->ownerBlock != dot.parent) return;
     } else {
       if (!x->definingOp || x->definingOp->parent != dot.parent) return;
-      bool before = false;
-      for (auto &op : dot.parent->ops) {
-        if (op.get() == x->definingOp) { before = true; break; }
-        if (op.get() == &dot) break;
-      }
-      if (!before) return;
+      if (!hoistBefore(dot, x)) return;
     }
     Value *sum = add->result();
     dot.operands[2] = x;
