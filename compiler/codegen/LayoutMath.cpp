@@ -171,6 +171,20 @@ bool DistributedLayout::isOwner(unsigned tid, unsigned reg) const {
   return true;
 }
 
+std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLayout &layout, int64_t mi,
+                                                             int64_t ks) {
+  // Register row index 2mi + h: block row 2g + h of m-tile mi (the
+  // instruction's row g + 8h); register column index 2ni + j: column
+  // 8ni + 2t + j. a0: (g, k 2t..2t+1), a1: (g+8, ...), a2: (g, k 8+2t..), a3: (g+8, k 8+2t..).
+  std::array<std::array<unsigned, 2>, 4> regs{};
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned h = i % 2, kb = i / 2;
+    const unsigned row = static_cast<unsigned>(2 * mi) + h, col = static_cast<unsigned>(4 * ks) + 2 * kb;
+    regs[i] = {layout.regNumber({row, col}), layout.regNumber({row, col + 1})};
+  }
+  return regs;
+}
+
 ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps) {
   unsigned rank = static_cast<unsigned>(shape.size());
   std::vector<unsigned> order, spt(rank, 1);

@@ -17,6 +17,7 @@
 
 #include "compiler/ir/Layout.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -94,6 +95,17 @@ private:
   unsigned numRegs_ = 1;
   void computeRegisterCounts();
 };
+
+// FlashAttention-2's register reuse (MmaDot.cpp): `layout` is an
+// #mma<version=2, wpc=[wm, 1]> layout of a 16-bit [M, K] value (the cast
+// result of a dot with those warps). Returns, for this warp's m-tile `mi`
+// and the k-step `ks` (16 columns) of an mma.sync m16n8k16 that takes the
+// value as operand A, the registers holding the A fragment a0..a3, each as
+// {low half, high half}: the C fragments of n-tiles 2ks and 2ks+1, with A's
+// rows fed in the Mma layout's order (the instruction's row g + 8h is block
+// row 2g + h of the 16-row tile, as the shared-memory path stores them).
+std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLayout &layout, int64_t mi,
+                                                             int64_t ks);
 
 // The blocked layout the tiling pass gives a shape (see docs/codegen.md):
 // up to 4 consecutive elements per thread along the last dim while every

@@ -145,7 +145,7 @@ private:
   // The shared tiles of a tensor-core dot's operands: the pipeline's buffers
   // (local_load), or `v` staged here into scratch laid out as `tileA/B` say.
   void dotOperandTiles(ir::Operation &op, llvm::Value *&aBase, ir::LayoutRef &tileA, llvm::Value *&bBase,
-                       ir::LayoutRef &tileB, bool &staged);
+                       ir::LayoutRef &tileB, bool &staged, bool stageA = true);
   // Values in a dot-operand layout keep the registers of the converted value;
   // this is that value's layout (convert_layout to #dot_op moves nothing).
   std::unordered_map<const ir::Value *, ir::LayoutRef> dotOperandSource_;

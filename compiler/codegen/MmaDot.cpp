@@ -6,6 +6,9 @@
 //  1. the operand tiles: straight from the pipeline's shared buffers
 //     (local_load), else stored here from registers into scratch with the
 //     same swizzled layout (compiler/ir/Layout.h, Shared; AsyncCopy.cpp).
+//     A 16-bit A operand held in an #mma<wpc=[wm, 1]> layout by a dot with
+//     this dot's warps (attention's P) is not stored: its registers are
+//     the A fragments (FlashAttention-2's register reuse).
 //  2. per k-step, per warp: one ldmatrix.x4 per 16-row m-tile of A (the 4
 //     .b32 A registers of every shape), B by ldmatrix.x4.trans (16-bit),
 //     plain ldmatrix (transposed tiles) or gathered words (tf32/int8), then
@@ -18,6 +21,8 @@
 #include "compiler/passes/AccelerateDot.h"
 
 #include <llvm/IR/InlineAsm.h>
+
+#include <optional>
 
 
 namespace tessera::codegen {
@@ -68,7 +73,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
 }
 
 void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::LayoutRef &tileA, Value *&bBase,
-                                     ir::LayoutRef &tileB, bool &staged) {
+                                     ir::LayoutRef &tileB, bool &staged, bool stageA) {
   ir::Value *a = op.operand(0), *b = op.operand(1);
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const unsigned elemBits = bitWidth(a->type.element().scalar), elemBytes = elemBits / 8;
@@ -79,16 +84,16 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   aBase = bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
-  staged = !aBase || !bBase;
+  staged = (!aBase && stageA) || !bBase;
   if (!staged) return;
   // wgmma reads 1024-byte swizzle atoms, which must start aligned.
   const uint64_t align = wgmma ? 1024 : 16;
   auto roundUp = [&](uint64_t v) { return (v + align - 1) / align * align; };
-  const uint64_t aBytes = aBase ? 0 : roundUp(static_cast<uint64_t>(M * K) * elemBytes);
+  const uint64_t aBytes = aBase || !stageA ? 0 : roundUp(static_cast<uint64_t>(M * K) * elemBytes);
   const uint64_t bBytes = bBase ? 0 : static_cast<uint64_t>(K * N) * elemBytes;
   const uint64_t pad = roundUp(reservedShared_) - reservedShared_;
   Value *scratch = b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + aBytes + bBytes, op), pad);
-  if (!aBase) stageToShared(op, a, aBase = scratch, *tileA);
+  if (!aBase && stageA) stageToShared(op, a, aBase = scratch, *tileA);
   if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
   if (wgmma) fenceProxyAsync(); // ordinary stores, read next by the tensor cores' async proxy
   barrier();
@@ -115,10 +120,24 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
   const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8;
 
+  // A straight from registers: a 16-bit value in an #mma<wpc=[wm, 1]> layout
+  // (the result of a dot with this dot's warps, cast: attention's P). The C
+  // fragments of n-tiles 2ks and 2ks+1 of that dot are, packed in pairs, the
+  // A fragment of k-step ks (see aFromRegisters below): no shared memory.
+  const ir::Layout *aRegLayout = nullptr;
+  if (!sharedOperands_.count(a) && kStep == 16 && !tf32 && !int8 && wn == 1) {
+    auto it = dotOperandSource_.find(a);
+    const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
+    if (src && src->kind == ir::Layout::Kind::Mma && src->mmaVersion == 2 &&
+        src->warpsPerCTA == result->layout->warpsPerCTA)
+      aRegLayout = src;
+  }
+  // The operand tiles: straight from the pipeline's buffers (local_load), or
+  // staged here from registers into scratch laid out the same way.
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
-  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged);
+  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged, /*stageA=*/!aRegLayout);
 
   // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
@@ -190,6 +209,19 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
     return out.regNumber({static_cast<unsigned>(2 * mi + c / 2), static_cast<unsigned>(2 * ni + c % 2)});
   };
+  // A fragment of m-tile mi, k-step ks from the registers of the
+  // #mma<wpc=[wm, 1]> layout `aRegLayout` (LayoutMath's
+  // mmaAFragmentRegisters): the lower column in the low half of each register.
+  std::optional<DistributedLayout> aRegs;
+  if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
+  auto aFromRegisters = [&](int64_t mi, int64_t ks) {
+    const Regs &p = lookup(a);
+    auto half = [&](unsigned reg) { return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), i32Ty); };
+    std::vector<Value *> frag;
+    for (const auto &[lo, hi] : mmaAFragmentRegisters(*aRegs, mi, ks))
+      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+    return frag;
+  };
   Regs accRegs = lookup(acc);
   for (int64_t ks = 0; ks < K / kStep; ++ks) {
     std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
@@ -197,6 +229,10 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     // 2ks and 2ks + 1, and ldmatrix hands out the fragment as it is.
     Value *aChunk = b_.CreateAdd(bit4, i32(2 * ks));
     for (int64_t mi = 0; mi < mTiles; ++mi) {
+      if (aRegs) {
+        aFrag[mi] = aFromRegisters(mi, ks);
+        continue;
+      }
       aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * elemBytes, aRow(mi), aChunk), 4);
       if (tf32)
         for (Value *&w : aFrag[mi]) w = toTf32(w);

@@ -25,6 +25,8 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <optional>
+
 namespace tessera::codegen {
 
 using namespace llvm;
@@ -59,11 +61,22 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   while (N % chunk) chunk -= 8;
   const unsigned elemBytes = 2;
 
+  // A straight from registers: a 16-bit value in an #mma layout with this
+  // dot's warps (attention's P, the cast result of a dot): the register A
+  // fragment of wgmma is mma.sync's m16n8k16 A fragment per warp, which
+  // LayoutMath's mmaAFragmentRegisters picks out of the C fragments.
+  const ir::Layout *aRegLayout = nullptr;
+  if (!sharedOperands_.count(a)) {
+    auto it = dotOperandSource_.find(a);
+    const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
+    if (src && src->kind == ir::Layout::Kind::Mma && src->warpsPerCTA == result->layout->warpsPerCTA)
+      aRegLayout = src;
+  }
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
-  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged);
-  if (!tileA->blockCols || !tileB->blockCols || tileA->transposed)
+  dotOperandTiles(op, aBase, tileA, bBase, tileB, staged, /*stageA=*/!aRegLayout);
+  if ((!aRegLayout && (!tileA->blockCols || tileA->transposed)) || !tileB->blockCols)
     unsupported(op, "operand tiles are not in the wgmma layout");
   const bool bKMajor = tileB->transposed;
   const uint64_t lineA = tileA->blockCols * elemBytes, lineB = tileB->blockCols * elemBytes;
@@ -78,7 +91,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   };
   const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
-  Value *startA = address(aBase), *startB = address(bBase);
+  Value *startA = aRegLayout ? nullptr : address(aBase), *startB = address(bBase);
   // The warpgroup's first slab row (uniform over its 4 warps).
   Value *group = b_.CreateLShr(warpIndex(out.dim(0)), 2);
 
@@ -86,8 +99,11 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     InlineAsm *x = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}", true);
     b_.CreateCall(x, {});
   };
-  const unsigned regsPerInstr = static_cast<unsigned>(chunk / 2);
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(regsPerInstr + 2) + ", 0;\n" +
+  // Operands: the D registers ($0..), A (a descriptor, or 4 registers),
+  // B's descriptor, scale-d, then the accumulator inputs tied to D.
+  const unsigned regsPerInstr = static_cast<unsigned>(chunk / 2), aOperands = aRegLayout ? 4 : 1;
+  const unsigned firstIn = regsPerInstr;
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(firstIn + aOperands + 1) + ", 0;\n" +
                      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(chunk) + "k16.f32." +
                      (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + " {";
   std::string cons;
@@ -95,11 +111,24 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     text += (i ? ",$" : "$") + std::to_string(i);
     cons += "=f,";
   }
-  text += "}, $" + std::to_string(regsPerInstr) + ", $" + std::to_string(regsPerInstr + 1) + ", p, 1, 1, 0, " +
+  std::vector<Type *> argTys;
+  if (aRegLayout) {
+    text += "}, {$" + std::to_string(firstIn) + ",$" + std::to_string(firstIn + 1) + ",$" + std::to_string(firstIn + 2) +
+            ",$" + std::to_string(firstIn + 3) + "}";
+    cons += "r,r,r,r,";
+    argTys.assign(4, i32Ty);
+  } else {
+    text += "}, $" + std::to_string(firstIn);
+    cons += "l,";
+    argTys.push_back(i64Ty);
+  }
+  // scale-d, scale-a, scale-b, [transpose-a,] transpose-b
+  text += ", $" + std::to_string(firstIn + aOperands) + ", p, 1, 1, " + (aRegLayout ? "" : "0, ") +
           (bKMajor ? "0" : "1") + ";\n}";
-  cons += "l,l,r";
+  cons += "l,r";
   for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
-  std::vector<Type *> argTys = {i64Ty, i64Ty, i32Ty};
+  argTys.push_back(i64Ty);
+  argTys.push_back(i32Ty);
   argTys.insert(argTys.end(), regsPerInstr, f32Ty);
   InlineAsm *wgmma = InlineAsm::get(
       FunctionType::get(StructType::get(ctx_, std::vector<Type *>(regsPerInstr, f32Ty)), argTys, false), text, cons,
@@ -110,6 +139,16 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   auto regOf = [&](int64_t s, int64_t j, unsigned c) {
     return out.regNumber({static_cast<unsigned>(2 * s + c / 2), static_cast<unsigned>(2 * j + c % 2)});
   };
+  std::optional<DistributedLayout> aRegs;
+  if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
+  auto aFromRegisters = [&](int64_t s, int64_t ks) {
+    const Regs &p = lookup(a);
+    auto half = [&](unsigned reg) { return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), i32Ty); };
+    std::vector<Value *> frag;
+    for (const auto &[lo, hi] : mmaAFragmentRegisters(*aRegs, s, ks))
+      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+    return frag;
+  };
   Regs accRegs = lookup(acc);
   simpleAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
@@ -118,16 +157,23 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       for (int64_t ks = 0; ks < K / 16; ++ks) {
         const int64_t k0 = 16 * ks;
-        const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
-        Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
-                                                       i32(kBlock * M * lineA + kWithin * elemBytes)));
+        std::vector<Value *> args;
+        if (aRegs) {
+          args = aFromRegisters(s, ks);
+        } else {
+          const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
+          Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
+                                                         i32(kBlock * M * lineA + kWithin * elemBytes)));
+          args.push_back(descriptor(aAt, bitsA));
+        }
         int64_t bOffset;
         if (bKMajor)
           bOffset = (k0 / tileB->blockCols) * N * lineB + n0 * lineB + (k0 % tileB->blockCols) * elemBytes;
         else
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
         Value *bAt = b_.CreateAdd(startB, i32(bOffset));
-        std::vector<Value *> args = {descriptor(aAt, bitsA), descriptor(bAt, bitsB), i32(1)};
+        args.push_back(descriptor(bAt, bitsB));
+        args.push_back(i32(1));
         for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c) args.push_back(accRegs[regOf(s, j, c)]);
         Value *d = b_.CreateCall(wgmma, args);

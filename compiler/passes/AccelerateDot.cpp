@@ -6,13 +6,17 @@
 // (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:
 //   * the result gets #mma<version=2, wpc=[wm, wn]> (mma.sync m16n8k16
 //     accumulator fragments, compiler/ir/Layout.h);
+//   * `x + dot(a, b, 0)` (`acc += tl.dot(a, b)`, `acc * alpha + tl.dot(p, v)`)
+//     becomes dot(a, b, x); pure ops computing x after the dot move before it;
 //   * a and b are converted to #dot_op<opIdx=0/1, #mma<...>>, the
 //     accumulator to the Mma layout, and the result's users read it through a
 //     conversion back to their old layout;
 //   * when the accumulator is a `for` loop-carried value updated by the dot
 //     (`acc += tl.dot(a, b)` / `acc = tl.dot(a, b, acc)`), the carried value
 //     itself moves to the Mma layout: the conversion happens once before and
-//     once after the loop instead of twice per iteration.
+//     once after the loop instead of twice per iteration;
+//   * dots chained through operand A (attention's S -> P -> P V) share their
+//     warps, all along M (wpc = [num_warps, 1]) when every M allows it.
 // On sm_90a (unless wgmma is off: TESSERA_WGMMA=0), f16/bf16 -> f32 dots
 // whose M splits into one 64-row slab per warpgroup (M % (16 * num_warps)
 // == 0, num_warps % 4 == 0) and whose K and N rows fit a wgmma swizzle line
@@ -22,9 +26,13 @@
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <list>
+#include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace tessera::passes {
@@ -98,6 +106,121 @@ bool wgmmaRowFits(int64_t length) {
 struct Accelerator {
   Function &fn;
   bool hopper; // sm_90a with wgmma on
+  // Warps chosen for a chain of dots (see chooseChainWarps), by dot.
+  std::map<const Operation *, std::pair<unsigned, unsigned>> chainWarps;
+
+  // The dots whose results operand A of `dot` is computed from, in its block
+  // (attention: P = exp2(S - m) from S = dot(q, k)).
+  static std::vector<Operation *> feedingDots(Operation &dot) {
+    std::vector<Operation *> found;
+    std::set<const Value *> seen;
+    std::vector<Value *> work = {dot.operand(0)};
+    while (!work.empty() && seen.size() < 256) {
+      Value *v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second) continue;
+      Operation *def = v->definingOp;
+      if (!def || def->parent != dot.parent || def->code == OpCode::Load) continue;
+      if (def->code == OpCode::Dot) {
+        found.push_back(def);
+        continue;
+      }
+      for (Value *operand : def->operands)
+        if (operand->type.isBlock()) work.push_back(operand);
+    }
+    return found;
+  }
+
+  static bool fits(const Operation &dot, unsigned wm, unsigned wn) {
+    const int64_t M = dot.operand(0)->type.shape[0], N = dot.operand(1)->type.shape[1];
+    return M % (16 * int64_t{wm}) == 0 && N % (8 * int64_t{wn}) == 0;
+  }
+
+  // Dots chained through operand A (a dot's result, after elementwise work,
+  // is the next one's A: attention's S -> P -> P V, and the backward's
+  // dS) get the same warps, so that the values between them (row maxima
+  // and sums, P) share one #mma layout. All warps along M (wpc =
+  // [num_warps, 1]) when every M allows it: row reductions then stay in a
+  // warp, and P's registers are the next dot's A fragments (codegen,
+  // MmaDot.cpp). Otherwise the first dot's choice, when it fits them all.
+  void chooseChainWarps(const std::vector<Operation *> &dots) {
+    std::map<Operation *, Operation *> leader;
+    std::function<Operation *(Operation *)> find = [&](Operation *d) {
+      auto it = leader.find(d);
+      if (it == leader.end() || it->second == d) return d;
+      return it->second = find(it->second);
+    };
+    std::set<Operation *> chained;
+    for (Operation *d : dots) {
+      unsigned wm, wn;
+      if (!eligible(*d, wm, wn, /*chain=*/false)) continue;
+      for (Operation *from : feedingDots(*d)) {
+        if (!eligible(*from, wm, wn, /*chain=*/false)) continue;
+        leader[find(from)] = find(d);
+        chained.insert(from);
+        chained.insert(d);
+      }
+    }
+    std::map<Operation *, std::vector<Operation *>> groups;
+    for (Operation *d : dots) // program order: the group's first dot comes first
+      if (chained.count(d)) groups[find(d)].push_back(d);
+    for (auto &[root, members] : groups) {
+      unsigned wm = fn.numWarps, wn = 1;
+      bool all = true;
+      for (Operation *d : members) all = all && fits(*d, wm, wn);
+      if (!all) {
+        eligible(*members.front(), wm, wn, /*chain=*/false);
+        all = true;
+        for (Operation *d : members) all = all && fits(*d, wm, wn);
+      }
+      if (all)
+        for (Operation *d : members) chainWarps[d] = {wm, wn};
+    }
+  }
+
+  static bool isPure(OpCode code) {
+    switch (code) {
+    case OpCode::Constant: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
+    case OpCode::ConvertLayout: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
+    case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Select: case OpCode::Cmp:
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Cast: case OpCode::Fma:
+      return true;
+    default:
+      return false;
+    }
+  }
+
+  // Makes x (defined in the dot's block) available at the dot: true when it
+  // already is, or after moving the pure ops computing it that come after the
+  // dot (and do not use its result) to right before it.
+  static bool hoistBefore(Operation &dot, Value *x) {
+    Block *block = dot.parent;
+    std::map<const Operation *, size_t> position;
+    size_t i = 0;
+    for (auto &op : block->ops) position[op.get()] = i++;
+    const size_t at = position.at(&dot);
+    std::set<Operation *> toMove;
+    std::function<bool(Value *)> collect = [&](Value *v) {
+      Operation *def = v->definingOp;
+      if (!def || def->parent != block || position.at(def) < at || toMove.count(def)) return true;
+      if (def == &dot || !isPure(def->code) || !def->regions.empty() || toMove.size() >= 16) return false;
+      toMove.insert(def);
+      for (Value *operand : def->operands)
+        if (!collect(operand)) return false;
+      return true;
+    };
+    if (!collect(x)) return false;
+    std::vector<Operation *> ordered(toMove.begin(), toMove.end());
+    std::sort(ordered.begin(), ordered.end(),
+              [&](Operation *a, Operation *b) { return position.at(a) < position.at(b); });
+    for (Operation *op : ordered) {
+      auto from = positionOf(*op);
+      std::unique_ptr<Operation> moved = std::move(*from);
+      block->ops.erase(from);
+      block->ops.insert(positionOf(dot), std::move(moved));
+    }
+    return true;
+  }
 
   // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
   // so that the accumulator can stay in the mma registers.
@@ -115,17 +238,13 @@ struct Accelerator {
     if (uses != 1 || add->code != OpCode::Add || add->parent != dot.parent || add->operands.size() != 2) return;
     Value *x = add->operand(0) == r ? add->operand(1) : add->operand(0);
     if (x == r || !(x->type == r->type) || !(add->result()->type == r->type)) return;
-    // x must be available at the dot: an argument of its block, or defined before it there.
+    // x must be available at the dot: an argument of its block, or defined before it there
+    // (or computed after it by pure ops that can move before it: `dot(p, v) + acc * alpha`).
     if (x->ownerBlock) {
       if (x->ownerBlock != dot.parent) return;
     } else {
       if (!x->definingOp || x->definingOp->parent != dot.parent) return;
-      bool before = false;
-      for (auto &op : dot.parent->ops) {
-        if (op.get() == x->definingOp) { before = true; break; }
-        if (op.get() == &dot) break;
-      }
-      if (!before) return;
+      if (!hoistBefore(dot, x)) return;
     }
     Value *sum = add->result();
     dot.operands[2] = x;
@@ -143,7 +262,7 @@ struct Accelerator {
            wgmmaRowFits(K) && wgmmaRowFits(N);
   }
 
-  bool eligible(Operation &dot, unsigned &wm, unsigned &wn) {
+  bool eligible(Operation &dot, unsigned &wm, unsigned &wn, bool chain = true) {
     Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
     if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
     const ScalarType in = a->type.element().scalar, out = r->type.element().scalar;
@@ -152,6 +271,10 @@ struct Accelerator {
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
     if (kStep == 0 || M % 16 || N % 8 || K % kStep) return false;
     if (fn.numWarps == 0 || (fn.numWarps & (fn.numWarps - 1))) return false;
+    if (auto it = chainWarps.find(&dot); chain && it != chainWarps.end()) {
+      std::tie(wm, wn) = it->second;
+      return true;
+    }
     return chooseWarps(M, N, fn.numWarps, wm, wn);
   }
 
@@ -203,6 +326,7 @@ struct Accelerator {
     walk(fn.body, [&](Operation &op) {
       if (op.code == OpCode::Dot) dots.push_back(&op);
     });
+    chooseChainWarps(dots);
     for (Operation *dot : dots) {
       unsigned wm, wn;
       if (!eligible(*dot, wm, wn)) continue;

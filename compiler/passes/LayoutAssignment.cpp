@@ -12,6 +12,10 @@
 // Seeded (remove-layout-conversions after coalesce): loads and stores keep
 // the layouts given to them, the anchor of a rank is the layout of its
 // largest memory access, and everything else is propagated from there.
+// propagate-mma-layout (after accelerate-dot) also seeds tensor-core dots
+// with their #mma layout: their operands are converted to #dot_op, and the
+// values computed from their results (elementwise ops, reductions, loop-
+// carried accumulators and row statistics) follow the #mma layout.
 //
 // Loops: a carried value whose yield arrives in another layout (e.g. an
 // accumulator initialised with zeros and updated from a coalesced load) is
@@ -153,7 +157,8 @@ private:
             onlyConversionsAndUpdates = false;
         }
       });
-      if (onlyConversionsAndUpdates && wanted && !sameLayout(wanted, arg->layout)) {
+      if (onlyConversionsAndUpdates && wanted && wanted->kind != Layout::Kind::DotOperand &&
+          !sameLayout(wanted, arg->layout)) {
         carried_[arg] = wanted;
         changed = true;
       }
@@ -204,7 +209,7 @@ private:
     std::map<size_t, LayoutRef> fromLoads, fromStores;
     walk(fn_.body, [&](Operation &op) {
       const LayoutRef *l = seed(op);
-      if (!l)
+      if (!l || (op.code != OpCode::Load && op.code != OpCode::Store))
         return;
       const Type &t = op.operand(0)->type;
       if (!t.isBlock() || t.shape != largest[t.rank()])
@@ -309,8 +314,18 @@ private:
     case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
       return assignElementwise(op);
-    case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
     case OpCode::Dot:
+      if (const LayoutRef *l = seed(op); l && (*l)->kind == Layout::Kind::Mma) {
+        // A tensor-core dot (seeded by propagate-mma-layout): operands in
+        // its dot-operand layouts, the accumulator in the result's registers.
+        setResultLayout(op, 0, *l);
+        convertOperand(op, 0, Layout::dotOperand(0, *l));
+        convertOperand(op, 1, Layout::dotOperand(1, *l));
+        convertOperand(op, 2, *l);
+        return;
+      }
+      [[fallthrough]];
+    case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
       for (unsigned i = 0; i < op.results.size(); ++i)
         if (op.result(i)->type.isBlock())
           setResultLayout(op, i, anchor(op.result(i)->type.rank()));

@@ -11,6 +11,7 @@
 #include "compiler/passes/DeadCodeElimination.h"
 #include "compiler/passes/Fusion.h"
 #include "compiler/passes/LayoutAssignment.h"
+#include "compiler/passes/PropagateMmaLayout.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 #include "compiler/passes/SoftwarePipeline.h"
 
@@ -64,7 +65,8 @@ bool hasDot(ir::Function &fn) {
 const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
-                                                 "remove-layout-conversions", "accelerate-dot", "pipeline", "fusion"};
+                                                 "remove-layout-conversions", "accelerate-dot",
+                                                 "propagate-mma-layout", "pipeline", "fusion"};
   return names;
 }
 
@@ -79,9 +81,10 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
   runPass("layout-assignment", static_cast<void (*)(ir::Function &)>(assignLayouts), fn, options) &&
   runPass("coalesce", coalesce, fn, options) &&
   runPass("remove-layout-conversions", removeLayoutConversions, fn, options) &&
-  // accelerate-dot and pipeline run (and dump) only when tensor cores are on and the kernel has a dot.
+  // accelerate-dot, propagate-mma-layout and pipeline run (and dump) only when tensor cores are on and the kernel has a dot.
   (!options.tensorCores || !hasDot(fn) ||
    (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch, options.wgmma); }, fn, options) &&
+    runPass("propagate-mma-layout", propagateMmaLayout, fn, options) &&
     runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options))) &&
   runPass("fusion", fuseElementwiseChains, fn, options);
 }

@@ -79,6 +79,8 @@ public:
     });
     std::set<Operation *> candidates;
     for (Operation *convert : converts) {
+      // A #dot_op value has no registers of its own: the dot reads its operand's.
+      if (convert->result()->layout && convert->result()->layout->kind == Layout::Kind::DotOperand) continue;
       std::set<Value *> seen;
       if (rematerialisationCost(convert->operand(0), seen) < 0) continue;
       Builder b(convert->parent);

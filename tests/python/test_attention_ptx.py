@@ -5,6 +5,7 @@ at most 48 KiB of shared memory.
 The signatures are what a launch from torch specialises to (16-byte aligned
 pointers, strides multiples of 16, the head-dim stride equal to 1); one more
 case compiles with no hints at all (any strides)."""
+import re
 import inspect
 import subprocess
 
@@ -111,3 +112,50 @@ def test_kernels_compile_without_stride_hints(kernel, tmp_path):
     ptx = compile_kernel(kernel, 64, True, "fp16", "sm_90a", hints=False).asm["ptx"]
     assert "mma.sync.aligned.m16n8k16" in ptx or "wgmma.mma_async" in ptx
     ptxas(ptx, "sm_90a", tmp_path)
+
+
+def key_loops(ptx):
+    """The bodies (lists of lines) of the innermost PTX loops that contain mma.sync."""
+    import re
+    lines = ptx.splitlines()
+    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"^(\$L__BB\d+_\d+):", l.strip()))}
+    loops = []
+    for i, l in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);", l)
+        if m and m.group(1) in labels and labels[m.group(1)] < i:
+            body = lines[labels[m.group(1)]:i + 1]
+            if any("mma.sync" in b or "wgmma.mma_async" in b for b in body):
+                loops.append((labels[m.group(1)], i, body))
+    return [b for lo, hi, b in loops if not any(lo <= l2 and h2 <= hi and (l2, h2) != (lo, hi) for l2, h2, _ in loops)]
+
+
+@pytest.mark.parametrize("arch, wgmma", [("sm_80", "1"), ("sm_90a", "0"), ("sm_90a", "1")],
+                         ids=["sm_80", "sm_90a-mma.sync", "sm_90a-wgmma"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D, BLOCK_M, BLOCK_N", [(64, 128, 64), (128, 128, 32)])
+def test_forward_key_loop_stays_in_registers(D, BLOCK_M, BLOCK_N, causal, arch, wgmma, tmp_path, monkeypatch):
+    """With all 8 warps along the query rows (accelerate-dot's chain warps), a key step of the
+    forward has S, P, the row statistics and the accumulator in the mma registers
+    (propagate-mma-layout) and P feeds the second dot from registers (MmaDot.cpp): its only
+    barrier is the cp.async pipeline's, and it touches shared memory only through
+    ldmatrix and cp.async (was 9 barriers and ~50 shared stores and loads a step). On sm_90a
+    with wgmma the same holds, P being wgmma's register operand A (WgmmaDot.cpp)."""
+    monkeypatch.setenv("TESSERA_WGMMA", wgmma)
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal},
+                        num_warps=8, num_stages=2, target=arch)
+    ptx = k.asm["ptx"]
+    loops = key_loops(ptx)
+    assert len(loops) == (2 if causal else 1)
+    for body in loops:
+        text = "\n".join(body)
+        assert text.count("bar.sync") == 1, text
+        assert "st.shared" not in text and "ld.shared" not in text
+        if arch == "sm_90a" and wgmma == "1":
+            # per warpgroup one 64-row slab: S = Q K^T in D/16 k-steps, P V in BLOCK_N/16 (A from registers)
+            assert text.count("wgmma.mma_async") == D // 16 + BLOCK_N // 16, text
+            assert len(re.findall(r"wgmma.mma_async[^\n]*\}, \{", text)) == BLOCK_N // 16
+        else:
+            assert text.count("mma.sync") == 2 * BLOCK_M * BLOCK_N * D // (16 * 8 * 16) // 8
+    info = ptxas(ptx, arch, tmp_path)
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info

@@ -52,3 +52,57 @@ TEST(MmaLayout, AccumulatorFragments) {
 TEST(MmaLayout, DotOperandHasNoRegisterMapping) {
   EXPECT_THROW(DistributedLayout(*Layout::dotOperand(0, Layout::mma(2, {1, 1})), {16, 16}), std::invalid_argument);
 }
+
+// FlashAttention-2's register reuse (MmaDot.cpp): the registers
+// mmaAFragmentRegisters picks from an #mma<wpc=[wm, 1]> value hold, in every
+// lane, exactly the elements of the mma.sync m16n8k16 A fragment (PTX ISA:
+// element i of a0..a7, two per register, sits at row g for i % 4 < 2 and
+// g + 8 otherwise, column 2t + i % 2, + 8 for i >= 4) with the instruction's
+// rows fed in the Mma layout's order: instruction row r of the m-tile is
+// block row 2r (r < 8) or 2(r - 8) + 1, as the ldmatrix path stores A.
+TEST(MmaLayout, AccumulatorRegistersAreTheNextDotsAFragments) {
+  for (unsigned wm : {1u, 4u, 8u}) {
+    const int64_t M = 16 * wm * 2, K = 64;
+    DistributedLayout d(*Layout::mma(2, {wm, 1}), {M, K});
+    for (unsigned tid = 0; tid < 32 * wm; ++tid) {
+      const unsigned lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+      for (int64_t mi = 0; mi < M / (16 * wm); ++mi)
+        for (int64_t ks = 0; ks < K / 16; ++ks) {
+          auto regs = codegen::mmaAFragmentRegisters(d, mi, ks);
+          for (unsigned r = 0; r < 4; ++r)
+            for (unsigned e = 0; e < 2; ++e) {
+              const unsigned i = 2 * r + e;
+              const unsigned instrRow = g + ((i % 4) < 2 ? 0 : 8);
+              const unsigned blockRow = instrRow < 8 ? 2 * instrRow : 2 * (instrRow - 8) + 1;
+              const int64_t col = 16 * ks + 2 * t + i % 2 + (i >= 4 ? 8 : 0);
+              std::vector<int64_t> c = d.coordinates(tid, regs[r][e]);
+              EXPECT_EQ(c[0], (mi * wm + warp) * 16 + blockRow) << "wm " << wm << " tid " << tid << " a" << i;
+              EXPECT_EQ(c[1], col) << "wm " << wm << " tid " << tid << " a" << i;
+            }
+        }
+    }
+  }
+}
+
+// Row statistics of an accumulator (a reduction along dim 1) live in
+// #slice<dim=1, #mma>: lane (g, t) of warp w holds rows 2g, 2g+1 of its
+// m-tiles, the same in the 4 lanes of a group (t) -- so expand_dims gives
+// back the #mma registers without moving data.
+TEST(MmaLayout, SliceOfMmaHoldsTheRowsOfTheAccumulator) {
+  const unsigned wm = 4;
+  const int64_t M = 128, N = 64;
+  LayoutRef mma = Layout::mma(2, {wm, 1});
+  DistributedLayout full(*mma, {M, N});
+  DistributedLayout rows(*Layout::slice(1, mma), {M});
+  ASSERT_EQ(rows.numRegs(), static_cast<unsigned>(M / (8 * wm)));
+  for (unsigned tid = 0; tid < 32 * wm; ++tid) {
+    const unsigned g = (tid % 32) / 4, warp = tid / 32;
+    for (unsigned r = 0; r < rows.numRegs(); ++r) {
+      const unsigned mi = r / 2, h = r % 2;
+      EXPECT_EQ(rows.coordinates(tid, r)[0], int64_t(mi) * 16 * wm + warp * 16 + 2 * g + h);
+      // the same row as register (r, any column) of the accumulator
+      EXPECT_EQ(rows.coordinates(tid, r)[0], full.coordinates(tid, full.regNumber({r, 3}))[0]);
+    }
+  }
+  EXPECT_EQ(full.slicedAlong(1).base(), rows.base());
+}

@@ -1,0 +1,232 @@
+// Propagate-mma-layout (runs after accelerate-dot, before pipeline).
+//
+// remove-layout-conversions propagates the layouts of loads and stores
+// before accelerate-dot exists, so a dot's result reaches the ops that use
+// it through a conversion #mma -> #blocked (a round trip through shared
+// memory), and a loop-carried value updated from it comes back through
+// another one. For FlashAttention's key loop that is S, P and the
+// accumulator every iteration (docs/attention.md).
+//
+// This pass runs the same propagation again with the tensor-core dots as
+// seeds too: loads and stores keep their layouts, every dot with an #mma
+// result keeps it (operands converted to its #dot_op layouts, the
+// accumulator to #mma), every other conversion is dropped, and layout
+// assignment's rules place the rest (compiler/passes/LayoutAssignment.cpp):
+//   * an elementwise op or cast runs in the layout of its first operand that
+//     is real data, so the chain after a dot stays in #mma;
+//   * a reduction of an #mma value gives #slice<dim, #mma>, and expand_dims
+//     (then broadcast) of that gives #mma back: row statistics meet the
+//     block they scale without a conversion;
+//   * loop-carried values whose update arrives in #mma (the accumulator,
+//     `acc * alpha` included) or in a slice of it (the running max and sum)
+//     are carried in that layout, converted once before and after the loop;
+//   * index math (masks, offsets) is recomputed in #mma where it is needed.
+// Conversions remain where real data in two layouts meet: stores (after the
+// epilogue's cast, which the fusion pass then moves the conversion below)
+// and loaded operands of elementwise ops.
+#include "compiler/passes/PropagateMmaLayout.h"
+
+#include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/LayoutAssignment.h"
+#include "compiler/passes/RemoveLayoutConversions.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+// Layout assignment inserts a conversion right before its first user; the
+// conversions out of #mma are moved up to right after their operand (where
+// accelerate-dot and fusion placed them), so that the operand's registers
+// die there instead of staying live across the address math of a store.
+void placeConversionsAfterOperands(Function &fn) {
+  std::vector<Operation *> converts;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::ConvertLayout && op.result()->layout &&
+        op.result()->layout->kind != Layout::Kind::DotOperand)
+      converts.push_back(&op);
+  });
+  for (Operation *convert : converts) {
+    Operation *def = convert->operand(0)->definingOp;
+    if (!def || def->parent != convert->parent || def->code == OpCode::ConvertLayout) continue;
+    Block *block = convert->parent;
+    auto from = positionOf(*convert);
+    std::unique_ptr<Operation> moved = std::move(*from);
+    block->ops.erase(from);
+    block->ops.insert(std::next(positionOf(*def)), std::move(moved));
+  }
+}
+
+bool isMmaDerived(const LayoutRef &l) {
+  if (!l) return false;
+  if (l->kind == Layout::Kind::Mma) return true;
+  return l->kind == Layout::Kind::Slice && isMmaDerived(l->parent);
+}
+
+bool writesMemory(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Store: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
+  case OpCode::AsyncCopy: case OpCode::LocalStore:
+    return true;
+  default:
+    for (auto &region : op.regions)
+      for (auto &inner : region->ops)
+        if (writesMemory(*inner)) return true;
+    return false;
+  }
+}
+
+bool isShapeOrElementwise(OpCode code) {
+  switch (code) {
+  case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Hint: case OpCode::Cast:
+  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Max: case OpCode::Min:
+  case OpCode::Neg: case OpCode::Select: case OpCode::Cmp: case OpCode::Exp: case OpCode::Exp2:
+  case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// A conversion into an #mma-derived layout of a value broadcast from fewer
+// elements (a bias row, a per-row scale: `x[None, :]` of a loaded vector)
+// moves the broadcast elements through shared memory. Instead the chain of
+// broadcasts, expand_dims and elementwise ops is recomputed in the wanted
+// layout from its small leaves: a small load (a rank-1 block, or one with a
+// size-1 dim) with nothing writing memory between it and the conversion is
+// loaded again in that layout (its address math recomputed), any other small
+// leaf is converted there (a quarter of the elements or fewer), cheap index
+// math is recomputed as rematerialisation does.
+class Narrower {
+public:
+  Narrower(Function &fn, Operation &convert) : fn_(fn), convert_(convert), block_(convert.parent) {
+    total_ = convert.result()->type.numElements();
+  }
+
+  bool run() {
+    Value *source = convert_.operand(0);
+    std::set<std::pair<Value *, std::string>> seen;
+    int leaves = 0;
+    if (!plan(source, convert_.result()->layout, seen, leaves, /*root=*/true) || leaves == 0) return false;
+    Builder b(block_);
+    b.setInsertionPoint(block_, positionOf(convert_));
+    Value *replacement = clone(source, convert_.result()->layout, b);
+    replaceAllUsesWith(fn_.body, convert_.result(), replacement);
+    block_->ops.erase(positionOf(convert_));
+    return true;
+  }
+
+private:
+  Function &fn_;
+  Operation &convert_;
+  Block *block_;
+  int64_t total_;
+  std::map<std::pair<Value *, std::string>, Value *> cloned_;
+
+  static LayoutRef operandLayout(const Operation &def, const LayoutRef &layout) {
+    if (def.code == OpCode::ExpandDims) return Layout::slice(static_cast<unsigned>(def.intAttr("axis")), layout);
+    return layout;
+  }
+
+  bool smallLoad(Operation &load) {
+    const Type &t = load.result()->type;
+    bool broadcastShape = t.rank() == 1;
+    for (int64_t d : t.shape) broadcastShape |= d == 1;
+    if (!broadcastShape || t.numElements() > 1024 || load.parent != block_) return false;
+    if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
+    for (auto it = std::next(positionOf(load)); it != block_->ops.end() && it->get() != &convert_; ++it)
+      if (writesMemory(**it)) return false;
+    for (Value *operand : load.operands) {
+      std::set<Value *> seen;
+      if (rematerialisationCost(operand, seen) < 0) return false;
+    }
+    return true;
+  }
+
+  bool plan(Value *v, const LayoutRef &layout, std::set<std::pair<Value *, std::string>> &seen, int &leaves,
+            bool root = false) {
+    if (!v->type.isBlock() || sameLayout(v->layout, layout)) return true;
+    if (!seen.insert({v, layout->str()}).second) return true;
+    if (seen.size() > 48) return false;
+    std::set<Value *> cheap;
+    if (!root && rematerialisationCost(v, cheap) >= 0) return true;
+    Operation *def = v->definingOp;
+    if (def && def->code == OpCode::ConvertLayout) return plan(def->operand(0), layout, seen, leaves);
+    if (def && def->code == OpCode::Load && smallLoad(*def)) {
+      ++leaves;
+      return true;
+    }
+    if (def && def->results.size() == 1 && isShapeOrElementwise(def->code)) {
+      for (Value *operand : def->operands)
+        if (!plan(operand, operandLayout(*def, layout), seen, leaves)) return false;
+      return true;
+    }
+    if (root || v->type.numElements() * 4 > total_) return false;
+    ++leaves;
+    return true;
+  }
+
+  Value *clone(Value *v, const LayoutRef &layout, Builder &b) {
+    if (!v->type.isBlock() || sameLayout(v->layout, layout)) return v;
+    auto key = std::make_pair(v, layout->str());
+    if (auto it = cloned_.find(key); it != cloned_.end()) return it->second;
+    Operation *def = v->definingOp;
+    if (def && def->code == OpCode::ConvertLayout) return cloned_[key] = clone(def->operand(0), layout, b);
+    std::set<Value *> cheap;
+    const bool recompute = def && (rematerialisationCost(v, cheap) >= 0 || isShapeOrElementwise(def->code) ||
+                                   (def->code == OpCode::Load && smallLoad(*def)));
+    if (!recompute) { // a small leaf: converted
+      b.setLoc(convert_.loc);
+      Value *c = b.op(OpCode::ConvertLayout, {v}, v->type);
+      c->layout = layout;
+      return cloned_[key] = c;
+    }
+    std::vector<Value *> operands;
+    for (Value *operand : def->operands) operands.push_back(clone(operand, operandLayout(*def, layout), b));
+    std::vector<Type> types;
+    for (auto &r : def->results) types.push_back(r->type);
+    b.setLoc(def->loc);
+    Operation *copy = b.create(def->code, operands, types, def->attrs);
+    copy->result()->layout = layout;
+    return cloned_[key] = copy->result();
+  }
+};
+
+void narrowConversionsIntoMma(Function &fn) {
+  std::vector<Operation *> converts;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::ConvertLayout && isMmaDerived(op.result()->layout)) converts.push_back(&op);
+  });
+  bool changed = false;
+  for (Operation *convert : converts) changed |= Narrower(fn, *convert).run();
+  if (changed) eliminateDeadCode(fn);
+}
+
+} // namespace
+
+void propagateMmaLayout(Function &fn) {
+  LayoutSeeds seeds;
+  bool anyMma = false;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::Load && op.result()->layout)
+      seeds[&op] = op.result()->layout;
+    else if (op.code == OpCode::Store && op.operand(0)->layout)
+      seeds[&op] = op.operand(0)->layout;
+    else if (op.code == OpCode::Dot && op.result()->layout && op.result()->layout->kind == Layout::Kind::Mma) {
+      seeds[&op] = op.result()->layout;
+      anyMma = true;
+    }
+  });
+  if (!anyMma) return;
+  assignLayouts(fn, seeds);
+  narrowConversionsIntoMma(fn);
+  placeConversionsAfterOperands(fn);
+}
+
+} // namespace tessera::passes
