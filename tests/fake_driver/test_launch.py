@@ -132,6 +132,7 @@ def test_callable_grid_gets_the_meta_parameters(fake):
     assert last["grid"] == (4, 1, 1)
     assert last["block"] == (64, 1, 1)
     assert seen["BLOCK_SIZE"] == 256 and seen["num_warps"] == 2 and seen["n_elements"] == 1000
+    assert seen["num_stages"] == 3 and seen["x_ptr"] is x and len(seen) == 7
     assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 1000)]
 
 
