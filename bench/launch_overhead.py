@@ -16,18 +16,34 @@ of several rounds. Also: what each Python attribute read on a torch tensor
 costs, which is why the launch path reads what it reads (docs/runtime.md).
 
     python3 bench/launch_overhead.py [--quick] [--out DIR] [--json FILE]
+    python3 bench/launch_overhead.py --fake-driver     # no GPU, no torch needed
+
+--fake-driver measures tessera's own host work on any machine: the CUDA driver
+is tests/tools/fake_libcuda.c (cuLaunchKernel records the launch and returns;
+<build>/lib/libtessera_fake_cuda.so, or $TESSERA_LIBCUDA) and torch is the
+stand-in in tests/tools/fake_torch (its tensor attributes are Python
+properties, slower than torch's C getters). Triton and torch add_ are skipped;
+bare-cuLaunch is then the cost of the fake driver call itself.
 Uses bench/harness.py's options and device description; its GB/s table and
 plots do not apply (these are host microseconds), so this writes its own JSON.
 """
 import json
+import os
 import pathlib
 import statistics
 import sys
+import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import harness  # noqa: E402
+
+if "--fake-driver" in sys.argv[1:]:  # before anything imports torch or loads a driver
+    sys.path.insert(0, str(harness.ROOT / "tests" / "tools" / "fake_torch"))
+    build = pathlib.Path(os.environ.get("TESSERA_BUILD_DIR", harness.ROOT / "build"))
+    os.environ.setdefault("TESSERA_LIBCUDA", str(build / "lib" / "libtessera_fake_cuda.so"))
+    os.environ.setdefault("TESSERA_CACHE_DIR", tempfile.mkdtemp(prefix="tessera-fake-bench-"))
 
 import tessera  # noqa: E402
 
@@ -69,32 +85,41 @@ def triton_kernels():
     return {0: t_noop0, 6: t_noop6, 16: t_noop16}
 
 
-def arguments(n):
+def arguments(n, fake=False):
     import torch
     if n == 0:
         return ()
-    tensors = [torch.empty(1024, device="cuda") for _ in range(4 if n == 6 else 8)]
+    count = 4 if n == 6 else 8
+    if fake:  # tests/tools/fake_torch: a tensor is a (16-byte aligned) pointer
+        tensors = [torch.Tensor(0x7f0000000000 + 4096 * i) for i in range(count)]
+    else:
+        tensors = [torch.empty(1024, device="cuda") for _ in range(count)]
     ints = [1000 + 16 * i for i in range(2 if n == 6 else 8)]
     return tuple(tensors + ints)
 
 
+def synchronize():
+    import torch
+    if hasattr(torch, "cuda"):
+        torch.cuda.synchronize()
+
+
 def host_us(launch, iterations, rounds):
     """Median over rounds of (wall time of `iterations` launches) / iterations, in microseconds."""
-    import torch
     launch()
-    torch.cuda.synchronize()
+    synchronize()
     per = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(iterations):
             launch()
         t1 = time.perf_counter()
-        torch.cuda.synchronize()
+        synchronize()
         per.append((t1 - t0) / iterations * 1e6)
     return statistics.median(per)
 
 
-def providers(n, args):
+def providers(n, args, fake=False):
     import torch
     out = {}
     k = TESSERA[n]
@@ -103,16 +128,17 @@ def providers(n, args):
     out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid]'s Python __getitem__
     handle, launch = k._get_handle(), tessera._C.launch
     out["tessera-pybind"] = lambda: launch(handle, (1,), args)  # the pybind11 entry point (run())
-    try:
-        tk = triton_kernels()[n]
-        out["triton"] = lambda: tk[(1,)](*args)
-    except ImportError:
-        pass
-    x, y = torch.zeros(1, device="cuda"), torch.ones(1, device="cuda")
-    out["torch-add_"] = lambda: x.add_(y)
+    if not fake:
+        try:
+            tk = triton_kernels()[n]
+            out["triton"] = lambda: tk[(1,)](*args)
+        except ImportError:
+            pass
+        x, y = torch.zeros(1, device="cuda"), torch.ones(1, device="cuda")
+        out["torch-add_"] = lambda: x.add_(y)
     compiled = k.warmup(*args, grid=(1,))
     C = tessera._C
-    stream = torch.cuda.current_stream().cuda_stream
+    stream = torch._C._cuda_getCurrentRawStream(0) if fake else torch.cuda.current_stream().cuda_stream
     out["bare-cuLaunch"] = ("cpp", lambda iters: C.bench_bare_launch(compiled._h, args, 1, iters, stream, False))
     out["cpp-Kernel"] = ("cpp", lambda iters: C.bench_bare_launch(compiled._h, args, 1, iters, stream, True))
     return out
@@ -137,29 +163,31 @@ def attribute_costs(iterations):
 
 
 def run(options):
-    reason = harness.skip_reason()
+    fake = getattr(options, "fake_driver", False)
+    reason = None if fake else harness.skip_reason()
     if reason:
         print(f"launch_overhead skipped: {reason}")
         return []
-    import torch
     iterations = 2000 if options.quick else 20000
     rounds = 5 if options.quick else 11
+    device = (f"fake CUDA driver ({os.environ['TESSERA_LIBCUDA']}), fake torch, host CPU" if fake
+              else harness.device_description())
     results = {"benchmark": "launch_overhead", "unit": "us of host time per launch",
-               "device": harness.device_description(), "date": time.strftime("%Y-%m-%d %H:%M"), "rows": []}
+               "device": device, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": []}
     print(f"\nlaunch_overhead on {results['device']}, {results['date']}: host us per launch "
           f"(median of {rounds} rounds of {iterations} launches)")
     names = ["tessera", "tessera-bound", "tessera-pybind", "triton", "torch-add_", "bare-cuLaunch", "cpp-Kernel"]
     print(f"{'case':<20}" + "".join(f"{n:>15}" for n in names))
     for label, n in CASES.items():
-        args = arguments(n)
+        args = arguments(n, fake)
         row = {"case": label, "us": {}, "errors": {}}
-        for name, p in providers(n, args).items():
+        for name, p in providers(n, args, fake).items():
             try:
                 if isinstance(p, tuple):  # a C++ loop: ask it for seconds per launch
                     p[1](100)
-                    torch.cuda.synchronize()
+                    synchronize()
                     row["us"][name] = statistics.median(p[1](iterations) * 1e6 for _ in range(rounds))
-                    torch.cuda.synchronize()
+                    synchronize()
                 else:
                     row["us"][name] = host_us(p, iterations, rounds)
             except Exception as e:  # noqa: BLE001 (reported, not fatal)
@@ -168,17 +196,21 @@ def run(options):
         print(f"{label:<20}" + "".join(f"{row['us'][k]:>15.2f}" if k in row["us"] else f"{'-':>15}" for k in names))
         for k, e in row["errors"].items():
             print(f"    {k}: {e}")
-    results["attribute_ns"] = attribute_costs(200000 if not options.quick else 20000)
-    print("torch tensor attribute reads (ns each): " +
-          ", ".join(f"{k} {v:.0f}" for k, v in results["attribute_ns"].items()))
+    if not fake:
+        results["attribute_ns"] = attribute_costs(200000 if not options.quick else 20000)
+        print("torch tensor attribute reads (ns each): " +
+              ", ".join(f"{k} {v:.0f}" for k, v in results["attribute_ns"].items()))
     out = pathlib.Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "launch_overhead.json").write_text(json.dumps(results, indent=1))
+    (out / ("launch_overhead_fake.json" if fake else "launch_overhead.json")).write_text(json.dumps(results, indent=1))
     return [results]
 
 
 if __name__ == "__main__":
-    opts = harness.parse(harness.parser(__doc__))
+    ap = harness.parser(__doc__)
+    ap.add_argument("--fake-driver", action="store_true",
+                    help="no GPU: the fake CUDA driver and tests/tools/fake_torch (tessera's own host cost)")
+    opts = harness.parse(ap)
     res = run(opts)
     if opts.json:
         pathlib.Path(opts.json).write_text(json.dumps(res, indent=1))

@@ -12,6 +12,13 @@ namespace {
 
 constexpr const char *kLibcudaName = "libcuda.so.1";
 
+// TESSERA_LIBCUDA=path loads another driver library instead (the fake one
+// tests and host-side benchmarks use: tests/tools/fake_libcuda.c).
+std::string libcudaName() {
+  const char *path = std::getenv("TESSERA_LIBCUDA");
+  return path && *path ? std::string(path) : std::string(kLibcudaName);
+}
+
 std::atomic<bool> gLoadAttempted{false};
 std::atomic<bool> gExiting{false};
 
@@ -71,13 +78,14 @@ LoadedDriver load() {
   gLoadAttempted.store(true);
   LoadedDriver d;
 
+  const std::string library = libcudaName();
   dlerror();
-  void *handle = dlopen(kLibcudaName, RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();
     d.notFound = true;
-    d.status.error = std::string("no CUDA driver found: ") + kLibcudaName +
-                     " could not be loaded (" + (why ? why : "unknown reason") + ")";
+    d.status.error = "no CUDA driver found: " + library + " could not be loaded (" +
+                     (why ? why : "unknown reason") + ")";
     return d;
   }
   d.status.libraryLoaded = true;
@@ -121,7 +129,7 @@ LoadedDriver load() {
 
   if (!missing.empty()) {
     d.notFound = true;
-    d.status.error = std::string("no usable CUDA driver found: ") + kLibcudaName +
+    d.status.error = "no usable CUDA driver found: " + library +
                      " (CUDA " + std::to_string(d.status.version / 1000) + "." +
                      std::to_string(d.status.version % 1000 / 10) + ") lacks " + missing +
                      "; a newer NVIDIA driver is needed";

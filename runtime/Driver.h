@@ -3,6 +3,8 @@
 // that importing tessera works on machines without a GPU and a process only
 // pays for the driver when it launches something. There is no link-time
 // dependency on libcuda: symbols come from cuGetProcAddress (or dlsym).
+// TESSERA_LIBCUDA=path loads that library instead of libcuda.so.1 (tests use
+// a fake driver, tests/tools/fake_libcuda.c, to launch without a GPU).
 //
 // Errors: every failing driver call becomes one DriverError whose message
 // names the action, the CUDA error name and its description; a missing

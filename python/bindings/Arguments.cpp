@@ -452,9 +452,10 @@ bool classifyFast(PyObject *o, bool specialize, FastArg &out) {
   if (scalar < 0) return false;
   PyObject *pointer = PyObject_Vectorcall(t->dataPtr, &o, 1, nullptr); // Tensor.data_ptr(o)
   if (!pointer) throw py::error_already_set();
-  uint64_t bits = PyLong_AsUnsignedLongLong(pointer);
+  uint64_t bits = 0;
+  const bool ok = addressValue(pointer, bits);
   Py_DECREF(pointer);
-  if (bits == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  if (!ok) throw py::error_already_set();
   out.scalar = static_cast<uint8_t>(scalar);
   out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
   out.bits = bits;

@@ -7,6 +7,13 @@
 //   launcher[grid](*a, **k)   -> launchVector(...)            # the launch
 //   launcher(grid, *a, **k)   -> the same, without the intermediate object
 //
+// and JitFunctionBase, the C base class of tessera.JITFunction, whose
+// `kernel[grid]` is a C slot: once the Python side has set `kernel._direct`
+// to its KernelLauncher (a kernel that is neither interpreted nor takes
+// @jit functions), `kernel[grid]` runs no Python at all and hands out the
+// same BoundLaunch again for the same grid tuple; otherwise it calls
+// `kernel._subscript(grid)`.
+//
 // C++ exceptions are turned into Python ones by pybind11's registered
 // translators (Errors.cpp), through a pybind11 function that rethrows them.
 #include "JitKernel.h"
@@ -144,14 +151,96 @@ PyTypeObject LauncherType = [] {
   return t;
 }();
 
+// ---- JitFunctionBase ---------------------------------------------------------
+
+struct JitBaseObject {
+  PyObject_HEAD
+  PyObject *direct;    // a KernelLauncher, or null: ask _subscript
+  PyObject *lastGrid;  // the grid tuple lastBound was made for (kept alive: its id stays unique)
+  PyObject *lastBound; // a BoundLaunch of `direct` for lastGrid
+};
+
+void jitBaseForget(JitBaseObject *j) {
+  Py_CLEAR(j->lastBound);
+  Py_CLEAR(j->lastGrid);
+}
+
+PyObject *jitBaseSubscript(PyObject *self, PyObject *grid) {
+  auto *j = reinterpret_cast<JitBaseObject *>(self);
+  if (!j->direct) {
+    static PyObject *const sSubscript = PyUnicode_InternFromString("_subscript"); // leaked
+    return PyObject_CallMethodOneArg(self, sSubscript, grid);
+  }
+  if (grid == j->lastGrid) {
+    Py_INCREF(j->lastBound);
+    return j->lastBound;
+  }
+  PyObject *bound = launcherSubscript(j->direct, grid);
+  // Only tuples are remembered: they are immutable and small (a callable
+  // grid could be a closure over large tensors, which must not be kept).
+  if (bound && PyTuple_CheckExact(grid)) {
+    Py_INCREF(grid);
+    Py_INCREF(bound);
+    Py_XSETREF(j->lastGrid, grid);
+    Py_XSETREF(j->lastBound, bound);
+  }
+  return bound;
+}
+
+PyMappingMethods jitBaseMapping = {nullptr, jitBaseSubscript, nullptr};
+
+PyObject *jitBaseGetDirect(PyObject *self, void *) {
+  PyObject *d = reinterpret_cast<JitBaseObject *>(self)->direct;
+  return Py_NewRef(d ? d : Py_None);
+}
+
+int jitBaseSetDirect(PyObject *self, PyObject *value, void *) {
+  auto *j = reinterpret_cast<JitBaseObject *>(self);
+  if (value && value != Py_None && !PyObject_TypeCheck(value, &LauncherType)) {
+    PyErr_SetString(PyExc_TypeError, "_direct must be a tessera._C.KernelLauncher or None");
+    return -1;
+  }
+  jitBaseForget(j);
+  Py_XSETREF(j->direct, value && value != Py_None ? Py_NewRef(value) : nullptr);
+  return 0;
+}
+
+PyGetSetDef jitBaseGetSet[] = {
+    {"_direct", jitBaseGetDirect, jitBaseSetDirect,
+     "The KernelLauncher kernel[grid] uses without calling _subscript (None: call it).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+void jitBaseDealloc(PyObject *self) {
+  auto *j = reinterpret_cast<JitBaseObject *>(self);
+  jitBaseForget(j);
+  Py_CLEAR(j->direct);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject JitBaseType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "tessera._C.JitFunctionBase";
+  t.tp_doc = "Base of tessera.JITFunction: kernel[grid] in C (see FastLaunch.cpp).";
+  t.tp_basicsize = sizeof(JitBaseObject);
+  t.tp_dealloc = jitBaseDealloc;
+  t.tp_as_mapping = &jitBaseMapping;
+  t.tp_getset = jitBaseGetSet;
+  t.tp_new = PyType_GenericNew;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  return t;
+}();
+
 } // namespace
 
 void registerFastLaunch(py::module_ &m) {
-  if (PyType_Ready(&BoundType) < 0 || PyType_Ready(&LauncherType) < 0) throw py::error_already_set();
+  if (PyType_Ready(&BoundType) < 0 || PyType_Ready(&LauncherType) < 0 || PyType_Ready(&JitBaseType) < 0)
+    throw py::error_already_set();
   Py_INCREF(&BoundType);
   Py_INCREF(&LauncherType);
+  Py_INCREF(&JitBaseType);
   m.add_object("BoundLaunch", reinterpret_cast<PyObject *>(&BoundType));
   m.add_object("KernelLauncher", reinterpret_cast<PyObject *>(&LauncherType));
+  m.add_object("JitFunctionBase", reinterpret_cast<PyObject *>(&JitBaseType));
   m.def("_rethrow_pending", [] {
     if (std::exception_ptr p = pending) std::rethrow_exception(p); // translated by pybind11's dispatcher
   });

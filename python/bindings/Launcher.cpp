@@ -95,17 +95,6 @@ std::string plural(size_t n, const char *word) {
 
 PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); } // leaked: lives as long as the process
 
-bool sameName(PyObject *name, PyObject *internedName, const char *text) {
-  if (name == internedName) return true;
-  Py_ssize_t size = 0;
-  const char *utf8 = PyUnicode_AsUTF8AndSize(name, &size);
-  if (!utf8) {
-    PyErr_Clear();
-    return false;
-  }
-  return std::string_view(utf8, static_cast<size_t>(size)) == text;
-}
-
 // args: positional values then the values of kwnames (a tuple or null).
 Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwnames) {
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
@@ -122,34 +111,47 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
   for (size_t j = 0; j < numKw; ++j) {
     PyObject *key = PyTuple_GET_ITEM(kwnames, j);
     PyObject *value = args[n + j];
+    // Names are compared by pointer (call sites' keyword names are interned,
+    // like paramNames and the option names); text is read only when no
+    // pointer matches, and for the error messages.
     size_t param = numParams;
     for (size_t i = 0; i < numParams; ++i)
       if (k.paramNames[i] == key) {
         param = i;
         break;
       }
-    Py_ssize_t size = 0;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(key, &size);
-    if (!utf8) throw py::error_already_set();
-    const std::string_view keyText(utf8, static_cast<size_t>(size));
+    std::string_view keyText;
+    auto text = [&]() -> std::string_view {
+      if (keyText.data()) return keyText;
+      Py_ssize_t size = 0;
+      const char *utf8 = PyUnicode_AsUTF8AndSize(key, &size);
+      if (!utf8) throw py::error_already_set();
+      return keyText = std::string_view(utf8, static_cast<size_t>(size));
+    };
     if (param == numParams) {
-      auto it = k.index.find(std::string(keyText));
+      auto it = k.index.find(std::string(text()));
       if (it != k.index.end()) param = it->second;
     }
+    // Is it a launch option? (A parameter named num_stages also sets the option, as in Triton.)
+    auto isOption = [&](PyObject *interned, std::string_view name) {
+      if (key == interned) return true;
+      if (param != numParams && k.paramNames[param] == key) return false; // an interned parameter name
+      return text() == name;
+    };
     bool option = false;
-    if (sameName(key, sNumWarps, "num_warps")) b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
-    else if (sameName(key, sNumStages, "num_stages")) b.numStages = optionValue(value, k.name, "num_stages"), option = true;
-    if (param != numParams) { // a parameter (a parameter named num_stages also sets the option, as in Triton)
+    if (isOption(sNumWarps, "num_warps")) b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
+    else if (isOption(sNumStages, "num_stages")) b.numStages = optionValue(value, k.name, "num_stages"), option = true;
+    if (param != numParams) {
       if (b.values[param])
-        throw py::type_error(k.name + "() got multiple values for argument '" + std::string(keyText) + "'");
+        throw py::type_error(k.name + "() got multiple values for argument '" + std::string(text()) + "'");
       b.values[param] = value;
-    } else if (sameName(key, sStream, "stream")) {
+    } else if (isOption(sStream, "stream")) {
       b.stream = value;
-    } else if (sameName(key, sNumCtas, "num_ctas")) {
+    } else if (isOption(sNumCtas, "num_ctas")) {
       if (optionValue(value, k.name, "num_ctas") != 1)
         throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
     } else if (!option) {
-      throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(keyText) +
+      throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
                            "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, stream)");
     }
   }
@@ -332,14 +334,23 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   return k.compiled.emplace(std::move(fullKey), entry).first->second;
 }
 
+// What a callable grid gets: every parameter's value (given or default) by
+// name, num_warps and num_stages. Keys are the interned parameter names (no
+// str made per launch).
 py::dict metaDict(const JitKernel &k, const Bound &b) {
+  static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages");
   py::dict meta;
   for (size_t i = 0; i < k.params.size(); ++i) {
-    if (b.values[i]) meta[py::str(k.params[i].name)] = py::handle(b.values[i]);
-    else if (k.defaults_[i]) meta[py::str(k.params[i].name)] = k.defaults_[i];
+    PyObject *value = b.values[i] ? b.values[i] : k.defaults_[i].ptr();
+    if (value && PyDict_SetItem(meta.ptr(), k.paramNames[i], value) < 0) throw py::error_already_set();
   }
-  if (!meta.contains("num_warps")) meta["num_warps"] = b.numWarps;
-  if (!meta.contains("num_stages")) meta["num_stages"] = b.numStages;
+  for (auto [name, number] : {std::pair{sNumWarps, b.numWarps}, std::pair{sNumStages, b.numStages}}) {
+    int has = PyDict_Contains(meta.ptr(), name);
+    if (has < 0) throw py::error_already_set();
+    if (has) continue;
+    py::object value = py::reinterpret_steal<py::object>(PyLong_FromUnsignedLong(number));
+    if (!value || PyDict_SetItem(meta.ptr(), name, value.ptr()) < 0) throw py::error_already_set();
+  }
   return meta;
 }
 
@@ -536,7 +547,9 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
     }
     if (!PyLong_Check(s.ptr()))
       throw py::type_error("stream must be an int (a CUstream handle), an object with .cuda_stream, or None");
-    return reinterpret_cast<CUstream>(s.cast<uintptr_t>());
+    uint64_t handle = 0;
+    if (!addressValue(s.ptr(), handle)) throw py::error_already_set();
+    return reinterpret_cast<CUstream>(static_cast<uintptr_t>(handle));
   }
   if (!torchSeen) return nullptr;
   // torch's current stream for the device (what torch.cuda.current_stream() is).
@@ -562,8 +575,8 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
   if (!raw) throw py::error_already_set();
   py::object result = py::reinterpret_steal<py::object>(raw);
   if (!haveRaw) result = result.attr("cuda_stream");
-  uint64_t handle = PyLong_AsUnsignedLongLong(result.ptr());
-  if (handle == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  uint64_t handle = 0;
+  if (!addressValue(result.ptr(), handle)) throw py::error_already_set();
   return reinterpret_cast<CUstream>(static_cast<uintptr_t>(handle));
 }
 

@@ -15,13 +15,14 @@ Errors: errors.py (CompilationError, DriverError, ...).
 from . import errors, language
 from .errors import (CompilationError, DriverError, DriverNotFoundError, InterpreterError, LaunchError,
                      TesseraError)
-from .jit import JITFunction, jit
 from . import _loader
 import sys as _sys
 
 _C, _C_error = _loader.load(_sys.modules[__name__])
 if _C is not None:
     _loader.add_nvrtc_wheel_directories(_C)
+
+from .jit import JITFunction, jit  # noqa: E402  (after _C: JITFunction's base class is in it)
 
 from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
 from .compiler import CompiledKernel, compile  # noqa: E402

@@ -7,10 +7,14 @@
     add_kernel[lambda meta: (tessera.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=1024)
     add_kernel.warmup(x, y, out, n, BLOCK_SIZE=1024, grid=(1,))  # compile only -> CompiledKernel
 
-The Python side of a launch is one call into C++ (tessera._C.launch), which
-binds the arguments, specialises them as Triton does, looks the key up in a
-per-device cache, compiles and loads on a miss, and launches on torch's
-current stream (when the arguments are torch tensors) on the tensors' device.
+`kernel[grid](...)` runs no Python: JITFunction's base class
+(tessera._C.JitFunctionBase, python/bindings/FastLaunch.cpp) implements
+kernel[grid] in C and the call goes straight to C++, which binds the
+arguments, specialises them as Triton does, looks the key up in a per-device
+cache, compiles and loads on a miss, and launches on torch's current stream
+(when the arguments are torch tensors) on the tensors' device. Python is
+asked (JITFunction._subscript) only until the first launch, and always for
+interpreted kernels and kernels given @jit functions as constexprs.
 Launch options: num_warps (default 4), num_stages (default 3), stream (an int
 CUstream or an object with .cuda_stream; default: torch's current stream, or
 the legacy default stream without torch).
@@ -33,6 +37,7 @@ unless the kernel says debug=False.
 import inspect
 import os
 
+from . import _C as _C_or_none  # tessera/__init__.py loads the extension first (None without it)
 from . import _source, _source_cache
 
 
@@ -60,7 +65,17 @@ def _interpret_from_environment():
     return os.environ.get("TESSERA_INTERPRET", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-class JITFunction:
+if _C_or_none is not None:
+    _JitBase = _C_or_none.JitFunctionBase  # kernel[grid] in C: _subscript once, then self._direct
+else:
+    class _JitBase:
+        __slots__ = ()
+
+        def __getitem__(self, grid):
+            return self._subscript(grid)
+
+
+class JITFunction(_JitBase):
     def __init__(self, fn, **options):
         self.fn = fn
         self.options = options
@@ -75,6 +90,16 @@ class JITFunction:
         self.interpret = _interpret_from_environment() if interpret is None else bool(interpret)
         self._interpreter = None
         self._backend = _check_backend(options.get("backend"))
+
+    @property
+    def interpret(self):
+        """Run kernel[grid](...) on the host interpreter instead of the GPU."""
+        return self._interpret
+
+    @interpret.setter
+    def interpret(self, value):
+        self._interpret = bool(value)
+        self._direct = None  # the next kernel[grid] asks _subscript again
 
     @property
     def backend(self):
@@ -153,11 +178,13 @@ class JITFunction:
         kwargs.update(_compose.function_constexprs(functions))
         return kernel, args, kwargs
 
-    def __getitem__(self, grid):
+    def _subscript(self, grid):
+        """kernel[grid] while self._direct is None (the C base class calls this)."""
         if self.interpret or self._function_params():
             return _Launcher(self, grid)
         if self._handle is None:
             self._get_handle()
+        self._direct = self._fast  # from now on kernel[grid] is the C slot alone
         return self._fast[grid]
 
     def run(self, *args, grid, warmup=False, **kwargs):

@@ -1,0 +1,57 @@
+"""Kernels the fake-driver tests launch (a file of their own: @jit reads its source)."""
+import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def noop0():
+    pass
+
+
+@tessera.jit
+def noop6(a, b, c, d, n, m):
+    pass
+
+
+@tessera.jit
+def noop16(a0, a1, a2, a3, a4, a5, a6, a7, n0, n1, n2, n3, n4, n5, n6, n7):
+    pass
+
+
+@tessera.jit
+def scalars(f, flag, big, small):
+    pass
+
+
+@tessera.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+@tessera.jit
+def double(x):
+    return x * 2
+
+
+@tessera.jit
+def apply_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, FN(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+@tessera.autotune(configs=[tessera.Config({"BLOCK_SIZE": 128}, num_warps=2),
+                           tessera.Config({"BLOCK_SIZE": 256}, num_warps=8)],
+                  key=["n_elements"], warmup=1, rep=1)
+@tessera.jit
+def tuned_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)

@@ -1,0 +1,285 @@
+"""kernel[grid](...) end to end through the fake CUDA driver: what reaches
+cuLaunchKernel (function, grid, block, stream, each parameter's bytes) for the
+launch path's fast cases (torch tensors, ints, floats, bools) and its slow ones
+(__cuda_array_interface__, callable grids, launch options), and the errors
+that must stop a launch before the driver sees it."""
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+import tessera
+import kernels as K
+
+P = 0x7F0000001000  # 16-byte aligned "device pointers" (the fake driver never dereferences them)
+
+
+def tensors(n, dtype=torch.float32, step=4096):
+    return [torch.Tensor(P + step * i, dtype) for i in range(n)]
+
+
+class CudaArray:
+    """An object with __cuda_array_interface__ (the general argument path)."""
+
+    def __init__(self, ptr, typestr="<f4"):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": typestr, "shape": (1024,), "version": 3}
+
+
+def f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+@pytest.fixture(autouse=True)
+def default_stream():
+    torch._C.current_stream = 0
+    yield
+    torch._C.current_stream = 0
+
+
+def test_the_driver_is_the_fake(fake):
+    assert tessera.driver_available()
+    assert tessera.device_count() == 1
+    assert tessera._C.driver_version() == 99000
+
+
+def test_four_tensors_two_ints(fake):
+    t = tensors(4)
+    torch._C.current_stream = 0x5000
+    before = fake.count
+    K.noop6[(3,)](*t, 1000, 2**40)
+    assert fake.count == before + 1
+    last = fake.last()
+    assert last["kernel"] == "noop6"
+    assert last["grid"] == (3, 1, 1)
+    assert last["block"] == (128, 1, 1)  # num_warps=4
+    assert last["stream"] == 0x5000       # torch's current stream (torch._C._cuda_getCurrentRawStream)
+    assert last["device"] == 0
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (8, P + 12288), (4, 1000), (8, 2**40)]
+
+
+def test_zero_and_sixteen_arguments(fake):
+    K.noop0[(1,)]()
+    assert fake.last()["kernel"] == "noop0" and fake.last()["params"] == []
+    dtypes = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int32, torch.int64,
+              torch.uint8]
+    t = [torch.Tensor(P + 256 * i, d) for i, d in enumerate(dtypes)]
+    ints = [0, 1, -5, 16, 2**31 - 1, -(2**31), 2**31, 2**64 - 1]
+    K.noop16[(65536, 2, 3)](*t, *ints)
+    last = fake.last()
+    assert last["grid"] == (65536, 2, 3)
+    assert last["params"][:8] == [(8, P + 256 * i) for i in range(8)]
+    # i32 for what fits (two's complement in 4 bytes), i64 beyond, u64 above 2**63 - 1.
+    assert last["params"][8:] == [(4, 0), (4, 1), (4, 2**32 - 5), (4, 16), (4, 2**31 - 1), (4, 2**31),
+                                  (8, 2**31), (8, 2**64 - 1)]
+    sig = K.noop16.specialization(*t, *ints)[0].split(",")
+    assert sig[:8] == ["*fp16:16", "*bf16:16", "*fp32:16", "*fp64:16", "*i8:16", "*i32:16", "*i64:16", "*u8:16"]
+    assert sig[8:] == ["i32:16", "i32:1", "i32", "i32:16", "i32", "i32:16", "i64:16", "u64"]
+
+
+def test_scalars(fake):
+    K.scalars[(1,)](1.5, True, 2**40, -7)
+    assert fake.last()["params"] == [(4, f32_bits(1.5)), (1, 1), (8, 2**40), (4, 2**32 - 7)]
+    K.scalars[(1,)](-0.25, False, -(2**40), 3)
+    assert fake.last()["params"] == [(4, f32_bits(-0.25)), (1, 0), (8, 2**64 - 2**40), (4, 3)]
+
+
+def test_grids(fake):
+    k = K.noop6
+    args = (*tensors(4), 16, 32)
+    for grid in [(1,), (2, 3), (4, 5, 6), [7], 9, (1,), (2, 3)]:
+        k[grid](*args)
+        want = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        assert fake.last()["grid"] == want + (1,) * (3 - len(want))
+    bound = k[(8, 1)]
+    assert k[(8, 1)] is not None
+    bound(*args)
+    assert fake.last()["grid"] == (8, 1, 1)
+    # A grid with an empty dimension launches nothing (as in Triton).
+    before = fake.count
+    k[(0,)](*args)
+    k[(4, 0)](*args)
+    k[lambda meta: (0,)](*args)
+    assert fake.count == before
+
+
+def test_the_same_grid_tuple_object_is_reused_safely(fake):
+    k = K.noop6
+    args = (*tensors(4), 16, 32)
+    grid = (5,)
+    b1, b2 = k[grid], k[grid]
+    assert b1 is b2  # handed out again for the same tuple
+    k[grid](*args)
+    assert fake.last()["grid"] == (5, 1, 1)
+    other = tuple([6])
+    assert k[other] is not b1
+    k[other](*args)
+    assert fake.last()["grid"] == (6, 1, 1)
+    b1(*args)  # an earlier BoundLaunch still launches its own grid
+    assert fake.last()["grid"] == (5, 1, 1)
+
+
+def test_callable_grid_gets_the_meta_parameters(fake):
+    x, y, out = tensors(3)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (tessera.cdiv(1000, meta["BLOCK_SIZE"]),)
+
+    K.add_kernel[grid](x, y, out, 1000, BLOCK_SIZE=256, num_warps=2)
+    last = fake.last()
+    assert last["grid"] == (4, 1, 1)
+    assert last["block"] == (64, 1, 1)
+    assert seen["BLOCK_SIZE"] == 256 and seen["num_warps"] == 2 and seen["n_elements"] == 1000
+    assert seen["num_stages"] == 3 and seen["x_ptr"] is x and len(seen) == 7
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 1000)]
+
+
+def test_specialisation_on_divisibility_alignment_and_one(fake):
+    k = tessera.jit(K.add_kernel.fn)  # a fresh handle: its cache counts only these launches
+    x, y, out = tensors(3)
+    for n in (1024, 1000, 1, 2048, 1001):
+        k[(1,)](x, y, out, n, BLOCK_SIZE=128)
+        assert fake.last()["params"][3] == (4, n)
+    assert k.cache_info()["compiled"] == 3  # i32:16, i32, i32:1
+    misaligned = torch.Tensor(P + 4)
+    k[(1,)](misaligned, y, out, 1024, BLOCK_SIZE=128)
+    assert fake.last()["params"][0] == (8, P + 4)
+    assert k.cache_info()["compiled"] == 4
+    assert k.specialization(misaligned, y, out, 1024, BLOCK_SIZE=128)[0] == "*fp32,*fp32:16,*fp32:16,i32:16"
+    k[(1,)](x, y, out, 1024, BLOCK_SIZE=64)  # another constexpr value: another kernel
+    assert k.cache_info()["compiled"] == 5
+    # do_not_specialize
+    d = tessera.jit(K.add_kernel.fn, do_not_specialize=["n_elements"])
+    d[(1,)](x, y, out, 1, BLOCK_SIZE=128)
+    d[(1,)](x, y, out, 1024, BLOCK_SIZE=128)
+    assert d.cache_info()["compiled"] == 1
+    assert fake.last()["params"][3] == (4, 1024)
+
+
+def test_keyword_arguments_and_options(fake):
+    x, y, out = tensors(3)
+    K.add_kernel[(2,)](x_ptr=x, y_ptr=y, out_ptr=out, n_elements=100, BLOCK_SIZE=128, num_warps=8, num_stages=2)
+    last = fake.last()
+    assert last["block"] == (256, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 100)]
+    # Names that are not interned (built at run time) bind the same way.
+    kw = {"".join(["n_", "elements"]): 77, "".join(["BLOCK", "_SIZE"]): 128, "".join(["num_", "warps"]): 1}
+    K.add_kernel[(2,)](x, y, out, **kw)
+    assert fake.last()["params"][3] == (4, 77) and fake.last()["block"] == (32, 1, 1)
+    with pytest.raises(TypeError, match=r"add_kernel\(\) got multiple values for argument 'n_elements'"):
+        K.add_kernel[(1,)](x, y, out, 5, n_elements=5, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'n_elementz'"):
+        K.add_kernel[(1,)](x, y, out, n_elementz=5, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"missing a value for constexpr parameter 'BLOCK_SIZE'"):
+        K.add_kernel[(1,)](x, y, out, 5)
+    with pytest.raises(TypeError, match=r"missing 'n_elements'"):
+        K.add_kernel[(1,)](x, y, out, BLOCK_SIZE=128)
+
+
+def test_streams(fake):
+    x, y, out = tensors(3)
+    torch._C.current_stream = 0x1111
+    K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128)
+    assert fake.last()["stream"] == 0x1111
+    K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128, stream=0x2222)
+    assert fake.last()["stream"] == 0x2222
+
+    class Stream:
+        cuda_stream = 0x7FFF00003333
+
+    K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128, stream=Stream())
+    assert fake.last()["stream"] == 0x7FFF00003333
+    # Without torch tensors: the legacy default stream (0) unless one is given.
+    a, b, c = CudaArray(P), CudaArray(P + 64), CudaArray(P + 128)
+    K.add_kernel[(1,)](a, b, c, 16, BLOCK_SIZE=128)
+    assert fake.last()["stream"] == 0
+    assert fake.last()["params"] == [(8, P), (8, P + 64), (8, P + 128), (4, 16)]
+    with pytest.raises(TypeError, match="stream must be an int"):
+        K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128, stream="default")
+
+
+def test_bad_arguments_are_refused_before_the_driver(fake):
+    x, y, out = tensors(3)
+    before = fake.count
+    with pytest.raises(TypeError, match=r"add_kernel\(\): argument 'y_ptr' has dtype torch.complex64"):
+        K.add_kernel[(1,)](x, torch.Tensor(P, torch.complex64), out, 16, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"add_kernel\(\): argument 'out_ptr' is a CPU tensor"):
+        K.add_kernel[(1,)](x, y, torch.Tensor(P, device="cpu"), 16, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"argument 'x_ptr' is None"):
+        K.add_kernel[(1,)](None, y, out, 16, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"argument 'n_elements' has unsupported type 'str'"):
+        K.add_kernel[(1,)](x, y, out, "16", BLOCK_SIZE=128)
+    with pytest.raises(ValueError, match=r"argument 'n_elements' = 36893488147419103232 does not fit in 64 bits"):
+        K.add_kernel[(1,)](x, y, out, 2**65, BLOCK_SIZE=128)
+    with pytest.raises(TypeError, match=r"add_kernel\(\) takes 5 arguments .* but 6 were given"):
+        K.add_kernel[(1,)](x, y, out, 1, 2, 3)
+    with pytest.raises(ValueError, match="grid"):
+        K.add_kernel[(1, 2, 3, 4)](x, y, out, 16, BLOCK_SIZE=128)
+    with pytest.raises(ValueError, match=r"num_warps must be a positive int"):
+        K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128, num_warps=0)
+    assert fake.count == before
+    # The kernel still launches afterwards.
+    K.add_kernel[(1,)](x, y, out, 16, BLOCK_SIZE=128)
+    assert fake.count == before + 1
+
+
+def test_interpret_can_be_switched_after_gpu_launches(fake):
+    k = tessera.jit(K.add_kernel.fn)
+    x, y, out = tensors(3)
+    k[(1,)](x, y, out, 16, BLOCK_SIZE=128)
+    count = fake.count
+    k.interpret = True  # now kernel[grid] must run the interpreter, not the cached GPU launcher
+    a, b, c = np.arange(16, dtype=np.float32), np.ones(16, dtype=np.float32), np.zeros(16, dtype=np.float32)
+    k[(1,)](a, b, c, 16, BLOCK_SIZE=128)
+    assert fake.count == count
+    np.testing.assert_array_equal(c, a + b)
+    k.interpret = False
+    k[(1,)](x, y, out, 16, BLOCK_SIZE=128)
+    assert fake.count == count + 1
+
+
+def test_jit_function_as_constexpr(fake):
+    x, out = tensors(2)
+    K.apply_kernel[(2,)](x, out, 100, FN=K.double, BLOCK=64)
+    last = fake.last()
+    assert last["kernel"] == "apply_kernel"
+    assert last["grid"] == (2, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (4, 100)]
+    K.apply_kernel[(3,)](x, out, 100, FN=K.double, BLOCK=64)
+    assert fake.last()["grid"] == (3, 1, 1)
+
+
+def test_autotuned_kernel_launches_the_winner(fake):
+    x, y, out = tensors(3)
+    K.tuned_add[lambda meta: (tessera.cdiv(1000, meta["BLOCK_SIZE"]),)](x, y, out, 1000)
+    last = fake.last()
+    best = K.tuned_add.best_config
+    assert last["block"] == (32 * best.num_warps, 1, 1)
+    assert last["grid"] == (tessera.cdiv(1000, best.kwargs["BLOCK_SIZE"]), 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 1000)]
+
+
+def test_compiled_kernel_launch(fake):
+    x, y, out = tensors(3)
+    ck = tessera.compile(K.add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": 128})
+    ck[(5,)](x, y, out, 77)
+    last = fake.last()
+    assert last["grid"] == (5, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 77)]
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        ck[(5,)](torch.Tensor(P + 4), y, out, 77)
+
+
+def test_many_launches_record_each(fake):
+    k = K.noop6
+    t = tensors(4)
+    before = fake.count
+    for i in range(1000):
+        k[(i % 7 + 1,)](*t, i, 2 * i)
+        if i % 97 == 0:
+            last = fake.last()
+            assert last["grid"] == (i % 7 + 1, 1, 1)
+            assert last["params"][4:] == [(4, i), (4, 2 * i)]
+    assert fake.count == before + 1000

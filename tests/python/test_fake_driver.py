@@ -1,0 +1,46 @@
+"""Runs tests/fake_driver (kernel[grid](...) through the fake CUDA driver,
+tests/tools/fake_libcuda.c, and the stand-in torch, tests/tools/fake_torch) in
+a process of its own: the launch path's fast cases reach cuLaunchKernel with
+the right function, grid, block, stream and parameter bytes, on any machine.
+Also checks that TESSERA_LIBCUDA names the library in the no-driver error."""
+import os
+import subprocess
+import sys
+
+from conftest import BUILD, ROOT
+
+FAKE = BUILD / "lib" / "libtessera_fake_cuda.so"
+
+
+def env(tmp_path, **extra):
+    e = dict(os.environ)
+    e.update(TESSERA_LIBCUDA=str(FAKE), TESSERA_CACHE_DIR=str(tmp_path / "cache"),
+             PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "tools" / "fake_torch"), str(ROOT / "python")]
+                                        + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else [])))
+    e.pop("TESSERA_INTERPRET", None)
+    e.update(extra)
+    return e
+
+
+def test_launches_through_the_fake_driver(tmp_path):
+    assert FAKE.exists(), f"{FAKE} is missing: build the tessera_fake_cuda target (tests/CMakeLists.txt)"
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "fake_driver"), "-q",
+                           "-p", "no:cacheprovider"], cwd=ROOT, env=env(tmp_path), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout and "skipped" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
+
+
+def test_tessera_libcuda_names_the_library_it_could_not_load(tmp_path):
+    code = ("import tessera, tessera.language as tl\n"
+            "print(tessera.driver_available())\n"
+            "try:\n"
+            "    tessera.device_count()\n"
+            "except tessera.DriverNotFoundError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=env(tmp_path, TESSERA_LIBCUDA=str(tmp_path / "libnothere.so")))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False"
+    assert lines[1].startswith(f"no CUDA driver found: {tmp_path / 'libnothere.so'} could not be loaded (")

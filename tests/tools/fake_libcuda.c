@@ -1,0 +1,468 @@
+/* A fake CUDA driver for tests and host-side benchmarks on machines without
+ * a GPU: load it with TESSERA_LIBCUDA=<build>/lib/libtessera_fake_cuda.so.
+ *
+ * It exports what runtime/Driver.cpp looks for (cuDriverGetVersion and
+ * cuGetProcAddress_v2, which hands out every entry point of
+ * runtime/DriverApi.h's table), pretends to be one sm_90 device, and does
+ * no GPU work:
+ *   - cuLinkComplete returns the PTX it was given as the "cubin", so that
+ *     cuModuleGetFunction can read the kernel's parameter list from the
+ *     .entry directive (the sizes of its parameters);
+ *   - cuLaunchKernel returns CUDA_SUCCESS after recording the launch (the
+ *     function's name, grid, block, shared memory, stream and each
+ *     parameter's value, read through kernelParams with the sizes above);
+ *   - device memory is host memory (cuMemAlloc = aligned_alloc), so copies
+ *     and memsets work; events time nothing; graph capture is unsupported.
+ * Tests read the record back through ctypes (tessera_fake_last_launch and
+ * friends, below; tests/python/fake_cuda.py wraps them).
+ *
+ * Environment: TESSERA_FAKE_CUDA_DEVICES (default 1) and
+ * TESSERA_FAKE_CUDA_CC (compute capability as 90, 80 ...; default 90).
+ * Reported driver version: 99000, a number no real driver has, so that the
+ * disk cache never files the fake's "cubins" under a real driver's tag. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { kMaxDevices = 16, kMaxParams = 128, kNameSize = 256, kFakeDriverVersion = 99000 };
+
+/* ---- what the tests read back ------------------------------------------- */
+
+struct tessera_fake_launch {
+  uint64_t count;          /* launches so far (this one included) */
+  const char *kernel;      /* the function's name (lives as long as the process) */
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  uint64_t stream;         /* the CUstream as an integer */
+  int device;              /* the device of the current context */
+  int num_params;          /* from the PTX .entry; -1 when the image was not PTX */
+  int param_sizes[kMaxParams];
+  uint64_t params[kMaxParams]; /* each parameter's first (up to) 8 bytes, zero-extended */
+};
+
+static struct tessera_fake_launch last_launch;
+static uint64_t launch_count;
+static int init_called;
+
+EXPORT const struct tessera_fake_launch *tessera_fake_last_launch(void) { return &last_launch; }
+EXPORT uint64_t tessera_fake_launch_count(void) { return launch_count; }
+EXPORT int tessera_fake_initialized(void) { return init_called; }
+EXPORT void tessera_fake_reset(void) {
+  memset(&last_launch, 0, sizeof last_launch);
+  launch_count = 0;
+}
+
+/* ---- devices and contexts ------------------------------------------------ */
+
+struct fake_context { int device; };
+static struct fake_context contexts[kMaxDevices];
+static __thread struct fake_context *current_context;
+
+static int env_int(const char *name, int fallback) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : fallback;
+}
+static int device_count(void) {
+  int n = env_int("TESSERA_FAKE_CUDA_DEVICES", 1);
+  return n < 0 ? 0 : n > kMaxDevices ? kMaxDevices : n;
+}
+static int valid_device(CUdevice d) { return d >= 0 && d < device_count(); }
+
+static CUresult fake_cuInit(unsigned flags) {
+  (void)flags;
+  init_called = 1;
+  for (int i = 0; i < kMaxDevices; ++i) contexts[i].device = i;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDriverGetVersion(int *v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = kFakeDriverVersion;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDeviceGetCount(int *count) {
+  *count = device_count();
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal < 0 || ordinal >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  snprintf(name, (size_t)len, "tessera fake CUDA device %d", d);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute a, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  int cc = env_int("TESSERA_FAKE_CUDA_CC", 90);
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = cc / 10; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = cc % 10; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+  default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = (CUcontext)&contexts[d];
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuCtxGetCurrent(CUcontext *ctx) {
+  *ctx = (CUcontext)current_context;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
+  current_context = (struct fake_context *)ctx;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuCtxGetDevice(CUdevice *d) {
+  if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = current_context->device;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuCtxSynchronize(void) { return current_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+
+/* ---- errors -------------------------------------------------------------- */
+
+static const char *error_name(CUresult r, const char **text) {
+  switch (r) {
+  case CUDA_SUCCESS: *text = "no error"; return "CUDA_SUCCESS";
+  case CUDA_ERROR_INVALID_VALUE: *text = "invalid argument"; return "CUDA_ERROR_INVALID_VALUE";
+  case CUDA_ERROR_OUT_OF_MEMORY: *text = "out of memory"; return "CUDA_ERROR_OUT_OF_MEMORY";
+  case CUDA_ERROR_NO_DEVICE: *text = "no CUDA-capable device is detected"; return "CUDA_ERROR_NO_DEVICE";
+  case CUDA_ERROR_INVALID_DEVICE: *text = "invalid device ordinal"; return "CUDA_ERROR_INVALID_DEVICE";
+  case CUDA_ERROR_INVALID_CONTEXT: *text = "invalid device context"; return "CUDA_ERROR_INVALID_CONTEXT";
+  case CUDA_ERROR_INVALID_HANDLE: *text = "invalid resource handle"; return "CUDA_ERROR_INVALID_HANDLE";
+  case CUDA_ERROR_NOT_FOUND: *text = "named symbol not found"; return "CUDA_ERROR_NOT_FOUND";
+  case CUDA_ERROR_NOT_SUPPORTED: *text = "operation not supported (by the fake driver)"; return "CUDA_ERROR_NOT_SUPPORTED";
+  default: return NULL;
+  }
+}
+static CUresult fake_cuGetErrorName(CUresult r, const char **out) {
+  const char *text;
+  const char *name = error_name(r, &text);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  *out = name;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuGetErrorString(CUresult r, const char **out) {
+  const char *text;
+  if (!error_name(r, &text)) return CUDA_ERROR_INVALID_VALUE;
+  *out = text;
+  return CUDA_SUCCESS;
+}
+
+/* ---- linking, modules, functions ----------------------------------------- */
+
+struct fake_link { char *ptx; size_t size; };
+
+static CUresult fake_cuLinkCreate(unsigned n, CUjit_option *o, void **v, CUlinkState *state) {
+  (void)n, (void)o, (void)v;
+  struct fake_link *l = calloc(1, sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  *state = (CUlinkState)l;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                                   const char *name, unsigned n, CUjit_option *o, void **v) {
+  (void)name, (void)n, (void)o, (void)v;
+  struct fake_link *l = (struct fake_link *)state;
+  if (type != CU_JIT_INPUT_PTX || !data) return CUDA_ERROR_INVALID_VALUE;
+  free(l->ptx);
+  l->ptx = malloc(size + 1);
+  if (!l->ptx) return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(l->ptx, data, size);
+  l->ptx[size] = 0;
+  l->size = strlen(l->ptx) + 1;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuLinkComplete(CUlinkState state, void **cubin, size_t *size) {
+  struct fake_link *l = (struct fake_link *)state;
+  if (!l->ptx) return CUDA_ERROR_INVALID_VALUE;
+  *cubin = l->ptx; /* the "cubin" is the PTX text, NUL included */
+  *size = l->size;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuLinkDestroy(CUlinkState state) {
+  struct fake_link *l = (struct fake_link *)state;
+  if (l) free(l->ptx);
+  free(l);
+  return CUDA_SUCCESS;
+}
+
+struct fake_module { char *text; /* NULL: not PTX (a real cubin) */ };
+struct fake_function {
+  char name[kNameSize];
+  int num_params; /* -1: unknown */
+  int param_sizes[kMaxParams];
+  int max_dynamic_shared;
+};
+
+static CUresult fake_cuModuleLoadData(CUmodule *module, const void *image) {
+  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_module *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (memcmp(image, "\x7f" "ELF", 4) != 0) m->text = strdup((const char *)image);
+  *module = (CUmodule)m;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuModuleUnload(CUmodule module) {
+  struct fake_module *m = (struct fake_module *)module;
+  if (m) free(m->text);
+  free(m);
+  return CUDA_SUCCESS;
+}
+
+/* The size in bytes of one PTX parameter declaration (".param .u64 .ptr
+ * .global .align 1 k_param_0", ".param .align 8 .b8 k_param_1[16]"). */
+static int param_size(const char *p, const char *end) {
+  static const struct { const char *type; int size; } types[] = {
+      {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4},
+      {".f32", 4}, {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".bf16", 2}, {".u8", 1},
+      {".s8", 1},  {".b8", 1},  {".pred", 1}};
+  int size = 0;
+  for (const char *q = p; q < end && !size; ++q)
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) {
+      size_t n = strlen(types[i].type);
+      if ((size_t)(end - q) >= n && memcmp(q, types[i].type, n) == 0 &&
+          (q + n == end || q[n] == ' ' || q[n] == '\t' || q[n] == '\n')) {
+        size = types[i].size;
+        break;
+      }
+    }
+  const char *bracket = memchr(p, '[', (size_t)(end - p));
+  if (bracket) size *= atoi(bracket + 1);
+  return size;
+}
+
+static int parse_entry(const char *ptx, const char *name, struct fake_function *f) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
+    const char *q = p + 6;
+    while (*q == ' ' || *q == '\t') ++q;
+    if (strncmp(q, name, n) != 0) continue;
+    q += n;
+    while (*q == ' ' || *q == '\t' || *q == '\n') ++q;
+    if (*q != '(') continue;
+    const char *close = strchr(q, ')');
+    if (!close) return 0;
+    f->num_params = 0;
+    for (const char *s = strstr(q, ".param"); s && s < close && f->num_params < kMaxParams;
+         s = strstr(s + 6, ".param")) {
+      const char *e = s + 6;
+      while (e < close && *e != ',') ++e;
+      f->param_sizes[f->num_params++] = param_size(s + 6, e);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+static CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule module, const char *name) {
+  struct fake_module *m = (struct fake_module *)module;
+  if (!m || !name) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_function *f = calloc(1, sizeof *f); /* never freed: launch records point to its name */
+  if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+  snprintf(f->name, sizeof f->name, "%s", name);
+  f->num_params = -1;
+  f->max_dynamic_shared = 48 * 1024;
+  if (m->text && !parse_entry(m->text, name, f)) {
+    free(f);
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  *out = (CUfunction)f;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuFuncGetAttribute(int *value, CUfunction_attribute a, CUfunction fn) {
+  struct fake_function *f = (struct fake_function *)fn;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 32; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 80; break;
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = env_int("TESSERA_FAKE_CUDA_CC", 90); break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
+  default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute a, int value) {
+  struct fake_function *f = (struct fake_function *)fn;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) f->max_dynamic_shared = value;
+  return CUDA_SUCCESS;
+}
+
+/* ---- the launch ---------------------------------------------------------- */
+
+static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
+  struct fake_function *f = (struct fake_function *)fn;
+  if (!f || extra) return CUDA_ERROR_INVALID_VALUE;
+  if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
+  struct tessera_fake_launch *l = &last_launch;
+  l->count = ++launch_count;
+  l->kernel = f->name;
+  l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+  l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+  l->shared_bytes = shared;
+  l->stream = (uint64_t)(uintptr_t)stream;
+  l->device = current_context->device;
+  l->num_params = f->num_params;
+  for (int i = 0; i < f->num_params; ++i) {
+    int size = f->param_sizes[i];
+    uint64_t v = 0;
+    if (!params || !params[i]) return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&v, params[i], size < 8 ? (size_t)size : 8);
+    l->param_sizes[i] = size;
+    l->params[i] = v;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* ---- memory, streams, events, graphs ------------------------------------- */
+
+static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  void *m = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuMemFree(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuMemsetD8(CUdeviceptr dst, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)dst, v, n);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuMemsetD32(CUdeviceptr dst, unsigned v, size_t n) {
+  unsigned *p = (unsigned *)(uintptr_t)dst;
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuStreamCreate(CUstream *s, unsigned flags) {
+  (void)flags;
+  *s = (CUstream)malloc(16);
+  return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult fake_cuStreamDestroy(CUstream s) {
+  free(s);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuStreamSynchronize(CUstream s) {
+  (void)s;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode m) {
+  (void)s, (void)m;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult fake_cuStreamEndCapture(CUstream s, CUgraph *g) {
+  (void)s, (void)g;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  (void)e, (void)g, (void)flags;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s) {
+  (void)e, (void)s;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult fake_cuGraphExecDestroy(CUgraphExec e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuGraphDestroy(CUgraph g) {
+  (void)g;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuEventCreate(CUevent *e, unsigned flags) {
+  (void)flags;
+  *e = (CUevent)malloc(16);
+  return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
+  (void)e, (void)s;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuEventSynchronize(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  (void)a, (void)b;
+  *ms = 0.001f;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_cuEventDestroy(CUevent e) {
+  free(e);
+  return CUDA_SUCCESS;
+}
+
+/* ---- cuGetProcAddress ---------------------------------------------------- */
+
+/* Each entry typed as the PFN of the version runtime/DriverApi.h asks for, so
+ * that a wrong signature here fails to compile. */
+#define FAKE_SYMBOLS(X)                                                                                        \
+  X(cuGetErrorName, 6000) X(cuGetErrorString, 6000) X(cuInit, 2000) X(cuDriverGetVersion, 2020)               \
+  X(cuDeviceGet, 2000) X(cuDeviceGetCount, 2000) X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000)       \
+  X(cuDeviceTotalMem, 3020) X(cuDevicePrimaryCtxRetain, 7000) X(cuCtxGetCurrent, 4000)                        \
+  X(cuCtxSetCurrent, 4000) X(cuCtxGetDevice, 2000) X(cuCtxSynchronize, 2000) X(cuLinkCreate, 6050)            \
+  X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050) X(cuModuleLoadData, 2000)             \
+  X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000) X(cuFuncGetAttribute, 2020)                            \
+  X(cuFuncSetAttribute, 9000) X(cuLaunchKernel, 4000) X(cuMemAlloc, 3020) X(cuMemFree, 3020)                  \
+  X(cuMemcpyHtoD, 3020) X(cuMemcpyDtoH, 3020) X(cuMemsetD8, 3020) X(cuMemsetD32, 3020)                        \
+  X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)                               \
+  X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphInstantiateWithFlags, 11040)           \
+  X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) X(cuGraphDestroy, 10000) X(cuEventCreate, 2000)        \
+  X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000)
+
+#define FAKE_ENTRY(name, version) {#name, (void *)(PFN_##name##_v##version)fake_##name},
+static const struct { const char *name; void *fn; } symbols[] = {FAKE_SYMBOLS(FAKE_ENTRY)};
+#undef FAKE_ENTRY
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **fn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *found) {
+  (void)version, (void)flags;
+  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i)
+    if (strcmp(symbols[i].name, symbol) == 0) {
+      *fn = symbols[i].fn;
+      if (found) *found = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  *fn = NULL;
+  if (found) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v) { return fake_cuDriverGetVersion(v); }

@@ -1,0 +1,89 @@
+"""A stand-in for torch, for tests and host-side benchmarks of tessera's launch
+path on machines without torch or a GPU (with the fake CUDA driver,
+tests/tools/fake_libcuda.c). Put tests/tools/fake_torch first on PYTHONPATH
+in a process of its own: it is `torch` to that process.
+
+Only what tessera's launch path reads exists: torch.Tensor with is_cuda,
+dtype, device, data_ptr() and get_device(); dtype singletons;
+torch._C._cuda_getCurrentRawStream(device); and torch.cuda.is_available()
+(False: tessera's autotuner then times with the runtime's own events) and
+torch.cuda.synchronize(). Tensors hold no memory: a
+"pointer" is any int (Tensor(0x10000)). Unlike torch's, the attributes
+are Python properties, so each read costs more than torch's C getters do.
+"""
+__version__ = "0.0.fake"
+
+
+class dtype:
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "torch." + self._name
+
+    __str__ = __repr__
+
+
+float32 = float = dtype("float32")
+float16 = half = dtype("float16")
+bfloat16 = dtype("bfloat16")
+float64 = double = dtype("float64")
+int8 = dtype("int8")
+int32 = int = dtype("int32")
+int64 = long = dtype("int64")
+uint8 = dtype("uint8")
+complex64 = dtype("complex64")
+
+
+class device:
+    def __init__(self, type, index=None):
+        self.type = type
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None else ")")
+
+
+class Tensor:
+    def __init__(self, ptr, dtype=float32, device="cuda", index=0):
+        self._ptr = ptr
+        self._dtype = dtype
+        self._device = globals()["device"](device, index if device == "cuda" else None)
+
+    @property
+    def is_cuda(self):
+        return self._device.type == "cuda"
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    def data_ptr(self):
+        return self._ptr
+
+    def get_device(self):
+        return self._device.index if self._device.type == "cuda" else -1
+
+
+class _CModule:
+    current_stream = 0  # what _cuda_getCurrentRawStream answers (tests set it)
+
+    def _cuda_getCurrentRawStream(self, device_index):
+        return self.current_stream
+
+
+_C = _CModule()
+
+
+class cuda:  # a namespace, as torch.cuda is a module
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
