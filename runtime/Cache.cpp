@@ -2,6 +2,7 @@
 #include "runtime/Cache.h"
 
 #include "runtime/Nvrtc.h"
+#include "compiler/passes/Pipeline.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/SHA256.h>
@@ -312,9 +313,8 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
   // Tensor cores: options.tensorCores or TESSERA_MMA (tensorCoresEnabled's rule).
   t += std::string("tensor_cores: ") + (tensorCoresEnabled(options) ? "1" : "0") + "\n";
-  // Hopper's wgmma on sm_90a unless TESSERA_WGMMA=0 (compiler/passes/Pipeline.cpp's rule).
-  const char *wgmmaEnv = std::getenv("TESSERA_WGMMA");
-  t += std::string("wgmma: ") + (wgmmaEnv && std::string(wgmmaEnv) == "0" ? "0" : "1") + "\n";
+  // Hopper's wgmma on sm_90a unless TESSERA_WGMMA=0.
+  t += std::string("wgmma: ") + (passes::wgmmaFromEnvironment() ? "1" : "0") + "\n";
   // Back-end: options.backend or TESSERA_BACKEND (resolveBackend's rule); NVRTC's version too.
   const std::string backend = resolveBackend(options);
   t += "backend: " + backend;

@@ -147,12 +147,8 @@ void KernelLowering::lowerAsyncCopy(ir::Operation &op) {
 }
 
 void KernelLowering::lowerAsyncGroup(ir::Operation &op) {
-  std::string text = op.code == ir::OpCode::AsyncCommit
-                         ? std::string("cp.async.commit_group;")
-                         : "cp.async.wait_group " + std::to_string(op.intAttr("pending")) + ";";
-  InlineAsm *fence = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}",
-                                    /*hasSideEffects=*/true);
-  b_.CreateCall(fence, {});
+  emitAsm(op.code == ir::OpCode::AsyncCommit ? std::string("cp.async.commit_group;")
+                                             : "cp.async.wait_group " + std::to_string(op.intAttr("pending")) + ";");
 }
 
 void KernelLowering::lowerLocalStore(ir::Operation &op) {

@@ -142,6 +142,13 @@ private:
   void lowerDotWait(ir::Operation &op);
   // wgmma.wait_group `pending`, passing `regs` through so nothing reads them before.
   void wgmmaWait(Regs &regs, unsigned pending);
+  // Operand A of a tensor-core dot kept in registers: the #mma layout its
+  // value has when it is the (cast) result of a dot with the same warps
+  // (attention's P), else null; and the A fragment (4 x .b32) of m-tile mi,
+  // k-step ks from those registers (LayoutMath's mmaAFragmentRegisters).
+  const ir::Layout *registerOperandA(ir::Value *a, const ir::Layout &result);
+  std::vector<llvm::Value *> aFragmentFromRegisters(ir::Value *a, const DistributedLayout &layout, int64_t mi,
+                                                    int64_t ks);
   // The shared tiles of a tensor-core dot's operands: the pipeline's buffers
   // (local_load), or `v` staged here into scratch laid out as `tileA/B` say.
   void dotOperandTiles(ir::Operation &op, llvm::Value *&aBase, ir::LayoutRef &tileA, llvm::Value *&bBase,
@@ -186,6 +193,7 @@ private:
   llvm::Value *sharedScratch(uint64_t bytes, const ir::Operation &op); // base pointer
   void barrier();
   void fenceProxyAsync(); // fence.proxy.async.shared::cta (generic-proxy writes -> wgmma reads)
+  void emitAsm(const std::string &text); // one PTX statement without operands, ordered like memory accesses
   void lowerThroughSharedMemory(ir::Operation &op); // convert_layout, reshape
   llvm::Value *toMemory(llvm::Value *v, const ir::Type &elem);
   llvm::Value *fromMemory(llvm::Value *v, const ir::Type &elem);

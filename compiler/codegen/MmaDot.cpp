@@ -77,10 +77,10 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   ir::Value *a = op.operand(0), *b = op.operand(1);
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const unsigned elemBits = bitWidth(a->type.element().scalar), elemBytes = elemBits / 8;
-  const bool wgmma = op.result()->layout->mmaVersion == 3;
-  auto tileOf = wgmma ? ir::Layout::sharedWgmmaOperand : ir::Layout::sharedMmaOperand;
-  tileA = tileOf(0, K, elemBits, false);
-  tileB = tileOf(1, N, elemBits, false);
+  const unsigned version = op.result()->layout->mmaVersion;
+  const bool wgmma = version == 3;
+  tileA = ir::Layout::sharedOperandTile(version, 0, K, elemBits);
+  tileB = ir::Layout::sharedOperandTile(version, 1, N, elemBits);
   aBase = bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
@@ -97,6 +97,25 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   if (!bBase) stageToShared(op, b, bBase = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, aBytes), *tileB);
   if (wgmma) fenceProxyAsync(); // ordinary stores, read next by the tensor cores' async proxy
   barrier();
+}
+
+const ir::Layout *KernelLowering::registerOperandA(ir::Value *a, const ir::Layout &result) {
+  if (sharedOperands_.count(a)) return nullptr;
+  auto it = dotOperandSource_.find(a);
+  const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
+  return src && src->kind == ir::Layout::Kind::Mma && src->warpsPerCTA == result.warpsPerCTA ? src : nullptr;
+}
+
+std::vector<Value *> KernelLowering::aFragmentFromRegisters(ir::Value *a, const DistributedLayout &layout, int64_t mi,
+                                                            int64_t ks) {
+  const Regs &p = lookup(a);
+  auto half = [&](unsigned reg) {
+    return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), b_.getInt32Ty());
+  };
+  std::vector<Value *> frag;
+  for (const auto &[lo, hi] : mmaAFragmentRegisters(layout, mi, ks))
+    frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+  return frag;
 }
 
 void KernelLowering::lowerMmaDot(ir::Operation &op) {
@@ -124,14 +143,8 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   // (the result of a dot with this dot's warps, cast: attention's P). The C
   // fragments of n-tiles 2ks and 2ks+1 of that dot are, packed in pairs, the
   // A fragment of k-step ks (see aFromRegisters below): no shared memory.
-  const ir::Layout *aRegLayout = nullptr;
-  if (!sharedOperands_.count(a) && kStep == 16 && !tf32 && !int8 && wn == 1) {
-    auto it = dotOperandSource_.find(a);
-    const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
-    if (src && src->kind == ir::Layout::Kind::Mma && src->mmaVersion == 2 &&
-        src->warpsPerCTA == result->layout->warpsPerCTA)
-      aRegLayout = src;
-  }
+  const ir::Layout *aRegLayout =
+      kStep == 16 && !tf32 && !int8 && wn == 1 ? registerOperandA(a, *result->layout) : nullptr;
   // The operand tiles: straight from the pipeline's buffers (local_load), or
   // staged here from registers into scratch laid out the same way.
   Value *aBase, *bBase;
@@ -209,19 +222,8 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
     return out.regNumber({static_cast<unsigned>(2 * mi + c / 2), static_cast<unsigned>(2 * ni + c % 2)});
   };
-  // A fragment of m-tile mi, k-step ks from the registers of the
-  // #mma<wpc=[wm, 1]> layout `aRegLayout` (LayoutMath's
-  // mmaAFragmentRegisters): the lower column in the low half of each register.
   std::optional<DistributedLayout> aRegs;
   if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
-  auto aFromRegisters = [&](int64_t mi, int64_t ks) {
-    const Regs &p = lookup(a);
-    auto half = [&](unsigned reg) { return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), i32Ty); };
-    std::vector<Value *> frag;
-    for (const auto &[lo, hi] : mmaAFragmentRegisters(*aRegs, mi, ks))
-      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
-    return frag;
-  };
   Regs accRegs = lookup(acc);
   for (int64_t ks = 0; ks < K / kStep; ++ks) {
     std::vector<std::vector<Value *>> aFrag(mTiles), bFrag(nTiles);
@@ -230,7 +232,7 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     Value *aChunk = b_.CreateAdd(bit4, i32(2 * ks));
     for (int64_t mi = 0; mi < mTiles; ++mi) {
       if (aRegs) {
-        aFrag[mi] = aFromRegisters(mi, ks);
+        aFrag[mi] = aFragmentFromRegisters(a, *aRegs, mi, ks);
         continue;
       }
       aFrag[mi] = ldmatrix(false, aBase, sharedChunkOffset(*tileA, K * elemBytes, aRow(mi), aChunk), 4);

@@ -30,11 +30,13 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
 
 void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
 
-void KernelLowering::fenceProxyAsync() {
-  InlineAsm *fence = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), "fence.proxy.async.shared::cta;",
-                                    "~{memory}", /*hasSideEffects=*/true);
-  b_.CreateCall(fence, {});
+void KernelLowering::emitAsm(const std::string &text) {
+  InlineAsm *statement = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}",
+                                        /*hasSideEffects=*/true);
+  b_.CreateCall(statement, {});
 }
+
+void KernelLowering::fenceProxyAsync() { emitAsm("fence.proxy.async.shared::cta;"); }
 
 Value *KernelLowering::toMemory(Value *v, const ir::Type &elem) {
   if (!elem.pointer && elem.scalar == ir::ScalarType::I1)

@@ -65,13 +65,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // dot's warps (attention's P, the cast result of a dot): the register A
   // fragment of wgmma is mma.sync's m16n8k16 A fragment per warp, which
   // LayoutMath's mmaAFragmentRegisters picks out of the C fragments.
-  const ir::Layout *aRegLayout = nullptr;
-  if (!sharedOperands_.count(a)) {
-    auto it = dotOperandSource_.find(a);
-    const ir::Layout *src = it != dotOperandSource_.end() ? it->second.get() : nullptr;
-    if (src && src->kind == ir::Layout::Kind::Mma && src->warpsPerCTA == result->layout->warpsPerCTA)
-      aRegLayout = src;
-  }
+  const ir::Layout *aRegLayout = registerOperandA(a, *result->layout);
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
@@ -95,10 +89,6 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // The warpgroup's first slab row (uniform over its 4 warps).
   Value *group = b_.CreateLShr(warpIndex(out.dim(0)), 2);
 
-  auto simpleAsm = [&](const std::string &text) {
-    InlineAsm *x = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}", true);
-    b_.CreateCall(x, {});
-  };
   // Operands: the D registers ($0..), A (a descriptor, or 4 registers),
   // B's descriptor, scale-d, then the accumulator inputs tied to D.
   const unsigned regsPerInstr = static_cast<unsigned>(chunk / 2), aOperands = aRegLayout ? 4 : 1;
@@ -141,16 +131,8 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   };
   std::optional<DistributedLayout> aRegs;
   if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
-  auto aFromRegisters = [&](int64_t s, int64_t ks) {
-    const Regs &p = lookup(a);
-    auto half = [&](unsigned reg) { return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), i32Ty); };
-    std::vector<Value *> frag;
-    for (const auto &[lo, hi] : mmaAFragmentRegisters(*aRegs, s, ks))
-      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
-    return frag;
-  };
   Regs accRegs = lookup(acc);
-  simpleAsm("wgmma.fence.sync.aligned;");
+  emitAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
     Value *slabRow = b_.CreateMul(b_.CreateAdd(group, i32(s * groups)), i32(64));
@@ -159,7 +141,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
         const int64_t k0 = 16 * ks;
         std::vector<Value *> args;
         if (aRegs) {
-          args = aFromRegisters(s, ks);
+          args = aFragmentFromRegisters(a, *aRegs, s, ks);
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
           Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
@@ -183,11 +165,11 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
       }
     }
   }
-  simpleAsm("wgmma.commit_group.sync.aligned;");
+  emitAsm("wgmma.commit_group.sync.aligned;");
 
   if (op.hasAttr("async") && op.intAttr("async") && !staged) {
     // The previous iteration's group is done; this one runs on.
-    simpleAsm("wgmma.wait_group.sync.aligned 1;");
+    emitAsm("wgmma.wait_group.sync.aligned 1;");
   } else {
     wgmmaWait(accRegs, 0);
   }

@@ -118,6 +118,12 @@ LayoutRef Layout::sharedWgmmaOperand(unsigned opIdx, int64_t rowLength, unsigned
   return l;
 }
 
+LayoutRef Layout::sharedOperandTile(unsigned mmaVersion, unsigned opIdx, int64_t rowLength, unsigned elemBits,
+                                    bool transposed) {
+  return mmaVersion == 3 ? sharedWgmmaOperand(opIdx, rowLength, elemBits, transposed)
+                         : sharedMmaOperand(opIdx, rowLength, elemBits, transposed);
+}
+
 LayoutRef Layout::mmaAsBlocked(const Layout &mma) {
   return blocked({2, 2}, {8, 4}, mma.warpsPerCTA, {1, 0});
 }

@@ -97,6 +97,10 @@ struct Layout {
   // The same tile as wgmma reads it (blockCols set): lines of
   // min(128, rowLength * elemBits / 8) bytes, which must be >= 32.
   static LayoutRef sharedWgmmaOperand(unsigned opIdx, int64_t rowLength, unsigned elemBits, bool transposed = false);
+  // The tile an operand of a dot with Mma layout version `mmaVersion` is
+  // read from: sharedWgmmaOperand for 3 (wgmma), else sharedMmaOperand.
+  static LayoutRef sharedOperandTile(unsigned mmaVersion, unsigned opIdx, int64_t rowLength, unsigned elemBits,
+                                     bool transposed = false);
   // The blocked layout an Mma layout is register-for-register.
   static LayoutRef mmaAsBlocked(const Layout &mma);
 };

@@ -23,12 +23,16 @@
 
 namespace tessera::passes {
 
+bool wgmmaFromEnvironment() {
+  const char *wgmma = std::getenv("TESSERA_WGMMA");
+  return !(wgmma && std::string(wgmma) == "0");
+}
+
 PipelineOptions pipelineOptionsFromEnvironment() {
   PipelineOptions o;
   const char *dump = std::getenv("TESSERA_DUMP_IR");
   o.dumpIR = dump && *dump && std::string(dump) != "0";
-  const char *wgmma = std::getenv("TESSERA_WGMMA"); // in the cache key (runtime/Cache.cpp)
-  o.wgmma = !(wgmma && std::string(wgmma) == "0");
+  o.wgmma = wgmmaFromEnvironment();
 #ifndef NDEBUG
   o.verifyEach = true;
 #endif

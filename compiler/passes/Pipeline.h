@@ -21,7 +21,9 @@ struct PipelineOptions {
 // The pass names, in pipeline order.
 const std::vector<std::string> &passNames();
 
-// Reads TESSERA_DUMP_IR and the build type.
+// TESSERA_WGMMA: wgmma on sm_90a unless it is "0" (also in the kernel-cache key).
+bool wgmmaFromEnvironment();
+// Reads TESSERA_DUMP_IR, TESSERA_WGMMA and the build type.
 PipelineOptions pipelineOptionsFromEnvironment();
 
 // Runs every pass in order; throws std::logic_error if a pass breaks the IR.

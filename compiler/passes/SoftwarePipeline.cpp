@@ -88,11 +88,6 @@ struct Candidate {
   Value *buffer = nullptr;
 };
 
-// The buffer layout of an operand tile whose stored rows hold `rowLength` elements.
-LayoutRef tileLayout(const Candidate &c, int64_t rowLength, unsigned elemBits, bool transposed) {
-  return c.mmaVersion == 3 ? Layout::sharedWgmmaOperand(c.opIdx, rowLength, elemBits, transposed)
-                           : Layout::sharedMmaOperand(c.opIdx, rowLength, elemBits, transposed);
-}
 
 class LoopPipeliner {
 public:
@@ -238,7 +233,7 @@ private:
       Value *x = c.convert->operand(0);
       const Type &t = x->type;
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-      c.buffer->layout = tileLayout(c, t.shape[1], bitWidth(t.scalar), false);
+      c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
       b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
     }
     if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
@@ -370,7 +365,8 @@ private:
       // is stored transposed, so that cp.async still moves 16-byte runs.
       const LayoutRef &l = c.load->operand(0)->layout;
       const bool transposed = c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked && l->order[0] == 0;
-      c.buffer->layout = tileLayout(c, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
+      c.buffer->layout =
+          Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
     }
   }
 
