@@ -99,8 +99,12 @@ void walk(Block &block, const std::function<void(Operation &)> &fn) {
   }
 }
 
-void replaceAllUsesWith(Block &block, Value *from, Value *to) {
+void replaceAllUsesWith(Block &block, Value *from, Value *to) { replaceUsesExcept(block, from, to, nullptr); }
+
+void replaceUsesExcept(Block &block, Value *from, Value *to, const Operation *keep) {
   walk(block, [&](Operation &op) {
+    if (&op == keep)
+      return;
     for (Value *&v : op.operands)
       if (v == from)
         v = to;

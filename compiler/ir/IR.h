@@ -131,6 +131,8 @@ private:
 void walk(Block &block, const std::function<void(Operation &)> &fn);
 // Replaces every use of `from` by `to` inside `block` (recursively).
 void replaceAllUsesWith(Block &block, Value *from, Value *to);
+// The same, except in `keep` (the op that computes `to` from `from`).
+void replaceUsesExcept(Block &block, Value *from, Value *to, const Operation *keep);
 // How many operands inside `block` (recursively) are `v`.
 unsigned countUses(Block &block, const Value *v);
 // `op`'s place in its parent block's list (for inserting before/after it or erasing it).

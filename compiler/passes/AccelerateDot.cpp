@@ -58,15 +58,6 @@ Value *convertAt(Block *block, std::list<std::unique_ptr<Operation>>::iterator b
   return c;
 }
 
-// Replaces uses of `from` by `to` everywhere in `fn` except in `keep`.
-void replaceUsesExcept(Function &fn, Value *from, Value *to, const Operation *keep) {
-  walk(fn.body, [&](Operation &op) {
-    if (&op == keep) return;
-    for (Value *&v : op.operands)
-      if (v == from) v = to;
-  });
-}
-
 int archNumber(const std::string &arch) {
   if (arch.rfind("sm_", 0) != 0) return 0;
   return std::atoi(arch.c_str() + 3);
@@ -290,7 +281,7 @@ struct Accelerator {
     Value *acc = dot.operand(2);
     result->layout = mma;
     Value *back = convertAt(block, std::next(at), dot.loc, result, old);
-    replaceUsesExcept(fn, result, back, back->definingOp);
+    replaceUsesExcept(fn.body, result, back, back->definingOp);
 
     // Loop-carried accumulator: acc is argument i of a for body whose yield
     // passes `back` (the dot result) on at the same position, and which has
@@ -304,7 +295,7 @@ struct Accelerator {
       acc->layout = mma;
       if (countUses(fn.body, acc) > 1) { // other readers keep the old layout
         Value *accOld = convertAt(body, body->ops.begin(), dot.loc, acc, old);
-        replaceUsesExcept(fn, acc, accOld, accOld->definingOp);
+        replaceUsesExcept(fn.body, acc, accOld, accOld->definingOp);
         dot.operands[2] = acc;
       }
       yield->operands[i - 1] = result;
@@ -314,7 +305,7 @@ struct Accelerator {
       Value *loopResult = loop->result(i - 1);
       loopResult->layout = mma;
       Value *after = convertAt(loop->parent, std::next(positionOf(*loop)), loop->loc, loopResult, old);
-      replaceUsesExcept(fn, loopResult, after, after->definingOp);
+      replaceUsesExcept(fn.body, loopResult, after, after->definingOp);
       if (countUses(fn.body, after) == 0) loop->parent->ops.erase(positionOf(*after->definingOp));
     } else {
       dot.operands[2] = convertAt(block, positionOf(dot), dot.loc, acc, mma);

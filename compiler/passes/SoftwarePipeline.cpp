@@ -267,11 +267,7 @@ private:
     b.setLoc(dot.loc);
     Value *waited = b.op(OpCode::DotWait, {result}, result->type);
     waited->layout = result->layout;
-    walk(fn_.body, [&](Operation &user) {
-      if (&user == waited->definingOp) return;
-      for (Value *&v : user.operands)
-        if (v == result) v = waited;
-    });
+    replaceUsesExcept(fn_.body, result, waited, waited->definingOp);
   }
 
   std::vector<Candidate> findCandidates() {
