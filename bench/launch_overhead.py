@@ -3,8 +3,8 @@ tensors + 2 ints, the headline case) and 16 (8 tensors + 8 ints) arguments.
 
 Providers:
   tessera         kernel[(1,)](...) with torch tensors (the JIT launch path)
-  tessera-bound   b = kernel[(1,)] once, then b(...): the launch without __getitem__
-  tessera-pybind  tessera._C.launch(handle, grid, args): the pybind11 entry (JITFunction.run)
+  tessera-bound   b = kernel[(1,)] once, then b(...): the launch without the subscript
+  tessera-pybind  tessera._C.launch(handle, grid, args): the pybind11 entry point
   triton          the same no-op kernels with @triton.jit
   torch-add_      x.add_(y) on 1-element tensors (a framework op's launch cost)
   bare-cuLaunch   tessera's C++ runtime in a C++ loop: rt::launch -> cuLaunchKernel,
@@ -125,9 +125,9 @@ def providers(n, args, fake=False):
     k = TESSERA[n]
     out["tessera"] = lambda: k[(1,)](*args)
     bound = k[(1,)]
-    out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid]'s Python __getitem__
+    out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid] (a C slot, JitFunctionBase)
     handle, launch = k._get_handle(), tessera._C.launch
-    out["tessera-pybind"] = lambda: launch(handle, (1,), args)  # the pybind11 entry point (run())
+    out["tessera-pybind"] = lambda: launch(handle, (1,), args)  # the pybind11 entry point
     if not fake:
         try:
             tk = triton_kernels()[n]

@@ -135,7 +135,7 @@ public:
   std::shared_ptr<const SourceFile> file;
   std::vector<ParamInfo> params;
   std::vector<py::object> defaults_; // Python default per parameter (null: none)
-  std::vector<bool> specialize;
+  std::vector<uint8_t> specialize; // per parameter, 0 or 1 (not vector<bool>: read on every launch)
   std::vector<PyObject *> paramNames; // interned, for keyword lookup by identity
   std::unordered_map<std::string, size_t> index;
   size_t numRuntime = 0;

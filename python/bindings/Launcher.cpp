@@ -30,7 +30,7 @@ JitKernel::JitKernel(std::string source, std::string path, uint32_t firstLine, s
     }
   }
   defaults_.resize(params.size());
-  specialize.assign(params.size(), true);
+  specialize.assign(params.size(), 1);
   for (size_t i = 0; i < params.size(); ++i) {
     index[params[i].name] = i;
     // Interned: keyword names at call sites are interned too, so lookups
@@ -51,13 +51,13 @@ JitKernel::JitKernel(std::string source, std::string path, uint32_t firstLine, s
     for (py::handle h : doNotSpecialize) {
       if (PyLong_Check(h.ptr())) {
         size_t i = h.cast<size_t>();
-        if (i < params.size()) specialize[i] = false;
+        if (i < params.size()) specialize[i] = 0;
       } else {
         auto it = index.find(py::str(h));
         if (it == index.end())
           throw py::value_error(name + "(): do_not_specialize names '" + std::string(py::str(h)) +
                                 "', which is not a parameter");
-        specialize[it->second] = false;
+        specialize[it->second] = 0;
       }
     }
 }
@@ -211,8 +211,8 @@ Bound bind(const JitKernel &k, const VectorArgs &v) { return bind(k, v.values.da
 // ---- the key: the same bytes from both passes -------------------------------
 
 void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
-  key.push(static_cast<char>(scalar));
-  key.push(static_cast<char>(flags));
+  const uint8_t bytes[2] = {scalar, flags};
+  key.append(bytes, 2);
 }
 
 void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {

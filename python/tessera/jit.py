@@ -70,6 +70,7 @@ if _C_or_none is not None:
 else:
     class _JitBase:
         __slots__ = ()
+        _direct = None
 
         def __getitem__(self, grid):
             return self._subscript(grid)
@@ -191,14 +192,20 @@ class JITFunction(_JitBase):
         """Triton's spelling: kernel.run(*args, grid=grid, warmup=False, **kwargs)."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
+        direct = self._direct  # set when neither interpreted nor taking @jit functions (see _subscript)
+        if direct is not None:
+            return direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.run(*args, grid=grid, **kwargs)
         if self.interpret:
             return self._interpret_launch(grid, args, kwargs)
-        handle = self._handle if self._handle is not None else self._get_handle()
-        self._launch(handle, grid, args, kwargs, None)
+        if self._handle is None:
+            self._get_handle()
+        if not self._function_params():
+            self._direct = self._fast
+        self._fast(grid, *args, **kwargs)
 
     def warmup(self, *args, grid=None, target="", **kwargs):
         """Compiles for these arguments without launching (needs no GPU: without one it
@@ -221,6 +228,11 @@ class JITFunction(_JitBase):
 
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.__qualname__})"
+
+    def __getstate__(self):
+        # copy.copy() and pickle: the instance dict (the C base's _direct is not state;
+        # a copy asks _subscript again on its first kernel[grid]).
+        return dict(self.__dict__)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

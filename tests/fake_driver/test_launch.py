@@ -3,6 +3,7 @@ cuLaunchKernel (function, grid, block, stream, each parameter's bytes) for the
 launch path's fast cases (torch tensors, ints, floats, bools) and its slow ones
 (__cuda_array_interface__, callable grids, launch options), and the errors
 that must stop a launch before the driver sees it."""
+import copy
 import struct
 
 import numpy as np
@@ -283,3 +284,28 @@ def test_many_launches_record_each(fake):
             assert last["grid"] == (i % 7 + 1, 1, 1)
             assert last["params"][4:] == [(4, i), (4, 2 * i)]
     assert fake.count == before + 1000
+
+
+def test_run_and_copies(fake):
+    x, y, out = tensors(3)
+    K.add_kernel.run(x, y, out, 33, grid=(6,), BLOCK_SIZE=128, num_warps=1)
+    last = fake.last()
+    assert last["grid"] == (6, 1, 1) and last["block"] == (32, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 33)]
+    with pytest.raises(TypeError, match=r"add_kernel\(\) missing a value for constexpr parameter 'BLOCK_SIZE'"):
+        K.add_kernel.run(x, y, out, 33, grid=(6,))
+    fresh = tessera.jit(K.add_kernel.fn)
+    for n in (40, 41):  # the first run() finds the launcher, the second goes straight to it
+        fresh.run(x, y, out, n, grid=(3,), BLOCK_SIZE=128)
+        assert fake.last()["params"][3] == (4, n) and fake.last()["grid"] == (3, 1, 1)
+    fresh.interpret = True
+    a, b, o = np.ones(8, dtype=np.float32), np.ones(8, dtype=np.float32), np.zeros(8, dtype=np.float32)
+    count = fake.count
+    fresh.run(a, b, o, 8, grid=(1,), BLOCK_SIZE=128)
+    assert fake.count == count and (o == 2).all()
+    c = copy.copy(K.add_kernel)
+    assert c._direct is None and c.fn is K.add_kernel.fn
+    c[(2,)](x, y, out, 34, BLOCK_SIZE=128)
+    assert fake.last()["grid"] == (2, 1, 1) and fake.last()["params"][3] == (4, 34)
+    c.interpret = True
+    assert not K.add_kernel.interpret
