@@ -41,10 +41,19 @@ using namespace ir;
 
 namespace {
 
-// Layout assignment inserts a conversion right before its first user; the
-// conversions out of #mma are moved up to right after their operand (where
-// accelerate-dot and fusion placed them), so that the operand's registers
-// die there instead of staying live across the address math of a store.
+bool encloses(const Block *outer, const Block *inner) {
+  for (const Block *b = inner; b; b = b->parentOp ? b->parentOp->parent : nullptr)
+    if (b == outer) return true;
+  return false;
+}
+
+// Layout assignment inserts a conversion right before its first user. Each
+// conversion (other than to #dot_op, which the pipeline pass stages) moves up
+// to right after its operand: where accelerate-dot and fusion placed them,
+// so that the operand's registers die there instead of staying live across
+// the address math of a store; and a loop-invariant operand (the backward's
+// LSE and delta rows, converted to #slice<#mma>) is converted once before the
+// loop instead of in every iteration.
 void placeConversionsAfterOperands(Function &fn) {
   std::vector<Operation *> converts;
   walk(fn.body, [&](Operation &op) {
@@ -53,13 +62,17 @@ void placeConversionsAfterOperands(Function &fn) {
       converts.push_back(&op);
   });
   for (Operation *convert : converts) {
-    Operation *def = convert->operand(0)->definingOp;
-    if (!def || def->parent != convert->parent || def->code == OpCode::ConvertLayout) continue;
-    Block *block = convert->parent;
-    auto from = positionOf(*convert);
-    std::unique_ptr<Operation> moved = std::move(*from);
-    block->ops.erase(from);
-    block->ops.insert(std::next(positionOf(*def)), std::move(moved));
+    Value *source = convert->operand(0);
+    Operation *def = source->definingOp;
+    if (def && def->code == OpCode::ConvertLayout) continue;
+    Block *to = def ? def->parent : source->ownerBlock;
+    if (!to || !encloses(to, convert->parent)) continue;
+    Block *from = convert->parent;
+    auto at = positionOf(*convert);
+    std::unique_ptr<Operation> moved = std::move(*at);
+    from->ops.erase(at);
+    moved->parent = to;
+    to->ops.insert(def ? std::next(positionOf(*def)) : to->ops.begin(), std::move(moved));
   }
 }
 
