@@ -97,6 +97,7 @@ SValue Specializer::reduce(ir::Value *x, const SValue &axisArg, const std::strin
 }
 
 SValue Specializer::callMethod(const SValue &self, const std::string &method, CallArgs &args) {
+  if (self.isIR() && self.value->type.isTensorDesc()) return callDescriptorMethod(self.value, method, args);
   if (std::optional<SValue> r = callLanguageMethod(self, method, args)) return *r;
   if (method == "to") {
     Bound b = bind(*this, args, "to", {{"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});
@@ -122,6 +123,28 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
       return callBuiltin(std::string("lang.") + f, withSelf);
     }
   error(args.loc, describe(self) + " has no method '" + method + "'");
+}
+
+// desc.load([o0, o1, ...]): the block of the descriptor's shape at those
+// element offsets.
+SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args) {
+  const ir::Type &t = desc->type;
+  if (method != "load") error(args.loc, "a tensor descriptor has no method '" + method + "' (it has load)");
+  Bound b = bind(*this, args, "load", {{"offsets", true}});
+  if (b[0].kind != SValue::Kind::Tuple)
+    error(b.locs[0], "load()'s offsets must be a list or tuple of " + std::to_string(t.descBlock.size()) + " integers");
+  if (b[0].elems.size() != t.descBlock.size())
+    error(b.locs[0], "load() takes " + std::to_string(t.descBlock.size()) + " offsets for a " +
+                         std::to_string(t.descBlock.size()) + "-D descriptor, got " + std::to_string(b[0].elems.size()));
+  std::vector<ir::Value *> operands = {desc};
+  const ir::Type i32(ScalarType::I32);
+  for (const SValue &o : b[0].elems) {
+    ir::Value *v = toIR(o, b.locs[0], &i32);
+    if (v->type.isBlock() || !v->type.isIntElement())
+      error(b.locs[0], "load()'s offsets must be integer scalars, got " + v->type.str());
+    operands.push_back(v->type == i32 ? v : castElement(v, i32));
+  }
+  return SValue::ir(b_.op(OpCode::DescLoad, operands, ir::Type(t.scalar).withShape(t.descBlock)));
 }
 
 SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {

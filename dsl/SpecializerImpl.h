@@ -97,6 +97,7 @@ public:
   // --- builtins (Builtins.cpp)
   SValue callBuiltin(const std::string &name, CallArgs &args);
   SValue callMethod(const SValue &self, const std::string &method, CallArgs &args);
+  SValue callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args);
   SValue reduce(ir::Value *x, const SValue &axis, const std::string &kind, bool keepDims, SourceLoc loc);
 
   // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Memory,Debug}.cpp). Each

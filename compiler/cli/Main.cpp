@@ -44,7 +44,8 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   --kernel NAME        the @jit function to compile
   --signature SIG      types of the non-constexpr parameters, in order, e.g.
                        "*fp32:16,*fp32,i32" (pointer types start with '*';
-                       ':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1)
+                       ':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1;
+                       a TMA tensor descriptor: "tensordesc<bf16[64,128]>", docs/tma.md)
   --constexpr K=V      value of a tl.constexpr parameter (repeatable)
   --num-warps N        warps per program (power of 2, default 4)
   --num-stages N       software pipelining depth (default 3)

@@ -183,7 +183,8 @@ Function *KernelLowering::run() {
   for (auto &arg : fn_.body.args) {
     if (arg->type.isBlock())
       throw std::runtime_error("codegen: kernel parameter '" + arg->nameHint + "' is a block");
-    paramTypes.push_back(elementType(arg->type, nullptr));
+    // A tensor descriptor: the 128-byte CUtensorMap, by value (byval + grid_constant below).
+    paramTypes.push_back(arg->type.isTensorDesc() ? PointerType::get(ctx_, 0) : elementType(arg->type, nullptr));
   }
   auto *fnType = FunctionType::get(Type::getVoidTy(ctx_), paramTypes, false);
   kernel_ = Function::Create(fnType, GlobalValue::ExternalLinkage, fn_.name, module_);
@@ -210,6 +211,20 @@ Function *KernelLowering::run() {
   };
   annotate("kernel", 1);
   annotate("maxntidx", kWarpSize * fn_.numWarps);
+  // Descriptors stay in the parameter space, where the TMA unit reads them
+  // (CUDA's __grid_constant__): no local copy, their generic address is used.
+  std::vector<Metadata *> gridConstants;
+  for (unsigned i = 0; i < fn_.body.args.size(); ++i)
+    if (fn_.body.args[i]->type.isTensorDesc()) {
+      kernel_->getArg(i)->addAttr(Attribute::getWithByValType(ctx_, ArrayType::get(b_.getInt8Ty(), 128)));
+      kernel_->getArg(i)->addAttr(Attribute::getWithAlignment(ctx_, Align(64)));
+      gridConstants.push_back(ConstantAsMetadata::get(b_.getInt32(i + 1))); // 1-based
+    }
+  if (!gridConstants.empty()) {
+    Metadata *ops[] = {ValueAsMetadata::get(kernel_), MDString::get(ctx_, "grid_constant"),
+                       MDNode::get(ctx_, gridConstants)};
+    annotations->addOperand(MDNode::get(ctx_, ops));
+  }
 
   entry_ = BasicBlock::Create(ctx_, "entry", kernel_);
   b_.SetInsertPoint(entry_);
@@ -256,6 +271,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
     return;
   case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
   case OpCode::Load: return lowerLoad(op);
+  case OpCode::DescLoad: return lowerDescLoad(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
   case OpCode::For: return lowerFor(op);

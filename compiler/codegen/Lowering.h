@@ -183,6 +183,13 @@ private:
   // (row, col) of a stored rows x cols tile.
   llvm::Value *sharedElementOffset(const ir::Layout &tile, int64_t rows, int64_t cols, unsigned elemBytes,
                                    llvm::Value *row, llvm::Value *col);
+  // Tma.cpp: desc_load through the TMA unit, mbarriers
+  void lowerDescLoad(ir::Operation &op);
+  llvm::Value *sharedAddress32(llvm::Value *ptr); // a shared-memory pointer as PTX's 32-bit address
+  // One PTX statement with operands (`constraints` without the memory clobber).
+  void asmCall(const std::string &text, const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
+  void onLeaderThread(const std::function<void()> &body); // body runs in thread 0 only
+  void waitMbarrier(llvm::Value *bar, llvm::Value *parity); // spins on try_wait.parity
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);
   // DebugOps.cpp: print, assert, assume, barrier

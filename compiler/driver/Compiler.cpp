@@ -37,35 +37,86 @@ static std::string_view trim(std::string_view s) {
   return s;
 }
 
+namespace {
+
+// "tensordesc<bf16[128,64]>" (Triton's spelling): a TMA descriptor argument.
+ArgSpec parseTensorDesc(std::string_view entry, const std::string &where) {
+  const std::string_view prefix = "tensordesc<";
+  auto bad = [&](const std::string &why) {
+    return std::invalid_argument(where + ": " + why + "; expected e.g. tensordesc<bf16[128,64]>");
+  };
+  if (entry.size() < prefix.size() + 1 || entry.back() != '>') throw bad("unterminated tensor descriptor");
+  std::string_view inner = entry.substr(prefix.size(), entry.size() - prefix.size() - 1);
+  size_t open = inner.find('[');
+  if (open == std::string_view::npos || inner.back() != ']') throw bad("no block shape");
+  auto scalar = ir::parseScalarType(trim(inner.substr(0, open)));
+  if (!scalar) throw bad("unknown element type");
+  std::vector<int64_t> block;
+  std::string_view dims = inner.substr(open + 1, inner.size() - open - 2);
+  while (true) {
+    size_t comma = dims.find(',');
+    std::string dim(trim(dims.substr(0, comma)));
+    char *end = nullptr;
+    long long v = dim.empty() ? 0 : std::strtoll(dim.c_str(), &end, 10);
+    if (dim.empty() || *end != '\0' || v <= 0) throw bad("block dimension '" + dim + "' is not a positive integer");
+    block.push_back(v);
+    if (comma == std::string_view::npos) break;
+    dims.remove_prefix(comma + 1);
+  }
+  if (block.size() > 5) throw bad("at most 5 block dimensions");
+  ArgSpec spec;
+  spec.type = ir::Type::tensorDesc(*scalar, std::move(block));
+  return spec;
+}
+
+// The next entry of a signature: up to the first comma outside <> and [].
+std::string_view nextEntry(std::string_view text) {
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '<' || c == '[') ++depth;
+    else if ((c == '>' || c == ']') && depth > 0) --depth;
+    else if (c == ',' && depth == 0) return text.substr(0, i);
+  }
+  return text;
+}
+
+} // namespace
+
 std::vector<ArgSpec> parseSignature(std::string_view text) {
   std::vector<ArgSpec> out;
   if (trim(text).empty()) return out;
   size_t index = 0;
   while (true) {
-    size_t comma = text.find(',');
-    std::string_view entry = trim(text.substr(0, comma));
+    std::string_view raw = nextEntry(text);
+    std::string_view entry = trim(raw);
     ++index;
     std::string where = "signature entry " + std::to_string(index) + " ('" + std::string(entry) + "')";
-    ArgSpec spec;
-    std::string_view typeText = entry;
-    if (size_t colon = entry.find(':'); colon != std::string_view::npos) {
-      typeText = trim(entry.substr(0, colon));
-      std::string_view hint = trim(entry.substr(colon + 1));
-      if (hint == "16") spec.divisibility = 16;
-      else if (hint == "1") spec.equalsOne = true;
-      else throw std::invalid_argument(where + ": the hint after ':' must be 16 (divisible by 16) or 1 (equals 1)");
+    if (entry.rfind("tensordesc<", 0) == 0) {
+      out.push_back(parseTensorDesc(entry, where));
+    } else {
+      ArgSpec spec;
+      std::string_view typeText = entry;
+      if (size_t colon = entry.find(':'); colon != std::string_view::npos) {
+        typeText = trim(entry.substr(0, colon));
+        std::string_view hint = trim(entry.substr(colon + 1));
+        if (hint == "16") spec.divisibility = 16;
+        else if (hint == "1") spec.equalsOne = true;
+        else throw std::invalid_argument(where + ": the hint after ':' must be 16 (divisible by 16) or 1 (equals 1)");
+      }
+      bool pointer = !typeText.empty() && typeText.front() == '*';
+      if (pointer) typeText.remove_prefix(1);
+      auto scalar = ir::parseScalarType(typeText);
+      if (typeText.empty() || !scalar)
+        throw std::invalid_argument(where + ": unknown type; expected e.g. *fp32, *fp16, *bf16, i32, i64, fp32, "
+                                            "tensordesc<bf16[128,64]>");
+      spec.type = pointer ? ir::Type::ptr(*scalar) : ir::Type(*scalar);
+      if (spec.equalsOne && (pointer || !spec.type.isIntElement()))
+        throw std::invalid_argument(where + ": only integers can carry the ':1' hint");
+      out.push_back(spec);
     }
-    bool pointer = !typeText.empty() && typeText.front() == '*';
-    if (pointer) typeText.remove_prefix(1);
-    auto scalar = ir::parseScalarType(typeText);
-    if (typeText.empty() || !scalar)
-      throw std::invalid_argument(where + ": unknown type; expected e.g. *fp32, *fp16, *bf16, i32, i64, fp32");
-    spec.type = pointer ? ir::Type::ptr(*scalar) : ir::Type(*scalar);
-    if (spec.equalsOne && (pointer || !spec.type.isIntElement()))
-      throw std::invalid_argument(where + ": only integers can carry the ':1' hint");
-    out.push_back(spec);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
+    if (raw.size() == text.size()) break;
+    text.remove_prefix(raw.size() + 1);
   }
   return out;
 }
@@ -125,6 +176,10 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
   cg.cuda = nvrtc || stopAfter == Stage::CUDA;
+  for (const ArgSpec &a : signature)
+    if (a.type.isTensorDesc() && cg.cuda)
+      throw std::invalid_argument("tensor descriptor arguments (" + a.type.str() +
+                                  ") need the llvm back-end; the CUDA C++ printer does not handle them yet");
   codegen::CodegenResult result;
   try {
     result = codegen::generate(*fn, cg, stopAfter == Stage::PTX && !cg.cuda);

@@ -156,6 +156,16 @@ private:
       if (Value *o = op.loadOther(); o && o->type != *r) return fail(op, "other must have the result's type");
       return true;
     }
+    case OpCode::DescLoad: {
+      if (op.operands.empty() || !nResults(1)) return false;
+      const Type &d = op.operand(0)->type;
+      if (!d.isTensorDesc()) return fail(op, "first operand must be a tensor descriptor");
+      if (op.operands.size() != 1 + d.descBlock.size()) return fail(op, "one offset per block dimension");
+      for (size_t i = 1; i < op.operands.size(); ++i)
+        if (op.operand(i)->type != Type(ScalarType::I32)) return fail(op, "offsets must be i32 scalars");
+      if (r->shape != d.descBlock || r->pointer || r->scalar != d.scalar) return fail(op, "result must be the descriptor's block");
+      return true;
+    }
     case OpCode::Store: {
       size_t n = 2 + (op.storeMask() ? 1 : 0);
       if (!nOperands(n) || !nResults(0)) return false;

@@ -272,6 +272,7 @@ private:
 
     switch (op.code) {
     case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Reshape:
+    case OpCode::DescLoad: // read from shared memory (codegen): any layout will do
       if (!op.results.empty() && op.result()->type.isBlock())
         setResultLayout(op, 0, anchor(op.result()->type.rank()));
       return;

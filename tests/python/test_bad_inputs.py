@@ -172,7 +172,7 @@ def test_too_much_shared_memory_is_refused_when_compiling():
 
 def test_bad_signature_entry():
     raises_exactly(ValueError, "signature entry 1 ('*fp33:16'): unknown type; expected e.g. *fp32, *fp16, *bf16, i32, "
-                               "i64, fp32",
+                               "i64, fp32, tensordesc<bf16[128,64]>",
                    lambda: tessera.compile(add_kernel, "*fp33:16,*fp32:16,*fp32:16,i32", {"BLOCK_SIZE": 1024}))
 
 

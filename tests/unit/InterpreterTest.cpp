@@ -97,7 +97,11 @@ TEST(InterpreterValues, IntegersWrapToTheirWidth) {
 }
 
 TEST(Interpreter, KnowsEveryOpOfOpsDef) {
-#define OP(name, text) EXPECT_TRUE(interp::supports(OpCode::name)) << "the interpreter does not run '" << text << "'";
+  // desc_load needs a tensor-descriptor argument kind in the interpreter
+  // (docs/tma.md, limits): it stops with an error naming the op until then.
+  auto expected = [](OpCode code) { return code != OpCode::DescLoad; };
+#define OP(name, text) \
+  EXPECT_EQ(interp::supports(OpCode::name), expected(OpCode::name)) << "the interpreter and '" << text << "'";
 #include "compiler/ir/Ops.def"
 #undef OP
 }

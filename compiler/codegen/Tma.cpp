@@ -1,0 +1,125 @@
+// desc_load: one block read through the TMA unit (Hopper, sm_90+). The
+// descriptor is a 128-byte CUtensorMap kernel parameter (__grid_constant__:
+// the TMA unit reads it where the launch put it) that the runtime encodes on
+// the host (runtime/TensorMap.cpp), in boxes of at most 128 bytes per row,
+// swizzled like wgmma's operand tiles (Layout::sharedWgmmaOperand), so a
+// block wider than 128 bytes arrives as several boxes side by side.
+//
+// Without the pipeline pass, each desc_load stands alone:
+//   barrier                                  -- the scratch is free
+//   thread 0: mbarrier.init 1; fence.mbarrier_init; fence.proxy.async
+//   barrier                                  -- everyone sees the barrier
+//   thread 0: arrive.expect_tx(bytes); one cp.async.bulk.tensor per box
+//   everyone: try_wait.parity 0 until the bytes have landed
+//   every thread reads its elements of the swizzled tile
+//   barrier; thread 0: mbarrier.inval        -- reusable by the next op
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+namespace tessera::codegen {
+
+using namespace llvm;
+
+namespace {
+
+// "cp.async.bulk.tensor.2d..." for a rank-2 block: coordinates innermost first.
+std::string tmaLoadAsm(size_t rank) {
+  std::string coords;
+  for (size_t i = 0; i < rank; ++i)
+    coords += (i ? ", $" : "$") + std::to_string(2 + i);
+  return "cp.async.bulk.tensor." + std::to_string(rank) +
+         "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {" + coords + "}], [$" +
+         std::to_string(2 + rank) + "];";
+}
+
+} // namespace
+
+Value *KernelLowering::sharedAddress32(Value *ptr) {
+  return b_.CreateTrunc(b_.CreatePtrToInt(ptr, b_.getInt64Ty()), b_.getInt32Ty());
+}
+
+void KernelLowering::asmCall(const std::string &text, const std::string &constraints, ArrayRef<Value *> args) {
+  std::vector<Type *> types;
+  for (Value *a : args) types.push_back(a->getType());
+  InlineAsm *statement = InlineAsm::get(FunctionType::get(b_.getVoidTy(), types, false), text,
+                                        constraints + (constraints.empty() ? "" : ",") + "~{memory}", true);
+  b_.CreateCall(statement, args);
+}
+
+void KernelLowering::onLeaderThread(const std::function<void()> &body) {
+  BasicBlock *leader = BasicBlock::Create(ctx_, "tma.leader", kernel_);
+  BasicBlock *after = BasicBlock::Create(ctx_, "tma.after", kernel_);
+  b_.CreateCondBr(b_.CreateICmpEQ(tid_, i32(0)), leader, after);
+  b_.SetInsertPoint(leader);
+  body();
+  b_.CreateBr(after);
+  b_.SetInsertPoint(after);
+}
+
+void KernelLowering::waitMbarrier(Value *bar, Value *parity) {
+  BasicBlock *loop = BasicBlock::Create(ctx_, "mbarrier.wait", kernel_);
+  BasicBlock *done = BasicBlock::Create(ctx_, "mbarrier.done", kernel_);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  InlineAsm *tryWait = InlineAsm::get(
+      FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), b_.getInt32Ty()}, false),
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
+      "=r,r,r,~{memory}", true);
+  Value *arrived = b_.CreateCall(tryWait, {bar, parity});
+  b_.CreateCondBr(b_.CreateICmpNE(arrived, i32(0)), done, loop);
+  b_.SetInsertPoint(done);
+}
+
+void KernelLowering::lowerDescLoad(ir::Operation &op) {
+  const ir::Type &t = op.result()->type;
+  if (arch_ != "sm_90" && arch_ != "sm_90a")
+    notSupported(op, "tensor descriptors (TMA) need sm_90 or newer, not " + arch_);
+  if (t.rank() != 2) notSupported(op, "only 2-D tensor descriptors are supported so far");
+  const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  if (cols * elemBytes < 32)
+    notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(cols) + " x " +
+                         std::to_string(elemBytes) + " bytes)");
+  const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
+  const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
+  const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
+
+  // The tile at a 1024-byte boundary (the swizzle repeats every 8 x 128 bytes), its mbarrier after it.
+  const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024;
+  Value *scratch = sharedScratch(pad + tileBytes + 8, op);
+  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, pad);
+  Value *bar = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, tileBytes));
+  Value *desc = lookup(op.operand(0))[0];
+  Value *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
+
+  barrier();
+  onLeaderThread([&] {
+    asmCall("mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bar});
+    emitAsm("fence.mbarrier_init.release.cluster;");
+    fenceProxyAsync(); // the tile's last generic reads come before the TMA's writes
+  });
+  barrier();
+  onLeaderThread([&] {
+    asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(tileBytes)});
+    for (int64_t c = 0; c < cols; c += boxCols) {
+      Value *dst = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, c * rows * elemBytes));
+      asmCall(tmaLoadAsm(2), "r,l,r,r,r", {dst, desc, b_.CreateAdd(col0, i32(c)), row0, bar});
+    }
+  });
+  waitMbarrier(bar, i32(0));
+
+  DistributedLayout layout = layoutOf(op.result(), op);
+  Type *memTy = memoryType(t.element(), &op);
+  Regs out;
+  for (unsigned r = 0; r < layout.numRegs(); ++r) {
+    std::vector<Value *> at = coordinates(layout, r);
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[0], at[1]);
+    out.push_back(b_.CreateLoad(memTy, b_.CreateGEP(b_.getInt8Ty(), base, offset)));
+  }
+  barrier();
+  onLeaderThread([&] { asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r", {bar}); });
+  define(op.result(), std::move(out));
+}
+
+} // namespace tessera::codegen

@@ -1,0 +1,25 @@
+"""Kernels reading blocks through TMA tensor descriptors (desc.load; docs/tma.md)."""
+import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def desc_copy(in_desc, out_ptr, stride_om, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x = in_desc.load([pid_m * BLOCK_M, pid_n * BLOCK_N])
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(out_ptr + rm[:, None] * stride_om + rn[None, :], x)
+
+
+@tessera.jit
+def desc_scaled_sum(in_desc, out_ptr, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Two loads of one descriptor in a loop: each reuses the scratch tile and its mbarrier.
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for m in range(0, n_rows, BLOCK_M):
+        acc += in_desc.load([m, pid * BLOCK_N]).to(tl.float32) * 2.0
+    rm = tl.arange(0, BLOCK_M)
+    rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(out_ptr + rm[:, None] * (BLOCK_N * tl.num_programs(0)) + rn[None, :], acc)
