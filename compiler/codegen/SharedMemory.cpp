@@ -30,11 +30,7 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
 
 void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
 
-void KernelLowering::emitAsm(const std::string &text) {
-  InlineAsm *statement = InlineAsm::get(FunctionType::get(b_.getVoidTy(), {}, false), text, "~{memory}",
-                                        /*hasSideEffects=*/true);
-  b_.CreateCall(statement, {});
-}
+void KernelLowering::emitAsm(const std::string &text) { asmCall(text, "", {}); }
 
 void KernelLowering::fenceProxyAsync() { emitAsm("fence.proxy.async.shared::cta;"); }
 

@@ -78,14 +78,13 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     unsupported(op, "column chunks must start on a swizzle line of B");
 
   Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
-  auto address = [&](Value *base) { return b_.CreateTrunc(b_.CreatePtrToInt(base, i64Ty), i32Ty); };
   auto descriptor = [&](Value *start, uint64_t bits) {
     Value *field = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(start, 4), 0x3FFF), i64Ty);
     return b_.CreateOr(field, b_.getInt64(bits));
   };
   const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
-  Value *startA = aRegLayout ? nullptr : address(aBase), *startB = address(bBase);
+  Value *startA = aRegLayout ? nullptr : sharedAddress32(aBase), *startB = sharedAddress32(bBase);
   // The warpgroup's first slab row (uniform over its 4 warps).
   Value *group = b_.CreateLShr(warpIndex(out.dim(0)), 2);
 
