@@ -87,6 +87,12 @@ int64_t Type::numElements() const {
 }
 
 std::string Type::str() const {
+  if (isTensorDesc()) {
+    std::string out = "tensordesc<";
+    for (int64_t d : descBlock)
+      out += std::to_string(d) + "x";
+    return out + name(scalar) + ">";
+  }
   std::string elem = pointer ? std::string("ptr<") + name(scalar) + ">" : name(scalar);
   if (shape.empty())
     return elem;

@@ -28,10 +28,19 @@ struct Type {
   ScalarType scalar = ScalarType::I32; // the element; for pointers, the pointee
   bool pointer = false;
   std::vector<int64_t> shape; // empty: not a block
+  // Non-empty: a TMA tensor descriptor of `scalar` elements whose load reads
+  // blocks of this shape (a kernel argument; docs/tma.md).
+  std::vector<int64_t> descBlock;
 
   Type() = default;
   explicit Type(ScalarType s) : scalar(s) {}
   static Type ptr(ScalarType pointee) { Type t(pointee); t.pointer = true; return t; }
+  static Type tensorDesc(ScalarType element, std::vector<int64_t> block) {
+    Type t(element);
+    t.descBlock = std::move(block);
+    return t;
+  }
+  bool isTensorDesc() const { return !descBlock.empty(); }
 
   bool isBlock() const { return !shape.empty(); }
   bool isPointerElement() const { return pointer; }
@@ -45,7 +54,7 @@ struct Type {
   Type withShape(std::vector<int64_t> s) const { Type t = *this; t.shape = std::move(s); return t; }
   Type withElement(const Type &elem) const { Type t = elem; t.shape = shape; return t; }
 
-  // "f32", "ptr<f16>", "<64x32xf32>", "<1024xptr<f32>>"
+  // "f32", "ptr<f16>", "<64x32xf32>", "<1024xptr<f32>>", "tensordesc<128x64xbf16>"
   std::string str() const;
   bool operator==(const Type &o) const = default;
 };
