@@ -282,6 +282,14 @@ std::string signatureKey(const std::vector<ArgSpec> &signature) {
   std::string out;
   for (const ArgSpec &a : signature) {
     if (!out.empty()) out += ',';
+    if (a.type.isTensorDesc()) { // tensordesc<bf16[128,64]>: the element type and the block shape
+      out += "tensordesc<";
+      out += ir::name(a.type.scalar);
+      for (size_t i = 0; i < a.type.descBlock.size(); ++i)
+        out += (i ? "," : "[") + std::to_string(a.type.descBlock[i]);
+      out += "]>";
+      continue;
+    }
     if (a.type.pointer) out += '*';
     out += ir::name(a.type.scalar);
     if (a.equalsOne) out += ":1";

@@ -126,6 +126,10 @@ LoadedDriver load() {
     missing += (missing.empty() ? "" : ", ") + std::string(TESSERA_STRINGIFY_EXPANDED(name));
   TESSERA_CUDA_DRIVER_SYMBOLS(TESSERA_RESOLVE_SYMBOL)
 #undef TESSERA_RESOLVE_SYMBOL
+#define TESSERA_RESOLVE_OPTIONAL_SYMBOL(name, version) \
+  d.api.name = reinterpret_cast<decltype(d.api.name)>(resolve(#name, version, TESSERA_STRINGIFY_EXPANDED(name)));
+  TESSERA_CUDA_DRIVER_OPTIONAL_SYMBOLS(TESSERA_RESOLVE_OPTIONAL_SYMBOL)
+#undef TESSERA_RESOLVE_OPTIONAL_SYMBOL
 
   if (!missing.empty()) {
     d.notFound = true;

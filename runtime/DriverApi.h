@@ -70,9 +70,15 @@ namespace tessera::rt::detail {
   X(cuEventElapsedTime, 2000)             \
   X(cuEventDestroy, 4000)
 
+// Entry points only some features need: null when the driver lacks them
+// (an older driver still loads; the feature says what it needs).
+#define TESSERA_CUDA_DRIVER_OPTIONAL_SYMBOLS(X) \
+  X(cuTensorMapEncodeTiled, 12000) /* TMA tensor descriptors (runtime/TensorMap.cpp) */
+
 struct DriverApi {
 #define TESSERA_DECLARE_SYMBOL(name, version) PFN_##name##_v##version name = nullptr;
   TESSERA_CUDA_DRIVER_SYMBOLS(TESSERA_DECLARE_SYMBOL)
+  TESSERA_CUDA_DRIVER_OPTIONAL_SYMBOLS(TESSERA_DECLARE_SYMBOL)
 #undef TESSERA_DECLARE_SYMBOL
 };
 

@@ -37,6 +37,7 @@ std::string targetArch(int device) {
 namespace {
 
 unsigned parameterBytes(const ArgSpec &spec) {
+  if (spec.type.isTensorDesc()) return static_cast<unsigned>(rt::kTensorMapBytes); // a TensorDescriptor
   if (spec.type.pointer) return 8;
   unsigned bits = ir::bitWidth(spec.type.scalar);
   return bits < 8 ? 1 : bits / 8;

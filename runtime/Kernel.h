@@ -7,6 +7,12 @@
 //                                        options);
 //   k.launch({blocks}, stream, x.get(), y.get(), out.get(), n);   // CUdeviceptr, ..., int
 //
+// A tensordesc<fp16[128,64]> parameter (a TMA descriptor, runtime/TensorMap.h) takes a
+// TensorDescriptor, encoded once and passed by value like any other argument:
+//   tessera::TensorDescriptor a = tessera::makeTensorDescriptor(aPtr, tessera::ir::ScalarType::F16,
+//                                                              {M, K}, {K, 1}, {128, 64});
+//   k.launch({blocks}, stream, a, n);
+//
 // A Kernel holds the compiled stages (CompiledKernel: PTX and friends) and,
 // lazily on the first launch on each device, an rt::LoadedKernel: the PTX is
 // linked to a cubin in-process by the driver's JIT (no ptxas at run time) and
@@ -27,6 +33,7 @@
 #include "runtime/Device.h"
 #include "runtime/Launch.h"
 #include "runtime/Module.h"
+#include "runtime/TensorMap.h"
 
 #include <array>
 #include <cstddef>
@@ -73,14 +80,17 @@ public:
   // Launches on the current device (loading the kernel there on first use)
   // with cuLaunchKernel's argument array: one pointer per runtime parameter,
   // each pointing at the value (CUdeviceptr / pointer for *T, int32_t for
-  // i32, int64_t for i64, float for fp32, ...). Null stream: the legacy
-  // default stream. An empty grid (any dimension 0) is an rt::Error.
+  // i32, int64_t for i64, float for fp32, a TensorDescriptor for
+  // tensordesc<...>, ...). Null stream: the legacy default stream. An empty
+  // grid (any dimension 0) is an rt::Error.
   void launch(rt::Grid grid, void **args, CUstream stream = nullptr) const;
 
   // The same with the arguments themselves; their addresses are packed for
   // cuLaunchKernel. Each argument's size must match its parameter's
-  // (pointers 8 bytes, i32 4, ...): a mismatch, or a wrong number of
-  // arguments, throws std::invalid_argument naming the parameter.
+  // (pointers 8 bytes, i32 4, a TensorDescriptor 128, ...): a mismatch, or a
+  // wrong number of arguments, throws std::invalid_argument naming the
+  // parameter. (A descriptor's dtype and block shape are not checked: make
+  // it with the block shape of the kernel's tensordesc<DTYPE[...]>.)
   template <typename... Args>
   void launch(rt::Grid grid, CUstream stream, const Args &...args) const {
     std::array<std::size_t, sizeof...(Args)> sizes{sizeof(Args)...};

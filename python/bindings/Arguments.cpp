@@ -2,11 +2,14 @@
 //   torch tensors (.data_ptr(), .dtype, .device; torch is never imported here),
 //   objects with __cuda_array_interface__ (pointer + typestr) or __dlpack__,
 //   → pointers *dtype, ":16" when 16-byte aligned;
+//   tessera.TensorDescriptor → tensordesc<dtype[block_shape]> (never specialised);
 //   bool → i1; int → i32 if it fits, else i64 (u64 above 2**63 - 1),
 //   ":1" when equal to 1, ":16" when divisible by 16; float → fp32.
 // Every error names the kernel and the argument.
 #include "Bindings.h"
 #include "JitKernel.h"
+
+#include "runtime/TensorMap.h"
 
 #include <cstring>
 #include <optional>
@@ -308,6 +311,24 @@ const char *scalarName(ScalarType t) {
   }
 }
 
+// A tessera.TensorDescriptor: its type carries the element type and the
+// block shape; the launch value (bits) is the address of its encoded map.
+Arg tensorDescArg(const TensorDesc &d, const std::string &kernel, const std::string &param) {
+  if (!d.hostDevice.empty())
+    typeError(kernel, param, "is a TensorDescriptor of a " + (d.hostDevice == "cpu" ? std::string("CPU") : d.hostDevice) +
+                                 " tensor; tessera kernels need CUDA tensors");
+  if (d.scalar < 0 || rt::tensorMapDataType(static_cast<ScalarType>(d.scalar)) < 0)
+    typeError(kernel, param, "is a TensorDescriptor of dtype " + d.dtypeName + ", which TMA descriptors do not "
+                             "support (fp16, bf16, fp32, fp64, fp8 and integers of 8 to 64 bits)");
+  if (d.block.empty()) valueError(kernel, param, "is a TensorDescriptor with an empty block_shape");
+  Arg a;
+  a.spec.type = ir::Type::tensorDesc(static_cast<ScalarType>(d.scalar), d.block);
+  a.bits = d.encoded ? reinterpret_cast<uint64_t>(d.map) : 0;
+  a.device = d.device;
+  a.torch = d.torch;
+  return a;
+}
+
 // ---- the hot path: torch tensors and plain scalars -------------------------
 
 PyObject *internedName(const char *s) { return PyUnicode_InternFromString(s); } // leaked on purpose
@@ -401,11 +422,13 @@ int knownDtype(PyObject *dtype) {
 
 } // namespace
 
+std::optional<ScalarType> dtypeFromName(std::string_view name) { return torchDtype(name); }
+
 FastArg fromArg(const Arg &a) {
   FastArg f;
   f.scalar = static_cast<uint8_t>(a.spec.type.scalar);
   f.flags = static_cast<uint8_t>((a.spec.type.pointer ? 1 : 0) | (a.spec.divisibility == 16 ? 2 : 0) |
-                                 (a.spec.equalsOne ? 4 : 0));
+                                 (a.spec.equalsOne ? 4 : 0) | (a.spec.type.isTensorDesc() ? kTensorDescFlag : 0));
   f.bits = a.bits;
   f.device = a.device;
   f.torch = a.torch;
@@ -465,6 +488,13 @@ bool classifyFast(PyObject *o, bool specialize, FastArg &out) {
 }
 
 std::string argSpecText(const ArgSpec &spec) {
+  if (spec.type.isTensorDesc()) { // tensordesc<bf16[128,64]>: no hints (descriptors are never specialised)
+    std::string out = "tensordesc<";
+    out += scalarName(spec.type.scalar);
+    for (size_t i = 0; i < spec.type.descBlock.size(); ++i)
+      out += (i ? "," : "[") + std::to_string(spec.type.descBlock[i]);
+    return out + "]>";
+  }
   std::string out = spec.type.pointer ? "*" : "";
   out += scalarName(spec.type.scalar);
   if (spec.equalsOne) out += ":1";
@@ -485,6 +515,7 @@ Arg classifyArgument(py::handle value, const std::string &kernel, const std::str
   if (PyFloat_Check(o)) return floatArg(PyFloat_AS_DOUBLE(o));
   if (o == Py_None)
     typeError(kernel, param, "is None; only tl.constexpr parameters accept None");
+  if (const TensorDesc *d = tensorDescOf(o)) return tensorDescArg(*d, kernel, param);
   if (hasAttr(value, "data_ptr") && hasAttr(value, "dtype") && hasAttr(value, "device"))
     return tensorArg(value, kernel, param, specialize);
   if (hasAttr(value, "__cuda_array_interface__")) return cudaArrayInterfaceArg(value, kernel, param, specialize);
@@ -506,8 +537,21 @@ Arg classifyArgument(py::handle value, const std::string &kernel, const std::str
 }
 
 Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &kernel, const std::string &param) {
+  if (want.type.isTensorDesc()) {
+    const TensorDesc *d = tensorDescOf(value.ptr());
+    if (!d)
+      typeError(kernel, param, "is a " + typeName(value) + " but the kernel was compiled for " + argSpecText(want) +
+                                   " (pass a tessera.TensorDescriptor)");
+    Arg got = tensorDescArg(*d, kernel, param);
+    if (!(got.spec.type == want.type))
+      typeError(kernel, param, "is a " + argSpecText(got.spec) + " but the kernel was compiled for " +
+                                   argSpecText(want));
+    return got;
+  }
   Arg got = classifyArgument(value, kernel, param, false);
   const std::string wantText = argSpecText(ArgSpec{want.type, 1, false});
+  if (got.spec.type.isTensorDesc())
+    typeError(kernel, param, "is a TensorDescriptor but the kernel was compiled for " + wantText);
   if (want.type.pointer) {
     if (!got.spec.type.pointer)
       typeError(kernel, param, "is a " + argSpecText(got.spec) + " but the kernel was compiled for " + wantText +

@@ -3,6 +3,7 @@
 //   Errors.cpp     C++ exceptions → tessera.CompilationError / DriverError / LaunchError
 //   Compile.cpp    compile(), kernel_parameters(), CompiledKernel, version
 //   Arguments.cpp  Python values → argument types, hints and launch bytes
+//   TensorDescriptor.cpp  tessera.TensorDescriptor's C base (TMA descriptors)
 //   Launcher.cpp   JitKernel: binding, specialisation key, caches, launch()
 //   Runtime.cpp    driver / device queries, synchronize, load_ptx
 //
@@ -18,7 +19,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::python {
@@ -30,6 +33,7 @@ void registerCompile(py::module_ &m);
 void registerLauncher(py::module_ &m);
 void registerRuntime(py::module_ &m);
 void registerInterpreter(py::module_ &m); // Interpreter.cpp: interpret mode on the host
+void registerTensorDescriptor(py::module_ &m); // TensorDescriptor.cpp
 
 // out += separator + item, without the separator before the first item.
 inline void appendJoined(std::string &out, const char *separator, const std::string &item) {
@@ -66,6 +70,48 @@ struct Arg {
   bool torch = false;     // a torch tensor: launch on torch's current stream
 };
 
+// A torch dtype's name ("torch.bfloat16", "float32", "half", ...) as a
+// scalar type; nullopt for dtypes tessera kernels do not take.
+std::optional<ir::ScalarType> dtypeFromName(std::string_view name);
+
+// ---------------------------------------------------- tensor descriptors
+
+// A tessera.TensorDescriptor as the launch path reads it: what was read from
+// its base, shape, strides and block_shape when it was made (all read-only
+// in Python), and the encoded CUtensorMap once a launch has encoded it
+// (TensorDescriptor.cpp; the encoding rules are runtime/TensorMap.h's).
+struct TensorDesc {
+  uint64_t address = 0;         // base.data_ptr()
+  int scalar = -1;              // ir::ScalarType of base.dtype; -1: a dtype tessera does not take
+  std::string dtypeName;        // str(base.dtype), for messages
+  int device = kUnknownDevice;  // base.device's CUDA ordinal, if it says
+  std::string hostDevice;       // base.device.type when not "cuda" ("cpu"): cannot be launched
+  bool torch = false;           // base is a torch tensor: launch on torch's current stream
+  std::vector<int64_t> shape, strides, block;
+  bool encoded = false;
+  unsigned char *map = nullptr; // rt::kTensorMapBytes, 64-byte aligned (inside the Python object)
+};
+
+// The TensorDesc of a tessera.TensorDescriptor (or subclass), else null.
+TensorDesc *tensorDescOf(PyObject *value);
+
+// "kernel(): tensor descriptor argument 'a_desc' (parameter 1 of 5)": how
+// descriptor errors name their argument (`index` counts from 0).
+std::string tensorDescLabel(const std::string &kernel, const std::string &param, size_t index, size_t count);
+
+[[gnu::noinline]] void encodeTensorDesc(TensorDesc &d, const std::string &kernel, const std::string &param,
+                                        size_t index, size_t count);
+
+// The descriptor's 128-byte CUtensorMap, encoded by the first call (checked
+// first: TypeError / ValueError / DriverError naming the argument); later
+// calls return the cached bytes (a launch reads them, nothing else).
+inline const void *encodedTensorMap(TensorDesc &d, const std::string &kernel, const std::string &param,
+                                    size_t index, size_t count) {
+  if (!d.encoded) [[unlikely]]
+    encodeTensorDesc(d, kernel, param, index, count);
+  return d.map;
+}
+
 // Classifies the value of runtime parameter `param` of kernel `kernel`.
 // `specialize` false: no ":16" / ":1" hints (do_not_specialize).
 // Throws TypeError / ValueError naming the argument.
@@ -81,7 +127,7 @@ Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &ke
 ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const std::string &param);
 py::object fromConstexpr(const ConstexprValue &value);
 
-// "*fp32:16", "i32:1", "fp32".
+// "*fp32:16", "i32:1", "fp32", "tensordesc<bf16[128,64]>".
 std::string argSpecText(const ArgSpec &spec);
 std::string signatureText(const std::vector<ArgSpec> &signature);
 

@@ -165,9 +165,16 @@ void registerCache(py::module_ &m) {
         const std::vector<ArgSpec> &sig = kernel.signature();
         if (args.size() != sig.size()) throw py::value_error("bench_bare_launch: one argument per runtime parameter");
         std::vector<uint64_t> slots;
-        for (size_t i = 0; i < sig.size(); ++i) slots.push_back(convertArgument(args[i], sig[i], kernel.name(), "arg").bits);
         std::vector<void *> pointers;
-        for (uint64_t &s : slots) pointers.push_back(&s);
+        for (size_t i = 0; i < sig.size(); ++i) {
+          slots.push_back(convertArgument(args[i], sig[i], kernel.name(), "arg").bits);
+          if (sig[i].type.isTensorDesc())
+            slots.back() = reinterpret_cast<uint64_t>(
+                encodedTensorMap(*tensorDescOf(args[i].ptr()), kernel.name(), "arg", i, sig.size()));
+        }
+        for (size_t i = 0; i < sig.size(); ++i) // a descriptor's slot holds the address of its map
+          pointers.push_back(sig[i].type.isTensorDesc() ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[i]))
+                                                        : static_cast<void *>(&slots[i]));
         py::gil_scoped_release nogil;
         const rt::LoadedKernel &loaded = kernel.load(rt::kCurrentDevice);
         auto start = std::chrono::steady_clock::now();

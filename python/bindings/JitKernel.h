@@ -85,11 +85,22 @@ private:
 // A runtime argument as the hot path sees it: its key bytes and launch value.
 struct FastArg {
   uint8_t scalar = 0; // ir::ScalarType
-  uint8_t flags = 0;  // 1 pointer, 2 divisible by 16 / aligned, 4 equals 1
+  uint8_t flags = 0;  // 1 pointer, 2 divisible by 16 / aligned, 4 equals 1, 8 tensor descriptor
   uint64_t bits = 0;
   int device = kUnknownDevice;
   bool torch = false;
 };
+
+inline constexpr uint8_t kTensorDescFlag = 8;
+
+// A tensor descriptor's key bytes after its (scalar, flags) pair: the block
+// shape, which the compiled kernel depends on (its shape and strides are
+// runtime values inside the encoded map, not part of the key).
+inline void appendTensorDescBlock(KeyBuffer &key, const std::vector<int64_t> &block) {
+  const uint32_t rank = static_cast<uint32_t>(block.size());
+  key.append(&rank, sizeof rank);
+  key.append(block.data(), block.size() * sizeof(int64_t));
+}
 
 // An int known to be an address or handle (>= 0, < 2**64) as 64 bits.
 // PyLong_AsUnsignedLongLong takes CPython's slow generic path (through

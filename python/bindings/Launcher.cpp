@@ -11,6 +11,7 @@
 // (specializeArgs: ArgSpecs, constexpr values) run, and the two keys must agree.
 #include "JitKernel.h"
 
+#include "runtime/Cache.h"
 #include "runtime/Driver.h"
 
 #include <cstring>
@@ -288,6 +289,7 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
     Arg a = classifyArgument(b.values[i], k.name, p.name, k.specialize[i]);
     FastArg f = fromArg(a);
     appendArgKey(key, f.scalar, f.flags);
+    if (a.spec.type.isTensorDesc()) appendTensorDescBlock(key, a.spec.type.descBlock);
     if (a.device != kUnknownDevice) {
       if (s.device == kUnknownDevice) {
         s.device = a.device;
@@ -304,6 +306,28 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
   return s;
 }
 
+CompileOptions compileOptions(const JitKernel &k, const Bound &b, const std::string &arch) {
+  CompileOptions options;
+  options.numWarps = b.numWarps;
+  options.numStages = b.numStages;
+  options.arch = arch;
+  options.backend = k.backend;
+  return options;
+}
+
+std::vector<ArgSpec> signatureOf(const Specialized &s) {
+  std::vector<ArgSpec> signature;
+  signature.reserve(s.args.size());
+  for (const Arg &a : s.args) signature.push_back(a.spec);
+  return signature;
+}
+
+std::map<std::string, ConstexprValue> constexprsOf(const JitKernel &k, const Specialized &s) {
+  std::map<std::string, ConstexprValue> out;
+  for (const auto &[i, v] : s.constexprs) out[k.params[i].name] = v;
+  return out;
+}
+
 std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, const Bound &b,
                                            const std::string &arch) {
   std::string fullKey = arch;
@@ -317,15 +341,9 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   entry->params = k.params;
   entry->numStages = b.numStages;
   entry->backend = k.backend;
-  for (const auto &[i, v] : s.constexprs) entry->constexprs[k.params[i].name] = v;
-  std::vector<ArgSpec> signature;
-  signature.reserve(s.args.size());
-  for (const Arg &a : s.args) signature.push_back(a.spec);
-  CompileOptions options;
-  options.numWarps = b.numWarps;
-  options.numStages = b.numStages;
-  options.arch = arch;
-  options.backend = k.backend;
+  entry->constexprs = constexprsOf(k, s);
+  std::vector<ArgSpec> signature = signatureOf(s);
+  const CompileOptions options = compileOptions(k, b, arch);
   {
     py::gil_scoped_release nogil; // parallel compiles (the autotuner's threads); disk I/O too
     entry->kernel = compileCached(k.file, k.name, std::move(signature), entry->constexprs, options);
@@ -404,12 +422,24 @@ const rt::LoadedKernel *loadOnMiss(JitKernel &k, const Bound &b, int device, std
 struct Packed {
   KeyBuffer key;
   InlineVec<uint64_t, 32> slots;
+  // Slots that hold the address of the value rather than the value: tensor
+  // descriptors (their 128-byte maps); usually none.
+  InlineVec<uint32_t, 8> indirect;
   int device = kUnknownDevice;
   bool torch = false;
 };
 
 void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   size_t firstDeviceParam = 0;
+  auto noteDevice = [&](int device, size_t i) {
+    if (device == kUnknownDevice) return;
+    if (out.device == kUnknownDevice) {
+      out.device = device;
+      firstDeviceParam = i;
+    } else if (device != out.device) {
+      raiseMixedDevices(k, k.params[firstDeviceParam].name, out.device, k.params[i].name, device);
+    }
+  };
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ParamInfo &p = k.params[i];
     PyObject *value = b.values[i];
@@ -419,17 +449,22 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
       continue;
     }
     FastArg f;
-    if (!classifyFast(value, k.specialize[i], f)) f = fromArg(classifyArgument(value, k.name, p.name, k.specialize[i]));
+    if (!classifyFast(value, k.specialize[i], f)) {
+      if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
+        const void *map = encodedTensorMap(*d, k.name, p.name, i, k.params.size());
+        appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
+        appendTensorDescBlock(out.key, d->block);
+        out.indirect.push_back(static_cast<uint32_t>(out.slots.size()));
+        out.slots.push_back(reinterpret_cast<uint64_t>(map));
+        noteDevice(d->device, i);
+        out.torch = out.torch || d->torch;
+        continue;
+      }
+      f = fromArg(classifyArgument(value, k.name, p.name, k.specialize[i]));
+    }
     appendArgKey(out.key, f.scalar, f.flags);
     out.slots.push_back(f.bits);
-    if (f.device != kUnknownDevice) {
-      if (out.device == kUnknownDevice) {
-        out.device = f.device;
-        firstDeviceParam = i;
-      } else if (f.device != out.device) {
-        raiseMixedDevices(k, k.params[firstDeviceParam].name, out.device, p.name, f.device);
-      }
-    }
+    noteDevice(f.device, i);
     out.torch = out.torch || f.torch;
   }
   appendOptions(out.key, b);
@@ -458,6 +493,10 @@ void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *stream
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
   InlineVec<void *, 32> pointers;
   for (size_t i = 0; i < packed.slots.size(); ++i) pointers.push_back(&packed.slots[i]);
+  for (size_t j = 0; j < packed.indirect.size(); ++j) { // a descriptor: point at its map itself
+    const uint32_t i = packed.indirect[j];
+    pointers[i] = reinterpret_cast<void *>(static_cast<uintptr_t>(packed.slots[i]));
+  }
   rt::launchInContext(*loaded, g, pointers.data(), stream);
 }
 
@@ -486,6 +525,24 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   options["num_stages"] = b.numStages;
   py::object device = s.device == kUnknownDevice ? py::object(py::none()) : py::object(py::int_(s.device));
   return py::make_tuple(signature, constexprs, options, device);
+}
+
+// The disk cache's key for the kernel these arguments launch on `target`
+// (what compileCached looks up): {"digest", "text", "path"}; None when the
+// cache is off. Tests use it to plant an entry (a kernel the compiler cannot
+// build yet, given as PTX).
+py::object cacheKey(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target) {
+  Bound b = bind(k, VectorArgs(args, kwargs));
+  Specialized s = specializeArgs(k, b);
+  cache::DiskCache disk;
+  if (!disk.enabled()) return py::none();
+  cache::Key key = cache::makeKey(k.file->text, k.name, signatureOf(s), constexprsOf(k, s), compileOptions(k, b, target));
+  if (!key) return py::none();
+  py::dict out;
+  out["digest"] = key.digest;
+  out["text"] = key.text;
+  out["path"] = disk.entryPath(key);
+  return out;
 }
 
 // Both passes' keys (tests: they must be equal for every kind of argument).
@@ -586,6 +643,7 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
 // it compute wrong results or fault, so such a launch is refused.
 static void checkSpecialisation(uint64_t bits, const ArgSpec &spec, const std::string &kernel,
                                 const std::string &param) {
+  if (spec.type.isTensorDesc()) return; // never specialised
   if (spec.type.pointer) {
     if (spec.divisibility >= 16 && bits % 16 != 0)
       throw py::value_error(kernel + "(): argument '" + param + "' is not 16-byte aligned, but the kernel was "
@@ -630,7 +688,11 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   for (size_t j = 0; j < sig.size(); ++j) {
     size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
     const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
-    Arg a = convertArgument(args[all ? param : j], sig[j], name, pname);
+    py::handle value = args[all ? param : j];
+    Arg a = convertArgument(value, sig[j], name, pname);
+    if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
+      a.bits = reinterpret_cast<uint64_t>(
+          encodedTensorMap(*tensorDescOf(value.ptr()), name, pname, param, entry->params.size()));
     checkSpecialisation(a.bits, sig[j], name, pname);
     if (a.device != kUnknownDevice) {
       if (device != kUnknownDevice && device != a.device)
@@ -657,7 +719,9 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   }
   if (!nonEmpty) return;
   std::vector<void *> pointers;
-  for (uint64_t &slot : slots) pointers.push_back(&slot);
+  for (size_t j = 0; j < slots.size(); ++j)
+    pointers.push_back(sig[j].type.isTensorDesc() ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[j]))
+                                                  : static_cast<void *>(&slots[j]));
   rt::launchInContext(*loaded, g, pointers.data(), resolveStream(stream, torch, device));
 }
 
@@ -701,6 +765,8 @@ void registerLauncher(py::module_ &m) {
            "when there is no GPU.")
       .def("_launch_keys", &launchKeys, py::arg("args"), py::arg("kwargs") = py::none(),
            "(fast key, full key) of the launch path's two passes (tests: always equal).")
+      .def("_cache_key", &cacheKey, py::arg("args"), py::arg("kwargs") = py::none(), py::arg("target") = "sm_90a",
+           "{digest, text, path} of the disk-cache entry these arguments compile to for target (None: cache off).")
       .def("cache_info",
            [](const JitKernel &k) {
              py::dict out;

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   tessera::python::registerRuntime(m);
   tessera::python::registerLauncher(m);
   tessera::python::registerInterpreter(m);
+  tessera::python::registerTensorDescriptor(m);
 }

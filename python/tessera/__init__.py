@@ -9,6 +9,7 @@ compilation and launching:
     kernel[grid](*args, **meta)       # launch (C++: bind, specialise, cache, launch)
     kernel.warmup(*args, **meta)      # compile only
     tessera.compile(kernel, signature="*fp32:16,i32", constexprs={...})   # compiler.py
+    tessera.TensorDescriptor(x, shape, strides, block_shape)   # a TMA descriptor argument (tensor_descriptor.py)
 
 Errors: errors.py (CompilationError, DriverError, ...).
 """
@@ -30,12 +31,15 @@ from .compiler import CompiledKernel, compile  # noqa: E402
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
 # @tessera.elementwise / tessera.fuse: fused elementwise kernels (fusion.py, docs/fusion.md)
 from .fusion import ElementwiseFunction, elementwise, fuse  # noqa: E402
+# TMA tensor descriptor arguments: tensordesc<DTYPE[block]> parameters (docs/runtime.md)
+from .tensor_descriptor import TensorDescriptor  # noqa: E402
 
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
     "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
     "runtime", "driver_available", "device_count", "synchronize",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "elementwise", "fuse", "ElementwiseFunction",
+    "TensorDescriptor",
 ]
 __version__ = "0.1.0"
 

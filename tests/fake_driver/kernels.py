@@ -55,3 +55,15 @@ def tuned_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     mask = offsets < n_elements
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
              mask=mask)
+
+
+# Tensor descriptor arguments (tests/fake_driver/test_tensor_descriptor.py). Their PTX comes from a
+# planted disk-cache entry, so these launch whether or not the compiler can build them.
+@tessera.jit
+def desc_kernel(a_desc, n, b_desc):
+    pass
+
+
+@tessera.jit
+def int_then_desc(n, desc):
+    pass

@@ -10,16 +10,25 @@
  *     .entry directive (the sizes of its parameters);
  *   - cuLaunchKernel returns CUDA_SUCCESS after recording the launch (the
  *     function's name, grid, block, shared memory, stream and each
- *     parameter's value, read through kernelParams with the sizes above);
+ *     parameter's value, read through kernelParams with the sizes above,
+ *     also laid out in a parameter block with the PTX's alignments, as the
+ *     real driver does);
+ *   - cuTensorMapEncodeTiled checks the hardware's rules as the real one
+ *     does, records its arguments and writes them packed into the 128-byte
+ *     map (fake_libcuda.h), so that tests can find those bytes again in a
+ *     launch's parameter block;
  *   - device memory is host memory (cuMemAlloc = aligned_alloc), so copies
  *     and memsets work; events time nothing; graph capture is unsupported.
- * Tests read the record back through ctypes (tessera_fake_last_launch and
- * friends, below; tests/python/fake_cuda.py wraps them).
+ * Tests read the records back (fake_libcuda.h: tessera_fake_last_launch,
+ * tessera_fake_last_tensor_map and friends, below; tests/fake_driver/fake_cuda.py
+ * wraps them for Python).
  *
  * Environment: TESSERA_FAKE_CUDA_DEVICES (default 1) and
  * TESSERA_FAKE_CUDA_CC (compute capability as 90, 80 ...; default 90).
  * Reported driver version: 99000, a number no real driver has, so that the
  * disk cache never files the fake's "cubins" under a real driver's tag. */
+#include "fake_libcuda.h"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -30,33 +39,30 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { kMaxDevices = 16, kMaxParams = 128, kNameSize = 256, kFakeDriverVersion = 99000 };
+enum { kMaxDevices = 16, kMaxParams = kFakeMaxParams, kNameSize = 256, kFakeDriverVersion = 99000 };
 
-/* ---- what the tests read back ------------------------------------------- */
-
-struct tessera_fake_launch {
-  uint64_t count;          /* launches so far (this one included) */
-  const char *kernel;      /* the function's name (lives as long as the process) */
-  unsigned grid[3];
-  unsigned block[3];
-  unsigned shared_bytes;
-  uint64_t stream;         /* the CUstream as an integer */
-  int device;              /* the device of the current context */
-  int num_params;          /* from the PTX .entry; -1 when the image was not PTX */
-  int param_sizes[kMaxParams];
-  uint64_t params[kMaxParams]; /* each parameter's first (up to) 8 bytes, zero-extended */
-};
+/* ---- what the tests read back (fake_libcuda.h) ---------------------------- */
 
 static struct tessera_fake_launch last_launch;
 static uint64_t launch_count;
+static struct tessera_fake_tensor_map last_tensor_map;
+static uint64_t tensor_map_count;
+static CUresult fail_next_tensor_map = CUDA_SUCCESS;
 static int init_called;
 
 EXPORT const struct tessera_fake_launch *tessera_fake_last_launch(void) { return &last_launch; }
 EXPORT uint64_t tessera_fake_launch_count(void) { return launch_count; }
+EXPORT const struct tessera_fake_tensor_map *tessera_fake_last_tensor_map(void) { return &last_tensor_map; }
+EXPORT uint64_t tessera_fake_tensor_map_count(void) { return tensor_map_count; }
+/* The next cuTensorMapEncodeTiled returns `result` (after its own checks pass), as a real driver may. */
+EXPORT void tessera_fake_fail_next_tensor_map(int result) { fail_next_tensor_map = (CUresult)result; }
 EXPORT int tessera_fake_initialized(void) { return init_called; }
 EXPORT void tessera_fake_reset(void) {
   memset(&last_launch, 0, sizeof last_launch);
   launch_count = 0;
+  memset(&last_tensor_map, 0, sizeof last_tensor_map);
+  tensor_map_count = 0;
+  fail_next_tensor_map = CUDA_SUCCESS;
 }
 
 /* ---- devices and contexts ------------------------------------------------ */
@@ -215,6 +221,7 @@ struct fake_function {
   char name[kNameSize];
   int num_params; /* -1: unknown */
   int param_sizes[kMaxParams];
+  int param_aligns[kMaxParams];
   int max_dynamic_shared;
 };
 
@@ -234,8 +241,10 @@ static CUresult fake_cuModuleUnload(CUmodule module) {
 }
 
 /* The size in bytes of one PTX parameter declaration (".param .u64 .ptr
- * .global .align 1 k_param_0", ".param .align 8 .b8 k_param_1[16]"). */
-static int param_size(const char *p, const char *end) {
+ * .global .align 1 k_param_0", ".param .align 8 .b8 k_param_1[16]"), and
+ * its alignment: ".align N" before the type, else the type's size (an
+ * ".align" after ".ptr" is the pointee's, not the parameter's). */
+static int param_size(const char *p, const char *end, int *align) {
   static const struct { const char *type; int size; } types[] = {
       {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4},
       {".f32", 4}, {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".bf16", 2}, {".u8", 1},
@@ -250,8 +259,13 @@ static int param_size(const char *p, const char *end) {
         break;
       }
     }
+  const char *q = p;
+  while (q < end && (*q == ' ' || *q == '\t' || *q == '\n')) ++q;
+  int element = size;
   const char *bracket = memchr(p, '[', (size_t)(end - p));
   if (bracket) size *= atoi(bracket + 1);
+  *align = (end - q > 6 && memcmp(q, ".align", 6) == 0) ? atoi(q + 6) : element;
+  if (*align < 1) *align = 1;
   return size;
 }
 
@@ -271,7 +285,8 @@ static int parse_entry(const char *ptx, const char *name, struct fake_function *
          s = strstr(s + 6, ".param")) {
       const char *e = s + 6;
       while (e < close && *e != ',') ++e;
-      f->param_sizes[f->num_params++] = param_size(s + 6, e);
+      f->param_sizes[f->num_params] = param_size(s + 6, e, &f->param_aligns[f->num_params]);
+      ++f->num_params;
     }
     return 1;
   }
@@ -329,20 +344,120 @@ static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, uns
   l->stream = (uint64_t)(uintptr_t)stream;
   l->device = current_context->device;
   l->num_params = f->num_params;
+  int offset = 0;
   for (int i = 0; i < f->num_params; ++i) {
-    int size = f->param_sizes[i];
+    int size = f->param_sizes[i], align = f->param_aligns[i];
     uint64_t v = 0;
     if (!params || !params[i]) return CUDA_ERROR_INVALID_VALUE;
+    offset = (offset + align - 1) / align * align;
+    if (offset + size > kFakeParamBlockBytes) return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *slot = l->param_block + offset;
     switch (size) { /* fixed-size copies: this loop is part of what the benchmarks' "bare" case costs */
-    case 8: memcpy(&v, params[i], 8); break;
-    case 4: { uint32_t w; memcpy(&w, params[i], 4); v = w; break; }
-    case 2: { uint16_t w; memcpy(&w, params[i], 2); v = w; break; }
-    case 1: v = *(const uint8_t *)params[i]; break;
-    default: memcpy(&v, params[i], size < 8 ? (size_t)size : 8); break;
+    case 8: memcpy(&v, params[i], 8); memcpy(slot, &v, 8); break;
+    case 4: { uint32_t w; memcpy(&w, params[i], 4); v = w; memcpy(slot, &w, 4); break; }
+    case 2: { uint16_t w; memcpy(&w, params[i], 2); v = w; memcpy(slot, &w, 2); break; }
+    case 1: v = *(const uint8_t *)params[i]; *slot = (unsigned char)v; break;
+    default: memcpy(&v, params[i], size < 8 ? (size_t)size : 8); memcpy(slot, params[i], (size_t)size); break;
     }
     l->param_sizes[i] = size;
     l->params[i] = v;
+    l->param_offsets[i] = offset;
+    l->param_aligns[i] = align;
+    l->param_addresses[i] = (uint64_t)(uintptr_t)params[i];
+    offset += size;
   }
+  l->param_block_bytes = offset;
+  return CUDA_SUCCESS;
+}
+
+/* ---- TMA descriptors ------------------------------------------------------ */
+
+static int tensor_map_element_bytes(CUtensorMapDataType t) {
+  switch (t) {
+  case CU_TENSOR_MAP_DATA_TYPE_UINT8: return 1;
+  case CU_TENSOR_MAP_DATA_TYPE_UINT16: case CU_TENSOR_MAP_DATA_TYPE_FLOAT16: case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: return 2;
+  case CU_TENSOR_MAP_DATA_TYPE_UINT32: case CU_TENSOR_MAP_DATA_TYPE_INT32: case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+  case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ: case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
+  case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ: return 4;
+  case CU_TENSOR_MAP_DATA_TYPE_UINT64: case CU_TENSOR_MAP_DATA_TYPE_INT64: case CU_TENSOR_MAP_DATA_TYPE_FLOAT64: return 8;
+  default: return 0; /* the packed sub-byte types: not modelled */
+  }
+}
+
+/* The rules cuda.h documents for cuTensorMapEncodeTiled (packed types aside). */
+static CUresult tensor_map_check(CUtensorMapDataType type, cuuint32_t rank, void *address, const cuuint64_t *dim,
+                                 const cuuint64_t *strides, const cuuint32_t *box, const cuuint32_t *element_strides,
+                                 CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                 CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  int bytes = tensor_map_element_bytes(type);
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if ((unsigned)interleave > CU_TENSOR_MAP_INTERLEAVE_32B || (unsigned)swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B ||
+      (unsigned)l2 > CU_TENSOR_MAP_L2_PROMOTION_L2_256B || (unsigned)oob > CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (rank < 1 || rank > 5 || (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && rank < 3)) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
+  if ((uintptr_t)address % align) return CUDA_ERROR_INVALID_VALUE;
+  if (!dim || !box || !element_strides || (rank > 1 && !strides)) return CUDA_ERROR_INVALID_VALUE;
+  for (cuuint32_t i = 0; i < rank; ++i) {
+    if (dim[i] == 0 || dim[i] > ((uint64_t)1 << 32)) return CUDA_ERROR_INVALID_VALUE;
+    if (box[i] == 0 || box[i] > 256) return CUDA_ERROR_INVALID_VALUE;
+    if (element_strides[i] == 0 || element_strides[i] > 8) return CUDA_ERROR_INVALID_VALUE;
+    if (i + 1 < rank && (strides[i] % align || strides[i] >= ((uint64_t)1 << 40))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  uint64_t inner = (uint64_t)box[0] * (uint64_t)bytes;
+  if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE) {
+    if (inner % 16) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t span = swizzle == CU_TENSOR_MAP_SWIZZLE_NONE ? 0 : swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 32
+                    : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64 : 128;
+    if (span && inner > span) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (interleave == CU_TENSOR_MAP_INTERLEAVE_32B && swizzle != CU_TENSOR_MAP_SWIZZLE_32B) return CUDA_ERROR_INVALID_VALUE;
+  if (oob == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA &&
+      (type <= CU_TENSOR_MAP_DATA_TYPE_INT64 || type > CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                            const cuuint64_t *dim, const cuuint64_t *strides, const cuuint32_t *box,
+                                            const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                                            CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                            CUtensorMapFloatOOBfill oob) {
+  struct tessera_fake_tensor_map *t = &last_tensor_map;
+  memset(t, 0, sizeof *t);
+  t->count = ++tensor_map_count;
+  t->data_type = (int)type;
+  t->rank = rank;
+  t->address = (uint64_t)(uintptr_t)address;
+  for (cuuint32_t i = 0; i < rank && i < 5; ++i) {
+    if (dim) t->global_dim[i] = dim[i];
+    if (strides && i + 1 < rank) t->global_strides[i] = strides[i];
+    if (box) t->box_dim[i] = box[i];
+    if (element_strides) t->element_strides[i] = element_strides[i];
+  }
+  t->interleave = (int)interleave, t->swizzle = (int)swizzle, t->l2_promotion = (int)l2, t->oob_fill = (int)oob;
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if (!current_context) r = CUDA_ERROR_INVALID_CONTEXT;
+  else if (map) r = tensor_map_check(type, rank, address, dim, strides, box, element_strides, interleave, swizzle, l2, oob);
+  if (r == CUDA_SUCCESS && fail_next_tensor_map != CUDA_SUCCESS) {
+    r = fail_next_tensor_map;
+    fail_next_tensor_map = CUDA_SUCCESS;
+  }
+  t->result = (int)r;
+  if (r != CUDA_SUCCESS) return r;
+  uint64_t w[16] = {0};
+  w[0] = TESSERA_FAKE_TENSOR_MAP_MAGIC;
+  w[1] = t->address;
+  for (int i = 0; i < 5; ++i) w[2 + i] = t->global_dim[i];
+  for (int i = 0; i < 4; ++i) w[7 + i] = t->global_strides[i];
+  w[11] = t->box_dim[0] | (uint64_t)t->box_dim[1] << 32;
+  w[12] = t->box_dim[2] | (uint64_t)t->box_dim[3] << 32;
+  w[13] = t->box_dim[4] | (uint64_t)rank << 32;
+  w[14] = (uint64_t)type | (uint64_t)interleave << 8 | (uint64_t)swizzle << 16 | (uint64_t)l2 << 24 | (uint64_t)oob << 32;
+  for (int i = 0; i < 5; ++i) w[14] |= (uint64_t)(t->element_strides[i] & 15) << (40 + 4 * i);
+  w[15] = t->count;
+  memcpy(map, w, sizeof w);
+  memcpy(t->map, w, sizeof w);
   return CUDA_SUCCESS;
 }
 
@@ -451,7 +566,8 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)                               \
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphInstantiateWithFlags, 11040)           \
   X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) X(cuGraphDestroy, 10000) X(cuEventCreate, 2000)        \
-  X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000)
+  X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000)       \
+  X(cuTensorMapEncodeTiled, 12000)
 
 #define FAKE_ENTRY(name, version) {#name, (void *)(PFN_##name##_v##version)fake_##name},
 static const struct { const char *name; void *fn; } symbols[] = {FAKE_SYMBOLS(FAKE_ENTRY)};

@@ -8,6 +8,7 @@
 #include "runtime/Memory.h"
 #include "runtime/Module.h"
 #include "runtime/Stream.h"
+#include "runtime/TensorMap.h"
 
 #include <gtest/gtest.h>
 
@@ -75,6 +76,7 @@ TEST(RuntimeNoDriver, EveryEntryPointThrowsDriverNotFound) {
 
   const char ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n";
   char host[16] = {};
+  unsigned char map[kTensorMapBytes] = {};
   LoadedKernel empty;
   std::vector<std::pair<const char *, std::function<void()>>> entryPoints = {
       {"driverVersion", [] { driverVersion(); }},
@@ -106,6 +108,10 @@ TEST(RuntimeNoDriver, EveryEntryPointThrowsDriverNotFound) {
       {"endCapture", [] { endCapture(nullptr); }},
       {"captureGraph", [] { captureGraph(nullptr, [] {}); }},
       {"Graph::launch", [] { Graph().launch(nullptr); }},
+      {"encodeTensorMap", [&] { encodeTensorMap(TensorMapArgs{}, map); }},
+      {"makeTensorDescriptor", [] {
+         tessera::makeTensorDescriptor(0x10000, tessera::ir::ScalarType::F16, {64, 64}, {64, 1}, {64, 64});
+       }},
   };
   for (auto &[name, call] : entryPoints) {
     SCOPED_TRACE(name);

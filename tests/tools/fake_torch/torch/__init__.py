@@ -4,7 +4,8 @@ tests/tools/fake_libcuda.c). Put tests/tools/fake_torch first on PYTHONPATH
 in a process of its own: it is `torch` to that process.
 
 Only what tessera's launch path reads exists: torch.Tensor with is_cuda,
-dtype, device, data_ptr() and get_device(); dtype singletons;
+dtype, device, data_ptr(), get_device() and (when given) shape and
+stride(); dtype singletons;
 torch._C._cuda_getCurrentRawStream(device); and torch.cuda.is_available()
 (False: tessera's autotuner then times with the runtime's own events) and
 torch.cuda.synchronize(). Tensors hold no memory: a
@@ -32,6 +33,10 @@ int8 = dtype("int8")
 int32 = int = dtype("int32")
 int64 = long = dtype("int64")
 uint8 = dtype("uint8")
+int16 = short = dtype("int16")
+bool = dtype("bool")
+float8_e4m3fn = dtype("float8_e4m3fn")
+float8_e5m2 = dtype("float8_e5m2")
 complex64 = dtype("complex64")
 
 
@@ -45,10 +50,24 @@ class device:
 
 
 class Tensor:
-    def __init__(self, ptr, dtype=float32, device="cuda", index=0):
+    def __init__(self, ptr, dtype=float32, device="cuda", index=0, shape=None, strides=None):
         self._ptr = ptr
         self._dtype = dtype
         self._device = globals()["device"](device, index if device == "cuda" else None)
+        self._shape = tuple(shape) if shape is not None else None
+        if strides is None and shape is not None:  # contiguous
+            strides, step = [], 1
+            for n in reversed(self._shape):
+                strides.insert(0, step)
+                step *= n
+        self._strides = tuple(strides) if strides is not None else None
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def stride(self):
+        return self._strides
 
     @property
     def is_cuda(self):

@@ -1,0 +1,49 @@
+"""tessera.TensorDescriptor: a TMA tensor descriptor kernel argument (Hopper), as
+Triton's triton.tools.tensor_descriptor.TensorDescriptor.
+
+    desc = tessera.TensorDescriptor(a, shape=[M, K], strides=[K, 1], block_shape=[128, 64])
+    desc = tessera.TensorDescriptor.from_tensor(a, [128, 64])      # a.shape, a.stride()
+    kernel[grid](desc, ...)        # in the kernel: desc.load([off_m, off_k]) reads one 128 x 64 block
+
+The kernel's parameter specialises to tensordesc<DTYPE[B0,B1,...]> (e.g.
+tensordesc<bf16[128,64]>: the element type and the block shape). Shape and
+strides are in elements, outermost first; the innermost stride must be 1, the
+others multiples of 16 bytes, the base 16-byte aligned, the block dimensions
+powers of two of at most 256. The first launch checks this (an error names the
+argument and the rule) and encodes the 128-byte CUtensorMap with
+cuTensorMapEncodeTiled; later launches pass the same bytes, so base, shape,
+strides and block_shape are read-only. The descriptor keeps `base` alive and
+holds base.data_ptr() as it was when the descriptor was made. docs/runtime.md
+("Tensor descriptors") has the encoding and what it costs.
+"""
+from . import _C
+
+if _C is not None:
+    _Base = _C.TensorDescriptorBase
+else:
+    class _Base:
+        __slots__ = ()
+
+        def __new__(cls, *args, **kwargs):
+            from .jit import _ext
+            _ext()  # raises ImportError saying why the extension is missing
+            raise ImportError("tessera._C is not available")
+
+
+class TensorDescriptor(_Base):
+    """TensorDescriptor(base, shape, strides, block_shape): `base` is a CUDA tensor (anything with
+    .data_ptr() and .dtype), shape and strides are in elements (outermost first), block_shape is
+    the block a load reads. Ranks 1 to 5."""
+    __slots__ = ()
+
+    @classmethod
+    def from_tensor(cls, tensor, block_shape):
+        """A descriptor of the whole tensor: its shape and strides."""
+        return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), block_shape)
+
+    def __repr__(self):
+        return (f"TensorDescriptor(dtype={self.dtype}, shape={list(self.shape)}, strides={list(self.strides)}, "
+                f"block_shape={list(self.block_shape)})")
+
+
+__all__ = ["TensorDescriptor"]

@@ -1,0 +1,333 @@
+"""tessera.TensorDescriptor arguments through the fake CUDA driver: the signature
+token they specialise to, the arguments cuTensorMapEncodeTiled gets (dimensions
+innermost first, strides in bytes, the innermost box clamped to 128 bytes and
+the swizzle that goes with it), the 128 encoded bytes reaching cuLaunchKernel
+at a 64-byte-aligned place in the parameter block, one encoding per
+descriptor, and each rule's error.
+
+The kernels launched here take their PTX from a disk-cache entry these tests
+write (plant(): the launch path's own key, hand-written PTX with the parameter
+declarations the descriptor ABI asks for), so no compiler is involved."""
+import os
+
+import pytest
+import torch
+
+import tessera
+import kernels as K
+from fake_cuda import TENSOR_MAP_MAGIC, unpack_tensor_map
+
+P = 0x7F0000001000  # a 16-byte aligned "device pointer" (never dereferenced)
+
+# CUtensorMapDataType / CUtensorMapSwizzle / CUtensorMapL2promotion values (cuda.h)
+UINT8, INT32, FLOAT16, FLOAT32, BFLOAT16 = 0, 3, 6, 7, 9
+SWIZZLE_NONE, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B = 0, 1, 2, 3
+L2_PROMOTION_128B = 2
+CUDA_ERROR_INVALID_VALUE = 1
+
+DESC = ".align 64 .b8 {}[128]"  # the descriptor ABI: one 128-byte parameter, 64-byte aligned
+I32 = ".u32 {}"
+
+
+def desc(ptr=P, dtype=torch.bfloat16, shape=(512, 256), strides=(256, 1), block=(128, 64), device="cuda"):
+    return tessera.TensorDescriptor(torch.Tensor(ptr, dtype, device=device), list(shape), list(strides), list(block))
+
+
+def fresh(kernel):
+    """A new handle of the kernel: its in-memory caches start empty."""
+    return tessera.jit(kernel.fn)
+
+
+def plant(kernel, args, decls):
+    """Writes the disk-cache entry that kernel[grid](*args) looks up: PTX whose .entry declares `decls`."""
+    key = kernel._get_handle()._cache_key(tuple(args), {}, "sm_90a")
+    assert key is not None, "the disk cache is off"
+    name = kernel.__name__
+    params = ",\n".join("\t.param " + d.format(f"{name}_param_{i}") for i, d in enumerate(decls))
+    ptx = (f".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry {name}(\n{params}\n)\n"
+           ".maxntid 128, 1, 1\n{\n\tret;\n}\n")
+    entry = {"key": key["text"], "kernel": name, "arch": "sm_90a", "signature": "", "num_warps": 4,
+             "num_stages": 3, "shared": 0, "ptx": ptx}
+    os.makedirs(os.path.dirname(key["path"]), exist_ok=True)
+    assert tessera._C.write_file_atomically(key["path"], tessera._C.cache_encode(entry))
+
+
+def launch_planted(kernel, args, decls, grid=(1,)):
+    """Plants the entry, launches, and checks that the launch took it (no compile)."""
+    plant(kernel, args, decls)
+    hits = tessera._C.cache_stats()["hits"]
+    kernel[grid](*args)
+    assert tessera._C.cache_stats()["hits"] == hits + 1
+
+
+@pytest.fixture(autouse=True)
+def default_stream():
+    torch._C.current_stream = 0
+    yield
+    torch._C.current_stream = 0
+
+
+# ---- the signature token ------------------------------------------------------------------------------
+
+def test_signature_token():
+    d = desc()
+    assert K.desc_kernel.specialization(d, 7, d)[0] == "tensordesc<bf16[128,64]>,i32,tensordesc<bf16[128,64]>"
+    cases = [(torch.float16, (64, 64), "tensordesc<fp16[64,64]>"),
+             (torch.float32, (32, 32), "tensordesc<fp32[32,32]>"),
+             (torch.float8_e4m3fn, (128, 128), "tensordesc<fp8e4nv[128,128]>"),
+             (torch.float8_e5m2, (64, 128), "tensordesc<fp8e5[64,128]>"),
+             (torch.int8, (16, 256), "tensordesc<i8[16,256]>"),
+             (torch.int32, (8, 4), "tensordesc<i32[8,4]>")]
+    for dtype, block, token in cases:
+        e = desc(dtype=dtype, block=block)
+        assert K.int_then_desc.specialization(16, e)[0] == "i32:16," + token
+    one = tessera.TensorDescriptor(torch.Tensor(P, torch.float16), [4096], [1], [256])
+    three = tessera.TensorDescriptor(torch.Tensor(P, torch.bfloat16), [4, 64, 128], [8192, 128, 1], [2, 64, 64])
+    assert K.int_then_desc.specialization(1, one)[0] == "i32:1,tensordesc<fp16[256]>"
+    assert K.int_then_desc.specialization(1, three)[0] == "i32:1,tensordesc<bf16[2,64,64]>"
+
+
+def test_descriptors_are_not_specialised_by_value():
+    # A misaligned base, other shapes and strides: the same token (they are runtime values in the map).
+    tokens = {K.int_then_desc.specialization(3, d)[0]
+              for d in (desc(), desc(ptr=P + 2), desc(shape=(100, 300), strides=(304, 1)))}
+    assert tokens == {"i32,tensordesc<bf16[128,64]>"}
+    assert K.int_then_desc.specialization(3, desc(block=(64, 64)))[0] == "i32,tensordesc<bf16[64,64]>"
+
+
+def test_fast_and_full_keys_agree(fake):
+    h = fresh(K.desc_kernel)._get_handle()
+    a, b = desc(), desc(block=(64, 64))
+    fast, full = h._launch_keys((a, 7, b))
+    assert fast == full
+    # The block shape is in the key, the shape and strides are not.
+    assert h._launch_keys((a, 7, desc(block=(128, 32))))[0] != fast
+    assert h._launch_keys((a, 7, desc(shape=(64, 64), strides=(64, 1), block=(64, 64))))[0] == fast
+
+
+# ---- the Python object -------------------------------------------------------------------------------
+
+def test_from_tensor_and_read_only_attributes():
+    t = torch.Tensor(P, torch.float16, shape=(256, 512))
+    d = tessera.TensorDescriptor.from_tensor(t, [64, 64])
+    assert isinstance(d, tessera.TensorDescriptor)
+    assert d.base is t and d.dtype is torch.float16
+    assert d.shape == (256, 512) and d.strides == (512, 1) and d.block_shape == (64, 64)
+    assert d.tensor_map is None  # encoded by the first launch
+    for name in ("base", "shape", "strides", "block_shape", "tensor_map"):
+        with pytest.raises(AttributeError):
+            setattr(d, name, (1,))
+    with pytest.raises(AttributeError):
+        d.other = 1  # no instance dict
+    assert repr(d) == "TensorDescriptor(dtype=torch.float16, shape=[256, 512], strides=[512, 1], block_shape=[64, 64])"
+    with pytest.raises(TypeError, match=r"TensorDescriptor: base must be a tensor \(with .data_ptr\(\) and .dtype\)"):
+        tessera.TensorDescriptor(12, [1], [1], [1])
+    with pytest.raises(TypeError, match=r"TensorDescriptor: block_shape\[1\] must be an int, got str"):
+        tessera.TensorDescriptor(t, [256, 512], [512, 1], [64, "64"])
+
+
+# ---- the encoding ---------------------------------------------------------------------------------------
+
+def encode_args(fake, d):
+    """Launches int_then_desc(3, d) and returns what cuTensorMapEncodeTiled was called with."""
+    k = fresh(K.int_then_desc)
+    before = fake.tensor_map_count
+    launch_planted(k, (3, d), [I32, DESC])
+    assert fake.tensor_map_count == before + 1
+    t = fake.last_tensor_map()
+    assert t["result"] == 0 and t["map"] == d.tensor_map
+    assert t["interleave"] == 0 and t["l2_promotion"] == L2_PROMOTION_128B and t["oob_fill"] == 0
+    assert t["element_strides"] == (1,) * t["rank"]
+    return t
+
+
+def test_encode_arguments_reversed_and_in_bytes(fake):
+    t = encode_args(fake, desc())  # bf16 [512, 256], strides [256, 1], blocks of 128 x 64
+    assert t["data_type"] == BFLOAT16 and t["rank"] == 2 and t["address"] == P
+    assert t["global_dim"] == (256, 512)   # innermost first
+    assert t["global_strides"] == (512,)   # bytes, the innermost (1 element) not passed
+    assert t["box_dim"] == (64, 128)
+    assert t["swizzle"] == SWIZZLE_128B     # 64 bf16 = 128 bytes
+
+    d = tessera.TensorDescriptor(torch.Tensor(P + 256, torch.float16), [4, 64, 200], [64 * 208, 208, 1], [2, 32, 64])
+    t = encode_args(fake, d)
+    assert t["data_type"] == FLOAT16 and t["rank"] == 3 and t["address"] == P + 256
+    assert t["global_dim"] == (200, 64, 4)
+    assert t["global_strides"] == (416, 64 * 208 * 2)
+    assert t["box_dim"] == (64, 32, 2) and t["swizzle"] == SWIZZLE_128B
+
+    one = tessera.TensorDescriptor(torch.Tensor(P, torch.int32), [1000], [1], [16])
+    t = encode_args(fake, one)
+    assert t["data_type"] == INT32 and t["global_dim"] == (1000,) and t["global_strides"] == ()
+    assert t["box_dim"] == (16,) and t["swizzle"] == SWIZZLE_64B
+
+
+@pytest.mark.parametrize("dtype,inner,box,swizzle,data_type", [
+    (torch.bfloat16, 128, 64, SWIZZLE_128B, BFLOAT16),  # 256 bytes: clamped to 128 bytes (two copies per row)
+    (torch.float16, 256, 64, SWIZZLE_128B, FLOAT16),
+    (torch.float32, 64, 32, SWIZZLE_128B, FLOAT32),
+    (torch.float32, 32, 32, SWIZZLE_128B, FLOAT32),
+    (torch.float16, 32, 32, SWIZZLE_64B, FLOAT16),
+    (torch.float16, 16, 16, SWIZZLE_32B, FLOAT16),
+    (torch.float16, 8, 8, SWIZZLE_NONE, FLOAT16),        # 16 bytes: no swizzle
+    (torch.float8_e4m3fn, 256, 128, SWIZZLE_128B, UINT8),
+    (torch.float8_e4m3fn, 32, 32, SWIZZLE_32B, UINT8),
+    (torch.uint8, 16, 16, SWIZZLE_NONE, UINT8),
+])
+def test_innermost_box_is_clamped_to_128_bytes_and_picks_the_swizzle(fake, dtype, inner, box, swizzle, data_type):
+    t = encode_args(fake, desc(dtype=dtype, shape=(256, 1024), strides=(1024, 1), block=(64, inner)))
+    assert t["box_dim"] == (box, 64)
+    assert t["swizzle"] == swizzle and t["data_type"] == data_type
+
+
+# ---- the launch: the bytes and where they go ------------------------------------------------------------
+
+def test_descriptor_parameters_are_the_encoded_bytes_at_64_byte_aligned_offsets(fake):
+    k = fresh(K.desc_kernel)
+    a, b = desc(), desc(ptr=P + 0x10000, shape=(1024, 128), strides=(128, 1), block=(128, 64))
+    launch_planted(k, (a, 7, b), [DESC, I32, DESC], grid=(4, 2))
+    last = fake.last()
+    assert last["kernel"] == "desc_kernel" and last["grid"] == (4, 2, 1)
+    assert [size for size, _ in last["params"]] == [128, 4, 128]
+    layout, block = fake.last_layout()
+    assert [(offset, size, align) for offset, size, align, _ in layout] == [(0, 128, 64), (128, 4, 4), (192, 128, 64)]
+    assert block[0:128] == a.tensor_map and block[192:320] == b.tensor_map
+    assert block[128:132] == (7).to_bytes(4, "little")
+    for offset, size, align, address in layout:
+        if size == 128:
+            assert address % 64 == 0  # the launcher points at a 64-byte-aligned copy
+    # The bytes are the fake's packing of what the encoding asked for.
+    ua, ub = unpack_tensor_map(a.tensor_map), unpack_tensor_map(b.tensor_map)
+    assert ua["magic"] == TENSOR_MAP_MAGIC and ua["address"] == P and ua["global_dim"] == (256, 512)
+    assert ub["address"] == P + 0x10000 and ub["global_dim"] == (128, 1024) and ub["global_strides"] == (256,)
+    assert ua["serial"] != ub["serial"]
+
+
+def test_a_descriptor_after_an_int_goes_to_the_next_64_byte_boundary(fake):
+    k = fresh(K.int_then_desc)
+    d = desc(dtype=torch.float16, block=(64, 64))
+    launch_planted(k, (3, d), [I32, DESC])
+    layout, block = fake.last_layout()
+    assert [(offset, size) for offset, size, _, _ in layout] == [(0, 4), (64, 128)]
+    assert block[64:192] == d.tensor_map
+
+
+def test_the_same_descriptor_is_the_same_object_in_two_parameters(fake):
+    k = fresh(K.desc_kernel)
+    d = desc()
+    before = fake.tensor_map_count
+    launch_planted(k, (d, 7, d), [DESC, I32, DESC])
+    assert fake.tensor_map_count == before + 1
+    layout, block = fake.last_layout()
+    assert block[0:128] == block[192:320] == d.tensor_map
+
+
+def test_a_second_launch_does_not_encode_again(fake):
+    k = fresh(K.int_then_desc)
+    d = desc()
+    launch_planted(k, (3, d), [I32, DESC])
+    encodes, launches, encoded = fake.tensor_map_count, fake.count, d.tensor_map
+    for _ in range(5):
+        k[(1,)](3, d)
+    assert fake.count == launches + 5
+    assert fake.tensor_map_count == encodes  # the cached bytes, not a new encoding
+    assert d.tensor_map == encoded and fake.last_layout()[1][64:192] == encoded
+    # Another descriptor with the same block shape: encoded once, the same compiled kernel.
+    e = desc(ptr=P + 4096, shape=(64, 512), strides=(512, 1))
+    k[(1,)](3, e)
+    k[(1,)](3, e)
+    assert fake.tensor_map_count == encodes + 1
+    assert k.cache_info()["compiled"] == 1
+    assert fake.last_layout()[1][64:192] == e.tensor_map != encoded
+
+
+def test_descriptors_launch_on_torchs_current_stream(fake):
+    k = fresh(K.int_then_desc)
+    d = desc()
+    torch._C.current_stream = 0x7000
+    launch_planted(k, (3, d), [I32, DESC])
+    assert fake.last()["stream"] == 0x7000
+
+
+def test_compiled_kernel_launch_checks_the_descriptor_type(fake):
+    k = fresh(K.desc_kernel)
+    a = desc()
+    plant(k, (a, 7, a), [DESC, I32, DESC])
+    ck = k.warmup(a, 7, a)
+    assert ck.signature == "tensordesc<bf16[128,64]>,i32,tensordesc<bf16[128,64]>"
+    b = desc(ptr=P + 8192)
+    ck[(2,)](a, 7, b)
+    layout, block = fake.last_layout()
+    assert fake.last()["grid"] == (2, 1, 1)
+    assert block[0:128] == a.tensor_map and block[192:320] == b.tensor_map
+    with pytest.raises(TypeError, match=r"argument 'b_desc' is a tensordesc<bf16\[64,64\]> but the kernel was compiled "
+                                        r"for tensordesc<bf16\[128,64\]>"):
+        ck[(1,)](a, 7, desc(block=(64, 64)))
+    with pytest.raises(TypeError, match=r"argument 'a_desc' is a torch.Tensor but the kernel was compiled for "
+                                        r"tensordesc<bf16\[128,64\]> \(pass a tessera.TensorDescriptor\)"):
+        ck[(1,)](torch.Tensor(P, torch.bfloat16), 7, a)
+    with pytest.raises(ValueError, match=r"desc_kernel\(\): tensor descriptor argument 'b_desc' \(parameter 3 of 3\): "
+                                         r"the base address 0x7f0000001008 is not 16-byte aligned"):
+        ck[(1,)](a, 7, desc(ptr=P + 8))
+
+
+# ---- errors ---------------------------------------------------------------------------------------------
+
+LABEL = r"desc_kernel\(\): tensor descriptor argument 'b_desc' \(parameter 3 of 3\): "
+
+BAD = [
+    ("misaligned base", dict(ptr=P + 8), ValueError, r"the base address 0x7f0000001008 is not 16-byte aligned"),
+    ("stride bytes", dict(strides=(100, 1)), ValueError,
+     r"strides\[0\] = 100 elements is 200 bytes, not a multiple of 16 bytes as TMA needs"),
+    ("innermost stride", dict(strides=(512, 2)), ValueError,
+     r"the innermost stride \(strides\[1\]\) is 2, not 1: TMA needs the innermost dimension contiguous"),
+    ("block over 256", dict(block=(512, 64)), ValueError,
+     r"block_shape\[0\] = 512 is out of range: TMA blocks have 1 to 256 elements per dimension"),
+    ("block not a power of two", dict(block=(96, 64)), ValueError, r"block_shape\[0\] = 96 is not a power of two"),
+    ("row under 16 bytes", dict(dtype=torch.float32, block=(64, 2)), ValueError,
+     r"the innermost block dimension \(block_shape\[1\] = 2\) spans 8 bytes; TMA copies at least 16 bytes per row"),
+    ("rank mismatch", dict(block=(64,)), ValueError,
+     r"rank mismatch: shape has 2 dimensions, strides 2 and block_shape 1; all three need one entry per dimension"),
+    ("rank 6", dict(shape=(2,) * 6, strides=(32, 16, 8, 4, 2, 1), block=(2,) * 5 + (8,)), ValueError,
+     r"rank 6 is not supported: TMA descriptors have 1 to 5 dimensions"),
+    ("empty shape", dict(shape=(0, 256)), ValueError, r"shape\[0\] = 0 is out of range \(1 to 2\*\*32\)"),
+    ("bool", dict(dtype=torch.bool), TypeError,
+     r"dtype torch.bool is not supported \(TMA copies fp16, bf16, fp32, fp64, fp8 and integers of 8 to 64 bits\)"),
+    ("complex", dict(dtype=torch.complex64), TypeError, r"dtype torch.complex64 is not supported"),
+    ("CPU tensor", dict(device="cpu"), TypeError, r"its base is a CPU tensor; tessera kernels need CUDA tensors"),
+]
+
+
+@pytest.mark.parametrize("what,changes,error,message", BAD, ids=[b[0] for b in BAD])
+def test_each_rule_is_checked_before_the_driver(fake, what, changes, error, message):
+    k = fresh(K.desc_kernel)
+    good, bad = desc(), desc(**changes)
+    encodes, launches = fake.tensor_map_count, fake.count
+    with pytest.raises(error, match="^" + LABEL + message):
+        k[(1,)](good, 7, bad)
+    assert fake.count == launches
+    assert fake.tensor_map_count == encodes + 1  # `good` only: `bad` never reached the driver
+    assert bad.tensor_map is None
+    assert k.cache_info()["compiled"] == 0  # nothing was compiled for it either
+
+
+def test_driver_errors_name_the_argument_and_the_cuda_error(fake):
+    k = fresh(K.int_then_desc)
+    d = desc()
+    fake.fail_next_tensor_map(CUDA_ERROR_INVALID_VALUE)
+    with pytest.raises(tessera.DriverError) as info:
+        k[(1,)](3, d)
+    assert str(info.value).startswith("int_then_desc(): tensor descriptor argument 'desc' (parameter 2 of 2): "
+                                      "cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE (invalid argument)")
+    assert info.value.code == CUDA_ERROR_INVALID_VALUE
+    assert d.tensor_map is None
+    launch_planted(k, (3, d), [I32, DESC])  # the next launch encodes it again, successfully
+    assert d.tensor_map is not None
+
+
+def test_interpret_mode_refuses_descriptors():
+    k = fresh(K.int_then_desc)
+    k.interpret = True
+    with pytest.raises(TypeError, match=r"argument 'desc' is a TensorDescriptor; interpret mode does not take tensor "
+                                        r"descriptors yet"):
+        k[(1,)](3, desc())
