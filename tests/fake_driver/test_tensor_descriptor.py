@@ -331,3 +331,23 @@ def test_interpret_mode_refuses_descriptors():
     with pytest.raises(TypeError, match=r"argument 'desc' is a TensorDescriptor; interpret mode does not take tensor "
                                         r"descriptors yet"):
         k[(1,)](3, desc())
+
+
+def test_compiled_desc_load_kernel_gets_its_descriptor(fake):
+    """The compiler's own desc.load code (not planted PTX) launched with a TensorDescriptor:
+    its PTX declares the 128-byte parameter and issues the bulk tensor copies, and the
+    encoded bytes reach the launch at offset 0 with the box the kernel was compiled for."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
+    from tensor_descriptors import desc_copy
+    d = desc(shape=(256, 512), strides=(512, 1), block=(64, 128))
+    out = torch.Tensor(P + (1 << 20), torch.bfloat16, device="cuda")
+    compiled = desc_copy.warmup(d, out, 512, BLOCK_M=64, BLOCK_N=128)
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d" in ptx
+    assert ".param .align 64 .b8 desc_copy_param_0[128]" in ptx
+    desc_copy[(4, 4)](d, out, 512, BLOCK_M=64, BLOCK_N=128)
+    layout, block = fake.last_layout()
+    assert layout[0][:3] == (0, 128, 64) and block[0:128] == d.tensor_map
+    t = fake.last_tensor_map()
+    assert t["box_dim"] == (64, 64) and t["swizzle"] == SWIZZLE_128B
