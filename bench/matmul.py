@@ -9,7 +9,9 @@ Providers:
   tessera_autotuned  tessera.kernels.matmul(a, b, out=c, autotune=True): tuned per size and dtype
                      before timing (the winner is printed and stored in the JSON; tuning results
                      persist in the tessera cache, so a second run tunes nothing)
+  tessera_cpasync    the wrapper with tma=False: the cp.async kernel where TMA would apply (sm_90a)
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
+  tessera_tma_raw    matmul_tma_kernel[grid](...) (sm_90a), the default config, descriptors made once
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
   triton_wide        the same Triton kernel at 128x256x64, 8 warps, 3 stages (its Hopper pick)
 
@@ -102,6 +104,7 @@ def main(argv=None):
     providers = {
         "tessera": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False)),
         "tessera_autotuned": autotuned,
+        "tessera_cpasync": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False, tma=False)),
         "tessera_raw": lambda x: launcher(matmul_kernel, *x, (default["BLOCK_M"], default["BLOCK_N"],
                                                               default["BLOCK_K"]), first.num_warps,
                                           stages=first.num_stages),
@@ -111,6 +114,21 @@ def main(argv=None):
             providers[name + "_raw"] = lambda x, k=with_backend(matmul_kernel, backend): launcher(
                 k, *x, (default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]), first.num_warps,
                 stages=first.num_stages)
+    if tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS:
+        from kernels.matmul import matmul_tma_kernel
+
+        def tma_raw(x):
+            a, b, c = x
+            M, K = a.shape
+            N = b.shape[1]
+            bm, bn, bk = default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]
+            a_desc = tessera.TensorDescriptor.from_tensor(a, [bm, bk])
+            b_desc = tessera.TensorDescriptor.from_tensor(b, [bk, bn])
+            grid = (tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)
+            return lambda: matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
+                                                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                                   num_warps=first.num_warps, num_stages=first.num_stages)
+        providers["tessera_tma_raw"] = tma_raw
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),

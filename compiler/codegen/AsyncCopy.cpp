@@ -37,9 +37,10 @@ unsigned log2u(unsigned v) {
 } // namespace
 
 Value *KernelLowering::sharedStoredRow(const ir::Layout &tile, Value *row) {
-  if (tile.opIdx != 0) return row;
-  // Operand A: block row 16q + 2g + h is stored at 16q + 8h + g, so the rows
-  // g = 0..7 that one ldmatrix matrix reads are consecutive.
+  if (tile.opIdx != 0 || tile.blockCols) return row;
+  // Operand A of mma.sync: block row 16q + 2g + h is stored at 16q + 8h + g,
+  // so the rows g = 0..7 that one ldmatrix matrix reads are consecutive
+  // (wgmma tiles keep natural rows: the accumulator's order is the instruction's).
   Value *q = b_.CreateAnd(row, ~15u), *h = b_.CreateAnd(row, 1u), *g = b_.CreateAnd(b_.CreateLShr(row, 1u), 7u);
   return b_.CreateOr(q, b_.CreateOr(b_.CreateShl(h, 3u), g));
 }
@@ -72,19 +73,22 @@ void KernelLowering::lowerLocalAlloc(ir::Operation &op) {
     unsupported(op, "a buffer needs a #shared layout");
   const uint64_t bytes = static_cast<uint64_t>(t.numElements()) * (bitWidth(t.scalar) / 8);
   // wgmma reads swizzled tiles in 1024-byte atoms: those start aligned.
-  const uint64_t align = op.result()->layout->blockCols ? 1024 : 128;
+  buffers_[op.result()] = reserveShared(op, bytes, op.result()->layout->blockCols ? 1024 : 128);
+}
+
+KernelLowering::SharedBuffer KernelLowering::reserveShared(ir::Operation &op, uint64_t bytes, uint64_t align) {
   const uint64_t offset = (reservedShared_ + align - 1) / align * align;
   if (offset + bytes > UINT32_MAX) unsupported(op, "needs more than 4 GiB of shared memory");
   sharedScratch(0, op); // creates the array
   reservedShared_ = offset + bytes;
   sharedBytes_ = static_cast<unsigned>(std::max<uint64_t>(sharedBytes_, reservedShared_));
-  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, offset);
-  buffers_[op.result()] = {base, offset};
+  return {b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, offset), offset};
 }
 
 void KernelLowering::lowerLocalDealloc(ir::Operation &op) {
   auto it = buffers_.find(op.operand(0));
   if (it == buffers_.end()) unsupported(op, "the buffer was not allocated");
+  if (op.operand(0)->definingOp->code == ir::OpCode::MbarrierAlloc) invalidateMbarriers(op);
   reservedShared_ = it->second.offset; // the pass frees in reverse order of allocation
 }
 

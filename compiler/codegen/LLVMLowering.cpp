@@ -119,10 +119,11 @@ Value *KernelLowering::threadOffset(const DimMap &m) {
   Value *lane = laneIndex(m), *warp = warpIndex(m);
   std::string key = "offset/" + std::to_string(m.laneStride) + "/" +
                     std::to_string(m.threadsPerWarp) + "/" + std::to_string(m.warpStride) + "/" +
-                    std::to_string(m.warpsPerCTA) + "/" + std::to_string(m.sizePerThread);
+                    std::to_string(m.warpsPerCTA) + "/" + std::to_string(m.sizePerThread) + "/" +
+                    std::to_string(m.laneMultiplier());
   return inEntry(key, [&](IRBuilder<> &eb) {
     Value *fromWarp = eb.CreateMul(warp, eb.getInt32(m.threadsPerWarp * m.sizePerThread));
-    Value *fromLane = eb.CreateMul(lane, eb.getInt32(m.sizePerThread));
+    Value *fromLane = eb.CreateMul(lane, eb.getInt32(m.laneMultiplier()));
     return eb.CreateAdd(fromWarp, fromLane, "thread.offset");
   });
 }
@@ -272,6 +273,9 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
   case OpCode::Load: return lowerLoad(op);
   case OpCode::DescLoad: return lowerDescLoad(op);
+  case OpCode::MbarrierAlloc: return lowerMbarrierAlloc(op);
+  case OpCode::AsyncTmaCopy: return lowerAsyncTmaCopy(op);
+  case OpCode::MbarrierWait: return lowerMbarrierWait(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
   case OpCode::For: return lowerFor(op);

@@ -14,7 +14,11 @@ unsigned log2Exact(int64_t v) {
 }
 
 unsigned DimMap::distinctLanes() const {
-  if (sliced || extent <= sizePerThread)
+  if (sliced)
+    return 1;
+  if (interleaved) // lane i holds element i first
+    return static_cast<unsigned>(std::min<int64_t>(extent, threadsPerWarp));
+  if (extent <= sizePerThread)
     return 1;
   return static_cast<unsigned>(std::min<int64_t>(extent / sizePerThread, threadsPerWarp));
 }
@@ -33,7 +37,7 @@ namespace {
 ir::Layout resolveBase(const ir::Layout &layout, std::vector<bool> &sliced,
                        std::vector<unsigned> &valueDims) {
   if (layout.kind == ir::Layout::Kind::Mma) {
-    // Version 3 (wgmma) is register-for-register version 2 (compiler/ir/Layout.h).
+    // Version 3 (wgmma) is version 2 with its rows interleaved (compiler/ir/Layout.h).
     if ((layout.mmaVersion != 2 && layout.mmaVersion != 3) || layout.warpsPerCTA.size() != 2)
       throw std::invalid_argument("only 2-D version-2/3 mma layouts are supported: " + layout.str());
     return resolveBase(*ir::Layout::mmaAsBlocked(layout), sliced, valueDims);
@@ -85,6 +89,7 @@ DistributedLayout::DistributedLayout(const ir::Layout &layout, const std::vector
     m.threadsPerWarp = base_.threadsPerWarp[d];
     m.warpsPerCTA = base_.warpsPerCTA[d];
     m.sliced = sliced[d];
+    m.interleaved = d < base_.interleave.size() && base_.interleave[d];
     m.laneStride = laneStride;
     m.warpStride = warpStride;
     laneStride *= m.threadsPerWarp;

@@ -8,6 +8,10 @@
 //   numRegs(d)  = spt(d) * max(1, extent(d) / tile(d))     (1 for a sliced dim)
 //   regOffset   = (r / spt) * tile + r % spt               (r: register index along d)
 //   threadOffset= warpIdx(d) * tpw(d) * spt(d) + laneIdx(d) * spt(d)
+// or, for an interleaved dim (the wgmma accumulator's rows: a thread's spt
+// elements tpw apart, compiler/ir/Layout.h),
+//   regOffset   = (r / spt) * tile + (r % spt) * tpw
+//   threadOffset= warpIdx(d) * tpw(d) * spt(d) + laneIdx(d)
 //   coordinate  = (regOffset + threadOffset) mod extent(d)
 // A sliced dim behaves like a dim of extent 1 with one register. All extents
 // and layout parameters are powers of two, so "mod" wraps cleanly and every
@@ -37,16 +41,20 @@ struct DimMap {
   int64_t tile = 1;        // elements one pass of the CTA covers
   unsigned numRegs = 1;    // registers per thread along this dim
   bool sliced = false;     // removed by a slice layout: not a dim of the value
+  bool interleaved = false; // a thread's elements are threadsPerWarp apart
 
   bool wraps() const { return extent < tile; } // some threads hold copies
+  // A thread's consecutive registers hold consecutive elements (vector access).
+  unsigned contiguousPerThread() const { return interleaved ? 1 : sizePerThread; }
+  unsigned laneMultiplier() const { return interleaved ? 1 : sizePerThread; }
   int64_t regOffset(unsigned r) const {
-    return static_cast<int64_t>(r / sizePerThread) * tile + r % sizePerThread;
+    return static_cast<int64_t>(r / sizePerThread) * tile + (r % sizePerThread) * (interleaved ? threadsPerWarp : 1);
   }
   unsigned laneIndex(unsigned lane) const { return (lane / laneStride) % threadsPerWarp; }
   unsigned warpIndex(unsigned warp) const { return (warp / warpStride) % warpsPerCTA; }
   int64_t threadOffset(unsigned tid) const {
     return static_cast<int64_t>(warpIndex(tid / kWarpSize)) * threadsPerWarp * sizePerThread +
-           static_cast<int64_t>(laneIndex(tid % kWarpSize)) * sizePerThread;
+           static_cast<int64_t>(laneIndex(tid % kWarpSize)) * laneMultiplier();
   }
   // Lanes (resp. warps) along this dim that hold different data; the rest
   // hold copies (wrap-around).

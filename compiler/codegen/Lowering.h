@@ -171,6 +171,7 @@ private:
   std::unordered_map<const ir::Value *, SharedOperand> sharedOperands_;
   uint64_t reservedShared_ = 0; // bytes held by live local_allocs; scratch starts above
   void lowerLocalAlloc(ir::Operation &op);
+  SharedBuffer reserveShared(ir::Operation &op, uint64_t bytes, uint64_t align); // on the local_alloc stack
   void lowerLocalDealloc(ir::Operation &op);
   void lowerAsyncCopy(ir::Operation &op);
   void lowerAsyncGroup(ir::Operation &op); // async_commit, async_wait
@@ -185,10 +186,20 @@ private:
                                    llvm::Value *row, llvm::Value *col);
   // Tma.cpp: desc_load through the TMA unit, mbarriers
   void lowerDescLoad(ir::Operation &op);
+  void lowerMbarrierAlloc(ir::Operation &op);
+  void lowerAsyncTmaCopy(ir::Operation &op);
+  void lowerMbarrierWait(ir::Operation &op);
+  void invalidateMbarriers(ir::Operation &dealloc);
+  void checkTmaBlock(ir::Operation &op, const ir::Type &block);
+  // Thread 0's copies of one block at (row0, col0) into `tile`, completing on `bar`.
+  void issueTmaBoxes(const ir::Type &block, llvm::Value *desc, llvm::Value *row0, llvm::Value *col0, llvm::Value *tile,
+                     llvm::Value *bar);
+  llvm::Value *mbarrierAddress(ir::Operation &op, ir::Value *mbarriers, ir::Value *stage); // 32-bit
   llvm::Value *sharedAddress32(llvm::Value *ptr); // a shared-memory pointer as PTX's 32-bit address
   // One PTX statement with operands (`constraints` without the memory clobber).
   void asmCall(const std::string &text, const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
-  void onLeaderThread(const std::function<void()> &body); // body runs in thread 0 only
+  // body runs in thread 0 only (and only where `also`, an i1, holds)
+  void onLeaderThread(const std::function<void()> &body, llvm::Value *also = nullptr);
   void waitMbarrier(llvm::Value *bar, llvm::Value *parity); // spins on try_wait.parity
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);

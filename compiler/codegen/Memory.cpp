@@ -117,7 +117,7 @@ unsigned KernelLowering::vectorWidth(const ir::Operation &op, const DistributedL
   const std::vector<int64_t> &contiguity = op.arrayAttr("contiguity"), &alignment = op.arrayAttr("alignment");
   if (vd >= contiguity.size() || vd >= alignment.size())
     return 1;
-  int64_t vec = std::min<int64_t>(m.sizePerThread, m.extent);
+  int64_t vec = std::min<int64_t>(m.contiguousPerThread(), m.extent);
   vec = std::min(vec, contiguity[vd]);
   vec = std::min<int64_t>(vec, std::max<int64_t>(1, alignment[vd] * 8 / elemBits));
   vec = std::min<int64_t>(vec, 128 / elemBits);

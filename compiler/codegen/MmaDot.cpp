@@ -49,7 +49,7 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   const DimMap &fast = layout.dim(1);
   unsigned vec = 1;
   if (layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
-    vec = std::min(fast.sizePerThread, tile.vec);
+    vec = std::min(fast.contiguousPerThread(), tile.vec);
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r))
       continue;

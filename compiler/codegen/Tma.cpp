@@ -13,6 +13,15 @@
 //   everyone: try_wait.parity 0 until the bytes have landed
 //   every thread reads its elements of the swizzled tile
 //   barrier; thread 0: mbarrier.inval        -- reusable by the next op
+//
+// In a pipelined loop (compiler/passes/SoftwarePipeline.cpp) the blocks go
+// straight into the stages of a local_alloc ring that wgmma reads:
+//   mbarrier_alloc   one mbarrier per stage (stack space like local_alloc),
+//                    initialised by thread 0 between two barriers;
+//                    local_dealloc invalidates them between two barriers
+//   async_tma_copy   thread 0, where pred holds: arrive.expect_tx(bytes) on
+//                    the stage's mbarrier and the block's boxes into the stage
+//   mbarrier_wait    every thread: try_wait.parity(phase) on the stage's mbarrier
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -47,10 +56,11 @@ void KernelLowering::asmCall(const std::string &text, const std::string &constra
   b_.CreateCall(statement, args);
 }
 
-void KernelLowering::onLeaderThread(const std::function<void()> &body) {
+void KernelLowering::onLeaderThread(const std::function<void()> &body, Value *also) {
   BasicBlock *leader = BasicBlock::Create(ctx_, "tma.leader", kernel_);
   BasicBlock *after = BasicBlock::Create(ctx_, "tma.after", kernel_);
-  b_.CreateCondBr(b_.CreateICmpEQ(tid_, i32(0)), leader, after);
+  Value *first = b_.CreateICmpEQ(tid_, i32(0));
+  b_.CreateCondBr(also ? b_.CreateAnd(first, also) : first, leader, after);
   b_.SetInsertPoint(leader);
   body();
   b_.CreateBr(after);
@@ -71,17 +81,31 @@ void KernelLowering::waitMbarrier(Value *bar, Value *parity) {
   b_.SetInsertPoint(done);
 }
 
-void KernelLowering::lowerDescLoad(ir::Operation &op) {
-  const ir::Type &t = op.result()->type;
+void KernelLowering::checkTmaBlock(ir::Operation &op, const ir::Type &t) {
   if (arch_ != "sm_90" && arch_ != "sm_90a")
     notSupported(op, "tensor descriptors (TMA) need sm_90 or newer, not " + arch_);
   if (t.rank() != 2) notSupported(op, "only 2-D tensor descriptors are supported so far");
+  const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
+  if (t.shape[1] * elemBytes < 32)
+    notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(t.shape[1]) + " x " +
+                         std::to_string(elemBytes) + " bytes)");
+}
+
+void KernelLowering::issueTmaBoxes(const ir::Type &t, Value *desc, Value *row0, Value *col0, Value *tile, Value *bar) {
+  const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
+  for (int64_t c = 0; c < cols; c += boxCols) {
+    Value *dst = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), tile, c * rows * elemBytes));
+    asmCall(tmaLoadAsm(2), "r,l,r,r,r", {dst, desc, b_.CreateAdd(col0, i32(c)), row0, bar});
+  }
+}
+
+void KernelLowering::lowerDescLoad(ir::Operation &op) {
+  const ir::Type &t = op.result()->type;
+  checkTmaBlock(op, t);
   const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
   const int64_t rows = t.shape[0], cols = t.shape[1];
-  if (cols * elemBytes < 32)
-    notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(cols) + " x " +
-                         std::to_string(elemBytes) + " bytes)");
-  const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
 
@@ -91,7 +115,6 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, pad);
   Value *bar = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, tileBytes));
   Value *desc = lookup(op.operand(0))[0];
-  Value *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
 
   barrier();
   onLeaderThread([&] {
@@ -102,10 +125,7 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   barrier();
   onLeaderThread([&] {
     asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(tileBytes)});
-    for (int64_t c = 0; c < cols; c += boxCols) {
-      Value *dst = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, c * rows * elemBytes));
-      asmCall(tmaLoadAsm(2), "r,l,r,r,r", {dst, desc, b_.CreateAdd(col0, i32(c)), row0, bar});
-    }
+    issueTmaBoxes(t, desc, lookup(op.operand(1))[0], lookup(op.operand(2))[0], base, bar);
   });
   waitMbarrier(bar, i32(0));
 
@@ -120,6 +140,63 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   barrier();
   onLeaderThread([&] { asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r", {bar}); });
   define(op.result(), std::move(out));
+}
+
+// ------------------------------------------------- the pipeline's TMA ops
+
+Value *KernelLowering::mbarrierAddress(ir::Operation &op, ir::Value *mbarriers, ir::Value *stage) {
+  auto it = buffers_.find(mbarriers);
+  if (it == buffers_.end()) unsupported(op, "the mbarriers were not allocated");
+  return sharedAddress32(b_.CreateGEP(b_.getInt8Ty(), it->second.base, b_.CreateMul(lookup(stage)[0], i32(8))));
+}
+
+void KernelLowering::lowerMbarrierAlloc(ir::Operation &op) {
+  if (arch_ != "sm_90" && arch_ != "sm_90a") notSupported(op, "mbarriers with transaction counts need sm_90 or newer");
+  const int64_t count = op.result()->type.shape[0];
+  SharedBuffer space = reserveShared(op, static_cast<uint64_t>(count) * 8, 8);
+  buffers_[op.result()] = space;
+  barrier(); // the space may have been another op's scratch a moment ago
+  onLeaderThread([&] {
+    for (int64_t i = 0; i < count; ++i)
+      asmCall("mbarrier.init.shared::cta.b64 [$0], " + std::to_string(op.intAttr("arrivals")) + ";", "r",
+              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), space.base, 8 * i))});
+    emitAsm("fence.mbarrier_init.release.cluster;");
+    fenceProxyAsync();
+  });
+  barrier();
+}
+
+void KernelLowering::invalidateMbarriers(ir::Operation &dealloc) {
+  ir::Value *mbarriers = dealloc.operand(0);
+  Value *base = buffers_.at(mbarriers).base;
+  barrier(); // nobody waits on them any more
+  onLeaderThread([&] {
+    for (int64_t i = 0; i < mbarriers->type.shape[0]; ++i)
+      asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r",
+              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, 8 * i))});
+  });
+  barrier(); // before the space is written as anything else
+}
+
+void KernelLowering::lowerAsyncTmaCopy(ir::Operation &op) {
+  ir::Value *descArg = op.operand(0);
+  const ir::Type block = ir::Type(descArg->type.scalar).withShape(descArg->type.descBlock);
+  checkTmaBlock(op, block);
+  ir::Value *buffer = op.operand(3), *stage = op.operand(4), *mbarriers = op.operand(5);
+  const uint64_t bytes = static_cast<uint64_t>(block.numElements()) * (ir::bitWidth(block.scalar) / 8);
+  Value *tile = stageBase(op, buffer, stage);
+  Value *bar = mbarrierAddress(op, mbarriers, stage);
+  Value *desc = lookup(descArg)[0], *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
+  onLeaderThread(
+      [&] {
+        asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(bytes)});
+        issueTmaBoxes(block, desc, row0, col0, tile, bar);
+      },
+      lookup(op.operand(6))[0]);
+}
+
+void KernelLowering::lowerMbarrierWait(ir::Operation &op) {
+  waitMbarrier(mbarrierAddress(op, op.operand(0), op.operand(1)), lookup(op.operand(2))[0]);
 }
 
 } // namespace tessera::codegen

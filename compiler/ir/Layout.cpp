@@ -36,7 +36,8 @@ std::string Layout::str() const {
            (transposed ? ", order=[0,1]" : "") +
            (blockCols ? ", blockCols=" + std::to_string(blockCols) : "") + ">";
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
-         ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) + ">";
+         ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) +
+         (isInterleaved() ? ", interleave=" + list(interleave) : "") + ">";
 }
 
 bool Layout::operator==(const Layout &o) const {
@@ -52,7 +53,12 @@ bool Layout::operator==(const Layout &o) const {
     return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase &&
            transposed == o.transposed && blockCols == o.blockCols;
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
-         warpsPerCTA == o.warpsPerCTA && order == o.order;
+         warpsPerCTA == o.warpsPerCTA && order == o.order && isInterleaved() == o.isInterleaved() &&
+         (!isInterleaved() || interleave == o.interleave);
+}
+
+bool Layout::isInterleaved() const {
+  return std::any_of(interleave.begin(), interleave.end(), [](unsigned i) { return i != 0; });
 }
 
 LayoutRef Layout::blocked(std::vector<unsigned> spt, std::vector<unsigned> tpw,
@@ -125,7 +131,9 @@ LayoutRef Layout::sharedOperandTile(unsigned mmaVersion, unsigned opIdx, int64_t
 }
 
 LayoutRef Layout::mmaAsBlocked(const Layout &mma) {
-  return blocked({2, 2}, {8, 4}, mma.warpsPerCTA, {1, 0});
+  LayoutRef l = blocked({2, 2}, {8, 4}, mma.warpsPerCTA, {1, 0});
+  if (mma.mmaVersion == 3) std::const_pointer_cast<Layout>(l)->interleave = {1, 0};
+  return l;
 }
 
 } // namespace tessera::ir

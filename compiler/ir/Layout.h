@@ -33,7 +33,8 @@
 // chunk c ^ ((r / perPhase) % maxPhase), so the 8 rows one ldmatrix reads
 // fall on 8 different bank groups. For operand A (opIdx 0) the rows of each
 // 16-row group are stored in mma order (block row 2g + h at row 8h + g,
-// see Mma above) so that those 8 rows are consecutive. A transposed tile
+// see Mma above) so that those 8 rows are consecutive; wgmma tiles
+// (blockCols != 0) keep A's rows in natural order. A transposed tile
 // (operand B only, order=[0,1]) is stored the other way round, [cols][rows]
 // with the block's dim 0 contiguous, as B arrives from a column-major matrix
 // (K^T read through strides); ldmatrix then needs no .trans.
@@ -41,9 +42,16 @@
 // Mma(version 3, warpsPerCTA = [numWarps, 1]): the accumulator of Hopper's
 // wgmma.mma_async m64nNk16 (compiler/codegen/WgmmaDot.cpp). Each warpgroup
 // (4 consecutive warps) computes 64-row slabs; warp w of the CTA holds rows
-// 16w.. of every 16 * numWarps rows, with the same fragment as mma.sync's C
-// (A is stored in the same row order), so it is register-for-register the
-// version-2 layout with these warps.
+// 16w.. of every 16 * numWarps rows, in the instruction's own order: lane
+// (g, t) holds rows g and g + 8 of the warp's 16, columns 2t, 2t+1. A is
+// stored in natural row order (what a TMA copy writes). Register-for-register
+// it is #blocked<spt=[2,2], tpw=[8,4], wpc=warpsPerCTA, order=[1,0],
+// interleave=[1,0]>: the version-2 numbering of registers, with a thread's
+// two rows 8 apart instead of adjacent.
+//
+// Blocked with interleave[d] = 1: along dim d a thread's sizePerThread[d]
+// elements are threadsPerWarp[d] apart (the lanes fill the gaps) instead of
+// consecutive; only the wgmma accumulator has such a dim.
 //
 // Shared with blockCols != 0: the tile as wgmma reads it through a matrix
 // descriptor. Each stored row is cut into lines of blockCols elements (32,
@@ -67,6 +75,7 @@ struct Layout {
   Kind kind = Kind::Blocked;
   // Blocked
   std::vector<unsigned> sizePerThread, threadsPerWarp, warpsPerCTA, order;
+  std::vector<unsigned> interleave; // empty, or one 0/1 per dim (see above)
   // Slice
   unsigned sliceDim = 0;
   LayoutRef parent; // also DotOperand's Mma parent
@@ -84,6 +93,7 @@ struct Layout {
   // "#shared<opIdx=0, vec=8, perPhase=2, maxPhase=4>"
   std::string str() const;
   bool operator==(const Layout &o) const;
+  bool isInterleaved() const; // some dim of a blocked layout is interleaved
 
   static LayoutRef blocked(std::vector<unsigned> spt, std::vector<unsigned> tpw,
                            std::vector<unsigned> wpc, std::vector<unsigned> order);

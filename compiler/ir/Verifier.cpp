@@ -54,6 +54,7 @@ private:
 
   bool sameShape(const Type &a, const Type &b) { return a.shape == b.shape; }
   bool isBuffer(const Value *v) { return v->definingOp && v->definingOp->code == OpCode::LocalAlloc; }
+  bool isMbarriers(const Value *v) { return v->definingOp && v->definingOp->code == OpCode::MbarrierAlloc; }
 
   bool verifyOp(const Operation &op) {
     for (const Value *v : op.operands) {
@@ -343,7 +344,38 @@ private:
              (op.result()->type.rank() == 3 || fail(op, "a buffer is [stages, rows, cols]")) &&
              (!op.result()->type.pointer || fail(op, "a buffer holds values, not pointers"));
     case OpCode::LocalDealloc:
-      return nOperands(1) && nResults(0) && (isBuffer(op.operand(0)) || fail(op, "operand is not a local_alloc"));
+      return nOperands(1) && nResults(0) &&
+             (isBuffer(op.operand(0)) || isMbarriers(op.operand(0)) ||
+              fail(op, "operand is not a local_alloc or mbarrier_alloc"));
+    case OpCode::MbarrierAlloc: {
+      if (!nOperands(0) || !nResults(1)) return false;
+      const Type &t = op.result()->type;
+      if (t.rank() != 3 || t.shape[1] != 1 || t.shape[2] != 1 || t.pointer || t.scalar != ScalarType::I64)
+        return fail(op, "mbarriers are <stages x 1 x 1 x i64>");
+      return op.intAttr("arrivals") >= 1 || fail(op, "arrivals must be >= 1");
+    }
+    case OpCode::MbarrierWait:
+      if (!nOperands(3) || !nResults(0)) return false;
+      if (!isMbarriers(op.operand(0))) return fail(op, "operand 0 is not an mbarrier_alloc");
+      return (op.operand(1)->type == Type(ScalarType::I32) && op.operand(2)->type == Type(ScalarType::I32)) ||
+             fail(op, "stage and phase must be i32");
+    case OpCode::AsyncTmaCopy: {
+      if (op.operands.empty() || !nResults(0)) return false;
+      const Type &d = op.operand(0)->type;
+      if (!d.isTensorDesc()) return fail(op, "first operand must be a tensor descriptor");
+      const size_t rank = d.descBlock.size();
+      if (op.operands.size() != 1 + rank + 4) return fail(op, "expects (desc, one offset per dim, buffer, stage, mbarriers, pred)");
+      for (size_t i = 1; i <= rank; ++i)
+        if (op.operand(i)->type != Type(ScalarType::I32)) return fail(op, "offsets must be i32 scalars");
+      const Value *buf = op.operand(1 + rank);
+      if (!isBuffer(buf)) return fail(op, "the destination is not a local_alloc");
+      if (buf->type.element() != Type(d.scalar) ||
+          std::vector<int64_t>(buf->type.shape.begin() + 1, buf->type.shape.end()) != d.descBlock)
+        return fail(op, "one stage of the buffer must be the descriptor's block");
+      if (op.operand(2 + rank)->type != Type(ScalarType::I32) || op.operand(4 + rank)->type != Type(ScalarType::I1))
+        return fail(op, "stage must be i32 and pred i1");
+      return isMbarriers(op.operand(3 + rank)) || fail(op, "operand after the stage is not an mbarrier_alloc");
+    }
     case OpCode::AsyncCopy: {
       bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
       if (!nOperands(masked ? 5 : 4) || !nResults(0)) return false;

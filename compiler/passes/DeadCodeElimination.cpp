@@ -23,6 +23,8 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::Barrier:
   case OpCode::LocalDealloc: // shared memory and cp.async (the pipeline pass)
   case OpCode::AsyncCopy:
+  case OpCode::AsyncTmaCopy:
+  case OpCode::MbarrierWait:
   case OpCode::LocalStore:
   case OpCode::AsyncCommit:
   case OpCode::FenceAsyncShared:

@@ -85,7 +85,7 @@ bool isMmaDerived(const LayoutRef &l) {
 bool writesMemory(const Operation &op) {
   switch (op.code) {
   case OpCode::Store: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
-  case OpCode::AsyncCopy: case OpCode::LocalStore:
+  case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::LocalStore:
     return true;
   default:
     for (auto &region : op.regions)

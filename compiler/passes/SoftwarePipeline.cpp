@@ -37,6 +37,26 @@
 // ahead (stage + S - 2: the stage the running group reads is not
 // overwritten), and a dot_wait after the loop collects the accumulator.
 //
+// Blocks read through a tensor descriptor (desc_load, docs/tma.md) that
+// feed wgmma dots are staged by the TMA unit instead, into a ring in the
+// wgmma tile layout with one mbarrier per stage:
+//
+//   buf = local_alloc; bars = mbarrier_alloc <S> (arrivals: one per block)
+//   for d in 0 .. S-2: async_tma_copy(desc, offsets(lb + d*s), buf, d, bars, lb + d*s < ub)
+//   for iv ... iter_args(..., stage = 0, phase = 0):
+//     mbarrier_wait(bars, stage, phase)          -- stage `stage` has landed
+//     ... dot(local_load(buf, stage), ...) ...
+//     barrier                                    -- every warp is past the dots of
+//                                                -- the iteration before (an async
+//                                                -- dot waited for them above)
+//     async_tma_copy(..., iv + (S-1)*s, buf, stage - 1 mod S, bars, pred)
+//     yield ..., stage + 1 mod S, phase ^ (stage + 1 == S)
+//   barrier; local_dealloc bars (invalidated); local_dealloc buf
+//
+// One thread issues the copies, so they go at the end of the body, S-1
+// iterations ahead; nothing is copied past the end (no iteration waits for
+// it), and the TMA unit fills what lies outside the tensor with zeros.
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
@@ -46,6 +66,7 @@
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <vector>
@@ -81,7 +102,7 @@ bool isClonable(const Operation &op) {
 }
 
 struct Candidate {
-  Operation *load;
+  Operation *load; // load, or desc_load (staged by the TMA unit)
   Operation *convert;
   unsigned opIdx;
   unsigned mmaVersion; // of the dots it feeds
@@ -96,19 +117,30 @@ public:
 
   bool run() {
     std::vector<Candidate> invariants = findInvariantOperands();
-    std::vector<Candidate> candidates = constantStep() ? findCandidates() : std::vector<Candidate>{};
-    if (candidates.empty() && invariants.empty()) return false;
+    const bool step = constantStep();
+    std::vector<Candidate> candidates = step ? findCandidates() : std::vector<Candidate>{};
+    std::vector<Candidate> tma = step ? findTmaCandidates() : std::vector<Candidate>{};
+    if (candidates.empty() && tma.empty() && invariants.empty()) return false;
     stageInvariants(invariants);
     std::vector<Operation *> asyncDots;
-    if (stages_ >= 3 && !candidates.empty()) asyncDots = findAsyncDots();
+    if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();
     if (!asyncDots.empty()) ahead_ = stages_ - 2;
+    Value *stage = nullptr;
     if (!candidates.empty()) {
       allocateBuffers(candidates);
       emitPrologue(candidates);
-      Value *stage = addStageCounter();
-      emitLoopHead(candidates, stage);
-      for (Candidate &c : candidates) readFromBuffer(c, stage);
     }
+    if (!tma.empty()) {
+      allocateBuffers(tma);
+      allocateMbarriers(tma.size());
+      emitTmaPrologue(tma);
+    }
+    if (!candidates.empty() || !tma.empty()) stage = addStageCounter();
+    if (!candidates.empty()) emitLoopHead(candidates, stage);
+    if (!tma.empty()) emitTmaLoop(tma, stage, addPhaseCounter(stage));
+    for (Candidate &c : candidates) readFromBuffer(c, stage);
+    for (Candidate &c : tma) readFromBuffer(c, stage);
+    candidates.insert(candidates.end(), tma.begin(), tma.end());
     emitEpilogue(candidates, invariants);
     for (Operation *dot : asyncDots) waitAfterLoop(*dot);
     return true;
@@ -127,6 +159,7 @@ private:
   unsigned stages_;
   unsigned ahead_ = stages_ - 1; // iterations the copies run ahead
   int64_t step_ = 0;
+  Value *mbarriers_ = nullptr; // of the TMA ring
   std::map<const Value *, bool> clonable_, invariant_;
 
   Type ivType() const { return loop_.operand(0)->type; }
@@ -291,6 +324,26 @@ private:
     return found;
   }
 
+  // desc_load -> convert_layout -> #dot_op of wgmma dots only, with a
+  // descriptor from outside the loop and offsets computable at another iteration.
+  std::vector<Candidate> findTmaCandidates() {
+    std::vector<Candidate> found;
+    for (auto &op : body_->ops) {
+      if (op->code != OpCode::ConvertLayout || !op->result()->layout ||
+          op->result()->layout->kind != Layout::Kind::DotOperand)
+        continue;
+      Value *loaded = op->operand(0);
+      Operation *load = loaded->definingOp;
+      if (!load || load->code != OpCode::DescLoad || load->parent != body_ || countUses(fn_.body, loaded) != 1)
+        continue;
+      if (definedInBody(load->operand(0)) || loaded->type.rank() != 2 || feedsOnlyMmaDots(*op) != 3) continue;
+      bool clonable = true;
+      for (size_t i = 1; i < load->operands.size(); ++i) clonable = clonable && canClone(load->operand(i));
+      if (clonable) found.push_back({load, op.get(), op->result()->layout->opIdx, 3});
+    }
+    return found;
+  }
+
   Value *clone(Value *v, Builder &b, const Shift &shift, std::map<const Value *, Value *> &memo) {
     if (!definedInBody(v)) return v;
     if (auto it = memo.find(v); it != memo.end()) return it->second;
@@ -358,9 +411,11 @@ private:
       b.setLoc(c.load->loc);
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages_, t.shape[0], t.shape[1]}));
       // B read along its dim 0 (a column-major matrix, K^T through strides)
-      // is stored transposed, so that cp.async still moves 16-byte runs.
+      // is stored transposed, so that cp.async still moves 16-byte runs. The
+      // TMA unit writes blocks as they are.
       const LayoutRef &l = c.load->operand(0)->layout;
-      const bool transposed = c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked && l->order[0] == 0;
+      const bool transposed = c.load->code == OpCode::Load && c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked &&
+                              l->order[0] == 0;
       c.buffer->layout =
           Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
     }
@@ -383,20 +438,28 @@ private:
     }
   }
 
-  Value *addStageCounter() {
+  // A new i32 iter arg starting at 0 (the caller adds its yield operand).
+  Value *addIterArg(const Type &type, const std::string &name) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
-    const Type i32(ScalarType::I32);
-    loop_.operands.push_back(b.intConstant(0, i32));
-    Value *stage = body_->addArgument(i32, "stage");
+    loop_.operands.push_back(b.intConstant(0, type));
+    Value *arg = body_->addArgument(type, name);
     auto result = std::make_unique<Value>();
-    result->type = i32;
+    result->type = type;
     result->definingOp = &loop_;
     result->index = static_cast<unsigned>(loop_.results.size());
     loop_.results.push_back(std::move(result));
+    return arg;
+  }
+
+  Value *addStageCounter() {
+    const Type i32(ScalarType::I32);
+    Value *stage = addIterArg(i32, "stage");
     // stage + 1 mod S, passed on by the yield
     Operation *yield = body_->terminator();
+    Builder b(body_);
+    b.setLoc(loop_.loc);
     b.setInsertionPoint(body_, positionOf(*yield));
     Value *plus = b.op(OpCode::Add, {stage, b.intConstant(1, i32)}, i32);
     Value *wrap = b.op(OpCode::Cmp, {plus, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
@@ -428,6 +491,82 @@ private:
     emitCopies(cs, b, shift, previous);
   }
 
+  void allocateMbarriers(size_t blocksPerStage) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
+    b.setLoc(loop_.loc);
+    mbarriers_ = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({stages_, 1, 1}),
+                      {{"arrivals", static_cast<int64_t>(blocksPerStage)}});
+  }
+
+  // The TMA copies of iteration `shift.iv` into `stage`.
+  void emitTmaCopies(const std::vector<Candidate> &cs, Builder &b, const Shift &shift, Value *stage) {
+    std::map<const Value *, Value *> memo;
+    Value *pred = b.op(OpCode::Cmp, {shift.iv, loop_.operand(1)}, Type(ScalarType::I1),
+                       {{"predicate", std::string("lt")}});
+    for (const Candidate &c : cs) {
+      b.setLoc(c.load->loc);
+      std::vector<Value *> operands = {c.load->operand(0)};
+      for (size_t i = 1; i < c.load->operands.size(); ++i) operands.push_back(clone(c.load->operand(i), b, shift, memo));
+      operands.insert(operands.end(), {c.buffer, stage, mbarriers_, pred});
+      b.create(OpCode::AsyncTmaCopy, operands, {});
+    }
+  }
+
+  void emitTmaPrologue(const std::vector<Candidate> &cs) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
+    b.setLoc(loop_.loc);
+    for (unsigned d = 0; d + 1 < stages_; ++d) {
+      std::map<const Value *, Value *> memo;
+      Shift shift;
+      shift.iv = d == 0 ? loop_.operand(0)
+                        : b.op(OpCode::Add, {loop_.operand(0), b.intConstant(d * step_, ivType())}, ivType());
+      shift.iterArg = [&, d](Value *arg) {
+        return advance(loop_.operand(2 + arg->index), arg, d, b, shift, memo);
+      };
+      emitTmaCopies(cs, b, shift, b.intConstant(d, Type(ScalarType::I32)));
+      b.setLoc(loop_.loc);
+    }
+  }
+
+  // phase: the parity of the stage's completed phases, flipped each time the
+  // stage counter wraps.
+  Value *addPhaseCounter(Value *stage) {
+    const Type i32(ScalarType::I32);
+    Value *phase = addIterArg(i32, "phase");
+    Operation *yield = body_->terminator();
+    Builder b(body_);
+    b.setInsertionPoint(body_, positionOf(*yield));
+    b.setLoc(loop_.loc);
+    Value *wrap = b.op(OpCode::Cmp, {stage, b.intConstant(stages_ - 1, i32)}, Type(ScalarType::I1),
+                       {{"predicate", std::string("eq")}});
+    Value *flip = b.op(OpCode::Cast, {wrap}, i32);
+    yield->operands.push_back(b.op(OpCode::Xor, {phase, flip}, i32));
+    return phase;
+  }
+
+  void emitTmaLoop(const std::vector<Candidate> &cs, Value *stage, Value *phase) {
+    const Type i32(ScalarType::I32);
+    Builder b(body_);
+    b.setInsertionPoint(body_, body_->ops.begin());
+    b.setLoc(loop_.loc);
+    b.create(OpCode::MbarrierWait, {mbarriers_, stage, phase}, {});
+    // The end of the body: refill the stage read one iteration ago.
+    b.setInsertionPoint(body_, positionOf(*body_->terminator()));
+    b.create(OpCode::Barrier, {}, {});
+    const int64_t ahead = stages_ - 1;
+    Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead, i32)}, i32);
+    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+                        {{"predicate", std::string("ge")}});
+    Value *refill = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+    std::map<const Value *, Value *> memo;
+    Shift shift;
+    shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
+    shift.iterArg = [&](Value *arg) { return advance(arg, arg, ahead, b, shift, memo); };
+    emitTmaCopies(cs, b, shift, refill);
+  }
+
   void readFromBuffer(Candidate &c, Value *stage) {
     Builder b(body_);
     b.setInsertionPoint(body_, positionOf(*c.convert));
@@ -445,9 +584,13 @@ private:
     b.setLoc(loop_.loc);
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.
-    if (!ring.empty()) b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
+    const bool cpAsync = std::any_of(ring.begin(), ring.end(), [](const Candidate &c) {
+      return c.load->code == OpCode::Load;
+    });
+    if (cpAsync) b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
     b.create(OpCode::Barrier, {}, {});
     // Freed in reverse order of allocation (codegen stacks them).
+    if (mbarriers_) b.create(OpCode::LocalDealloc, {mbarriers_}, {});
     for (auto it = ring.rbegin(); it != ring.rend(); ++it) b.create(OpCode::LocalDealloc, {it->buffer}, {});
     for (auto it = invariants.rbegin(); it != invariants.rend(); ++it)
       b.create(OpCode::LocalDealloc, {it->buffer}, {});

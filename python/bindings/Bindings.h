@@ -77,8 +77,8 @@ std::optional<ir::ScalarType> dtypeFromName(std::string_view name);
 // ---------------------------------------------------- tensor descriptors
 
 // A tessera.TensorDescriptor as the launch path reads it: what was read from
-// its base, shape, strides and block_shape when it was made (all read-only
-// in Python), and the encoded CUtensorMap once a launch has encoded it
+// its base, shape, strides (read-only in Python) and block_shape (assignable:
+// a new block clears `encoded`), and the encoded CUtensorMap once a launch has encoded it
 // (TensorDescriptor.cpp; the encoding rules are runtime/TensorMap.h's).
 struct TensorDesc {
   uint64_t address = 0;         // base.data_ptr()

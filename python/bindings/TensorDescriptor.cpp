@@ -7,10 +7,12 @@
 //
 // A plain CPython type so that the launch path reads it with one type check
 // and no attribute lookups. Everything is read once, when the descriptor is
-// made (base.data_ptr(), base.dtype, base.device), and base, shape, strides
-// and block_shape are read-only afterwards: the first launch checks them and
-// encodes the 128-byte CUtensorMap (runtime/TensorMap.h), which every later
-// launch passes as it is. The map sits 64-byte aligned inside the object:
+// made (base.data_ptr(), base.dtype, base.device), and base, shape and
+// strides are read-only afterwards: the first launch checks them and encodes
+// the 128-byte CUtensorMap (runtime/TensorMap.h), which every later launch
+// passes as it is. block_shape may be assigned (an autotuner's pre_hook sets
+// it per config, as with Triton's descriptors): a different block is encoded
+// again by the next launch. The map sits 64-byte aligned inside the object:
 // cuLaunchKernel's kernelParams entry for the parameter points at it.
 #include "JitKernel.h"
 
@@ -175,6 +177,23 @@ PyObject *getDtype(PyObject *o, void *) { return field(reinterpret_cast<DescObje
 PyObject *getShape(PyObject *o, void *) { return field(reinterpret_cast<DescObject *>(o)->shape); }
 PyObject *getStrides(PyObject *o, void *) { return field(reinterpret_cast<DescObject *>(o)->strides); }
 PyObject *getBlock(PyObject *o, void *) { return field(reinterpret_cast<DescObject *>(o)->block); }
+int setBlock(PyObject *o, PyObject *value, void *) {
+  auto *self = reinterpret_cast<DescObject *>(o);
+  if (!value) {
+    PyErr_SetString(PyExc_AttributeError, "TensorDescriptor: block_shape cannot be deleted");
+    return -1;
+  }
+  std::vector<int64_t> block;
+  PyObject *tuple = nullptr;
+  if (!readInts(value, "block_shape", block, &tuple)) return -1;
+  if (block != self->desc.block) {
+    self->desc.block = std::move(block);
+    self->desc.encoded = false; // the next launch checks and encodes the new box
+  }
+  Py_SETREF(self->block, tuple);
+  return 0;
+}
+
 PyObject *getTensorMap(PyObject *o, void *) {
   const TensorDesc &d = reinterpret_cast<DescObject *>(o)->desc;
   if (!d.encoded) Py_RETURN_NONE;
@@ -186,7 +205,9 @@ PyGetSetDef descGetSet[] = {
     {"dtype", getDtype, nullptr, "base.dtype", nullptr},
     {"shape", getShape, nullptr, "The tensor's shape in elements, outermost first (a tuple).", nullptr},
     {"strides", getStrides, nullptr, "The tensor's strides in elements, outermost first (a tuple).", nullptr},
-    {"block_shape", getBlock, nullptr, "The block one load reads (a tuple): the kernel's tensordesc<DTYPE[...]>.",
+    {"block_shape", getBlock, setBlock,
+     "The block one load reads (a tuple): the kernel's tensordesc<DTYPE[...]>. Assignable (re-encoded by the next "
+     "launch when it changes).",
      nullptr},
     {"tensor_map", getTensorMap, nullptr,
      "The encoded 128-byte CUtensorMap (bytes), or None before the first launch encodes it.", nullptr},

@@ -11,8 +11,10 @@ strides are in elements, outermost first; the innermost stride must be 1, the
 others multiples of 16 bytes, the base 16-byte aligned, the block dimensions
 powers of two of at most 256. The first launch checks this (an error names the
 argument and the rule) and encodes the 128-byte CUtensorMap with
-cuTensorMapEncodeTiled; later launches pass the same bytes, so base, shape,
-strides and block_shape are read-only. The descriptor keeps `base` alive and
+cuTensorMapEncodeTiled; later launches pass the same bytes, so base, shape
+and strides are read-only. block_shape may be assigned (an autotuner's
+pre_hook sets it per config, as with Triton): a new block is checked and
+encoded by the next launch. The descriptor keeps `base` alive and
 holds base.data_ptr() as it was when the descriptor was made. docs/runtime.md
 ("Tensor descriptors") has the encoding and what it costs.
 """

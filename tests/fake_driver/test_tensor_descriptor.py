@@ -114,7 +114,7 @@ def test_from_tensor_and_read_only_attributes():
     assert d.base is t and d.dtype is torch.float16
     assert d.shape == (256, 512) and d.strides == (512, 1) and d.block_shape == (64, 64)
     assert d.tensor_map is None  # encoded by the first launch
-    for name in ("base", "shape", "strides", "block_shape", "tensor_map"):
+    for name in ("base", "shape", "strides", "tensor_map"):
         with pytest.raises(AttributeError):
             setattr(d, name, (1,))
     with pytest.raises(AttributeError):
@@ -351,3 +351,26 @@ def test_compiled_desc_load_kernel_gets_its_descriptor(fake):
     assert layout[0][:3] == (0, 128, 64) and block[0:128] == d.tensor_map
     t = fake.last_tensor_map()
     assert t["box_dim"] == (64, 64) and t["swizzle"] == SWIZZLE_128B
+
+
+def test_assigning_block_shape_re_encodes(fake):
+    """An autotuner's pre_hook sets block_shape per config (Triton's pattern): a new block
+    changes the signature token and is encoded by the next launch; the same block is not."""
+    d = desc(shape=(512, 256), strides=(256, 1), block=(128, 64))
+    d.block_shape = [64, 64]
+    assert d.block_shape == (64, 64) and d.tensor_map is None
+    k = fresh(K.int_then_desc)
+    launch_planted(k, (3, d), [I32, DESC])
+    assert fake.last_tensor_map()["box_dim"] == (64, 64)
+    encoded = fake.tensor_map_count
+    d.block_shape = (64, 64)  # unchanged: the map stays
+    assert d.tensor_map is not None
+    d.block_shape = [32, 64]
+    assert d.tensor_map is None
+    launch_planted(k, (3, d), [I32, DESC])
+    assert fake.tensor_map_count == encoded + 1 and fake.last_tensor_map()["box_dim"] == (64, 32)
+    with pytest.raises(TypeError, match=r"block_shape\[0\] must be an int"):
+        d.block_shape = ["x", 64]
+    assert d.block_shape == (32, 64)
+    with pytest.raises(AttributeError):
+        del d.block_shape

@@ -70,3 +70,53 @@ def test_descriptors_need_hopper_and_the_llvm_back_end():
     proc = run_cli(COPY + sig + ["--backend", "nvrtc"])
     assert proc.returncode != 0
     assert "need the llvm back-end" in proc.stderr
+
+
+# ---- the pipelined TMA matmul (kernels/matmul.py's matmul_tma_kernel) ------------------------------------
+
+TMA_MATMUL_SIG = "tensordesc<{t}[{bm},{bk}]>,tensordesc<{t}[{bk},{bn}]>,*{t}:16,i32,i32,i32,i32:16,i32:1"
+
+
+def tma_matmul_args(bm=128, bn=256, bk=64, warps=8, stages=4, t="bf16"):
+    return ["compile", "kernels/matmul.py", "--kernel", "matmul_tma_kernel",
+            "--signature", TMA_MATMUL_SIG.format(t=t, bm=bm, bn=bn, bk=bk),
+            "--constexpr", f"BLOCK_M={bm}", "--constexpr", f"BLOCK_N={bn}", "--constexpr", f"BLOCK_K={bk}",
+            "--constexpr", "GROUP_M=8", "--num-warps", str(warps), "--num-stages", str(stages)]
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 256, 64, 8, 4), (128, 128, 64, 4, 3), (64, 64, 64, 4, 2),
+                                                   (128, 128, 32, 4, 3)])
+def test_tma_matmul_is_an_mbarrier_ring(bm, bn, bk, warps, stages, tmp_path):
+    """S-1 stages copied before the loop and one per iteration, each block in <=128-byte
+    boxes on the stage's mbarrier; no cp.async and no register staging of the operands."""
+    text = compile_ptx(tma_matmul_args(bm, bn, bk, warps, stages), tmp_path)
+    row_bytes = 128 // 2
+    boxes = -(-bk // row_bytes) + -(-bn // row_bytes)  # A's K columns, B's N columns
+    assert text.count("cp.async.bulk.tensor.2d") == boxes * stages  # (S-1) prologue copies + the loop's
+    assert text.count("mbarrier.init.shared::cta.b64") == stages
+    assert re.search(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 2;", text)  # A and B arrive on one barrier
+    assert text.count("mbarrier.arrive.expect_tx") == 2 * stages
+    assert text.count("mbarrier.inval.shared::cta.b64") == stages
+    assert "cp.async.cg" not in text and "cp.async.ca" not in text
+    assert "wgmma.mma_async" in text
+
+
+def test_tma_matmul_pipeline_ir(tmp_path):
+    proc = run_cli(tma_matmul_args() + ["--emit", "ir-opt", "--stop-after", "pipeline"], check=True)
+    body = proc.stdout
+    assert "mbarrier_alloc {arrivals = 2} : <4x1x1xi64>" in body
+    assert body.count("async_tma_copy") == 8  # 3 stages ahead for A and B, then one pair per iteration
+    assert "desc_load" not in body
+    loop = body[body.index(" for "):body.index("dot_wait")]
+    assert loop.index("mbarrier_wait") < loop.index("local_load") < loop.index("= dot ") < loop.index("barrier\n")
+    assert loop.index("barrier\n") < loop.index("async_tma_copy")
+
+
+def test_tma_matmul_sass_has_utmaldg_and_hgmma(tmp_path):
+    from test_vectorized_access import sass
+    ptx = tmp_path / "k.ptx"
+    run_cli(tma_matmul_args() + ["--arch", "sm_90a", "-o", str(ptx)], check=True)
+    text = sass(tmp_path, ptx)
+    assert "UTMALDG.2D" in text, "no TMA loads in the SASS"
+    assert "HGMMA.64x256x16.F32.BF16" in text, "no wgmma in the SASS"
+    assert "LDGSTS" not in text  # no cp.async left

@@ -106,3 +106,39 @@ TEST(MmaLayout, SliceOfMmaHoldsTheRowsOfTheAccumulator) {
   }
   EXPECT_EQ(full.slicedAlong(1).base(), rows.base());
 }
+
+// The wgmma accumulator (#mma<version=3>): the instruction's D fragment in
+// its own row order. Lane (g, t) of warp w holds rows 16w + g and 16w + g + 8
+// of every 16 * warps rows (register index 2mi + h along dim 0: h = 0, 1),
+// columns 2t, 2t+1 of every 8; every element exactly once; its printed base
+// is the interleaved blocked layout; the register numbering (and so the next
+// dot's A fragment registers, the instruction's rows g and g + 8) is version 2's.
+TEST(MmaLayout, WgmmaAccumulatorKeepsTheInstructionsRowOrder) {
+  for (unsigned warps : {4u, 8u}) {
+    const int64_t M = 128, N = 64;
+    DistributedLayout v3(*Layout::mma(3, {warps, 1}), {M, N});
+    DistributedLayout v2(*Layout::mma(2, {warps, 1}), {M, N});
+    EXPECT_EQ(v3.base().str(), "#blocked<spt=[2,2], tpw=[8,4], wpc=[" + std::to_string(warps) +
+                                   ",1], order=[1,0], interleave=[1,0]>");
+    EXPECT_FALSE(v3.base() == v2.base());
+    ASSERT_EQ(v3.numRegs(), v2.numRegs());
+    std::map<std::pair<int64_t, int64_t>, int> seen;
+    for (unsigned tid = 0; tid < 32 * warps; ++tid) {
+      const unsigned lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+      for (unsigned r = 0; r < v3.numRegs(); ++r) {
+        std::vector<unsigned> idx = v3.regIndex(r);
+        const unsigned mi = idx[0] / 2, h = idx[0] % 2, ni = idx[1] / 2, j = idx[1] % 2;
+        std::vector<int64_t> c = v3.coordinates(tid, r);
+        EXPECT_EQ(c[0], int64_t(mi) * 16 * warps + warp * 16 + g + 8 * h);
+        EXPECT_EQ(c[1], int64_t(ni) * 8 + 2 * t + j);
+        EXPECT_TRUE(v3.isOwner(tid, r));
+        ++seen[{c[0], c[1]}];
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(M * N));
+    for (auto &[k, n] : seen) EXPECT_EQ(n, 1);
+    EXPECT_EQ(v3.dim(0).distinctLanes(), 8u);
+    EXPECT_EQ(v3.dim(0).contiguousPerThread(), 1u);
+    EXPECT_EQ(v3.dim(1).contiguousPerThread(), 2u);
+  }
+}

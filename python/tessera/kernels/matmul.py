@@ -28,6 +28,10 @@ sm_90a, 128x256x64 with 8 warps and 4 stages; else MATMUL_CONFIGS, 128x128x32/w4
 TESSERA_AUTOTUNE=off takes the stored winner, else that first config.
 `config=` forces one (a tessera.Config or "BMxBNxBK/wW/sS[/gG]").
 
+On sm_90a, row-major A and B with 16-byte aligned rows are read through TMA
+tensor descriptors (kernels/matmul.py's matmul_tma_kernel, docs/tma.md; the
+epilogue kernel does not yet); TESSERA_MATMUL_TMA=0 takes the cp.async kernel.
+
 interpret=True (or TESSERA_INTERPRET=1) with numpy arrays / torch CPU
 tensors runs the kernel on the host interpreter instead (no GPU; tests).
 """
@@ -286,6 +290,54 @@ def matmul_autotuner():
     return _state["autotuner"]
 
 
+# ------------------------------------------------------- TMA (Hopper) path
+
+def _tma_block_shapes(nargs):
+    """Config pre_hook of the TMA kernel (Triton's pattern): each config reads blocks of its own
+    shape, so the descriptors' block_shape follows BLOCK_M/N/K (re-encoded when it changes)."""
+    nargs["a_desc"].block_shape = (nargs["BLOCK_M"], nargs["BLOCK_K"])
+    nargs["b_desc"].block_shape = (nargs["BLOCK_K"], nargs["BLOCK_N"])
+
+
+def _tma_configs():
+    return [Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_tma_block_shapes)
+            for c in HOPPER_MATMUL_CONFIGS]
+
+
+def _uses_tma(A, B):
+    """matmul_tma_kernel applies: Hopper tables (sm_90a), torch operands that TMA can describe
+    (row-major, rows 16-byte aligned), and TESSERA_MATMUL_TMA not 0."""
+    if A.kind != "torch" or not _env_flag("TESSERA_MATMUL_TMA", True) or matmul_configs() is not HOPPER_MATMUL_CONFIGS:
+        return False
+    for x in (A, B):
+        size = x.x.element_size()
+        if x.strides[1] != 1 or (x.strides[0] * size) % 16 or x.data_ptr() % 16:
+            return False
+    return True
+
+
+def matmul_tma_autotuner():
+    """The tessera.Autotuner of matmul_tma_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N, K)."""
+    if "tma_autotuner" not in _state:
+        from ..autotune import autotune
+        _state["tma_autotuner"] = autotune(configs=_tma_configs(), key=["M", "N", "K"],
+                                           prune_configs_by={"early_config_prune": prune_matmul_configs}
+                                           )(_kernel_module().matmul_tma_kernel)
+    return _state["tma_autotuner"]
+
+
+def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid):
+    from ..tensor_descriptor import TensorDescriptor
+    first = (chosen or HOPPER_MATMUL_CONFIGS[0]).kwargs
+    a_desc = TensorDescriptor(a, [M, K], [A.strides[0], 1], [first["BLOCK_M"], first["BLOCK_K"]])
+    b_desc = TensorDescriptor(b, [K, N], [B.strides[0], 1], [first["BLOCK_K"], first["BLOCK_N"]])
+    args = (a_desc, b_desc, out, M, N, K, O.strides[0], O.strides[1])
+    if chosen is None:
+        matmul_tma_autotuner()[grid](*args)
+    else:
+        _kernel_module().matmul_tma_kernel[grid](*args, **chosen.all_kwargs())
+
+
 def _interpreted_kernel():
     if "interpreted" not in _state:
         from ..jit import jit
@@ -366,7 +418,8 @@ def _epilogue_kernel(epilogue, interpret):
     return kernel, tuners.get(id(kernel)), jf.fn.__name__
 
 
-def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, autotune=None, interpret=None):
+def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, autotune=None, interpret=None,
+           tma=None):
     """C = a @ b for 2-D tensors a (M x K) and b (K x N) of one dtype (supported_dtypes()),
     any strides. Returns `out` (M x N; allocated in the input dtype when None).
 
@@ -377,7 +430,9 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     config: a tessera.Config or 'BMxBNxBK/wW/sS[/gG]' to force one; autotune: False for
     matmul_configs()[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
-    TESSERA_INTERPRET, only for host inputs)."""
+    TESSERA_INTERPRET, only for host inputs). tma: False takes the cp.async kernel where the
+    TMA one would apply (default: TMA on sm_90a for row-major operands, unless
+    TESSERA_MATMUL_TMA=0)."""
     if interpret is None:
         host = _Operand(a, "a").device != "cuda"
         interpret = host and _interpret_default()
@@ -416,6 +471,10 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         return out
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
+    if (not interpret and tma is not False and _uses_tma(A, B)
+            and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32)):
+        _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid)
+        return out
     if chosen is None:
         matmul_autotuner()[grid](*args)
     else:
@@ -425,4 +484,4 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
 
 __all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
-           "matmul_config_name", "matmul_autotuner", "prune_matmul_configs"]
+           "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "prune_matmul_configs"]
