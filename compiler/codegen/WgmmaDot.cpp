@@ -131,6 +131,13 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   std::optional<DistributedLayout> aRegs;
   if (aRegLayout) aRegs.emplace(*aRegLayout, a->type.shape);
   Regs accRegs = lookup(acc);
+  // A's register fragments are packed before the fence: instructions that
+  // write wgmma input registers between the wgmmas make ptxas insert extra
+  // warpgroup arrives (C7519), which stalls each wgmma on the one before.
+  std::vector<std::vector<Value *>> aFragments;
+  if (aRegs)
+    for (int64_t s = 0; s < slabs; ++s)
+      for (int64_t ks = 0; ks < K / 16; ++ks) aFragments.push_back(aFragmentFromRegisters(a, *aRegs, s, ks));
   emitAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
@@ -140,7 +147,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
         const int64_t k0 = 16 * ks;
         std::vector<Value *> args;
         if (aRegs) {
-          args = aFragmentFromRegisters(a, *aRegs, s, ks);
+          args = aFragments[s * (K / 16) + ks];
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
           Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
