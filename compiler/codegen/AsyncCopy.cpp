@@ -88,7 +88,7 @@ KernelLowering::SharedBuffer KernelLowering::reserveShared(ir::Operation &op, ui
 void KernelLowering::lowerLocalDealloc(ir::Operation &op) {
   auto it = buffers_.find(op.operand(0));
   if (it == buffers_.end()) unsupported(op, "the buffer was not allocated");
-  if (op.operand(0)->definingOp->code == ir::OpCode::MbarrierAlloc) invalidateMbarriers(op);
+  if (op.operand(0)->definingOp->code == ir::OpCode::MbarrierAlloc) lowerMbarrierDealloc(op);
   reservedShared_ = it->second.offset; // the pass frees in reverse order of allocation
 }
 

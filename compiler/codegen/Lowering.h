@@ -189,11 +189,15 @@ private:
   void lowerMbarrierAlloc(ir::Operation &op);
   void lowerAsyncTmaCopy(ir::Operation &op);
   void lowerMbarrierWait(ir::Operation &op);
-  void invalidateMbarriers(ir::Operation &dealloc);
+  void lowerMbarrierDealloc(ir::Operation &dealloc); // local_dealloc of mbarrier_alloc
   void checkTmaBlock(ir::Operation &op, const ir::Type &block);
-  // Thread 0's copies of one block at (row0, col0) into `tile`, completing on `bar`.
-  void issueTmaBoxes(const ir::Type &block, llvm::Value *desc, llvm::Value *row0, llvm::Value *col0, llvm::Value *tile,
-                     llvm::Value *bar);
+  // (Thread 0) expect the block's bytes on `bar`, then copy the block at (row0, col0) into `tile`.
+  void startTmaCopy(const ir::Type &block, llvm::Value *desc, llvm::Value *row0, llvm::Value *col0, llvm::Value *tile,
+                    llvm::Value *bar);
+  // Thread 0 initialises (fenced for the async proxy) / invalidates `count`
+  // mbarriers at `first` (a shared i8 pointer), 8 bytes apart.
+  void initMbarriers(llvm::Value *first, int64_t count, int64_t arrivals);
+  void invalidateMbarriers(llvm::Value *first, int64_t count);
   llvm::Value *mbarrierAddress(ir::Operation &op, ir::Value *mbarriers, ir::Value *stage); // 32-bit
   llvm::Value *sharedAddress32(llvm::Value *ptr); // a shared-memory pointer as PTX's 32-bit address
   // One PTX statement with operands (`constraints` without the memory clobber).

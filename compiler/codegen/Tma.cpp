@@ -91,14 +91,33 @@ void KernelLowering::checkTmaBlock(ir::Operation &op, const ir::Type &t) {
                          std::to_string(elemBytes) + " bytes)");
 }
 
-void KernelLowering::issueTmaBoxes(const ir::Type &t, Value *desc, Value *row0, Value *col0, Value *tile, Value *bar) {
+void KernelLowering::startTmaCopy(const ir::Type &t, Value *desc, Value *row0, Value *col0, Value *tile, Value *bar) {
   const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
   const int64_t rows = t.shape[0], cols = t.shape[1];
+  asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(rows * cols * elemBytes)});
   const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
   for (int64_t c = 0; c < cols; c += boxCols) {
     Value *dst = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), tile, c * rows * elemBytes));
     asmCall(tmaLoadAsm(2), "r,l,r,r,r", {dst, desc, b_.CreateAdd(col0, i32(c)), row0, bar});
   }
+}
+
+void KernelLowering::initMbarriers(Value *first, int64_t count, int64_t arrivals) {
+  onLeaderThread([&] {
+    for (int64_t i = 0; i < count; ++i)
+      asmCall("mbarrier.init.shared::cta.b64 [$0], " + std::to_string(arrivals) + ";", "r",
+              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), first, 8 * i))});
+    emitAsm("fence.mbarrier_init.release.cluster;");
+    fenceProxyAsync(); // the space's last generic accesses come before the TMA's writes
+  });
+}
+
+void KernelLowering::invalidateMbarriers(Value *first, int64_t count) {
+  onLeaderThread([&] {
+    for (int64_t i = 0; i < count; ++i)
+      asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r",
+              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), first, 8 * i))});
+  });
 }
 
 void KernelLowering::lowerDescLoad(ir::Operation &op) {
@@ -113,20 +132,14 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024;
   Value *scratch = sharedScratch(pad + tileBytes + 8, op);
   Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, pad);
-  Value *bar = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, tileBytes));
+  Value *barSlot = b_.CreateConstGEP1_64(b_.getInt8Ty(), base, tileBytes);
+  Value *bar = sharedAddress32(barSlot);
   Value *desc = lookup(op.operand(0))[0];
 
   barrier();
-  onLeaderThread([&] {
-    asmCall("mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bar});
-    emitAsm("fence.mbarrier_init.release.cluster;");
-    fenceProxyAsync(); // the tile's last generic reads come before the TMA's writes
-  });
+  initMbarriers(barSlot, 1, 1);
   barrier();
-  onLeaderThread([&] {
-    asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(tileBytes)});
-    issueTmaBoxes(t, desc, lookup(op.operand(1))[0], lookup(op.operand(2))[0], base, bar);
-  });
+  onLeaderThread([&] { startTmaCopy(t, desc, lookup(op.operand(1))[0], lookup(op.operand(2))[0], base, bar); });
   waitMbarrier(bar, i32(0));
 
   DistributedLayout layout = layoutOf(op.result(), op);
@@ -138,7 +151,7 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
     out.push_back(b_.CreateLoad(memTy, b_.CreateGEP(b_.getInt8Ty(), base, offset)));
   }
   barrier();
-  onLeaderThread([&] { asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r", {bar}); });
+  invalidateMbarriers(barSlot, 1);
   define(op.result(), std::move(out));
 }
 
@@ -156,25 +169,14 @@ void KernelLowering::lowerMbarrierAlloc(ir::Operation &op) {
   SharedBuffer space = reserveShared(op, static_cast<uint64_t>(count) * 8, 8);
   buffers_[op.result()] = space;
   barrier(); // the space may have been another op's scratch a moment ago
-  onLeaderThread([&] {
-    for (int64_t i = 0; i < count; ++i)
-      asmCall("mbarrier.init.shared::cta.b64 [$0], " + std::to_string(op.intAttr("arrivals")) + ";", "r",
-              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), space.base, 8 * i))});
-    emitAsm("fence.mbarrier_init.release.cluster;");
-    fenceProxyAsync();
-  });
+  initMbarriers(space.base, count, op.intAttr("arrivals"));
   barrier();
 }
 
-void KernelLowering::invalidateMbarriers(ir::Operation &dealloc) {
+void KernelLowering::lowerMbarrierDealloc(ir::Operation &dealloc) {
   ir::Value *mbarriers = dealloc.operand(0);
-  Value *base = buffers_.at(mbarriers).base;
   barrier(); // nobody waits on them any more
-  onLeaderThread([&] {
-    for (int64_t i = 0; i < mbarriers->type.shape[0]; ++i)
-      asmCall("mbarrier.inval.shared::cta.b64 [$0];", "r",
-              {sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, 8 * i))});
-  });
+  invalidateMbarriers(buffers_.at(mbarriers).base, mbarriers->type.shape[0]);
   barrier(); // before the space is written as anything else
 }
 
@@ -183,16 +185,10 @@ void KernelLowering::lowerAsyncTmaCopy(ir::Operation &op) {
   const ir::Type block = ir::Type(descArg->type.scalar).withShape(descArg->type.descBlock);
   checkTmaBlock(op, block);
   ir::Value *buffer = op.operand(3), *stage = op.operand(4), *mbarriers = op.operand(5);
-  const uint64_t bytes = static_cast<uint64_t>(block.numElements()) * (ir::bitWidth(block.scalar) / 8);
   Value *tile = stageBase(op, buffer, stage);
   Value *bar = mbarrierAddress(op, mbarriers, stage);
   Value *desc = lookup(descArg)[0], *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
-  onLeaderThread(
-      [&] {
-        asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(bytes)});
-        issueTmaBoxes(block, desc, row0, col0, tile, bar);
-      },
-      lookup(op.operand(6))[0]);
+  onLeaderThread([&] { startTmaCopy(block, desc, row0, col0, tile, bar); }, lookup(op.operand(6))[0]);
 }
 
 void KernelLowering::lowerMbarrierWait(ir::Operation &op) {

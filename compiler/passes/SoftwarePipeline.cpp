@@ -128,12 +128,12 @@ public:
     Value *stage = nullptr;
     if (!candidates.empty()) {
       allocateBuffers(candidates);
-      emitPrologue(candidates);
+      emitPrologue(candidates, ahead_, &LoopPipeliner::emitCopies);
     }
     if (!tma.empty()) {
       allocateBuffers(tma);
       allocateMbarriers(tma.size());
-      emitTmaPrologue(tma);
+      emitPrologue(tma, stages_ - 1, &LoopPipeliner::emitTmaCopies);
     }
     if (!candidates.empty() || !tma.empty()) stage = addStageCounter();
     if (!candidates.empty()) emitLoopHead(candidates, stage);
@@ -421,11 +421,14 @@ private:
     }
   }
 
-  void emitPrologue(const std::vector<Candidate> &cs) {
+  // The copies (emitCopies or emitTmaCopies) of the first `count` iterations,
+  // iteration d into stage d, before the loop.
+  using CopyEmitter = void (LoopPipeliner::*)(const std::vector<Candidate> &, Builder &, const Shift &, Value *);
+  void emitPrologue(const std::vector<Candidate> &cs, unsigned count, CopyEmitter emit) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
-    for (unsigned d = 0; d < ahead_; ++d) {
+    for (unsigned d = 0; d < count; ++d) {
       std::map<const Value *, Value *> memo;
       Shift shift;
       shift.iv = d == 0 ? loop_.operand(0)
@@ -433,9 +436,24 @@ private:
       shift.iterArg = [&, d](Value *arg) {
         return advance(loop_.operand(2 + arg->index), arg, d, b, shift, memo);
       };
-      emitCopies(cs, b, shift, b.intConstant(d, Type(ScalarType::I32)));
+      (this->*emit)(cs, b, shift, b.intConstant(d, Type(ScalarType::I32)));
       b.setLoc(loop_.loc);
     }
+  }
+
+  // In the body at b's insertion point: the copies of iteration iv + ahead
+  // into stage + ahead mod S.
+  void emitCopiesAhead(const std::vector<Candidate> &cs, Builder &b, Value *stage, int64_t ahead, CopyEmitter emit) {
+    const Type i32(ScalarType::I32);
+    Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead, i32)}, i32);
+    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+                        {{"predicate", std::string("ge")}});
+    Value *target = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+    std::map<const Value *, Value *> memo;
+    Shift shift;
+    shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
+    shift.iterArg = [&](Value *arg) { return advance(arg, arg, ahead, b, shift, memo); };
+    (this->*emit)(cs, b, shift, target);
   }
 
   // A new i32 iter arg starting at 0 (the caller adds its yield operand).
@@ -472,23 +490,13 @@ private:
     Builder b(body_);
     b.setInsertionPoint(body_, body_->ops.begin());
     b.setLoc(loop_.loc);
-    const Type i32(ScalarType::I32);
     b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{ahead_ - 1}}});
     if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
     b.create(OpCode::Barrier, {}, {});
     // The stage `ahead` from this one: read last iteration (everyone is past
     // it: the barrier), or, with async dots, two iterations ago (its wgmmas
     // are done: each thread waited for them before the barrier).
-    Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead_, i32)}, i32);
-    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
-                        {{"predicate", std::string("ge")}});
-    Value *previous = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
-    const int64_t ahead = ahead_;
-    std::map<const Value *, Value *> memo;
-    Shift shift;
-    shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
-    shift.iterArg = [&](Value *arg) { return advance(arg, arg, ahead, b, shift, memo); };
-    emitCopies(cs, b, shift, previous);
+    emitCopiesAhead(cs, b, stage, ahead_, &LoopPipeliner::emitCopies);
   }
 
   void allocateMbarriers(size_t blocksPerStage) {
@@ -513,23 +521,6 @@ private:
     }
   }
 
-  void emitTmaPrologue(const std::vector<Candidate> &cs) {
-    Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, positionOf(loop_));
-    b.setLoc(loop_.loc);
-    for (unsigned d = 0; d + 1 < stages_; ++d) {
-      std::map<const Value *, Value *> memo;
-      Shift shift;
-      shift.iv = d == 0 ? loop_.operand(0)
-                        : b.op(OpCode::Add, {loop_.operand(0), b.intConstant(d * step_, ivType())}, ivType());
-      shift.iterArg = [&, d](Value *arg) {
-        return advance(loop_.operand(2 + arg->index), arg, d, b, shift, memo);
-      };
-      emitTmaCopies(cs, b, shift, b.intConstant(d, Type(ScalarType::I32)));
-      b.setLoc(loop_.loc);
-    }
-  }
-
   // phase: the parity of the stage's completed phases, flipped each time the
   // stage counter wraps.
   Value *addPhaseCounter(Value *stage) {
@@ -547,7 +538,6 @@ private:
   }
 
   void emitTmaLoop(const std::vector<Candidate> &cs, Value *stage, Value *phase) {
-    const Type i32(ScalarType::I32);
     Builder b(body_);
     b.setInsertionPoint(body_, body_->ops.begin());
     b.setLoc(loop_.loc);
@@ -555,16 +545,7 @@ private:
     // The end of the body: refill the stage read one iteration ago.
     b.setInsertionPoint(body_, positionOf(*body_->terminator()));
     b.create(OpCode::Barrier, {}, {});
-    const int64_t ahead = stages_ - 1;
-    Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead, i32)}, i32);
-    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
-                        {{"predicate", std::string("ge")}});
-    Value *refill = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
-    std::map<const Value *, Value *> memo;
-    Shift shift;
-    shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
-    shift.iterArg = [&](Value *arg) { return advance(arg, arg, ahead, b, shift, memo); };
-    emitTmaCopies(cs, b, shift, refill);
+    emitCopiesAhead(cs, b, stage, stages_ - 1, &LoopPipeliner::emitTmaCopies);
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {
