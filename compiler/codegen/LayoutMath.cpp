@@ -241,4 +241,87 @@ int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_
   return index;
 }
 
+unsigned lastDimVectorWidth(const DistributedLayout &layout, unsigned maxElems) {
+  if (layout.rank() == 0)
+    return 1;
+  // The base dim a thread's consecutive registers step along: the fastest one
+  // the value has (sliced dims have one register).
+  unsigned fastest = layout.baseRank();
+  for (unsigned d : layout.order())
+    if (!layout.dim(d).sliced) {
+      fastest = d;
+      break;
+    }
+  if (fastest != layout.valueDims().back())
+    return 1;
+  const DimMap &m = layout.dim(fastest);
+  int64_t n = std::min<int64_t>({m.contiguousPerThread(), m.extent, maxElems});
+  unsigned width = 1;
+  while (int64_t{width} * 2 <= n) width *= 2;
+  return width;
+}
+
+std::vector<int64_t> paddedStrides(const std::vector<int64_t> &shape, int64_t rowPad) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i] + (i == shape.size() - 1 ? rowPad : 0);
+  return strides;
+}
+
+int64_t sharedWavefronts(const DistributedLayout &layout, const std::vector<int64_t> &strides,
+                         unsigned elemBytes, unsigned vec, bool skipDuplicates) {
+  constexpr int64_t kBanks = 32, kBankBytes = 4;
+  const int64_t accessBytes = static_cast<int64_t>(vec) * elemBytes;
+  // A warp's access is served in phases of 128 bytes' worth of threads; in
+  // a phase, a bank serves one 4-byte word per wavefront (same words broadcast).
+  const unsigned threadsPerPhase =
+      static_cast<unsigned>(std::min<int64_t>(kWarpSize, kBanks * kBankBytes / std::max(kBankBytes, accessBytes)));
+  int64_t total = 0;
+  for (unsigned r = 0; r < layout.numRegs(); r += vec) {
+    if (skipDuplicates && layout.isDuplicateRegister(r))
+      continue;
+    for (unsigned first = 0; first < kWarpSize; first += threadsPerPhase) {
+      std::vector<std::vector<int64_t>> wordsPerBank(kBanks);
+      for (unsigned tid = first; tid < first + threadsPerPhase; ++tid) {
+        std::vector<int64_t> c = layout.coordinates(tid, r);
+        int64_t offset = 0;
+        for (size_t i = 0; i < c.size(); ++i) offset += c[i] * strides[i];
+        const int64_t begin = offset * elemBytes / kBankBytes;
+        const int64_t end = (offset * elemBytes + accessBytes - 1) / kBankBytes;
+        for (int64_t w = begin; w <= end; ++w) {
+          std::vector<int64_t> &bank = wordsPerBank[w % kBanks];
+          if (std::find(bank.begin(), bank.end(), w) == bank.end())
+            bank.push_back(w);
+        }
+      }
+      size_t worst = 0;
+      for (const auto &bank : wordsPerBank) worst = std::max(worst, bank.size());
+      total += static_cast<int64_t>(worst);
+    }
+  }
+  return total;
+}
+
+int64_t conversionRowPadding(const DistributedLayout &from, const DistributedLayout &to,
+                             const std::vector<int64_t> &shape, unsigned elemBytes, unsigned storeVec,
+                             unsigned loadVec) {
+  if (shape.size() < 2)
+    return 0;
+  const int64_t align = std::max(storeVec, loadVec); // elements a padded row start must stay aligned to
+  int64_t bestPad = 0, bestCost = -1;
+  for (int64_t padBytes : {0, 4, 8, 16, 32, 64}) {
+    if (padBytes % elemBytes != 0 || (padBytes / elemBytes) % align != 0)
+      continue;
+    const int64_t pad = padBytes / elemBytes;
+    std::vector<int64_t> strides = paddedStrides(shape, pad);
+    int64_t cost = sharedWavefronts(from, strides, elemBytes, storeVec, /*skipDuplicates=*/true) +
+                   sharedWavefronts(to, strides, elemBytes, loadVec, /*skipDuplicates=*/false);
+    if (bestCost < 0 || cost < bestCost) {
+      bestCost = cost;
+      bestPad = pad;
+    }
+  }
+  return bestPad;
+}
+
 } // namespace tessera::codegen

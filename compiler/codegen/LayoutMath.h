@@ -130,4 +130,29 @@ ir::LayoutRef blockedLayout(const std::vector<int64_t> &shape, std::vector<unsig
 // Row-major linear index of a coordinate in a shape.
 int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape);
 
+// The largest n (a power of two, at most maxElems) such that registers
+// r .. r+n-1, r a multiple of n, hold consecutive elements of the value's
+// last dim, starting at a multiple of n: one vector access. 1 when a
+// thread's consecutive registers run along another dim.
+unsigned lastDimVectorWidth(const DistributedLayout &layout, unsigned maxElems);
+
+// Row-major strides of `shape` whose rows (the last dim) are `rowPad`
+// elements longer than the shape says.
+std::vector<int64_t> paddedStrides(const std::vector<int64_t> &shape, int64_t rowPad);
+
+// Shared-memory wavefronts warp 0 needs to access every register of
+// `layout` at the row-major `strides` (elements of elemBytes), `vec`
+// registers per access; registers that are copies in every thread are
+// skipped when `skipDuplicates` (stores write one copy).
+int64_t sharedWavefronts(const DistributedLayout &layout, const std::vector<int64_t> &strides,
+                         unsigned elemBytes, unsigned vec, bool skipDuplicates);
+
+// The row padding (elements) of a layout conversion's shared scratch: of
+// the pads that keep both sides' vectors aligned, the one whose stores
+// (`from`, storeVec per access) and loads (`to`, loadVec) take warp 0 the
+// fewest wavefronts; the smallest such pad. 0 for values of rank < 2.
+int64_t conversionRowPadding(const DistributedLayout &from, const DistributedLayout &to,
+                             const std::vector<int64_t> &shape, unsigned elemBytes, unsigned storeVec,
+                             unsigned loadVec);
+
 } // namespace tessera::codegen

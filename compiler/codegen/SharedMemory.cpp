@@ -3,7 +3,8 @@
 // every op needing scratch space reuses the rest from there on (ops run one
 // after another, each ending with a barrier), so the kernel needs the
 // largest sum of live buffers and scratch. convert_layout and reshape go through it: every thread stores its
-// elements at their row-major index, a barrier, every thread loads the
+// elements at their row-major index (rows padded against bank conflicts,
+// runs along the last dim as vectors), a barrier, every thread loads the
 // elements its new layout wants, and a barrier before the space is reused.
 #include "compiler/codegen/Lowering.h"
 
@@ -67,20 +68,53 @@ void KernelLowering::lowerThroughSharedMemory(ir::Operation &op) {
   DistributedLayout from = layoutOf(src, op), to = layoutOf(dst, op);
   const ir::Type elem = src->type.element();
   Type *memTy = memoryType(elem, &op);
-  uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
-  Value *base = sharedScratch(static_cast<uint64_t>(src->type.numElements()) * elemBytes, op);
+  const unsigned elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;
+  // Runs of a thread's registers along the last dim move as one vector (up
+  // to 16 bytes): fewer instructions, and no lone 16-bit stores of wgmma
+  // accumulators, after which ptxas serialises the wgmmas (C7514).
+  const unsigned maxElems = memTy->isPointerTy() ? 1 : std::max(1u, 16 / elemBytes);
+  const unsigned storeVec = lastDimVectorWidth(from, maxElems), loadVec = lastDimVectorWidth(to, maxElems);
+  // Padded rows keep both sides clear of bank conflicts (a reshape's two
+  // sides index different shapes, so its rows stay dense).
+  const int64_t rowPad = src->type.shape == dst->type.shape
+                             ? conversionRowPadding(from, to, src->type.shape, elemBytes, storeVec, loadVec)
+                             : 0;
+  const int64_t rows = src->type.shape.empty() ? 1 : src->type.numElements() / src->type.shape.back();
+  Value *base = sharedScratch(static_cast<uint64_t>(src->type.numElements() + rows * rowPad) * elemBytes, op);
+  auto address = [&](const DistributedLayout &layout, unsigned reg, const std::vector<int64_t> &shape) {
+    std::vector<Value *> coords = coordinates(layout, reg);
+    if (!rowPad)
+      return b_.CreateGEP(memTy, base, linearIndex(coords, shape));
+    // The row's start, then the column (this form keeps sm_80 attention's
+    // epilogue, at 255 registers, free of spills).
+    std::vector<Value *> rowCoords(coords.begin(), coords.end() - 1);
+    std::vector<int64_t> rowShape(shape.begin(), shape.end() - 1);
+    Value *row = b_.CreateGEP(memTy, base, b_.CreateMul(linearIndex(rowCoords, rowShape), i32(shape.back() + rowPad)));
+    return b_.CreateGEP(memTy, row, coords.back());
+  };
 
-  for (unsigned r = 0; r < from.numRegs(); ++r) {
+  for (unsigned r = 0; r < from.numRegs(); r += storeVec) {
     if (from.isDuplicateRegister(r))
       continue; // copies in other threads write the same value
-    Value *index = linearIndex(coordinates(from, r), src->type.shape);
-    b_.CreateStore(toMemory(in[r], elem), b_.CreateGEP(memTy, base, index));
+    Value *ptr = address(from, r, src->type.shape);
+    if (storeVec == 1) {
+      b_.CreateStore(toMemory(in[r], elem), ptr);
+      continue;
+    }
+    Value *vec = PoisonValue::get(FixedVectorType::get(memTy, storeVec));
+    for (unsigned i = 0; i < storeVec; ++i) vec = b_.CreateInsertElement(vec, toMemory(in[r + i], elem), i);
+    b_.CreateAlignedStore(vec, ptr, Align(storeVec * elemBytes));
   }
   barrier();
   Regs out;
-  for (unsigned r = 0; r < to.numRegs(); ++r) {
-    Value *index = linearIndex(coordinates(to, r), dst->type.shape);
-    out.push_back(fromMemory(b_.CreateLoad(memTy, b_.CreateGEP(memTy, base, index)), elem));
+  for (unsigned r = 0; r < to.numRegs(); r += loadVec) {
+    Value *ptr = address(to, r, dst->type.shape);
+    if (loadVec == 1) {
+      out.push_back(fromMemory(b_.CreateLoad(memTy, ptr), elem));
+      continue;
+    }
+    Value *vec = b_.CreateAlignedLoad(FixedVectorType::get(memTy, loadVec), ptr, Align(loadVec * elemBytes));
+    for (unsigned i = 0; i < loadVec; ++i) out.push_back(fromMemory(b_.CreateExtractElement(vec, i), elem));
   }
   barrier();
   define(dst, std::move(out));

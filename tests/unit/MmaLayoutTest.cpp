@@ -11,6 +11,11 @@
 using namespace tessera;
 using namespace tessera::ir;
 using codegen::DistributedLayout;
+using codegen::blockedLayout;
+using codegen::conversionRowPadding;
+using codegen::lastDimVectorWidth;
+using codegen::paddedStrides;
+using codegen::sharedWavefronts;
 
 TEST(MmaLayout, PrintsAndCompares) {
   LayoutRef mma = Layout::mma(2, {2, 2});
@@ -141,4 +146,27 @@ TEST(MmaLayout, WgmmaAccumulatorKeepsTheInstructionsRowOrder) {
     EXPECT_EQ(v3.dim(0).contiguousPerThread(), 1u);
     EXPECT_EQ(v3.dim(1).contiguousPerThread(), 2u);
   }
+}
+
+// The epilogue's convert_layout (wgmma accumulator -> coalesced blocked
+// layout) goes through shared memory: 2-element stores along rows g and
+// g+8 of 8 lanes hit one bank unless the rows are padded; 16 bytes of
+// padding make every store and every 16-byte load one wavefront per phase.
+TEST(MmaLayout, AccumulatorConversionPadsSharedRowsAgainstBankConflicts) {
+  const std::vector<int64_t> shape = {128, 256};
+  DistributedLayout acc(*Layout::mma(3, {8, 1}), shape);
+  DistributedLayout rowsOf8(*blockedLayout(shape, {1, 8}, {1, 0}, 8), shape);
+  const unsigned bf16 = 2;
+  const unsigned storeVec = lastDimVectorWidth(acc, 8), loadVec = lastDimVectorWidth(rowsOf8, 8);
+  EXPECT_EQ(storeVec, 2u);
+  EXPECT_EQ(loadVec, 8u);
+  EXPECT_EQ(lastDimVectorWidth(acc, 1), 1u);
+  const int64_t pad = conversionRowPadding(acc, rowsOf8, shape, bf16, storeVec, loadVec);
+  EXPECT_EQ(pad, 8);
+  const int64_t stores = acc.numRegs() / storeVec, loads = rowsOf8.numRegs() / loadVec;
+  EXPECT_EQ(sharedWavefronts(acc, paddedStrides(shape, pad), bf16, storeVec, true), stores);
+  EXPECT_EQ(sharedWavefronts(acc, paddedStrides(shape, 0), bf16, storeVec, true), 8 * stores);
+  EXPECT_EQ(sharedWavefronts(rowsOf8, paddedStrides(shape, pad), bf16, loadVec, false), 4 * loads);
+  EXPECT_EQ(paddedStrides(shape, pad), (std::vector<int64_t>{264, 1}));
+  EXPECT_EQ(conversionRowPadding(acc, rowsOf8, {256}, bf16, 1, 1), 0);
 }

@@ -42,6 +42,7 @@ import re
 from .. import cdiv, next_power_of_2
 from ..autotune import Config
 from . import _files
+from ._target import wgmma_target
 
 _NAME = "tessera.kernels.matmul"
 
@@ -85,12 +86,7 @@ HOPPER_MATMUL_CONFIGS = (
 def matmul_configs():
     """The table for the current GPU: HOPPER_MATMUL_CONFIGS where dots run on wgmma
     (an sm_90a target, TESSERA_WGMMA not 0), else MATMUL_CONFIGS (mma.sync)."""
-    try:
-        from .. import _C
-        hopper = _C.driver_available() and _C.target_arch(0) == "sm_90a"
-    except Exception:  # noqa: BLE001 -- no driver / no extension: the portable table
-        hopper = False
-    return HOPPER_MATMUL_CONFIGS if hopper and os.environ.get("TESSERA_WGMMA", "1") != "0" else MATMUL_CONFIGS
+    return HOPPER_MATMUL_CONFIGS if wgmma_target() else MATMUL_CONFIGS
 
 # Input dtype -> what the GEMM does with it. `outputs`: the dtypes `out` may have, the
 # first being the one allocated; `acc`: the accumulator; `enabled`: lowered to tensor
@@ -290,6 +286,12 @@ def matmul_autotuner():
     return _state["autotuner"]
 
 
+def matmul_last_autotuner():
+    """The autotuner that served the last autotuned matmul without an epilogue:
+    matmul_tma_autotuner() when it took the TMA kernel, else matmul_autotuner(); None before any."""
+    return _state.get("last_autotuner")
+
+
 # ------------------------------------------------------- TMA (Hopper) path
 
 def _tma_block_shapes(nargs):
@@ -333,7 +335,8 @@ def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid):
     b_desc = TensorDescriptor(b, [K, N], [B.strides[0], 1], [first["BLOCK_K"], first["BLOCK_N"]])
     args = (a_desc, b_desc, out, M, N, K, O.strides[0], O.strides[1])
     if chosen is None:
-        matmul_tma_autotuner()[grid](*args)
+        _state["last_autotuner"] = matmul_tma_autotuner()
+        _state["last_autotuner"][grid](*args)
     else:
         _kernel_module().matmul_tma_kernel[grid](*args, **chosen.all_kwargs())
 
@@ -476,7 +479,8 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid)
         return out
     if chosen is None:
-        matmul_autotuner()[grid](*args)
+        _state["last_autotuner"] = matmul_autotuner()
+        _state["last_autotuner"][grid](*args)
     else:
         kernel = _interpreted_kernel() if interpret else _kernel_module().matmul_kernel
         kernel[grid](*args, **chosen.all_kwargs())
@@ -484,4 +488,4 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
 
 __all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
-           "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "prune_matmul_configs"]
+           "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner", "prune_matmul_configs"]
