@@ -197,11 +197,27 @@ const Helper kHelpers[] = {
                  "  if ((double)f != d && d == d && (bits & 0x7f800000u) != 0x7f800000u) bits |= 1u;\n"
                  "  return tsr_f32_to_bf16(__uint_as_float(bits));\n"
                  "}\n"},
+    // cvt.rn.{f16,bf16}x2.f32 d, a, b: a rounds into the high half (element 1).
+    {"f32x2_f16x2", "__device__ __forceinline__ tsr_vec<tsr_f16, 2> tsr_f32x2_to_f16x2(float hi, float lo) {\n"
+                    "  unsigned int bits;\n"
+                    "  asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(bits) : \"f\"(hi), \"f\"(lo));\n"
+                    "  return tsr_bitcast<tsr_vec<tsr_f16, 2>>(bits);\n"
+                    "}\n"},
+    {"f32x2_bf16x2", "__device__ __forceinline__ tsr_vec<tsr_bf16, 2> tsr_f32x2_to_bf16x2(float hi, float lo) {\n"
+                     "  unsigned int bits;\n"
+                     "  asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(bits) : \"f\"(hi), \"f\"(lo));\n"
+                     "  return tsr_bitcast<tsr_vec<tsr_bf16, 2>>(bits);\n"
+                     "}\n"},
     {"ex2", "__device__ __forceinline__ float tsr_ex2_approx(float x) {\n"
             "  float y;\n"
             "  asm(\"ex2.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
             "  return y;\n"
             "}\n"},
+    {"ex2_ftz", "__device__ __forceinline__ float tsr_ex2_approx_ftz(float x) {\n"
+                "  float y;\n"
+                "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
+                "  return y;\n"
+                "}\n"},
     {"lg2", "__device__ __forceinline__ float tsr_lg2_approx(float x) {\n"
             "  float y;\n"
             "  asm(\"lg2.approx.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
@@ -799,6 +815,12 @@ std::string Printer::intrinsic(const CallInst &call, Intrinsic::ID id) {
     return shuffle("__shfl_sync", false);
   case Intrinsic::nvvm_shfl_sync_up_i32: case Intrinsic::nvvm_shfl_sync_up_f32:
     return shuffle("__shfl_up_sync", true);
+  case Intrinsic::nvvm_ff2f16x2_rn: case Intrinsic::nvvm_ff2bf16x2_rn: {
+    const bool bf16 = id == Intrinsic::nvvm_ff2bf16x2_rn;
+    need("vec"); need("bitcast"); need("f16"); need(bf16 ? "f32x2_bf16x2" : "f32x2_f16x2");
+    return std::string(bf16 ? "tsr_f32x2_to_bf16x2(" : "tsr_f32x2_to_f16x2(") + arg(0) + ", " + arg(1) + ")";
+  }
+  case Intrinsic::nvvm_ex2_approx_ftz_f: need("ex2_ftz"); return "tsr_ex2_approx_ftz(" + arg(0) + ")";
   case Intrinsic::nvvm_ex2_approx_f: need("ex2"); return "tsr_ex2_approx(" + arg(0) + ")";
   case Intrinsic::nvvm_lg2_approx_f: need("lg2"); return "tsr_lg2_approx(" + arg(0) + ")";
   case Intrinsic::nvvm_rsqrt_approx_f: need("rsqrt"); return "tsr_rsqrt_approx(" + arg(0) + ")";

@@ -2,6 +2,7 @@
 // Integer semantics follow the element type's signedness; math on 16-bit
 // floats runs in f32 (as Triton does); f32 exp/log use the approximate
 // ex2/lg2 instructions; f64 math calls libdevice (linked in NVPTXTarget.cpp).
+// f32 -> f16/bf16 casts convert register pairs with one instruction.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -13,6 +14,12 @@ namespace tessera::codegen {
 
 using namespace llvm;
 using ir::OpCode;
+
+static bool narrowsF32To16Bits(const ir::Operation &op) {
+  const ir::Type from = op.operand(0)->type.element(), to = op.result()->type.element();
+  return !from.pointer && !to.pointer && from.scalar == ir::ScalarType::F32 &&
+         (to.scalar == ir::ScalarType::F16 || to.scalar == ir::ScalarType::BF16);
+}
 
 void KernelLowering::lowerElementwise(ir::Operation &op) {
   switch (op.code) {
@@ -42,6 +49,21 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
       unsupported(op, "operand " + v->type.str() + " has a different layout than the result");
   }
   Regs out;
+  if (op.code == OpCode::Cast && narrowsF32To16Bits(op)) {
+    // Two registers per cvt.rn.{f16,bf16}x2.f32 (sm_80+), which rounds its
+    // first source into the high half: element 1.
+    const bool bf16 = op.result()->type.element().scalar == ir::ScalarType::BF16;
+    const Intrinsic::ID pairCvt = bf16 ? Intrinsic::nvvm_ff2bf16x2_rn : Intrinsic::nvvm_ff2f16x2_rn;
+    const Regs &in = *operands[0];
+    for (unsigned r = 0; r + 1 < n; r += 2) {
+      Value *pair = b_.CreateIntrinsic(pairCvt, {}, {in[r + 1], in[r]});
+      out.push_back(b_.CreateExtractElement(pair, uint64_t{0}));
+      out.push_back(b_.CreateExtractElement(pair, uint64_t{1}));
+    }
+    if (n % 2) out.push_back(elementwise(op, {in[n - 1]}));
+    define(op.result(), std::move(out));
+    return;
+  }
   SmallVector<Value *, 3> x(operands.size());
   for (unsigned r = 0; r < n; ++r) {
     for (size_t i = 0; i < operands.size(); ++i)
@@ -183,7 +205,9 @@ Value *KernelLowering::mathElement(ir::Operation &op, Value *x, const ir::Type &
     v = b_.CreateFMul(v, ConstantFP::get(f32, std::numbers::log2e));
     [[fallthrough]];
   case OpCode::Exp2:
-    v = b_.CreateIntrinsic(Intrinsic::nvvm_ex2_approx_f, {}, {v});
+    // ftz: a result below 2^-126 is 0 either way for softmax-style uses, and
+    // the non-ftz form costs a range check and two multiplies per element.
+    v = b_.CreateIntrinsic(Intrinsic::nvvm_ex2_approx_ftz_f, {}, {v});
     break;
   case OpCode::Log:
   case OpCode::Log2:

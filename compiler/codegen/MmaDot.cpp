@@ -112,9 +112,20 @@ std::vector<Value *> KernelLowering::aFragmentFromRegisters(ir::Value *a, const 
   auto half = [&](unsigned reg) {
     return b_.CreateZExt(b_.CreateBitCast(p[reg], b_.getInt16Ty()), b_.getInt32Ty());
   };
+  // Halves that one paired conversion made (Elementwise.cpp) are its word already.
+  auto element = [](Value *v, uint64_t index) -> Value * {
+    auto *e = dyn_cast<ExtractElementInst>(v);
+    auto *at = e ? dyn_cast<ConstantInt>(e->getIndexOperand()) : nullptr;
+    return at && at->getZExtValue() == index ? e->getVectorOperand() : nullptr;
+  };
   std::vector<Value *> frag;
-  for (const auto &[lo, hi] : mmaAFragmentRegisters(layout, mi, ks))
-    frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+  for (const auto &[lo, hi] : mmaAFragmentRegisters(layout, mi, ks)) {
+    Value *pair = element(p[lo], 0);
+    if (pair && pair == element(p[hi], 1))
+      frag.push_back(b_.CreateBitCast(pair, b_.getInt32Ty()));
+    else
+      frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+  }
   return frag;
 }
 

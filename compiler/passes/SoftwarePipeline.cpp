@@ -274,27 +274,50 @@ private:
     for (Candidate &c : cs) readFromBuffer(c, zero);
   }
 
-  // wgmma dots of the body whose accumulator is an iter arg that the
-  // yield passes their result back to, with no other reader in the loop.
+  // wgmma dots of the body whose result the yield passes back as iter arg X
+  // (its only reader): the dot runs on past the loop's back edge. When X has
+  // readers in the body other than the dot itself (attention's rescaling
+  // acc * alpha before acc += dot(p, v)), X = dot_wait(X) goes before the
+  // first of them, after the next iteration's earlier dots have been issued.
   std::vector<Operation *> findAsyncDots() {
     std::vector<Operation *> found;
+    Operation *yield = body_->terminator();
     for (auto &op : body_->ops) {
       if (op->code != OpCode::Dot || !op->result()->layout || op->result()->layout->kind != Layout::Kind::Mma ||
-          op->result()->layout->mmaVersion != 3)
+          op->result()->layout->mmaVersion != 3 || countUses(fn_.body, op->result()) != 1)
         continue;
-      Value *acc = op->operand(2);
-      if (acc->ownerBlock != body_ || acc->index == 0 || countUses(fn_.body, acc) != 1) continue;
-      Operation *yield = body_->terminator();
-      if (yield->operand(acc->index - 1) != op->result() || countUses(fn_.body, op->result()) != 1) continue;
+      auto slot = std::find(yield->operands.begin(), yield->operands.end(), op->result());
+      if (slot == yield->operands.end()) continue;
+      Value *carried = body_->args.at(static_cast<size_t>(slot - yield->operands.begin()) + 1).get();
+      if (op->operand(2) != carried) waitBeforeFirstReader(carried);
       op->attrs["async"] = int64_t{1};
       found.push_back(op.get());
     }
     return found;
   }
 
+  void waitBeforeFirstReader(Value *carried) {
+    auto reads = [&](Operation &op) {
+      auto uses = [&](Operation &o) { return std::count(o.operands.begin(), o.operands.end(), carried) > 0; };
+      bool found = uses(op);
+      for (auto &region : op.regions) walk(*region, [&](Operation &inner) { found |= uses(inner); });
+      return found;
+    };
+    auto first = std::find_if(body_->ops.begin(), body_->ops.end(), [&](auto &op) { return reads(*op); });
+    if (first == body_->ops.end()) return;
+    Builder b(body_);
+    b.setInsertionPoint(body_, first);
+    b.setLoc((*first)->loc);
+    Value *waited = b.op(OpCode::DotWait, {carried}, carried->type);
+    waited->layout = carried->layout;
+    replaceUsesExcept(*body_, carried, waited, waited->definingOp);
+  }
+
   // After the loop: r = dot_wait(loop result) for the async dot's accumulator.
   void waitAfterLoop(Operation &dot) {
-    Value *result = loop_.result(dot.operand(2)->index - 1);
+    Operation *yield = body_->terminator();
+    auto slot = std::find(yield->operands.begin(), yield->operands.end(), dot.result());
+    Value *result = loop_.result(static_cast<unsigned>(slot - yield->operands.begin()));
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, std::next(positionOf(loop_)));
     b.setLoc(dot.loc);

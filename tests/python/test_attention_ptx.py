@@ -67,7 +67,9 @@ def ptxas(ptx, arch, tmp_path):
 def compile_kernel(kernel, D, causal, dtype, arch, hints=True):
     constexprs, warps = launch_config(kernel, D, causal)
     constexprs.update(HEAD_DIM=D, CAUSAL=causal)
-    stages = tk.attention_config(D, causal)["num_stages"]  # what the wrapper launches with
+    # What the wrapper launches with on a GPU of that arch (attention_config asks the device).
+    config = tk.attention_config(D, causal)
+    stages = config["bwd_num_stages"] if kernel != "attn_fwd_kernel" else 3 if arch == "sm_90a" else 2
     return tessera.compile(str(KERNEL_FILE), kernel=kernel, signature=signature(kernel, dtype, hints),
                            constexprs=constexprs, num_warps=warps, num_stages=stages, target=arch)
 
@@ -163,3 +165,35 @@ def test_forward_key_loop_stays_in_registers(D, BLOCK_M, BLOCK_N, causal, arch, 
             assert text.count("mma.sync") == 2 * BLOCK_M * BLOCK_N * D // (16 * 8 * 16) // 8
     info = ptxas(ptx, arch, tmp_path)
     assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_forward_wgmma_p_v_runs_into_the_next_key_step(D, causal, tmp_path):
+    """sm_90a with the wrapper's 3 stages: P @ V is an async dot (the pipeline pass), its
+    accumulator waited for (dot_wait) only where the next step rescales it, after S = Q K^T has
+    been issued, so in the PTX loop exactly one wgmma.wait_group 0 follows the first dot's
+    commit before the second; P is converted to bf16 in pairs (cvt.rn.bf16x2.f32) that are
+    the wgmma A registers as they are, and exp2 is ex2.approx.ftz."""
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": causal},
+                        num_warps=8, num_stages=3, target="sm_90a")
+    ir = k.asm["ir-opt"]
+    loop = ir[ir.index("= for "):]
+    loop = loop[:loop.index("yield")]
+    first_dot, waited, second_dot = loop.index("= dot "), loop.index("dot_wait"), loop.rindex("= dot ")
+    assert first_dot < waited < second_dot, loop
+    assert "async = 1" in loop[second_dot:loop.index("\n", second_dot)]
+    assert "dot_wait" in ir[ir.index("yield"):]  # and after the loop
+    for body in key_loops(k.asm["ptx"]):
+        text = "\n".join(body)
+        commits = [m.start() for m in re.finditer("wgmma.commit_group", text)]
+        assert len(commits) == 2, text
+        between = text[commits[0]:commits[1]]
+        assert between.count("wgmma.wait_group.sync.aligned 0") == 2  # the dot's own wait and the dot_wait
+        assert "wgmma.wait_group.sync.aligned 1" in text[commits[1]:]
+        assert text.count("cvt.rn.bf16x2.f32") == 128 * 64 // 256 // 2  # P: 32 registers a thread, paired
+        assert "cvt.rn.bf16.f32" not in text
+        assert "ex2.approx.ftz.f32" in text and "ex2.approx.f32" not in text
+    info = ptxas(k.asm["ptx"], "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in info and "C7514" not in info and "C7519" not in info, info

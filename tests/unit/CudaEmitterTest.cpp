@@ -183,6 +183,13 @@ entry:
   %addr = ptrtoint ptr addrspace(3) %slot to i64
   %m = call float @llvm.maxnum.f32(float %sh, float 0.0)
   %ex = call float @llvm.nvvm.ex2.approx.f(float %m)
+  %ez = call float @llvm.nvvm.ex2.approx.ftz.f(float %m)
+  %bp = call <2 x bfloat> @llvm.nvvm.ff2bf16x2.rn(float %ez, float %ex)
+  %hp = call <2 x half> @llvm.nvvm.ff2f16x2.rn(float %ez, float %ex)
+  %bpo = getelementptr i8, ptr addrspace(3) @global_smem, i32 64
+  store <2 x bfloat> %bp, ptr addrspace(3) %bpo, align 4
+  %hpo = getelementptr i8, ptr addrspace(3) @global_smem, i32 68
+  store <2 x half> %hp, ptr addrspace(3) %hpo, align 4
   %d = fpext float %ex to double
   %l = call double @__nv_log(double %d)
   %sv = call float @__nv_sinf(float %ex)
@@ -202,6 +209,9 @@ declare float @llvm.nvvm.shfl.sync.bfly.f32(i32, float, i32, i32)
 declare void @llvm.nvvm.barrier0()
 declare float @llvm.maxnum.f32(float, float)
 declare float @llvm.nvvm.ex2.approx.f(float)
+declare float @llvm.nvvm.ex2.approx.ftz.f(float)
+declare <2 x bfloat> @llvm.nvvm.ff2bf16x2.rn(float, float)
+declare <2 x half> @llvm.nvvm.ff2f16x2.rn(float, float)
 declare double @__nv_log(double)
 declare float @__nv_sinf(float)
 )");
@@ -216,6 +226,9 @@ declare float @__nv_sinf(float)
   EXPECT_TRUE(contains(cuda, "addr = (unsigned long long)__cvta_generic_to_shared(slot);")) << cuda;
   EXPECT_TRUE(contains(cuda, "m = fmaxf(sh, 0.0f);")) << cuda;
   EXPECT_TRUE(contains(cuda, "ex = tsr_ex2_approx(m);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "ez = tsr_ex2_approx_ftz(m);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "bp = tsr_f32x2_to_bf16x2(ez, ex);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "hp = tsr_f32x2_to_f16x2(ez, ex);")) << cuda;
   EXPECT_TRUE(contains(cuda, "l = log(d);")) << cuda;
   EXPECT_TRUE(contains(cuda, "sv = sinf(ex);")) << cuda;
   expectCompiles(cuda);

@@ -21,12 +21,14 @@ Inputs: CUDA tensors (fp16 or bf16, head dims 16, 32, 64 or 128) run on the
 GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
 (slow, for tests). Block sizes and warps come from CONFIGS by head dim and
 causal flag; `config=` overrides any of them (attention_config(D, causal)
-shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages; backward
-DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps, DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
+shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages (3 where dots run on
+wgmma, else 2); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
+DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
 """
 import math
 
 from . import _files
+from ._target import wgmma_target
 
 LAYOUTS = ("bhnd", "bnhd")
 HEAD_DIMS = (16, 32, 64, 128)
@@ -55,7 +57,9 @@ def attention_config(head_dim, causal=False):
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
-    return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": 2,
+    # wgmma: a third K/V stage lets P @ V run on into the next iteration (docs/attention.md).
+    stages = 3 if wgmma_target() else 2
+    return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
 
@@ -256,7 +260,7 @@ def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout=
     pre_m = 64
     kern["attn_bwd_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
         o, do, delta, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
-    common = dict(HEAD_DIM=D, CAUSAL=bool(causal), num_stages=c["num_stages"])
+    common = dict(HEAD_DIM=D, CAUSAL=bool(causal), num_stages=c["bwd_num_stages"])
     kern["attn_bwd_dkdv_kernel"][(_cdiv(Nk, c["DKDV_BLOCK_N"]), B * Hk)](
         q, k, v, do, lse, delta, dk, dv, *sq, *sk, *sv, *sdo, *sdk, *sdv, H, Hk, N, Nk, float(sm_scale),
         BLOCK_M=c["DKDV_BLOCK_M"], BLOCK_N=c["DKDV_BLOCK_N"], num_warps=c["dkdv_num_warps"], **common)
