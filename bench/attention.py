@@ -13,6 +13,7 @@ when causal. Before timing, each provider's output is checked against torch's
 
     python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,triton]
                                [--sweep]   # also time other tessera forward block configs
+                               [--fwd-only]
 """
 import importlib.util
 import pathlib
@@ -26,8 +27,8 @@ NS = [1024, 4096, 16384]
 HEAD_DIMS = [64, 128]
 DTYPES = ["float16", "bfloat16"]
 TOKENS, MODEL_DIM = 16384, 2048
-# --sweep: forward (BLOCK_M, BLOCK_N, num_warps) alternatives to the table's choice.
-SWEEP = [(128, 64, 8), (64, 64, 4), (64, 64, 8), (128, 32, 8), (64, 32, 4), (128, 128, 8)]
+# --sweep: forward (BLOCK_M, BLOCK_N, num_warps, num_stages) alternatives to the table's choice.
+SWEEP = [(128, 64, 8, 4), (128, 64, 8, 5), (128, 128, 8, 3), (128, 128, 8, 4), (64, 64, 4, 4), (128, 32, 8, 4)]
 
 _triton_module = None
 
@@ -104,8 +105,9 @@ def providers(sweep=False):
 
     out = {"tessera": tessera_provider(), "torch": torch_provider, "triton": triton_provider}
     if sweep:
-        for bm, bn, w in SWEEP:
-            out[f"tessera_{bm}x{bn}w{w}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w})
+        for bm, bn, w, st in SWEEP:
+            out[f"tessera_{bm}x{bn}w{w}s{st}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w,
+                                                                   "num_stages": st})
     return out
 
 
@@ -143,7 +145,7 @@ def cases(mode):
 
 def run(options):
     everything = []
-    for mode, name in (("fwd", "attention"), ("bwd", "attention_bwd")):
+    for mode, name in (("fwd", "attention"), ("bwd", "attention_bwd"))[:1 if getattr(options, "fwd_only", False) else 2]:
         provs = providers(getattr(options, "sweep", False) and mode == "fwd")
         if mode == "bwd":
             provs = {p: f for p, f in provs.items() if p in ("tessera", "torch")}
@@ -159,6 +161,7 @@ def run(options):
 if __name__ == "__main__":
     ap = harness.parser(__doc__)
     ap.add_argument("--sweep", action="store_true", help="also time other tessera forward block configs")
+    ap.add_argument("--fwd-only", action="store_true", help="skip the backward benchmark")
     opts = harness.parse(ap)
     reason = harness.skip_reason()
     if reason:

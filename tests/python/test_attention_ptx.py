@@ -46,8 +46,8 @@ def signature(kernel, dtype, hints=True):
     return ",".join(out)
 
 
-def launch_config(kernel, D, causal):
-    c = tk.attention_config(D, causal)
+def launch_config(kernel, D, causal, arch="sm_80"):
+    c = tk.attention_config(D, causal, wgmma=arch == "sm_90a")
     if kernel == "attn_fwd_kernel":
         return {"BLOCK_M": c["BLOCK_M"], "BLOCK_N": c["BLOCK_N"]}, c["num_warps"]
     if kernel == "attn_bwd_dkdv_kernel":
@@ -65,11 +65,11 @@ def ptxas(ptx, arch, tmp_path):
 
 
 def compile_kernel(kernel, D, causal, dtype, arch, hints=True):
-    constexprs, warps = launch_config(kernel, D, causal)
+    constexprs, warps = launch_config(kernel, D, causal, arch)
     constexprs.update(HEAD_DIM=D, CAUSAL=causal)
-    # What the wrapper launches with on a GPU of that arch (attention_config asks the device).
-    config = tk.attention_config(D, causal)
-    stages = config["bwd_num_stages"] if kernel != "attn_fwd_kernel" else 3 if arch == "sm_90a" else 2
+    # What the wrapper launches with on a GPU of that arch.
+    config = tk.attention_config(D, causal, wgmma=arch == "sm_90a")
+    stages = config["num_stages" if kernel == "attn_fwd_kernel" else "bwd_num_stages"]
     return tessera.compile(str(KERNEL_FILE), kernel=kernel, signature=signature(kernel, dtype, hints),
                            constexprs=constexprs, num_warps=warps, num_stages=stages, target=arch)
 

@@ -19,8 +19,8 @@ j <= i), as torch's is_causal.
 
 Inputs: CUDA tensors (fp16 or bf16, head dims 16, 32, 64 or 128) run on the
 GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
-(slow, for tests). Block sizes and warps come from CONFIGS by head dim and
-causal flag; `config=` overrides any of them (attention_config(D, causal)
+(slow, for tests). Block sizes and warps come from CONFIGS (HOPPER_FORWARD for the
+forward on sm_90a) by head dim and causal flag; `config=` overrides any of them (attention_config(D, causal)
 shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages (3 where dots run on
 wgmma, else 2); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
 DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
@@ -51,14 +51,28 @@ _CONFIGS = {
 }
 CONFIGS = {(d, causal): c for d, c in _CONFIGS.items() for causal in (False, True)}
 
+# Where dots run on wgmma (sm_90a), the forward's (BLOCK_M, BLOCK_N, warps, stages) by
+# (head dim, causal), picked by bench/attention.py --sweep on an H100 (2026-11-22): wider key
+# steps for D = 128; for causal D = 64, 64-row programs (less masked work on the diagonal,
+# twice the programs to even out the triangle). At least 3 stages: P @ V runs on into the next
+# key step while its V tile must stay put (the pipeline pass's async dots).
+HOPPER_FORWARD = {
+    (16, False): (128, 64, 8, 3), (16, True): (128, 64, 8, 3),
+    (32, False): (128, 64, 8, 3), (32, True): (128, 64, 8, 3),
+    (64, False): (128, 64, 8, 3), (64, True): (64, 64, 4, 4),
+    (128, False): (128, 128, 8, 3), (128, True): (128, 128, 8, 3),
+}
 
-def attention_config(head_dim, causal=False):
-    """The launch configuration for this head dim and causal flag (a fresh dict)."""
+
+def attention_config(head_dim, causal=False, wgmma=None):
+    """The launch configuration for this head dim and causal flag (a fresh dict). wgmma: the
+    table for GPUs whose dots run on wgmma (sm_90a); None asks the current device."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
-    # wgmma: a third K/V stage lets P @ V run on into the next iteration (docs/attention.md).
-    stages = 3 if wgmma_target() else 2
+    stages = 2
+    if wgmma_target() if wgmma is None else wgmma:
+        *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
