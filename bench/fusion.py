@@ -9,7 +9,9 @@
 2. "fusion_gemm": C = gelu(A @ B + bias), fp16, 4096^3 and 8192x8192x4096 (and a GEMM
    with a residual + scale epilogue): tk.matmul(..., epilogue=) vs plain tk.matmul (the
    epilogue's cost) vs torch.matmul + separate bias + GELU (torch eager). Column: TFLOP/s
-   (2MNK / time).
+   (2MNK / time). On sm_90a (row-major operands) the fused GEMM is
+   matmul_tma_epilogue_kernel and the plain one matmul_tma_kernel (TMA + wgmma, both
+   autotuned over HOPPER_MATMUL_CONFIGS); elsewhere matmul_epilogue_kernel / matmul_kernel.
 3. "fusion_attention": sliding-window attention (window 1024, causal, N = 16384, fp16,
    D = 64 and 128, B = 1, H = 16) with mask_mod + kv_range (key blocks outside the
    window skipped) vs full causal attention (tk.attention(causal=True)) vs the same

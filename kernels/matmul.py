@@ -6,6 +6,10 @@ of the Triton tutorial) so that tiles sharing rows of A and columns of B run
 close together and hit L2. The K loop masks the ragged last step; loads of
 rows/columns past M/N are masked too, so any M, N, K works. On sm_80+ the dot
 runs on tensor cores (mma.sync m16n8k16, docs/tensor-cores.md).
+
+matmul_tma_kernel reads A and B through TMA descriptors instead (sm_90a,
+docs/tma.md); matmul_epilogue_kernel and matmul_tma_epilogue_kernel are the two
+with a fused epilogue (docs/fusion.md). The helpers below hold what they share.
 """
 import tessera
 import tessera.language as tl
@@ -57,13 +61,54 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 
 @tessera.jit
-def _epilogue_operand(ptr, stride_m, stride_n, offs_m, offs_n, mask, KIND: tl.constexpr):
+def _epilogue_operand(ptr, stride_m, stride_n, offs_m, offs_n, mask, M, N, KIND: tl.constexpr):
     """Epilogue argument i as the epilogue sees it: KIND 1, a tensor broadcast to the tile
-    (strides 0 on broadcast dims) loaded as a [BLOCK_M, BLOCK_N] block; KIND 2, a scalar."""
+    (strides 0 on broadcast dims) loaded as a [BLOCK_M, BLOCK_N] block; KIND 2, a scalar;
+    KIND 3, a row (a bias (N,) or (1, N): one value per column) loaded as a [BLOCK_N] vector
+    and broadcast, [1, BLOCK_N]; KIND 4, a column ((M, 1)) likewise, [BLOCK_M, 1]. The fusion
+    pass reloads such small broadcast vectors in the accumulator's layout (docs/fusion.md),
+    where a [BLOCK_M, BLOCK_N] tile would be converted into it through shared memory."""
     if KIND == 1:
         return tl.load(ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n, mask=mask, other=0.0)
+    elif KIND == 3:
+        return tl.load(ptr + offs_n * stride_n, mask=offs_n < N, other=0.0)[None, :]
+    elif KIND == 4:
+        return tl.load(ptr + offs_m * stride_m, mask=offs_m < M, other=0.0)[:, None]
     else:
         return ptr
+
+
+@tessera.jit
+def _apply_epilogue(acc, offs_m, offs_n, mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                    E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                    EPILOGUE: tl.constexpr, NUM_EPI: tl.constexpr, E0_KIND: tl.constexpr, E1_KIND: tl.constexpr,
+                    E2_KIND: tl.constexpr, E3_KIND: tl.constexpr):
+    """The store stage of the epilogue kernels: EPILOGUE(acc, e0, ..., e{NUM_EPI-1}) on the fp32
+    tile `acc` at rows offs_m and columns offs_n (`mask`: the ones inside C), e_i as
+    _epilogue_operand makes them; `acc` itself when EPILOGUE is None."""
+    if EPILOGUE is not None:
+        if NUM_EPI == 0:
+            acc = EPILOGUE(acc)
+        elif NUM_EPI == 1:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_m, offs_n, mask, M, N, E0_KIND)
+            acc = EPILOGUE(acc, e0)
+        elif NUM_EPI == 2:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_m, offs_n, mask, M, N, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_m, offs_n, mask, M, N, E1_KIND)
+            acc = EPILOGUE(acc, e0, e1)
+        elif NUM_EPI == 3:
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_m, offs_n, mask, M, N, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_m, offs_n, mask, M, N, E1_KIND)
+            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_m, offs_n, mask, M, N, E2_KIND)
+            acc = EPILOGUE(acc, e0, e1, e2)
+        else:
+            tl.static_assert(NUM_EPI == 4, "at most 4 epilogue arguments")
+            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_m, offs_n, mask, M, N, E0_KIND)
+            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_m, offs_n, mask, M, N, E1_KIND)
+            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_m, offs_n, mask, M, N, E2_KIND)
+            e3 = _epilogue_operand(E3, stride_e3m, stride_e3n, offs_m, offs_n, mask, M, N, E3_KIND)
+            acc = EPILOGUE(acc, e0, e1, e2, e3)
+    return acc
 
 
 @tessera.jit
@@ -97,31 +142,28 @@ def matmul_epilogue_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    if EPILOGUE is not None:
-        if NUM_EPI == 0:
-            acc = EPILOGUE(acc)
-        elif NUM_EPI == 1:
-            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
-            acc = EPILOGUE(acc, e0)
-        elif NUM_EPI == 2:
-            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
-            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
-            acc = EPILOGUE(acc, e0, e1)
-        elif NUM_EPI == 3:
-            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
-            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
-            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_cm, offs_cn, c_mask, E2_KIND)
-            acc = EPILOGUE(acc, e0, e1, e2)
-        else:
-            tl.static_assert(NUM_EPI == 4, "at most 4 epilogue arguments")
-            e0 = _epilogue_operand(E0, stride_e0m, stride_e0n, offs_cm, offs_cn, c_mask, E0_KIND)
-            e1 = _epilogue_operand(E1, stride_e1m, stride_e1n, offs_cm, offs_cn, c_mask, E1_KIND)
-            e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_cm, offs_cn, c_mask, E2_KIND)
-            e3 = _epilogue_operand(E3, stride_e3m, stride_e3n, offs_cm, offs_cn, c_mask, E3_KIND)
-            acc = EPILOGUE(acc, e0, e1, e2, e3)
+    acc = _apply_epilogue(acc, offs_cm, offs_cn, c_mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                          EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
     c = acc.to(c_ptr.dtype.element_ty)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tessera.jit
+def _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr):
+    """The fp32 tile (pid_m, pid_n) of A @ B, A and B read through TMA tensor descriptors
+    (Hopper; docs/tma.md): a_desc over A (M x K, blocks BLOCK_M x BLOCK_K), b_desc over B
+    (K x N, blocks BLOCK_K x BLOCK_N), both row-major. The TMA unit fills blocks past the
+    edges with zeros, so the loop needs no masks; the pipeline pass stages the blocks in an
+    mbarrier-tracked ring that wgmma reads."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc += tl.dot(a, b)
+    return acc
 
 
 @tessera.jit
@@ -130,20 +172,39 @@ def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
                       GROUP_M: tl.constexpr):
     """matmul_kernel with A and B read through TMA tensor descriptors (Hopper; docs/tma.md):
     a_desc over A (M x K, blocks BLOCK_M x BLOCK_K), b_desc over B (K x N, blocks
-    BLOCK_K x BLOCK_N), both row-major. The TMA unit fills blocks past the edges with
-    zeros, so the loop needs no masks; the pipeline pass stages the blocks in an
-    mbarrier-tracked ring that wgmma reads."""
+    BLOCK_K x BLOCK_N), both row-major; the K loop is _tma_accumulate's."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-        acc += tl.dot(a, b)
+    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
     c = acc.to(c_ptr.dtype.element_ty)
 
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tessera.jit
+def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+                               E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                               E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                               GROUP_M: tl.constexpr, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
+                               E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
+                               E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+    """matmul_tma_kernel with matmul_epilogue_kernel's fused epilogue (docs/fusion.md, docs/tma.md):
+    the TMA/mbarrier/wgmma K loop (_tma_accumulate), then C = EPILOGUE(acc, e0, ...) in the
+    store stage (_apply_epilogue), stored with C's masks."""
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    acc = _apply_epilogue(acc, offs_cm, offs_cn, c_mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                          EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     tl.store(c_ptrs, c, mask=c_mask)

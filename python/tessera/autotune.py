@@ -395,7 +395,10 @@ class Autotuner(KernelInterface):
 
     # -- compiling and timing
     def _compile_all(self, configs, args, kwargs):
-        """Compiles (and loads, with a GPU) every config in parallel; {Config: reason} of the failures."""
+        """Compiles (and loads, with a GPU) every config in parallel; {Config: reason} of the failures.
+        A config with a pre_hook may change what the arguments specialise to (a TMA descriptor's
+        block_shape is part of the signature), so those compile one at a time, each right after
+        its hook has run on the arguments, as its timed runs will see them."""
         C = _ext()
         gpu = C.driver_available() and C.device_count() > 0
 
@@ -407,10 +410,16 @@ class Autotuner(KernelInterface):
                 return None
             except (TesseraError, ValueError, TypeError) as e:
                 return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        workers = max(1, min(len(configs), os.cpu_count() or 1, 16))
+        free = [c for c in configs if not c.pre_hook]
+        workers = max(1, min(len(free), os.cpu_count() or 1, 16))
         with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tessera-autotune") as pool:
-            reasons = list(pool.map(one, configs))
-        return {c: r for c, r in zip(configs, reasons) if r}
+            reasons = dict(zip(free, pool.map(one, free)))
+        named = self._named(args, kwargs)
+        for config in configs:
+            if config.pre_hook:
+                config.pre_hook({**named, **config.all_kwargs()})
+                reasons[config] = one(config)
+        return {c: reasons[c] for c in configs if reasons[c]}
 
     def _hooks(self, named):
         torch_restore = {}

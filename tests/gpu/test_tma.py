@@ -2,7 +2,9 @@
 the real driver (cuTensorMapEncodeTiled), desc.load blocks against torch (ragged edges
 read as zeros), and the pipelined TMA matmul (kernels/matmul.py's matmul_tma_kernel:
 an mbarrier ring that wgmma reads) against torch.matmul in float64, every Hopper config,
-ragged M/N/K, fp16 and bf16, outputs poisoned first. Needs sm_90."""
+ragged M/N/K, fp16 and bf16, outputs poisoned first; the same with a fused epilogue
+(matmul_tma_epilogue_kernel through tk.matmul(..., epilogue=): bias + GELU, residual +
+scale, column bias, fp32 out) and that it is the TMA kernel that runs. Needs sm_90."""
 import importlib
 import os
 import sys
@@ -13,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 import tessera  # noqa: E402
 import tessera.kernels as tk  # noqa: E402
+import tessera.language as tl  # noqa: E402
 from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
 from kernels.matmul import matmul_tma_kernel  # noqa: E402
 
@@ -125,3 +128,152 @@ def test_wrapper_autotunes_the_tma_kernel_with_per_config_blocks():
     assert_rel_err(c, a.double() @ b.double(), 1e-2, "autotuned")
     tuner = tk.matmul_tma_autotuner()
     assert tuner.best_config is not None and len(tuner.configs_timings or {}) > 1
+    # Every config compiled with its own blocks (the pre_hook runs before each compile) and was timed.
+    assert not tuner.failures, tuner.failures
+    assert all(ms is not None for ms in tuner.configs_timings.values()), tuner.configs_timings
+
+
+# ---- the TMA matmul with a fused epilogue (matmul_tma_epilogue_kernel through tk.matmul) -----------
+
+@tessera.jit
+def ep_bias_gelu(acc, bias):
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@tessera.jit
+def ep_residual_scale(acc, residual, alpha):
+    return acc * alpha + residual
+
+
+@tessera.jit
+def ep_bias_gelu_fresh(acc, bias):  # its own composed kernels, compiled first by the test that uses it
+    return ep_bias_gelu(acc, bias)
+
+
+def gelu64(y):
+    return torch.nn.functional.gelu(y.double())
+
+
+EPILOGUES = ["bias_gelu", "residual_scale"]
+
+
+def epilogue_case(which, M, N, K, dtype, seed):
+    """(a, b, epilogue, epilogue_args, float64 reference) with row-major a and b (TMA applies)."""
+    torch.manual_seed(seed)
+    a = torch.randn((M, K), device="cuda").to(dtype)
+    b = torch.randn((K, N), device="cuda").to(dtype)
+    ab = a.double() @ b.double()
+    if which == "bias_gelu":
+        bias = torch.randn((N,), device="cuda").to(dtype)
+        return a, b, ep_bias_gelu, (bias,), gelu64(ab + bias.double())
+    residual = torch.randn((M, N), device="cuda").to(dtype)
+    return a, b, ep_residual_scale, (residual, 0.5), ab * 0.5 + residual.double()
+
+
+@pytest.fixture
+def tma_launches(monkeypatch):
+    """The names of the kernels the wrapper launched through TMA descriptors (MM._launch_tma)."""
+    names = []
+    real = MM._launch_tma
+    monkeypatch.delenv("TESSERA_MATMUL_TMA", raising=False)
+
+    def recording(*args, **kwargs):
+        kernel = args[11] if len(args) > 11 else kwargs.get("kernel")
+        names.append(kernel.__name__ if kernel is not None else "matmul_tma_kernel")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(MM, "_launch_tma", recording)
+    return names
+
+
+@pytest.mark.parametrize("which", EPILOGUES)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("config", MM.HOPPER_MATMUL_CONFIGS, ids=[MM.matmul_config_name(c) for c in MM.HOPPER_MATMUL_CONFIGS])
+def test_tma_epilogue_every_config(config, dtype, which, tma_launches):
+    M, N, K = 1000, 520, 264  # ragged for every tile; 16-byte rows (TMA)
+    a, b, ep, args, ref = epilogue_case(which, M, N, K, DTYPES[dtype], seed=11)
+    out = poisoned((M, N), DTYPES[dtype])
+    assert tk.matmul(a, b, out=out, epilogue=ep, epilogue_args=args, config=config) is out
+    assert tma_launches == ["matmul_tma_epilogue_kernel"]
+    assert_rel_err(out, ref, 1e-2, f"{which} {MM.matmul_config_name(config)} {dtype}")
+
+
+@pytest.mark.parametrize("which", EPILOGUES)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", [(1000, 520, 264), (128, 256, 64), (129, 264, 72), (1, 256, 64), (2048, 2048, 512),
+                                   (512, 128, 4096)], ids=lambda s: "x".join(map(str, s)))
+def test_tma_epilogue_shapes(shape, dtype, which, tma_launches):
+    """The default config (autotune=False: HOPPER_MATMUL_CONFIGS[0]) over ragged, tiny and deep shapes."""
+    M, N, K = shape
+    a, b, ep, args, ref = epilogue_case(which, M, N, K, DTYPES[dtype], seed=M + N + K)
+    out = poisoned((M, N), DTYPES[dtype])
+    tk.matmul(a, b, out=out, epilogue=ep, epilogue_args=args, autotune=False)
+    assert tma_launches == ["matmul_tma_epilogue_kernel"]
+    assert_rel_err(out, ref, 1e-2, f"{which} {shape} {dtype}")
+
+
+def test_tma_epilogue_fp32_out_column_bias_and_transposed_residual(tma_launches):
+    """The other operand kinds: a column (M, 1), a transposed fp32 residual, a scalar; fp32 C."""
+    M, N, K = 1000, 520, 264
+    torch.manual_seed(3)
+    a = torch.randn((M, K), device="cuda").bfloat16()
+    b = torch.randn((K, N), device="cuda").bfloat16()
+    ab = a.double() @ b.double()
+    col = torch.randn((M, 1), device="cuda").bfloat16()
+    out = poisoned((M, N), torch.float32)
+    tk.matmul(a, b, out=out, epilogue=ep_bias_gelu, epilogue_args=(col,), autotune=False)
+    assert_rel_err(out, gelu64(ab + col.double()), 1e-3, "column bias, fp32 out")
+    residual = torch.randn((N, M), device="cuda", dtype=torch.float32).t()
+    out = poisoned((M, N), torch.float32)
+    tk.matmul(a, b, out=out, epilogue=ep_residual_scale, epilogue_args=(residual, -2.0), config="128x128x64/w4/s3")
+    assert_rel_err(out, ab * -2.0 + residual.double(), 1e-3, "transposed fp32 residual")
+    assert tma_launches == ["matmul_tma_epilogue_kernel"] * 2
+
+
+def test_tma_epilogue_is_the_kernel_that_runs(tma_launches):
+    """Row-major operands: the composed matmul_tma_epilogue_kernel compiles and runs (its cache grows,
+    the cp.async one's does not); tma=False, or a column-major b, runs matmul_epilogue_kernel."""
+    M, N, K = 1000, 520, 264
+    a, b, _, args, ref = epilogue_case("bias_gelu", M, N, K, torch.float16, seed=5)
+    ep = ep_bias_gelu_fresh
+    tma_kernel = tk.matmul_epilogue_autotuner(ep, tma=True).fn
+    cp_async_kernel = tk.matmul_epilogue_autotuner(ep, tma=False).fn
+    assert tma_kernel.__name__ == "matmul_tma_epilogue_kernel"
+    assert cp_async_kernel.__name__ == "matmul_epilogue_kernel"
+
+    def compiled():
+        return tma_kernel.cache_info()["compiled"], cp_async_kernel.cache_info()["compiled"]
+    before = compiled()
+    out = poisoned((M, N), torch.float16)
+    tk.matmul(a, b, out=out, epilogue=ep, epilogue_args=args, config="64x128x64/w4/s4")
+    assert_rel_err(out, ref, 1e-2, "tma")
+    assert tma_launches == ["matmul_tma_epilogue_kernel"]
+    after_tma = compiled()
+    assert after_tma[0] == before[0] + 1 and after_tma[1] == before[1], (before, after_tma)
+    for kwargs, b_ in (({"tma": False}, b), ({}, b.t().contiguous().t())):  # the same product, column-major b
+        out = poisoned((M, N), torch.float16)
+        tk.matmul(a, b_, out=out, epilogue=ep, epilogue_args=args, config="64x128x64/w4/s4", **kwargs)
+        assert_rel_err(out, ref, 1e-2, f"cp.async {kwargs}")
+    assert tma_launches == ["matmul_tma_epilogue_kernel"]  # no other TMA launch
+    after = compiled()
+    assert after[0] == after_tma[0] and after[1] > after_tma[1], (after_tma, after)
+
+
+def test_tma_epilogue_autotunes_every_config(tma_launches, monkeypatch):
+    """Autotuned (the default): one autotuner per composed kernel, over the Hopper configs with the
+    descriptors' pre_hook; every config compiles with its own blocks and is timed. A small problem
+    (only tiles <= 128 kept by the pruning, none of the first config's shape) tunes too."""
+    for name in ("TESSERA_MATMUL_AUTOTUNE", "TESSERA_AUTOTUNE"):
+        monkeypatch.delenv(name, raising=False)
+    tuner = tk.matmul_epilogue_autotuner(ep_bias_gelu)
+    for M, N, K in ((1024, 1032, 520), (120, 128, 200)):  # keys no other test tunes
+        a, b, ep, args, ref = epilogue_case("bias_gelu", M, N, K, torch.bfloat16, seed=M)
+        out = poisoned((M, N), torch.bfloat16)
+        tk.matmul(a, b, out=out, epilogue=ep, epilogue_args=args)
+        assert_rel_err(out, ref, 1e-2, f"autotuned {M}x{N}x{K}")
+        assert tuner.best_config in tuner.configs
+        assert not tuner.failures, tuner.failures
+        timed = [ms for ms in tuner.configs_timings.values() if ms is not None]
+        assert len(timed) == len(MM.prune_matmul_configs(tuner.configs, {"M": M, "N": N, "K": K})) >= 2, \
+            tuner.configs_timings
+    assert tma_launches == ["matmul_tma_epilogue_kernel"] * 2

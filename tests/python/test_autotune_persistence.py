@@ -116,6 +116,39 @@ def test_every_config_failing_is_an_error(cache):
         t.tune(*args(), grid=(1,))
 
 
+@tessera.jit
+def desc_block_copy(desc, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    x = desc.load([0, 0])
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+class Base:
+    """What a TensorDescriptor needs of its tensor."""
+    dtype = "torch.bfloat16"
+
+    def data_ptr(self):
+        return 1 << 20
+
+
+def test_each_config_compiles_after_its_pre_hook(cache):
+    """A pre_hook that changes what an argument specialises to (a descriptor's block_shape is in the
+    signature, tensordesc<bf16[BM,BN]>): each config compiles as its hook leaves the arguments, so
+    none fails on the block the descriptor was made with (docs/runtime.md)."""
+    def blocks(nargs):
+        nargs["desc"].block_shape = (nargs["BM"], nargs["BN"])
+    configs = [Config({"BM": bm, "BN": 64}, pre_hook=blocks) for bm in (32, 64, 128)]
+    timed = []
+
+    def bench(call):
+        timed.append(call.config)
+        return {32: 0.3, 64: 0.1, 128: 0.2}[call.config.kwargs["BM"]]
+    t = Autotuner(desc_block_copy, configs, key=[], do_bench=bench)
+    desc = tessera.TensorDescriptor(Base(), [256, 64], [64, 1], [128, 64])
+    assert t.tune(desc, CudaArray(), grid=(1,)) is configs[1]
+    assert not t.failures, t.failures
+    assert timed == configs
+
+
 def test_pruning_by_early_prune_and_perf_model(cache):
     seen = {}
 

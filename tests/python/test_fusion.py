@@ -5,6 +5,7 @@ arguments (Triton's EPILOGUE: tl.constexpr) and their misuse, the fused GEMM
 epilogue (bias, GELU, residual, scale, cast), the softmax prologue/epilogue, and
 the attention modifiers (ALiBi, relative bias, sliding window with skipped key
 blocks, document masking) against a numpy reference."""
+import importlib
 import math
 import sys
 
@@ -21,6 +22,7 @@ import tessera.language as tl  # noqa: E402
 from tessera import _compose  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+mm = importlib.import_module("tessera.kernels.matmul")
 
 _erf = np.vectorize(math.erf)
 
@@ -318,6 +320,41 @@ def test_matmul_epilogue_residual_scale_and_fp32_out():
     col = rng.standard_normal((M, 1)).astype(np.float16)
     c = tk.matmul(a, b, epilogue=ep_bias_gelu, epilogue_args=(col,), config="16x16x16/w4/s2", interpret=True)
     np.testing.assert_allclose(c.astype(np.float64), gelu_ref(a.astype(np.float64) @ b + col), rtol=2e-2, atol=2e-2)
+
+
+@tessera.jit
+def ep_add2(acc, x, y):
+    return acc + x * y
+
+
+def test_matmul_epilogue_row_and_column_vectors():
+    """Tensors constant along M (a bias (N,), (1, N), strided, 0-d) are loaded as [BLOCK_N] rows and
+    tensors constant along N ((M, 1), strided) as [BLOCK_M] columns (KIND 3 and 4 of kernels/matmul.py's
+    _epilogue_operand), masked at the ragged edges; also as the only rows of an M = 1 product."""
+    rng = np.random.default_rng(7)
+    M, N, K = 37, 45, 24  # ragged for 16 x 16 tiles
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    acc = a.astype(np.float64) @ b.astype(np.float64)
+
+    def exact(shape):  # quarters: their products are exact in fp16
+        return (rng.integers(-8, 9, shape) / 4).astype(np.float16)
+    wide, cols = exact(2 * N), exact((M, 3))
+    operands = [wide[:N], wide[:N].reshape(1, N), wide[::2], np.array(0.75, np.float16), cols[:, :1],
+                cols[:, 1:2].copy(), exact((M, N))]
+    for x in operands:
+        for y in operands[::3]:
+            kinds = mm._epilogue_slots((x, y), M, N, mm._Operand(a, "a"))[1]
+            out = np.full((M, N), np.nan, np.float32)
+            tk.matmul(a, b, out=out, epilogue=ep_add2, epilogue_args=(x, y), config="16x16x16/w4/s2", interpret=True)
+            np.testing.assert_allclose(out, acc + x.astype(np.float64) * y, rtol=1e-3, atol=1e-3, err_msg=str(kinds))
+    kinds = [mm._epilogue_slots((x,), M, N, mm._Operand(a, "a"))[1]["E0_KIND"] for x in operands]
+    assert kinds == [3, 3, 3, 3, 4, 4, 1]
+    out = np.full((1, N), np.nan, np.float32)
+    res = exact((1, N))
+    tk.matmul(a[:1], b, out=out, epilogue=ep_add2, epilogue_args=(res, cols[:1, :1]), config="16x16x16/w4/s2",
+              interpret=True)
+    np.testing.assert_allclose(out, acc[:1] + res.astype(np.float64) * cols[:1, :1], rtol=1e-3, atol=1e-3)
 
 
 def test_matmul_epilogue_errors():

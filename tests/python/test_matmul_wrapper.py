@@ -3,7 +3,9 @@ argument checking and its messages, the dtype and configuration tables, which
 config a call launches (autotuned, first, forced), and -- on the host
 interpreter -- that every config of the table computes C = A @ B (ragged
 sizes, tensor-core and pipeline passes applied) and that the wrapper passes
-the strides of row- and column-major operands."""
+the strides of row- and column-major operands; on an sm_90a table, which of the
+TMA and cp.async kernels (with and without an epilogue) it launches, with which
+descriptors and arguments, and that the TMA autotuners compile every config."""
 import importlib
 import subprocess
 
@@ -13,6 +15,7 @@ import pytest
 from conftest import PTXAS
 
 import tessera  # noqa: E402
+import tessera.language as tl  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 
@@ -59,7 +62,10 @@ class FakeTensor:
         return self.array.__array_interface__["data"][0] if self.array is not None else self._ptr
 
     def element_size(self):
-        return self.array.itemsize
+        return self.array.itemsize if self.array is not None else ITEMSIZE[self.dtype.name]
+
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "int32": 4}
 
 
 def cuda(shape, dtype="float16", ptr=4096, strides=None, device="cuda:0"):
@@ -402,3 +408,186 @@ def test_the_autotuner(monkeypatch):
     assert tuner.arg_names[:6] == ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]
     named = {"a_ptr": cuda((10, 20)), "b_ptr": cuda((20, 30)), "c_ptr": cuda((10, 30)), "M": 10, "N": 30, "K": 20}
     assert tuner.tuning_key(named) == (10, 30, 20, "torch.float16", "torch.float16", "torch.float16")
+
+
+# ------------------------------------------------------ TMA on sm_90a, with and without an epilogue
+
+@tessera.jit
+def ep_bias_gelu(acc, bias):
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    """The wrapper as on an sm_90a GPU (the Hopper table), every launch recorded: the plain kernels
+    and their autotuners, and the epilogue kernels by `tma` ({tma: (kernel, tuner)})."""
+    rec = {name: Recorder() for name in ("kernel", "tuner", "tma_kernel", "tma_tuner")}
+    module = type("FakeKernels", (), {"matmul_kernel": rec["kernel"], "matmul_tma_kernel": rec["tma_kernel"]})
+    monkeypatch.setattr(mm, "_kernel_module", lambda: module)
+    monkeypatch.setattr(mm, "_state", {"autotuner": rec["tuner"], "tma_autotuner": rec["tma_tuner"]})
+    monkeypatch.setattr(mm, "matmul_configs", lambda: mm.HOPPER_MATMUL_CONFIGS)
+    for name in ("TESSERA_MATMUL_AUTOTUNE", "TESSERA_MATMUL_TMA"):
+        monkeypatch.delenv(name, raising=False)
+    epilogue_kernels = {}
+
+    def epilogue_kernel(epilogue, interpret, tma=False):
+        assert not interpret
+        kernel, tuner = epilogue_kernels.setdefault(tma, (Recorder(), Recorder()))
+        return kernel, tuner, epilogue.fn.__name__
+    monkeypatch.setattr(mm, "_epilogue_kernel", epilogue_kernel)
+    return rec, epilogue_kernels
+
+
+def gemm_operands(M=1000, N=520, K=264, dtype="bfloat16"):
+    """Row-major a, b and out with 16-byte aligned rows and bases, and a bias (N,)."""
+    return (cuda((M, K), dtype, ptr=1 << 12), cuda((K, N), dtype, ptr=1 << 22), cuda((M, N), dtype, ptr=1 << 26),
+            cuda((N,), dtype, ptr=1 << 30))
+
+
+def launches(rec, epilogue_kernels):
+    """{which: number of launches} of everything recorded, which being a name or (tma, 'kernel'|'tuner')."""
+    out = {name: len(r.calls) for name, r in rec.items() if r.calls}
+    for tma, (kernel, tuner) in epilogue_kernels.items():
+        out.update({(tma, what): len(r.calls) for what, r in (("kernel", kernel), ("tuner", tuner)) if r.calls})
+    return out
+
+
+def test_epilogue_takes_the_tma_kernel_on_hopper(hopper):
+    """Row-major torch-like operands on sm_90a: the composed matmul_tma_epilogue_kernel's autotuner gets
+    descriptors of A (M x K) and B (K x N), C, its strides, the epilogue slots and constexprs."""
+    rec, epilogue_kernels = hopper
+    M, N, K = 1000, 520, 264
+    a, b, out, bias = gemm_operands(M, N, K)
+    assert tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,)) is out
+    assert launches(rec, epilogue_kernels) == {(True, "tuner"): 1}
+    grid, args, kwargs = epilogue_kernels[True][1].calls[0]
+    a_desc, b_desc = args[:2]
+    assert isinstance(a_desc, tessera.TensorDescriptor) and isinstance(b_desc, tessera.TensorDescriptor)
+    assert (tuple(a_desc.shape), tuple(a_desc.strides), tuple(a_desc.block_shape)) == ((M, K), (K, 1), (128, 64))
+    assert (tuple(b_desc.shape), tuple(b_desc.strides), tuple(b_desc.block_shape)) == ((K, N), (N, 1), (64, 256))
+    assert a_desc.base is a and b_desc.base is b
+    assert args[2:] == (out, M, N, K, N, 1, bias, 0, 1) + (0,) * 9
+    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3}
+    assert grid({"BLOCK_M": 128, "BLOCK_N": 256}) == (8 * 3,)
+    # Each autotuning config's pre_hook gives the descriptors its blocks.
+    for config in mm._tma_configs():
+        kw = config.kwargs
+        config.pre_hook({"a_desc": a_desc, "b_desc": b_desc, **config.all_kwargs()})
+        assert tuple(a_desc.block_shape) == (kw["BLOCK_M"], kw["BLOCK_K"])
+        assert tuple(b_desc.block_shape) == (kw["BLOCK_K"], kw["BLOCK_N"])
+    # The plain GEMM on the same operands: the TMA kernel too.
+    tk.matmul(a, b, out)
+    assert launches(rec, epilogue_kernels) == {(True, "tuner"): 1, "tma_tuner": 1}
+
+
+def test_epilogue_forced_configs_on_hopper(hopper):
+    rec, epilogue_kernels = hopper
+    a, b, out, bias = gemm_operands()
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias, 0.5), config="128x128x64/w4/s3")
+    grid, args, kwargs = epilogue_kernels[True][0].calls[0]
+    assert (tuple(args[0].block_shape), tuple(args[1].block_shape)) == ((128, 64), (64, 128))
+    assert args[8:14] == (bias, 0, 1, 0.5, 0, 0)
+    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 2, "E0_KIND": 3, "E1_KIND": 2, "BLOCK_M": 128,
+                      "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), autotune=False)  # the table's first
+    assert epilogue_kernels[True][0].calls[1][2]["BLOCK_N"] == 256
+    # 8 bf16 columns are 16-byte rows: too narrow for a TMA box (>= 32 bytes), so cp.async.
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="64x64x8/w4/s3")
+    assert launches(rec, epilogue_kernels) == {(True, "kernel"): 2, (False, "kernel"): 1}
+    assert epilogue_kernels[False][0].calls[0][1][:3] == (a, b, out)
+
+
+@pytest.mark.parametrize("why", ["tma=False", "TESSERA_MATMUL_TMA=0", "column-major b", "odd N", "misaligned a",
+                                 "K = 0"])
+def test_epilogue_takes_cp_async_otherwise(hopper, monkeypatch, why):
+    """tma=False, the environment, or operands TMA cannot describe: matmul_epilogue_kernel, with
+    pointers and strides, the same slots."""
+    rec, epilogue_kernels = hopper
+    M, N, K = 1000, 520, 264
+    a, b, out, bias = gemm_operands(M, N, K)
+    kwargs = {}
+    if why == "tma=False":
+        kwargs["tma"] = False
+    elif why == "TESSERA_MATMUL_TMA=0":
+        monkeypatch.setenv("TESSERA_MATMUL_TMA", "0")
+    elif why == "column-major b":
+        b = cuda((K, N), "bfloat16", ptr=1 << 22, strides=(1, K))
+    elif why == "odd N":  # 2 * 521 bytes per row of B: not a multiple of 16
+        N = 521
+        b, out, bias = (cuda((K, N), "bfloat16", ptr=1 << 22), cuda((M, N), "bfloat16", ptr=1 << 26),
+                        cuda((N,), "bfloat16", ptr=1 << 30))
+    elif why == "misaligned a":
+        a = cuda((M, K), "bfloat16", ptr=(1 << 12) + 8)
+    else:
+        K = 0
+        a, b = cuda((M, K), "bfloat16", ptr=1 << 12), cuda((K, N), "bfloat16", ptr=1 << 22)
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), **kwargs)
+    assert launches(rec, epilogue_kernels) == {(False, "tuner"): 1}
+    grid, args, meta = epilogue_kernels[False][1].calls[0]
+    B = mm._Operand(b, "b")
+    assert args[:12] == (a, b, out, M, N, K, K, 1) + B.strides + (N, 1)
+    assert args[12:15] == (bias, 0, 1) and meta == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3}
+
+
+def test_epilogue_operand_kinds():
+    """Scalars are KIND 2; tensors constant along M (a bias) rows, KIND 3; constant along N columns,
+    KIND 4; others tiles, KIND 1 -- each with its strides, 0 on broadcast dims."""
+    M, N = 6, 10
+    a = cuda((M, 4))
+    cases = [(cuda((N,)), 3, 0, 1), (cuda((1, N)), 3, 0, 1), (cuda((N,), strides=(2,)), 3, 0, 2),
+             (cuda((M, 1)), 4, 1, 0), (cuda((M, 1), strides=(1, M)), 4, 1, 0),
+             (cuda((M, N)), 1, N, 1), (cuda((M, N), strides=(1, M)), 1, 1, M), (cuda(()), 3, 0, 0),
+             (cuda((1, 1)), 3, 0, 0)]
+    for e, kind, sm, sn in cases:
+        args, meta = mm._epilogue_slots((e,), M, N, mm._Operand(a, "a"))
+        assert meta == {"NUM_EPI": 1, "E0_KIND": kind} and args[:3] == [e, sm, sn], (e.shape, e.stride())
+    args, meta = mm._epilogue_slots((1.5, cuda((1, N))), 1, N, mm._Operand(a, "a"))   # M = 1: a row too
+    assert meta == {"NUM_EPI": 2, "E0_KIND": 2, "E1_KIND": 3} and args[:6] == [1.5, 0, 0, args[3], 0, 1]
+
+
+def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
+    """The epilogue composed with matmul_tma_epilogue_kernel: one autotuner per composed kernel, over
+    the Hopper configs with the descriptors' pre_hook; the cp.async one stays apart."""
+    monkeypatch.setattr(mm, "_state", {})
+    kernel, tuner, name = mm._epilogue_kernel(ep_bias_gelu, False, True)
+    assert name == "ep_bias_gelu" and kernel.__name__ == "matmul_tma_epilogue_kernel"
+    assert "def ep_bias_gelu(acc, bias):" in kernel.text and tuner.fn is kernel
+    assert [(c.kwargs, c.num_warps, c.num_stages) for c in tuner.configs] == [
+        (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS]
+    assert all(c.pre_hook is mm._tma_block_shapes for c in tuner.configs)
+    assert tuner.keys == ["M", "N", "K"] and tuner.early_config_prune is mm.prune_matmul_configs
+    assert tuner.arg_names[:10] == ["a_desc", "b_desc", "c_ptr", "M", "N", "K", "stride_cm", "stride_cn", "E0",
+                                    "stride_e0m"]
+    assert mm._epilogue_kernel(ep_bias_gelu, False, True)[:2] == (kernel, tuner)
+    assert tk.matmul_epilogue_autotuner(ep_bias_gelu) is tuner
+    cp_async = tk.matmul_epilogue_autotuner(ep_bias_gelu, tma=False)
+    assert cp_async is not tuner and cp_async.fn.__name__ == "matmul_epilogue_kernel"
+    assert not any(c.pre_hook for c in cp_async.configs)
+    from tessera.kernels import _files
+    assert _files.load("matmul").matmul_tma_epilogue_kernel._function_params() == {"EPILOGUE"}
+    assert _files.load("matmul").matmul_tma_kernel._function_params() == frozenset()
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_tma_autotuners_compile_every_config_with_its_blocks(monkeypatch, epilogue):
+    """The autotuner compiles its configs before timing them; a TMA config's blocks are part of the
+    signature (tensordesc<bf16[BM,BK]>), so each compiles after its pre_hook set them -- not with the
+    blocks the descriptors were made with (which failed every config of another shape)."""
+    monkeypatch.setattr(mm, "_state", {})
+    M, N, K = 1024, 1024, 512
+    a, b, out, bias = gemm_operands(M, N, K)
+    from tessera.tensor_descriptor import TensorDescriptor
+    a_desc = TensorDescriptor(a, [M, K], [K, 1], [128, 64])
+    b_desc = TensorDescriptor(b, [K, N], [N, 1], [64, 256])
+    args = (a_desc, b_desc, out, M, N, K, N, 1)
+    meta = {}
+    if epilogue:
+        tuner = tk.matmul_epilogue_autotuner(ep_bias_gelu)
+        args += (bias, 0, 1) + (0,) * 9
+        meta = {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3}
+    else:
+        tuner = tk.matmul_tma_autotuner()
+    assert tuner._compile_all(tuner.configs, args, meta) == {}
+    last = tuner.configs[-1].kwargs
+    assert tuple(a_desc.block_shape) == (last["BLOCK_M"], last["BLOCK_K"])

@@ -1,11 +1,15 @@
 """Tensor descriptors (desc.load through the TMA unit, docs/tma.md): what the
-compiler makes of them for sm_90a, checked by ptxas, and the errors around them."""
+compiler makes of them for sm_90a, checked by ptxas, and the errors around them;
+the TMA matmul with and without a fused epilogue (kernels/matmul.py)."""
 import re
 import subprocess
 
 import pytest
 
 from conftest import PTXAS, run_cli
+
+import tessera  # noqa: E402
+import tessera.language as tl  # noqa: E402
 
 KERNELS = "tests/python/lang_kernels/tensor_descriptors.py"
 COPY = ["compile", KERNELS, "--kernel", "desc_copy", "--constexpr", "BLOCK_M=64", "--constexpr", "BLOCK_N=128"]
@@ -120,3 +124,85 @@ def test_tma_matmul_sass_has_utmaldg_and_hgmma(tmp_path):
     assert "UTMALDG.2D" in text, "no TMA loads in the SASS"
     assert "HGMMA.64x256x16.F32.BF16" in text, "no wgmma in the SASS"
     assert "LDGSTS" not in text  # no cp.async left
+
+
+# ---- the TMA matmul with a fused epilogue (matmul_tma_epilogue_kernel, docs/fusion.md) ------------------
+
+@tessera.jit
+def ep_bias_gelu(acc, bias):
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+# After C's strides: E0 the bias as the wrapper passes it (a row, KIND 3: stride 0 along M, 1 along N),
+# E1..E3 unused (zeros).
+TMA_EPILOGUE_SLOTS = ",*{t}:16,i32:16,i32:1" + ",i32:16" * 9
+
+
+def hopper_configs():
+    import importlib
+    return importlib.import_module("tessera.kernels.matmul").HOPPER_MATMUL_CONFIGS
+
+
+def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=TMA_EPILOGUE_SLOTS, **kinds):
+    """The composed kernel (kernels/matmul.py + the epilogue's source, as tk.matmul launches it) for
+    sm_90a: (PTX, ir-opt, ptxas -v's report)."""
+    from tessera.kernels import _files
+    kw = config.kwargs
+    sig = TMA_MATMUL_SIG.format(t=t, bm=kw["BLOCK_M"], bn=kw["BLOCK_N"], bk=kw["BLOCK_K"]) + slots.format(t=t)
+    k = tessera.compile(_files.load("matmul").matmul_tma_epilogue_kernel, signature=sig, target="sm_90a",
+                        num_warps=config.num_warps, num_stages=config.num_stages,
+                        constexprs=dict(kw, EPILOGUE=epilogue, **(kinds or {"NUM_EPI": 1, "E0_KIND": 3})))
+    ptx = tmp_path / "epi.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "epi.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return k.asm["ptx"], k.asm["ir-opt"], proc.stderr
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("t", ["bf16", "fp16"])
+@pytest.mark.parametrize("config", hopper_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(**c.kwargs)
+                         + f"-w{c.num_warps}-s{c.num_stages}")
+def test_tma_epilogue_matmul_is_an_mbarrier_ring_without_spills(config, t, tmp_path):
+    """GEMM + bias + GELU through TMA: the same ring as matmul_tma_kernel (S stages of <=128-byte
+    boxes on S mbarriers, no cp.async), wgmma, and ptxas neither spills nor serialises the wgmmas
+    (C7514) for any Hopper config."""
+    text, ir, report = compile_tma_epilogue(config, t, tmp_path)
+    kw, stages = config.kwargs, config.num_stages
+    boxes = -(-kw["BLOCK_K"] // 64) + -(-kw["BLOCK_N"] // 64)  # 128-byte boxes of A's K and B's N columns
+    assert text.count("cp.async.bulk.tensor.2d") == boxes * stages
+    assert text.count("mbarrier.init.shared::cta.b64") == stages
+    assert text.count("mbarrier.arrive.expect_tx") == 2 * stages
+    assert text.count("mbarrier.inval.shared::cta.b64") == stages
+    assert "cp.async.cg" not in text and "cp.async.ca" not in text
+    assert "wgmma.mma_async" in text
+    assert "C7514" not in report, report
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+    # The bias is a vector reloaded in the accumulator's layout: after the loop the one layout
+    # conversion left is the 16-bit result's on its way to the store (docs/fusion.md).
+    tail = ir[ir.index("dot_wait"):]
+    conversions = re.findall(r"convert_layout %\d+ : <(\d+)x(\d+)x(\w+)>", tail)
+    assert conversions == [(str(kw["BLOCK_M"]), str(kw["BLOCK_N"]), t.replace("fp", "f"))], conversions
+    assert re.search(r"= load .* : <%dx%s>" % (kw["BLOCK_N"], t.replace("fp", "f")), tail)  # the bias, 1-D
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_tma_epilogue_matmul_residual_and_column_operands(tmp_path):
+    """The other operand kinds on the default config: a row-major residual tile and a scalar
+    (KIND 1 + 2), a column bias (KIND 4)."""
+    config = hopper_configs()[0]
+
+    @tessera.jit
+    def ep_residual_scale(acc, residual, alpha):
+        return acc * alpha + residual
+    text, _, report = compile_tma_epilogue(config, "bf16", tmp_path, ep_residual_scale,
+                                           ",*{t}:16,i32:16,i32:1,fp32,i32:16,i32:16" + ",i32:16" * 6,
+                                           NUM_EPI=2, E0_KIND=1, E1_KIND=2)
+    assert text.count("cp.async.bulk.tensor.2d") == 5 * config.num_stages and "C7514" not in report
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+    text, _, report = compile_tma_epilogue(config, "bf16", tmp_path, ep_bias_gelu,
+                                           ",*{t}:16,i32:1,i32:16" + ",i32:16" * 9, NUM_EPI=1, E0_KIND=4)
+    assert text.count("cp.async.bulk.tensor.2d") == 5 * config.num_stages and "C7514" not in report
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report

@@ -29,8 +29,9 @@ TESSERA_AUTOTUNE=off takes the stored winner, else that first config.
 `config=` forces one (a tessera.Config or "BMxBNxBK/wW/sS[/gG]").
 
 On sm_90a, row-major A and B with 16-byte aligned rows are read through TMA
-tensor descriptors (kernels/matmul.py's matmul_tma_kernel, docs/tma.md; the
-epilogue kernel does not yet); TESSERA_MATMUL_TMA=0 takes the cp.async kernel.
+tensor descriptors (kernels/matmul.py's matmul_tma_kernel, with an epilogue
+matmul_tma_epilogue_kernel; docs/tma.md); tma=False or TESSERA_MATMUL_TMA=0
+takes the cp.async kernels.
 
 interpret=True (or TESSERA_INTERPRET=1) with numpy arrays / torch CPU
 tensors runs the kernel on the host interpreter instead (no GPU; tests).
@@ -275,14 +276,18 @@ def _kernel_module():
     return _files.load("matmul")
 
 
+def _autotuner(kernel, configs):
+    """@tessera.autotune over `configs` keyed on (M, N, K), tiles much larger than the problem pruned."""
+    from ..autotune import autotune
+    return autotune(configs=list(configs), key=["M", "N", "K"],
+                    prune_configs_by={"early_config_prune": prune_matmul_configs})(kernel)
+
+
 def matmul_autotuner():
     """The tessera.Autotuner over MATMUL_CONFIGS (keyed on M, N, K): .best_config is the
     config of its last launch, .configs_timings the timings of its last tuning."""
     if "autotuner" not in _state:
-        from ..autotune import autotune
-        _state["autotuner"] = autotune(configs=list(matmul_configs()), key=["M", "N", "K"],
-                                       prune_configs_by={"early_config_prune": prune_matmul_configs}
-                                       )(_kernel_module().matmul_kernel)
+        _state["autotuner"] = _autotuner(_kernel_module().matmul_kernel, matmul_configs())
     return _state["autotuner"]
 
 
@@ -307,8 +312,8 @@ def _tma_configs():
 
 
 def _uses_tma(A, B):
-    """matmul_tma_kernel applies: Hopper tables (sm_90a), torch operands that TMA can describe
-    (row-major, rows 16-byte aligned), and TESSERA_MATMUL_TMA not 0."""
+    """matmul_tma_kernel (matmul_tma_epilogue_kernel) applies: Hopper tables (sm_90a), torch
+    operands that TMA can describe (row-major, rows 16-byte aligned), and TESSERA_MATMUL_TMA not 0."""
     if A.kind != "torch" or not _env_flag("TESSERA_MATMUL_TMA", True) or matmul_configs() is not HOPPER_MATMUL_CONFIGS:
         return False
     for x in (A, B):
@@ -321,24 +326,27 @@ def _uses_tma(A, B):
 def matmul_tma_autotuner():
     """The tessera.Autotuner of matmul_tma_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N, K)."""
     if "tma_autotuner" not in _state:
-        from ..autotune import autotune
-        _state["tma_autotuner"] = autotune(configs=_tma_configs(), key=["M", "N", "K"],
-                                           prune_configs_by={"early_config_prune": prune_matmul_configs}
-                                           )(_kernel_module().matmul_tma_kernel)
+        _state["tma_autotuner"] = _autotuner(_kernel_module().matmul_tma_kernel, _tma_configs())
     return _state["tma_autotuner"]
 
 
-def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid):
+def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel=None, tuner=None, extra=(), meta=None):
+    """Launches a TMA kernel on descriptors of a and b: matmul_tma_kernel (autotuned by
+    matmul_tma_autotuner()), or `kernel` / `tuner` with `extra` arguments after C's strides and
+    the constexprs `meta` (the epilogue kernel). A forced config sets the blocks; else each
+    config's pre_hook does."""
     from ..tensor_descriptor import TensorDescriptor
     first = (chosen or HOPPER_MATMUL_CONFIGS[0]).kwargs
     a_desc = TensorDescriptor(a, [M, K], [A.strides[0], 1], [first["BLOCK_M"], first["BLOCK_K"]])
     b_desc = TensorDescriptor(b, [K, N], [B.strides[0], 1], [first["BLOCK_K"], first["BLOCK_N"]])
-    args = (a_desc, b_desc, out, M, N, K, O.strides[0], O.strides[1])
+    args = (a_desc, b_desc, out, M, N, K, O.strides[0], O.strides[1]) + tuple(extra)
+    meta = meta or {}
     if chosen is None:
-        _state["last_autotuner"] = matmul_tma_autotuner()
-        _state["last_autotuner"][grid](*args)
+        if tuner is None:  # the plain kernel
+            tuner = _state["last_autotuner"] = matmul_tma_autotuner()
+        tuner[grid](*args, **meta)
     else:
-        _kernel_module().matmul_tma_kernel[grid](*args, **chosen.all_kwargs())
+        (kernel or _kernel_module().matmul_tma_kernel)[grid](*args, **meta, **chosen.all_kwargs())
 
 
 def _interpreted_kernel():
@@ -363,7 +371,10 @@ MAX_EPILOGUE_ARGS = 4
 
 
 def _epilogue_slots(epilogue_args, M, N, A):
-    """Runtime arguments and constexprs for matmul_epilogue_kernel's four E slots."""
+    """Runtime arguments and constexprs for the epilogue kernels' four E slots (kernels/matmul.py's
+    _epilogue_operand): a scalar is KIND 2; a tensor constant along M (a bias (N,) or (1, N)) is
+    KIND 3, a row vector, and one constant along N ((M, 1)) KIND 4, a column, each loaded once per
+    tile as a vector (which the fusion pass reloads in the accumulator's layout); others KIND 1."""
     if len(epilogue_args) > MAX_EPILOGUE_ARGS:
         raise ValueError(f"{_NAME}: at most {MAX_EPILOGUE_ARGS} epilogue_args, got {len(epilogue_args)}")
     args, meta = [], {"NUM_EPI": len(epilogue_args)}
@@ -394,16 +405,19 @@ def _epilogue_slots(epilogue_args, M, N, A):
         if E.max_offset() >= 2 ** 31:
             raise ValueError(f"{_NAME}: epilogue_args[{i}] spans more than 2^31 elements")
         args += [e, sm, sn]
-        meta[f"E{i}_KIND"] = 1
+        meta[f"E{i}_KIND"] = 3 if shape[0] == 1 else 4 if shape[1] == 1 else 1
     return args, meta
 
 
-def _epilogue_kernel(epilogue, interpret):
-    """matmul_epilogue_kernel composed with `epilogue` (tessera/_compose.py), and its autotuner."""
+def _epilogue_kernel(epilogue, interpret, tma=False):
+    """matmul_epilogue_kernel (with tma: matmul_tma_epilogue_kernel) composed with `epilogue`
+    (tessera/_compose.py), its autotuner (one per composed kernel: over matmul_configs(), or the
+    Hopper configs with the descriptors' pre_hook) and the constexpr naming the function."""
     from .. import _compose
-    base_key = "interpreted_epilogue" if interpret else "epilogue"
+    base_key = "interpreted_epilogue" if interpret else "tma_epilogue" if tma else "epilogue"
     if base_key not in _state:
-        base = _kernel_module().matmul_epilogue_kernel
+        module = _kernel_module()
+        base = module.matmul_tma_epilogue_kernel if tma else module.matmul_epilogue_kernel
         if interpret:
             from ..jit import jit
             base = jit(base.fn, interpret=True)
@@ -415,10 +429,16 @@ def _epilogue_kernel(epilogue, interpret):
     kernel = _compose.compose(_state[base_key], {"EPILOGUE": jf})
     tuners = _state.setdefault("epilogue_tuners", {})
     if not interpret and id(kernel) not in tuners:
-        from ..autotune import autotune
-        tuners[id(kernel)] = autotune(configs=list(matmul_configs()), key=["M", "N", "K"],
-                                      prune_configs_by={"early_config_prune": prune_matmul_configs})(kernel)
+        tuners[id(kernel)] = _autotuner(kernel, _tma_configs() if tma else matmul_configs())
     return kernel, tuners.get(id(kernel)), jf.fn.__name__
+
+
+def matmul_epilogue_autotuner(epilogue, tma=True):
+    """The tessera.Autotuner of the epilogue kernel composed with `epilogue` (a @jit function):
+    matmul_tma_epilogue_kernel's (tma=True; over HOPPER_MATMUL_CONFIGS) or matmul_epilogue_kernel's
+    (tma=False; over matmul_configs()). Its .fn is the composed kernel, .best_config the config of
+    its last launch (None before any)."""
+    return _epilogue_kernel(epilogue, False, tma)[1]
 
 
 def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, autotune=None, interpret=None,
@@ -435,7 +455,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
     TESSERA_INTERPRET, only for host inputs). tma: False takes the cp.async kernel where the
     TMA one would apply (default: TMA on sm_90a for row-major operands, unless
-    TESSERA_MATMUL_TMA=0)."""
+    TESSERA_MATMUL_TMA=0; with or without an epilogue)."""
     if interpret is None:
         host = _Operand(a, "a").device != "cuda"
         interpret = host and _interpret_default()
@@ -462,11 +482,17 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
     def grid(meta):
         return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+    # TMA (sm_90a, row-major operands): the descriptors need K > 0 and blocks of >= 32-byte rows.
+    use_tma = (not interpret and tma is not False and K > 0 and _uses_tma(A, B)
+               and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32))
     if epilogue is not None:
         slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)
-        kernel, tuner, name = _epilogue_kernel(epilogue, bool(interpret))
-        args = args + tuple(slots)
+        kernel, tuner, name = _epilogue_kernel(epilogue, bool(interpret), use_tma)
         meta["EPILOGUE"] = name
+        if use_tma:
+            _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel, tuner, slots, meta)
+            return out
+        args = args + tuple(slots)
         if chosen is None:
             tuner[grid](*args, **meta)
         else:
@@ -474,8 +500,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         return out
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
-    if (not interpret and tma is not False and _uses_tma(A, B)
-            and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32)):
+    if use_tma:
         _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid)
         return out
     if chosen is None:
@@ -488,4 +513,5 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
 
 __all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
-           "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner", "prune_matmul_configs"]
+           "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner",
+           "matmul_epilogue_autotuner", "prune_matmul_configs"]

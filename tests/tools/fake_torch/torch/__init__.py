@@ -4,7 +4,7 @@ tests/tools/fake_libcuda.c). Put tests/tools/fake_torch first on PYTHONPATH
 in a process of its own: it is `torch` to that process.
 
 Only what tessera's launch path reads exists: torch.Tensor with is_cuda,
-dtype, device, data_ptr(), get_device() and (when given) shape and
+dtype, device, data_ptr(), element_size(), get_device() and (when given) shape and
 stride(); dtype singletons;
 torch._C._cuda_getCurrentRawStream(device); and torch.cuda.is_available()
 (False: tessera's autotuner then times with the runtime's own events) and
@@ -38,6 +38,10 @@ bool = dtype("bool")
 float8_e4m3fn = dtype("float8_e4m3fn")
 float8_e5m2 = dtype("float8_e5m2")
 complex64 = dtype("complex64")
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "complex64": 8, "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1,
+             "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 class device:
@@ -83,6 +87,9 @@ class Tensor:
 
     def data_ptr(self):
         return self._ptr
+
+    def element_size(self):
+        return _ITEMSIZE.get(self._dtype._name, 4)
 
     def get_device(self):
         return self._device.index if self._device.type == "cuda" else -1

@@ -1,0 +1,85 @@
+"""tk.matmul on an sm_90a device (the fake driver's default compute capability 9.0) with the
+stand-in torch, end to end: for row-major operands the wrapper launches the TMA kernels --
+matmul_tma_epilogue_kernel with an epilogue (docs/fusion.md), matmul_tma_kernel without --
+compiled by tessera for sm_90a, autotuned over the Hopper configs (each compiled and timed with
+its own descriptor blocks: the configs' pre_hook), their descriptors encoded by the driver;
+tma=False and column-major operands launch the cp.async kernels."""
+import importlib
+
+import pytest
+import torch
+
+import tessera
+import tessera.kernels as tk
+import tessera.language as tl
+
+MM = importlib.import_module("tessera.kernels.matmul")
+P = 0x7F0000001000  # 16-byte aligned "device pointers" (never dereferenced)
+
+
+@tessera.jit
+def ep_bias_gelu(acc, bias):
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch):
+    for name in ("TESSERA_MATMUL_TMA", "TESSERA_MATMUL_AUTOTUNE", "TESSERA_AUTOTUNE", "TESSERA_WGMMA"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def operands(M, N, K, dtype=torch.bfloat16, b_strides=None):
+    step = 1 << 26
+    return (torch.Tensor(P, dtype, shape=(M, K)), torch.Tensor(P + step, dtype, shape=(K, N), strides=b_strides),
+            torch.Tensor(P + 2 * step, dtype, shape=(M, N)), torch.Tensor(P + 3 * step, dtype, shape=(N,)))
+
+
+def test_the_device_takes_the_hopper_table():
+    assert tessera._C.target_arch(0) == "sm_90a"
+    assert tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS
+
+
+def test_autotuned_runs_the_tma_kernels_with_every_config_timed(fake):
+    """A small problem: the pruning keeps only tiles of at most 128 x 128, none of the shape the
+    descriptors are made with (the table's first, 128 x 256); each still compiles and is timed."""
+    M, N, K = 120, 128, 200
+    a, b, out, bias = operands(M, N, K)
+    before = fake.count
+    assert tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,)) is out
+    tuner = tk.matmul_epilogue_autotuner(ep_bias_gelu)
+    kept = MM.prune_matmul_configs(tuner.configs, {"M": M, "N": N, "K": K})
+    assert [MM.matmul_config_name(c) for c in kept] == ["128x128x64/w4/s3", "128x128x64/w4/s4",
+                                                         "64x128x64/w4/s4", "64x64x64/w4/s3"]
+    assert not tuner.failures, tuner.failures
+    assert set(tuner.configs_timings) == set(kept) and None not in tuner.configs_timings.values()
+    assert fake.count > before + len(kept)  # the timed runs, then the winner
+    last = fake.last()
+    best = tuner.best_config.kwargs
+    assert last["kernel"] == "matmul_tma_epilogue_kernel"
+    assert last["grid"] == (tessera.cdiv(M, best["BLOCK_M"]) * tessera.cdiv(N, best["BLOCK_N"]), 1, 1)
+    assert last["block"] == (32 * tuner.best_config.num_warps, 1, 1)
+    # Two 128-byte descriptors, C, M, N, K, C's strides, then the bias (a row: strides 0, 1) and 9 zeros.
+    assert [size for size, _ in last["params"]] == [128, 128, 8, 4, 4, 4, 4, 4, 8] + [4] * 11
+    assert [value for _, value in last["params"][2:]] == [P + (2 << 26), M, N, K, N, 1, P + (3 << 26), 0, 1] + [0] * 9
+    # The plain GEMM: matmul_tma_kernel, tuned the same way.
+    tk.matmul(a, b, out)
+    assert fake.last()["kernel"] == "matmul_tma_kernel"
+    assert not tk.matmul_tma_autotuner().failures and None not in tk.matmul_tma_autotuner().configs_timings.values()
+
+
+def test_forced_configs_tma_false_and_column_major(fake):
+    M, N, K = 1000, 520, 264
+    a, b, out, bias = operands(M, N, K)
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="64x128x64/w4/s4")
+    last = fake.last()
+    assert last["kernel"] == "matmul_tma_epilogue_kernel" and last["grid"] == (16 * 5, 1, 1)
+    assert fake.last_tensor_map()["box_dim"][:2] == (64, 64)  # B's 64 x 128 block: two 128-byte boxes of 64 rows
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="64x128x64/w4/s4", tma=False)
+    assert fake.last()["kernel"] == "matmul_epilogue_kernel"
+    assert fake.last()["params"][:3] == [(8, P), (8, P + (1 << 26)), (8, P + (2 << 26))]
+    b_col = operands(M, N, K, b_strides=(1, K))[1]
+    tk.matmul(a, b_col, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="64x128x64/w4/s4")
+    assert fake.last()["kernel"] == "matmul_epilogue_kernel"
+    tk.matmul(a, b, out, config="64x128x64/w4/s4")
+    assert fake.last()["kernel"] == "matmul_tma_kernel"
