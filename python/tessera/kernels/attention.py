@@ -64,15 +64,19 @@ HOPPER_FORWARD = {
 }
 
 
-def attention_config(head_dim, causal=False, wgmma=None):
+def attention_config(head_dim, causal=False, wgmma=None, modifiers=False):
     """The launch configuration for this head dim and causal flag (a fresh dict). wgmma: the
-    table for GPUs whose dots run on wgmma (sm_90a); None asks the current device."""
+    table for GPUs whose dots run on wgmma (sm_90a); None asks the current device. modifiers:
+    for the forward with score_mod/mask_mod/kv_range, which keeps CONFIGS' blocks (its
+    modifiers' gathers take shared scratch that HOPPER_FORWARD's wider steps overflow)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
     stages = 2
     if wgmma_target() if wgmma is None else wgmma:
-        *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
+        stages = 3
+        if not modifiers:
+            *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
@@ -163,8 +167,8 @@ def _check(q, k, v, layout):
     return B, H, Hk, N, Nk, D
 
 
-def _config(D, causal, config):
-    c = attention_config(D, causal)
+def _config(D, causal, config, modifiers=False):
+    c = attention_config(D, causal, modifiers=modifiers)
     if config:
         unknown = set(config) - set(c)
         if unknown:
@@ -222,7 +226,7 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    c = _config(D, causal, config)
+    c = _config(D, causal, config, mods)
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
