@@ -12,8 +12,8 @@ when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
     python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,triton]
-                               [--sweep]   # also time other tessera forward block configs
-                               [--fwd-only]
+                               [--sweep]   # also time other tessera block configs
+                               [--fwd-only | --bwd-only]
 """
 import importlib.util
 import pathlib
@@ -29,6 +29,9 @@ DTYPES = ["float16", "bfloat16"]
 TOKENS, MODEL_DIM = 16384, 2048
 # --sweep: forward (BLOCK_M, BLOCK_N, num_warps, num_stages) alternatives to the table's choice.
 SWEEP = [(128, 64, 8, 4), (128, 64, 8, 5), (128, 128, 8, 3), (128, 128, 8, 4), (64, 64, 4, 4), (128, 32, 8, 4)]
+# --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
+SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
+             (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
 
 _triton_module = None
 
@@ -104,10 +107,15 @@ def providers(sweep=False):
         return run
 
     out = {"tessera": tessera_provider(), "torch": torch_provider, "triton": triton_provider}
-    if sweep:
+    if sweep == "fwd":
         for bm, bn, w, st in SWEEP:
             out[f"tessera_{bm}x{bn}w{w}s{st}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w,
                                                                    "num_stages": st})
+    if sweep == "bwd":
+        for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
+            out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({
+                "DKDV_BLOCK_M": km, "DKDV_BLOCK_N": kn, "dkdv_num_warps": kw, "DQ_BLOCK_M": qm, "DQ_BLOCK_N": qn,
+                "dq_num_warps": qw, "bwd_num_stages": st})
     return out
 
 
@@ -145,10 +153,15 @@ def cases(mode):
 
 def run(options):
     everything = []
-    for mode, name in (("fwd", "attention"), ("bwd", "attention_bwd"))[:1 if getattr(options, "fwd_only", False) else 2]:
-        provs = providers(getattr(options, "sweep", False) and mode == "fwd")
+    modes = (("fwd", "attention"), ("bwd", "attention_bwd"))
+    if getattr(options, "fwd_only", False):
+        modes = modes[:1]
+    if getattr(options, "bwd_only", False):
+        modes = modes[1:]
+    for mode, name in modes:
+        provs = providers(mode if getattr(options, "sweep", False) else None)
         if mode == "bwd":
-            provs = {p: f for p, f in provs.items() if p in ("tessera", "torch")}
+            provs = {p: f for p, f in provs.items() if p != "triton"}
         results = harness.run_benchmark(name, cases(mode), provs, flops, options, check=check)
         print(f"({name}: the GB/s column above is GFLOP/s)")
         for row in results["rows"]:
@@ -160,8 +173,9 @@ def run(options):
 
 if __name__ == "__main__":
     ap = harness.parser(__doc__)
-    ap.add_argument("--sweep", action="store_true", help="also time other tessera forward block configs")
+    ap.add_argument("--sweep", action="store_true", help="also time other tessera block configs (SWEEP, SWEEP_BWD)")
     ap.add_argument("--fwd-only", action="store_true", help="skip the backward benchmark")
+    ap.add_argument("--bwd-only", action="store_true", help="skip the forward benchmark")
     opts = harness.parse(ap)
     reason = harness.skip_reason()
     if reason:

