@@ -191,3 +191,60 @@ def test_kernels_run_on_tensor_cores():
                            num_warps=c["num_warps"], grid=(1, 1))
     ptx = compiled.asm["ptx"]
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx or "wgmma.mma_async" in ptx
+
+
+# ------------------------------------------------ both tensor-core paths on one GPU
+
+def forward_signature(kernel):
+    """What a launch on contiguous bf16 (B, H, N, D) tensors specialises to."""
+    import inspect
+    sig = []
+    for name, p in inspect.signature(kernel.fn).parameters.items():
+        if "constexpr" in str(p.annotation):
+            continue
+        if name in ("Q", "K", "V", "O"):
+            sig.append("*bf16:16")
+        elif name == "LSE":
+            sig.append("*fp32:16")
+        elif name == "sm_scale":
+            sig.append("fp32")
+        elif name.startswith("stride_"):
+            sig.append("i32:1" if name.endswith("d") else "i32:16")
+        else:
+            sig.append("i32")
+    return ",".join(sig)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_forward_kernel_on_each_tensor_core_path(target, causal, D):
+    """attn_fwd_kernel compiled as sm_80 PTX (mma.sync, CONFIGS' blocks) and as sm_90a
+    (wgmma, HOPPER_FORWARD's blocks), launched directly on this GPU, ragged N, bf16, against
+    float64 SDPA (issue 8: the mma.sync path still runs, on the Hopper GPU)."""
+    import tessera
+    from tessera.kernels import _files
+    if target == "sm_90a" and tessera._C.target_arch(0) != "sm_90a":
+        pytest.skip("needs a Hopper GPU (sm_90a)")
+    seed = fresh_seed()
+    B, H, N = 2, 4, 1000
+    q, k, v = (torch.randn((B, H, N, D), device="cuda").to(torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, N), float("nan"), device="cuda")
+    c = tk.attention_config(D, causal, wgmma=target == "sm_90a")
+    fwd = _files.load("attention").attn_fwd_kernel
+    kernel = tessera.compile(fwd, signature=forward_signature(fwd), target=target,
+                             constexprs={"HEAD_DIM": D, "BLOCK_M": c["BLOCK_M"], "BLOCK_N": c["BLOCK_N"],
+                                         "CAUSAL": causal},
+                             num_warps=c["num_warps"], num_stages=c["num_stages"])
+    ptx = kernel.asm["ptx"]
+    assert ("wgmma.mma_async" in ptx) == (target == "sm_90a")
+    assert target == "sm_90a" or "mma.sync.aligned.m16n8k16" in ptx
+    scale = D ** -0.5
+    kernel[(tessera.cdiv(N, c["BLOCK_M"]), B * H)](q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(),
+                                                   *o.stride(), H, H, N, N, scale)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal,
+                                                           scale=scale)
+    err = rel_err(o, ref)
+    assert err <= TOL, f"{target} D{D} causal={causal}: rel err {err:.2e} (seed {seed})"
