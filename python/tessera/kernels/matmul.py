@@ -70,8 +70,10 @@ MATMUL_CONFIGS = (
 )
 
 # Hopper (sm_90a: wgmma, docs/tensor-cores.md), best first; TFLOP/s measured on an H200
-# at 4096^3 bf16 (cuBLAS: 774). BLOCK_K = 64 (128-byte swizzle lines) and 4 stages let
-# one wgmma group run across iterations; the smaller tiles are for small M x N.
+# at 4096^3 bf16 (cuBLAS: 774) with the cp.async kernel, before ptxas stopped serialising
+# the wgmmas (the first one now reaches 756 through TMA on an H100, cuBLAS 781; docs/tma.md).
+# BLOCK_K = 64 (128-byte swizzle lines) and 4 stages let one wgmma group run across
+# iterations; the smaller tiles are for small M x N.
 HOPPER_MATMUL_CONFIGS = (
     _config(128, 256, 64, 8, 4),   # 593 (192 KiB of shared memory)
     _config(256, 128, 64, 8, 4),   # 576
