@@ -75,9 +75,12 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                     H, H_KV, N_Q, N_KV, sm_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     CAUSAL: tl.constexpr):
-    """Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
+    sweep) run first, so the short ones fill the tail."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
     off_bh = tl.program_id(1)
     off_b = (off_bh // H).to(tl.int64)
     off_h = (off_bh % H).to(tl.int64)
@@ -143,6 +146,37 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA,
 
 
 @tessera.jit
+def _dkdv_block_sweep(dk, dv, k, v, q_base, do_base, LSE, DELTA, row_base, stride_qn, stride_qd, stride_don,
+                      stride_dod, offs_n, offs_d, lo, hi, N_Q, qk_scale, BLOCK_M: tl.constexpr,
+                      DIAGONAL: tl.constexpr):
+    """Query rows lo..hi (hi may be ragged) into the dK, dV of the keys offs_n (transposed
+    orientation: keys as rows); DIAGONAL masks the scores of keys after the query."""
+    offs_mb = tl.arange(0, BLOCK_M)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + offs_mb
+        row_ok = offs_m < N_Q
+        qt = tl.load(q_base + offs_d[:, None] * stride_qd + offs_m[None, :] * stride_qn,
+                     mask=row_ok[None, :], other=0.0)
+        # Rows past N_Q get LSE = +inf, hence P = 0.
+        lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+        pt = tl.exp2(tl.dot(k, qt) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+        if DIAGONAL:
+            pt = tl.where(offs_m[None, :] >= offs_n[:, None], pt, 0.0)
+        do = tl.load(do_base + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                     mask=row_ok[:, None], other=0.0)
+        dv += tl.dot(pt.to(do.dtype), do)
+        dot_ = tl.load(do_base + offs_d[:, None] * stride_dod + offs_m[None, :] * stride_don,
+                       mask=row_ok[None, :], other=0.0)
+        dpt = tl.dot(v, dot_)  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+        delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
+        dst = pt * (dpt - delta[None, :])
+        q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None], other=0.0)
+        dk += tl.dot(dst.to(q.dtype), q)
+    return dk, dv
+
+
+@tessera.jit
 def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
                          stride_qb, stride_qh, stride_qn, stride_qd,
                          stride_kb, stride_kh, stride_kn, stride_kd,
@@ -165,7 +199,6 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
     start_n = pid_n * BLOCK_N
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    offs_mb = tl.arange(0, BLOCK_M)
     key_ok = offs_n < N_KV
     k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
                 + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
@@ -174,8 +207,9 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
     qk_scale = sm_scale * LOG2E
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    # Causal: query rows before this key block see none of it (query blocks need not be
-    # aligned to BLOCK_M: they start at the block's first key).
+    # Causal: query rows before this key block see none of it (query blocks start at its first
+    # key, not at a multiple of BLOCK_M). Masking every block rather than the diagonal ones
+    # only: two sweeps made the sm_90a kernel spill.
     lo = 0
     if CAUSAL:
         lo = start_n
@@ -184,32 +218,39 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
         q_base = Q + off_b * stride_qb + off_h * stride_qh
         do_base = DO + off_b * stride_dob + off_h * stride_doh
         row_base = (off_b * H + off_h) * N_Q
-        for start_m in range(lo, N_Q, BLOCK_M):
-            offs_m = start_m + offs_mb
-            row_ok = offs_m < N_Q
-            qt = tl.load(q_base + offs_d[:, None] * stride_qd + offs_m[None, :] * stride_qn,
-                         mask=row_ok[None, :], other=0.0)
-            # Rows past N_Q get LSE = +inf, hence P = 0.
-            lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=float("inf")) * LOG2E
-            pt = tl.exp2(tl.dot(k, qt) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
-            if CAUSAL:
-                pt = tl.where(offs_m[None, :] >= offs_n[:, None], pt, 0.0)
-            do = tl.load(do_base + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
-                         mask=row_ok[:, None], other=0.0)
-            dv += tl.dot(pt.to(do.dtype), do)
-            dot_ = tl.load(do_base + offs_d[:, None] * stride_dod + offs_m[None, :] * stride_don,
-                           mask=row_ok[None, :], other=0.0)
-            dpt = tl.dot(v, dot_)  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
-            delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
-            dst = pt * (dpt - delta[None, :])
-            q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                        mask=row_ok[:, None], other=0.0)
-            dk += tl.dot(dst.to(q.dtype), q)
+        dk, dv = _dkdv_block_sweep(dk, dv, k, v, q_base, do_base, LSE, DELTA, row_base, stride_qn, stride_qd,
+                                   stride_don, stride_dod, offs_n, offs_d, lo, N_Q, N_Q, qk_scale, BLOCK_M, CAUSAL)
     dk = dk * sm_scale
     tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
              + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])
     tl.store(DV + off_b * stride_dvb + off_hkv * stride_dvh + offs_n[:, None] * stride_dvn
              + offs_d[None, :] * stride_dvd, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
+
+
+@tessera.jit
+def _dq_block_sweep(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                    offs_m, offs_d, lo, hi, N_KV, qk_scale, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+    """Keys lo..hi (hi may be ragged) into the dQ of the rows offs_m; DIAGONAL masks keys
+    after the query."""
+    offs_nb = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                     mask=key_ok[None, :], other=0.0)
+        p = tl.exp2(tl.dot(q, kt) * qk_scale - lse2[:, None])
+        keep = key_ok[None, :]
+        if DIAGONAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        p = tl.where(keep, p, 0.0)
+        vt = tl.load(v_base + offs_d[:, None] * stride_vd + offs_n[None, :] * stride_vn,
+                     mask=key_ok[None, :], other=0.0)
+        dp = tl.dot(do, vt)
+        ds = p * (dp - delta[:, None])
+        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=key_ok[:, None], other=0.0)
+        dq += tl.dot(ds.to(k.dtype), k)
+    return dq
 
 
 @tessera.jit
@@ -222,8 +263,11 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
                        H, H_KV, N_Q, N_KV, sm_scale,
                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        CAUSAL: tl.constexpr):
-    """dQ of BLOCK_M queries of one (batch, head). Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    """dQ of BLOCK_M queries of one (batch, head). Grid: (cdiv(N_Q, BLOCK_M), B * H).
+    Causal: the last query blocks (the most keys to sweep) run first."""
     pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
     off_bh = tl.program_id(1)
     off_b = (off_bh // H).to(tl.int64)
     off_h = (off_bh % H).to(tl.int64)
@@ -234,7 +278,6 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     start_m = pid_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    offs_nb = tl.arange(0, BLOCK_N)
     row_ok = offs_m < N_Q
     q = tl.load(Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qn
                 + offs_d[None, :] * stride_qd, mask=row_ok[:, None], other=0.0)
@@ -246,26 +289,19 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     qk_scale = sm_scale * LOG2E
 
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    hi = N_KV
-    if CAUSAL:
-        hi = tl.minimum(start_m + BLOCK_M, N_KV)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + offs_nb
-        key_ok = offs_n < N_KV
-        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
-                     mask=key_ok[None, :], other=0.0)
-        p = tl.exp2(tl.dot(q, kt) * qk_scale - lse2[:, None])
-        keep = key_ok[None, :]
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        p = tl.where(keep, p, 0.0)
-        vt = tl.load(v_base + offs_d[:, None] * stride_vd + offs_n[None, :] * stride_vn,
-                     mask=key_ok[None, :], other=0.0)
-        dp = tl.dot(do, vt)
-        ds = p * (dp - delta[:, None])
-        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=key_ok[:, None], other=0.0)
-        dq += tl.dot(ds.to(k.dtype), k)
+    if CAUSAL and BLOCK_M % BLOCK_N != 0:  # key steps not aligned to the query block: all masked
+        dq = _dq_block_sweep(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                             offs_m, offs_d, 0, tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale, BLOCK_N, True)
+    elif CAUSAL:
+        # Key blocks entirely left of the diagonal need no mask; nothing right of it.
+        dq = _dq_block_sweep(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                             offs_m, offs_d, 0, tl.minimum(start_m, N_KV), N_KV, qk_scale, BLOCK_N, False)
+        dq = _dq_block_sweep(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                             offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale,
+                             BLOCK_N, True)
+    else:
+        dq = _dq_block_sweep(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                             offs_m, offs_d, 0, N_KV, N_KV, qk_scale, BLOCK_N, False)
     dq = dq * sm_scale
     tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
              + offs_d[None, :] * stride_dqd, dq.to(DQ.dtype.element_ty), mask=row_ok[:, None])
