@@ -326,15 +326,24 @@ private:
     replaceUsesExcept(fn_.body, result, waited, waited->definingOp);
   }
 
+  // `op` converts to a #dot_op the result of a `code` op of the body that
+  // nothing else reads: that op, else null.
+  Operation *loadFeedingDotOperand(Operation &op, OpCode code) {
+    if (op.code != OpCode::ConvertLayout || !op.result()->layout ||
+        op.result()->layout->kind != Layout::Kind::DotOperand)
+      return nullptr;
+    Operation *load = op.operand(0)->definingOp;
+    if (!load || load->code != code || load->parent != body_ || countUses(fn_.body, load->result()) != 1)
+      return nullptr;
+    return load;
+  }
+
   std::vector<Candidate> findCandidates() {
     std::vector<Candidate> found;
     for (auto &op : body_->ops) {
-      if (op->code != OpCode::ConvertLayout || !op->result()->layout ||
-          op->result()->layout->kind != Layout::Kind::DotOperand)
-        continue;
-      Value *loaded = op->operand(0);
-      Operation *load = loaded->definingOp;
-      if (!load || load->code != OpCode::Load || load->parent != body_ || countUses(fn_.body, loaded) != 1) continue;
+      Operation *load = loadFeedingDotOperand(*op, OpCode::Load);
+      if (!load) continue;
+      Value *loaded = load->result();
       if (!stageableType(loaded->type)) continue;
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
       if (load->loadOther() && !isZero(load->loadOther())) continue;
@@ -352,13 +361,9 @@ private:
   std::vector<Candidate> findTmaCandidates() {
     std::vector<Candidate> found;
     for (auto &op : body_->ops) {
-      if (op->code != OpCode::ConvertLayout || !op->result()->layout ||
-          op->result()->layout->kind != Layout::Kind::DotOperand)
-        continue;
-      Value *loaded = op->operand(0);
-      Operation *load = loaded->definingOp;
-      if (!load || load->code != OpCode::DescLoad || load->parent != body_ || countUses(fn_.body, loaded) != 1)
-        continue;
+      Operation *load = loadFeedingDotOperand(*op, OpCode::DescLoad);
+      if (!load) continue;
+      Value *loaded = load->result();
       if (definedInBody(load->operand(0)) || loaded->type.rank() != 2 || feedsOnlyMmaDots(*op) != 3) continue;
       bool clonable = true;
       for (size_t i = 1; i < load->operands.size(); ++i) clonable = clonable && canClone(load->operand(i));
