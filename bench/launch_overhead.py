@@ -5,6 +5,10 @@ Providers:
   tessera         kernel[(1,)](...) with torch tensors (the JIT launch path)
   tessera-bound   b = kernel[(1,)] once, then b(...): the launch without the subscript
   tessera-pybind  tessera._C.launch(handle, grid, args): the pybind11 entry point
+  tessera-ints    kernel[(1,)](...) with each tensor replaced by its data_ptr() (an int): no torch
+                  attribute reads, no torch stream query; tessera - tessera-ints = what torch costs
+  python-call     an empty lambda in the same loop: the floor of every Python column (bare-cuLaunch
+                  and cpp-Kernel loop in C++ and pay none of it)
   triton          the same no-op kernels with @triton.jit
   torch-add_      x.add_(y) on 1-element tensors (a framework op's launch cost)
   bare-cuLaunch   tessera's C++ runtime in a C++ loop: rt::launch -> cuLaunchKernel,
@@ -128,6 +132,9 @@ def providers(n, args, fake=False):
     out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid] (a C slot, JitFunctionBase)
     handle, launch = k._get_handle(), tessera._C.launch
     out["tessera-pybind"] = lambda: launch(handle, (1,), args)  # the pybind11 entry point
+    ints = tuple(a.data_ptr() if hasattr(a, "data_ptr") else a for a in args)
+    out["tessera-ints"] = lambda: k[(1,)](*ints)  # no torch reads, no torch stream query
+    out["python-call"] = lambda: None  # the loop and the lambda call, in every Python column
     if not fake:
         try:
             tk = triton_kernels()[n]
@@ -176,7 +183,8 @@ def run(options):
                "device": device, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": []}
     print(f"\nlaunch_overhead on {results['device']}, {results['date']}: host us per launch "
           f"(median of {rounds} rounds of {iterations} launches)")
-    names = ["tessera", "tessera-bound", "tessera-pybind", "triton", "torch-add_", "bare-cuLaunch", "cpp-Kernel"]
+    names = ["tessera", "tessera-bound", "tessera-pybind", "tessera-ints", "python-call", "triton", "torch-add_",
+             "bare-cuLaunch", "cpp-Kernel"]
     print(f"{'case':<20}" + "".join(f"{n:>15}" for n in names))
     for label, n in CASES.items():
         args = arguments(n, fake)

@@ -333,21 +333,16 @@ Arg tensorDescArg(const TensorDesc &d, const std::string &kernel, const std::str
 
 PyObject *internedName(const char *s) { return PyUnicode_InternFromString(s); } // leaked on purpose
 
-// What the hot path reads from a torch tensor type, looked up once per type:
-// the descriptors of is_cuda, dtype and data_ptr, called directly (no
-// attribute lookup per launch). Subclasses get their own entry (and their
-// own overrides, if any).
-struct TorchType {
-  PyTypeObject *type = nullptr;
-  PyObject *isCuda = nullptr, *dtype = nullptr, *dataPtr = nullptr; // strong references
-};
+} // namespace
 
-const TorchType *torchTensorType(PyTypeObject *type) {
+// Finds (and caches, for 8 types each) the torch tensor types the hot path
+// reads through their descriptors, and the types that are not.
+const TorchType *torchTensorTypeSlow(PyTypeObject *type) {
   static TorchType known[8];
   static PyTypeObject *notTorch[8] = {};
   static unsigned nextKnown = 0, nextNot = 0;
   for (const TorchType &t : known)
-    if (t.type == type) return &t;
+    if (t.type == type) return gLastTorchType = &t;
   for (PyTypeObject *t : notTorch)
     if (t == type) return nullptr;
   py::handle h(reinterpret_cast<PyObject *>(type));
@@ -380,21 +375,12 @@ const TorchType *torchTensorType(PyTypeObject *type) {
     Py_DECREF(slot.type), Py_DECREF(slot.isCuda), Py_DECREF(slot.dtype), Py_DECREF(slot.dataPtr);
   }
   slot = entry;
-  return &slot;
+  return gLastTorchType = &slot;
 }
 
-PyObject *readDescriptor(PyObject *descriptor, PyObject *object) {
-  PyObject *value = Py_TYPE(descriptor)->tp_descr_get(descriptor, object, reinterpret_cast<PyObject *>(Py_TYPE(object)));
-  if (!value) throw py::error_already_set();
-  return value;
-}
-
-// The device of a CUDA torch tensor: 0 on one-GPU machines (no call at all),
-// else tensor.get_device().
-int torchDevice(PyObject *tensor) {
-  static int devices = -1;
-  if (devices < 0) devices = rt::deviceCount();
-  if (devices == 1) return 0;
+int torchDeviceSlow(PyObject *tensor) {
+  if (gDeviceCountForTorch < 0) gDeviceCountForTorch = rt::deviceCount();
+  if (gDeviceCountForTorch == 1) return 0;
   static PyObject *const sGetDevice = internedName("get_device");
   PyObject *index = PyObject_CallMethodNoArgs(tensor, sGetDevice);
   if (!index) throw py::error_already_set();
@@ -404,14 +390,11 @@ int torchDevice(PyObject *tensor) {
   return static_cast<int>(value);
 }
 
-// dtype singleton -> ScalarType, for dtypes seen before (-1 unknown).
-int knownDtype(PyObject *dtype) {
-  static std::pair<PyObject *, int> seen[24] = {};
-  for (const auto &[d, t] : seen)
-    if (d == dtype) return t;
+// A dtype not in gTorchDtypes yet: its name decides (kept when tessera takes it).
+int torchScalarTypeSlow(PyObject *dtype) {
   std::optional<ScalarType> t = torchDtype(std::string(py::str(dtype)));
   if (!t) return -1;
-  for (auto &slot : seen)
+  for (auto &slot : gTorchDtypes)
     if (!slot.first) {
       Py_INCREF(dtype);
       slot = {dtype, static_cast<int>(*t)};
@@ -419,8 +402,6 @@ int knownDtype(PyObject *dtype) {
     }
   return static_cast<int>(*t);
 }
-
-} // namespace
 
 std::optional<ScalarType> dtypeFromName(std::string_view name) { return torchDtype(name); }
 
@@ -433,58 +414,6 @@ FastArg fromArg(const Arg &a) {
   f.device = a.device;
   f.torch = a.torch;
   return f;
-}
-
-bool classifyFast(PyObject *o, bool specialize, FastArg &out) {
-  if (PyLong_CheckExact(o)) { // intArg's rules
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred())) {
-      PyErr_Clear();
-      return false;
-    }
-    const bool narrow = v >= INT32_MIN && v <= INT32_MAX;
-    out.scalar = static_cast<uint8_t>(narrow ? ScalarType::I32 : ScalarType::I64);
-    out.bits = narrow ? static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(v))) : static_cast<uint64_t>(v);
-    out.flags = specialize ? static_cast<uint8_t>((v % 16 == 0 ? 2 : 0) | (v == 1 ? 4 : 0)) : 0;
-    return true;
-  }
-  if (PyFloat_CheckExact(o)) {
-    float f = static_cast<float>(PyFloat_AS_DOUBLE(o));
-    out.scalar = static_cast<uint8_t>(ScalarType::F32);
-    out.bits = 0;
-    std::memcpy(&out.bits, &f, sizeof f);
-    out.flags = 0;
-    return true;
-  }
-  if (PyBool_Check(o)) {
-    out.scalar = static_cast<uint8_t>(ScalarType::I1);
-    out.bits = o == Py_True;
-    out.flags = 0;
-    return true;
-  }
-  const TorchType *t = torchTensorType(Py_TYPE(o));
-  if (!t) return false;
-  // A torch tensor: three descriptor calls, no torch.device objects.
-  PyObject *isCuda = readDescriptor(t->isCuda, o);
-  Py_DECREF(isCuda); // True/False are singletons
-  if (isCuda != Py_True) return false; // the slow path explains the error
-  PyObject *dtype = readDescriptor(t->dtype, o);
-  int scalar = knownDtype(dtype);
-  Py_DECREF(dtype);
-  if (scalar < 0) return false;
-  PyObject *pointer = PyObject_Vectorcall(t->dataPtr, &o, 1, nullptr); // Tensor.data_ptr(o)
-  if (!pointer) throw py::error_already_set();
-  uint64_t bits = 0;
-  const bool ok = addressValue(pointer, bits);
-  Py_DECREF(pointer);
-  if (!ok) throw py::error_already_set();
-  out.scalar = static_cast<uint8_t>(scalar);
-  out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
-  out.bits = bits;
-  out.device = torchDevice(o);
-  out.torch = true;
-  return true;
 }
 
 std::string argSpecText(const ArgSpec &spec) {

@@ -175,6 +175,18 @@ PyObject *jitBaseSubscript(PyObject *self, PyObject *grid) {
     Py_INCREF(j->lastBound);
     return j->lastBound;
   }
+  if (j->lastBound && Py_REFCNT(j->lastBound) == 1 && PyTuple_CheckExact(grid)) {
+    // A new grid tuple (kernel[(n,)] builds one per call) and nobody but us
+    // holds the previous BoundLaunch: it takes the new grid instead of a new
+    // object being made (and the old one freed).
+    auto *b = reinterpret_cast<BoundObject *>(j->lastBound);
+    Py_INCREF(grid);
+    Py_SETREF(b->grid, grid);
+    Py_INCREF(grid);
+    Py_SETREF(j->lastGrid, grid);
+    Py_INCREF(j->lastBound);
+    return j->lastBound;
+  }
   PyObject *bound = launcherSubscript(j->direct, grid);
   // Only tuples are remembered: they are immutable and small (a callable
   // grid could be a closure over large tensors, which must not be kept).

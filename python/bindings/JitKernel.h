@@ -5,6 +5,7 @@
 #pragma once
 
 #include "Bindings.h"
+#include "ExactInt.h"
 
 #include <algorithm>
 #include <array>
@@ -29,6 +30,11 @@ public:
   const T *data() const { return heap_.empty() ? inline_.data() : heap_.data(); }
   T &operator[](size_t i) { return data()[i]; }
   const T &operator[](size_t i) const { return data()[i]; }
+  // n elements, left uninitialised (the caller writes each one).
+  void resize(size_t n) {
+    size_ = n;
+    if (n > N) heap_.resize(n);
+  }
   void assign(size_t n, const T &value) {
     size_ = n;
     if (n > N) heap_.assign(n, value);
@@ -51,28 +57,27 @@ private:
 };
 
 // The specialisation key: bytes, built without allocating for short keys.
+// Bytes stay in `inline_` while they fit; the append that would overflow it
+// moves them all to `spill_` for good (size_ then exceeds the inline room, so
+// one comparison tells where they are).
 class KeyBuffer {
 public:
   void append(const void *bytes, size_t n) {
-    if (size_ + n <= sizeof inline_ && spill_.empty()) [[likely]] {
+    if (size_ + n <= sizeof inline_) [[likely]] {
       std::memcpy(inline_ + size_, bytes, n);
       size_ += n;
       return;
     }
     appendSpilled(bytes, n);
   }
-  void push(char c) {
-    if (size_ < sizeof inline_ && spill_.empty()) [[likely]] {
-      inline_[size_++] = c;
-      return;
-    }
-    appendSpilled(&c, 1);
+  void push(char c) { append(&c, 1); }
+  std::string_view view() const {
+    return size_ <= sizeof inline_ ? std::string_view(inline_, size_) : std::string_view(spill_);
   }
-  std::string_view view() const { return spill_.empty() ? std::string_view(inline_, size_) : std::string_view(spill_); }
 
 private:
   [[gnu::noinline]] void appendSpilled(const void *bytes, size_t n) {
-    if (spill_.empty()) spill_.assign(inline_, size_);
+    if (size_ <= sizeof inline_) spill_.assign(inline_, size_);
     spill_.append(static_cast<const char *>(bytes), n);
     size_ += n;
   }
@@ -125,9 +130,114 @@ inline bool addressValue(PyObject *o, uint64_t &out) {
   return true;
 }
 
+// What the hot path reads from a torch tensor type, looked up once per type
+// (Arguments.cpp): the descriptors of is_cuda, dtype and data_ptr, called
+// directly (no attribute lookup per launch). Subclasses get their own entry
+// (and their own overrides, if any).
+struct TorchType {
+  PyTypeObject *type = nullptr;
+  PyObject *isCuda = nullptr, *dtype = nullptr, *dataPtr = nullptr; // strong references
+};
+
+// The entry for `type`, or null when it is not a torch tensor type the hot
+// path can read (then the general classifier decides).
+const TorchType *torchTensorTypeSlow(PyTypeObject *type);
+inline const TorchType *gLastTorchType = nullptr; // the last type found (most launches pass one)
+inline const TorchType *torchTensorType(PyTypeObject *type) {
+  const TorchType *t = gLastTorchType;
+  if (t && t->type == type) [[likely]]
+    return t;
+  return torchTensorTypeSlow(type);
+}
+
+// torch dtype singleton -> ir::ScalarType (-1: not one tessera takes).
+int torchScalarTypeSlow(PyObject *dtype);
+inline std::pair<PyObject *, int> gTorchDtypes[24] = {}; // seen dtypes (strong references)
+inline int torchScalarType(PyObject *dtype) {
+  for (const auto &[d, t] : gTorchDtypes) {
+    if (d == dtype) return t;
+    if (!d) break;
+  }
+  return torchScalarTypeSlow(dtype);
+}
+
+// The device of a CUDA torch tensor: 0 on one-GPU machines (no call at all),
+// else tensor.get_device().
+int torchDeviceSlow(PyObject *tensor);
+inline int gDeviceCountForTorch = -1; // rt::deviceCount(), once
+inline int torchDevice(PyObject *tensor) {
+  if (gDeviceCountForTorch == 1) [[likely]]
+    return 0;
+  return torchDeviceSlow(tensor);
+}
+
+// A torch tensor through its type's descriptors: three calls (is_cuda, dtype,
+// data_ptr()), no torch.device objects. False for a CPU tensor or a dtype
+// tessera does not take (the general classifier explains the error).
+inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, FastArg &out) {
+  PyObject *isCuda = Py_TYPE(t.isCuda)->tp_descr_get(t.isCuda, o, reinterpret_cast<PyObject *>(Py_TYPE(o)));
+  if (!isCuda) throw py::error_already_set();
+  Py_DECREF(isCuda); // True/False are singletons
+  if (isCuda != Py_True) return false;
+  PyObject *dtype = Py_TYPE(t.dtype)->tp_descr_get(t.dtype, o, reinterpret_cast<PyObject *>(Py_TYPE(o)));
+  if (!dtype) throw py::error_already_set();
+  const int scalar = torchScalarType(dtype);
+  Py_DECREF(dtype);
+  if (scalar < 0) return false;
+  PyObject *pointer = PyObject_Vectorcall(t.dataPtr, &o, 1, nullptr); // Tensor.data_ptr(o)
+  if (!pointer) throw py::error_already_set();
+  uint64_t bits = 0;
+  long long v = 0;
+  bool ok;
+  if (PyLong_CheckExact(pointer) && exactIntValue(pointer, v) && v >= 0) [[likely]] {
+    bits = static_cast<uint64_t>(v);
+    ok = true;
+  } else {
+    ok = addressValue(pointer, bits);
+  }
+  Py_DECREF(pointer);
+  if (!ok) throw py::error_already_set();
+  out.scalar = static_cast<uint8_t>(scalar);
+  out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
+  out.bits = bits;
+  out.device = torchDevice(o);
+  out.torch = true;
+  return true;
+}
+
+// An exact int by intArg's rules: i32 if it fits, else i64; ":16" and ":1"
+// hints. False for ints beyond 64 signed bits (the general classifier).
+inline bool classifyInt(PyObject *o, bool specialize, FastArg &out) {
+  long long v = 0;
+  if (!exactIntValue(o, v)) return false;
+  const bool narrow = v >= INT32_MIN && v <= INT32_MAX;
+  out.scalar = static_cast<uint8_t>(narrow ? ir::ScalarType::I32 : ir::ScalarType::I64);
+  out.bits = narrow ? static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(v))) : static_cast<uint64_t>(v);
+  out.flags = specialize ? static_cast<uint8_t>(((v & 15) == 0 ? 2 : 0) | (v == 1 ? 4 : 0)) : 0;
+  return true;
+}
+
 // torch tensors, exact ints, floats and bools without Python attribute
 // storms; false for anything else (then classifyArgument decides).
-bool classifyFast(PyObject *value, bool specialize, FastArg &out);
+inline bool classifyFast(PyObject *o, bool specialize, FastArg &out) {
+  if (PyLong_CheckExact(o)) return classifyInt(o, specialize, out);
+  if (PyFloat_CheckExact(o)) {
+    float f = static_cast<float>(PyFloat_AS_DOUBLE(o));
+    out.scalar = static_cast<uint8_t>(ir::ScalarType::F32);
+    out.bits = 0;
+    std::memcpy(&out.bits, &f, sizeof f);
+    out.flags = 0;
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    out.scalar = static_cast<uint8_t>(ir::ScalarType::I1);
+    out.bits = o == Py_True;
+    out.flags = 0;
+    return true;
+  }
+  if (const TorchType *t = torchTensorType(Py_TYPE(o))) return classifyTorch(*t, o, specialize, out);
+  return false;
+}
 FastArg fromArg(const Arg &a);
 
 struct TransparentHash {
@@ -153,6 +263,9 @@ public:
   std::string runtimeNames, allNames;
   // @tessera.jit(backend=...): "llvm", "nvrtc", or "" for TESSERA_BACKEND.
   std::string backend;
+  // A callable grid's meta dict before its values: every parameter name,
+  // num_warps, num_stages (Launcher.cpp, metaDict); made by the first such launch.
+  py::object metaTemplate;
 
   // arch + '\0' + key → compiled kernel (shared by devices of one arch).
   std::unordered_map<std::string, std::shared_ptr<CompiledEntry>> compiled;

@@ -66,10 +66,16 @@ JitKernel::JitKernel(std::string source, std::string path, uint32_t firstLine, s
 namespace {
 
 struct Bound {
-  InlineVec<PyObject *, 32> values; // borrowed; per parameter; null: not given (constexpr default)
+  // Per parameter (borrowed; null: not given, a constexpr's default): the
+  // caller's own argument array when every parameter came positionally (no
+  // copy), else `bound`, filled by bind().
+  PyObject *const *positional = nullptr;
+  InlineVec<PyObject *, 32> bound;
   unsigned numWarps = 4;
   unsigned numStages = 3;
   PyObject *stream = nullptr; // launch option stream=..., if given
+
+  PyObject *const *values() const { return positional ? positional : bound.data(); }
 };
 
 unsigned optionValue(py::handle v, const std::string &kernel, const char *what) {
@@ -102,11 +108,12 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
                          *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas");
   Bound b;
   const size_t numParams = k.params.size();
-  b.values.assign(numParams, nullptr);
+  b.bound.assign(numParams, nullptr);
+  PyObject **values = b.bound.data();
   if (n > numParams)
     throw py::type_error(k.name + "() takes " + plural(numParams, "argument") + " (" + k.allNames + ") but " +
                          std::to_string(n) + (n == 1 ? " was" : " were") + " given");
-  for (size_t i = 0; i < n; ++i) b.values[i] = args[i];
+  for (size_t i = 0; i < n; ++i) values[i] = args[i];
 
   const size_t numKw = kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   for (size_t j = 0; j < numKw; ++j) {
@@ -143,9 +150,9 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
     if (isOption(sNumWarps, "num_warps")) b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
     else if (isOption(sNumStages, "num_stages")) b.numStages = optionValue(value, k.name, "num_stages"), option = true;
     if (param != numParams) {
-      if (b.values[param])
+      if (values[param])
         throw py::type_error(k.name + "() got multiple values for argument '" + std::string(text()) + "'");
-      b.values[param] = value;
+      values[param] = value;
     } else if (isOption(sStream, "stream")) {
       b.stream = value;
     } else if (isOption(sNumCtas, "num_ctas")) {
@@ -162,7 +169,7 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
   size_t givenRuntime = 0, missingCount = 0;
   for (size_t i = 0; i < numParams; ++i) {
     const ParamInfo &p = k.params[i];
-    if (b.values[i]) {
+    if (values[i]) {
       if (!p.isConstexpr) ++givenRuntime;
       continue;
     }
@@ -171,7 +178,7 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       continue; // with a default: the front-end evaluates it
     }
     if (k.defaults_[i]) {
-      b.values[i] = k.defaults_[i].ptr();
+      values[i] = k.defaults_[i].ptr();
       continue;
     }
     ++missingCount;
@@ -274,19 +281,20 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
   KeyBuffer key;
   s.args.reserve(k.numRuntime);
   const std::string *firstDeviceParam = nullptr;
+  PyObject *const *values = b.values();
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ParamInfo &p = k.params[i];
     if (p.isConstexpr) {
-      if (!b.values[i]) {
+      if (!values[i]) {
         key.push('\xff');
         continue;
       }
-      ConstexprValue v = toConstexpr(b.values[i], k.name, p.name);
+      ConstexprValue v = toConstexpr(values[i], k.name, p.name);
       appendConstexpr(key, v);
       s.constexprs.emplace_back(i, std::move(v));
       continue;
     }
-    Arg a = classifyArgument(b.values[i], k.name, p.name, k.specialize[i]);
+    Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i]);
     FastArg f = fromArg(a);
     appendArgKey(key, f.scalar, f.flags);
     if (a.spec.type.isTensorDesc()) appendTensorDescBlock(key, a.spec.type.descBlock);
@@ -354,53 +362,90 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
 
 // What a callable grid gets: every parameter's value (given or default) by
 // name, num_warps and num_stages. Keys are the interned parameter names (no
-// str made per launch).
-py::dict metaDict(const JitKernel &k, const Bound &b) {
+// str made per launch); the dict is a copy of the kernel's template of all
+// keys (PyDict_Copy clones its table: no resizes while it fills), the
+// values then replaced.
+py::dict metaDict(JitKernel &k, const Bound &b) {
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages");
-  py::dict meta;
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    PyObject *value = b.values[i] ? b.values[i] : k.defaults_[i].ptr();
-    if (value && PyDict_SetItem(meta.ptr(), k.paramNames[i], value) < 0) throw py::error_already_set();
+  const size_t numParams = k.params.size();
+  if (!k.metaTemplate) {
+    py::dict t;
+    for (size_t i = 0; i < numParams; ++i)
+      if (PyDict_SetItem(t.ptr(), k.paramNames[i], Py_None) < 0) throw py::error_already_set();
+    for (PyObject *name : {sNumWarps, sNumStages})
+      if (PyDict_SetDefault(t.ptr(), name, Py_None) == nullptr) throw py::error_already_set();
+    k.metaTemplate = std::move(t);
   }
-  for (auto [name, number] : {std::pair{sNumWarps, b.numWarps}, std::pair{sNumStages, b.numStages}}) {
-    int has = PyDict_Contains(meta.ptr(), name);
-    if (has < 0) throw py::error_already_set();
-    if (has) continue;
+  py::dict meta = py::reinterpret_steal<py::dict>(PyDict_Copy(k.metaTemplate.ptr()));
+  if (!meta) throw py::error_already_set();
+  PyObject *const *values = b.values();
+  bool shadowed[2] = {false, false}; // a parameter named num_warps / num_stages has a value
+  for (size_t i = 0; i < numParams; ++i) {
+    PyObject *value = values[i] ? values[i] : k.defaults_[i].ptr();
+    PyObject *name = k.paramNames[i];
+    // No value (a constexpr the front-end defaults): not in the dict.
+    if ((value ? PyDict_SetItem(meta.ptr(), name, value) : PyDict_DelItem(meta.ptr(), name)) < 0)
+      throw py::error_already_set();
+    if (value && (name == sNumWarps || name == sNumStages)) shadowed[name == sNumStages] = true;
+  }
+  for (auto [name, number, skip] : {std::tuple{sNumWarps, b.numWarps, shadowed[0]},
+                                    std::tuple{sNumStages, b.numStages, shadowed[1]}}) {
+    if (skip) continue;
     py::object value = py::reinterpret_steal<py::object>(PyLong_FromUnsignedLong(number));
     if (!value || PyDict_SetItem(meta.ptr(), name, value.ptr()) < 0) throw py::error_already_set();
   }
   return meta;
 }
 
+// A grid tuple of 1 to 3 exact ints in range, without any conversion; false
+// for anything else (toGrid then converts or explains).
+bool tupleGrid(PyObject *g, rt::Grid &out) {
+  if (!PyTuple_CheckExact(g)) return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(g);
+  if (n < 1 || n > 3) return false;
+  unsigned dims[3] = {1, 1, 1};
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *d = PyTuple_GET_ITEM(g, i);
+    long long v = -1;
+    if (!PyLong_CheckExact(d) || !exactIntValue(d, v) || v < 0 || v > 0xffffffffLL) return false;
+    dims[i] = static_cast<unsigned>(v);
+  }
+  out = rt::Grid{dims[0], dims[1], dims[2]};
+  return true;
+}
+
 template <typename MetaFn> bool resolveGrid(py::handle grid, const std::string &kernel, rt::Grid &out, MetaFn meta) {
   PyObject *g = grid.ptr();
-  if (PyTuple_CheckExact(g)) { // the common case: a tuple of small ints
-    Py_ssize_t n = PyTuple_GET_SIZE(g);
-    unsigned dims[3] = {1, 1, 1};
-    bool fast = n >= 1 && n <= 3;
-    for (Py_ssize_t i = 0; fast && i < n; ++i) {
-      PyObject *d = PyTuple_GET_ITEM(g, i);
-      long long v = PyLong_CheckExact(d) ? PyLong_AsLongLong(d) : -1;
-      if (v < 0 || v > 0xffffffffLL) {
-        PyErr_Clear();
-        fast = false;
-      } else {
-        dims[i] = static_cast<unsigned>(v);
-      }
-    }
-    if (fast) {
-      out = rt::Grid{dims[0], dims[1], dims[2]};
-      return out.x && out.y && out.z;
-    }
-  }
+  if (tupleGrid(g, out)) [[likely]] // the common case: a tuple of small ints
+    return out.x && out.y && out.z;
   if (PyCallable_Check(g)) {
-    py::object result = py::reinterpret_borrow<py::object>(grid)(meta());
-    return toGrid(result, out, kernel);
+    py::dict m = meta();
+    PyObject *result = PyObject_CallOneArg(g, m.ptr());
+    if (!result) throw py::error_already_set();
+    py::object owned = py::reinterpret_steal<py::object>(result);
+    if (tupleGrid(result, out)) return out.x && out.y && out.z;
+    return toGrid(owned, out, kernel);
   }
   return toGrid(grid, out, kernel);
 }
 
 int resolveDevice(int fromArgs) { return fromArgs >= 0 ? fromArgs : rt::currentDevice(); }
+
+// The device a launch goes to: the arguments', else the current context's.
+// Without a device from the arguments (ints only, no arguments), the current
+// context is most often the one this kernel was last launched in: one
+// cuCtxGetCurrent compared with those (rt::currentDevice asks the driver for
+// the context's device too).
+int launchDevice(const JitKernel &k, int fromArgs) {
+  if (fromArgs >= 0) return fromArgs;
+  if (!k.devices.empty()) {
+    const CUcontext current = rt::currentContext();
+    for (size_t d = 0; current && d < k.devices.size(); ++d)
+      if (const rt::LoadedKernel *last = k.devices[d].last; last && last->context() == current)
+        return static_cast<int>(d);
+  }
+  return rt::currentDevice(); // DriverNotFoundError without a driver
+}
 
 // An in-memory miss: the full pass, compile (or the disk cache) and load.
 const rt::LoadedKernel *loadOnMiss(JitKernel &k, const Bound &b, int device, std::string_view fastKey) {
@@ -418,54 +463,62 @@ const rt::LoadedKernel *loadOnMiss(JitKernel &k, const Bound &b, int device, std
   return loaded;
 }
 
-// The hot pass over the arguments: key bytes and launch slots.
+// The hot pass over the arguments: the key's bytes, the launch slots and
+// cuLaunchKernel's kernelParams (pointers to the slots), in one pass.
 struct Packed {
   KeyBuffer key;
-  InlineVec<uint64_t, 32> slots;
-  // Slots that hold the address of the value rather than the value: tensor
-  // descriptors (their 128-byte maps); usually none.
-  InlineVec<uint32_t, 8> indirect;
+  InlineVec<uint64_t, 32> slots;  // per runtime parameter: its value (a descriptor: its map's address)
+  InlineVec<void *, 32> pointers; // per runtime parameter: &slot, or a descriptor's encoded map itself
   int device = kUnknownDevice;
   bool torch = false;
 };
 
 void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
+  const size_t numParams = k.params.size();
+  PyObject *const *values = b.values();
+  out.slots.resize(k.numRuntime);
+  out.pointers.resize(k.numRuntime);
+  uint64_t *slots = out.slots.data();
+  void **pointers = out.pointers.data();
+  size_t slot = 0;
   size_t firstDeviceParam = 0;
   auto noteDevice = [&](int device, size_t i) {
     if (device == kUnknownDevice) return;
     if (out.device == kUnknownDevice) {
       out.device = device;
       firstDeviceParam = i;
-    } else if (device != out.device) {
+    } else if (device != out.device) [[unlikely]] {
       raiseMixedDevices(k, k.params[firstDeviceParam].name, out.device, k.params[i].name, device);
     }
   };
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    const ParamInfo &p = k.params[i];
-    PyObject *value = b.values[i];
-    if (p.isConstexpr) {
+  for (size_t i = 0; i < numParams; ++i) {
+    PyObject *value = values[i];
+    if (k.params[i].isConstexpr) {
       if (!value) out.key.push('\xff');
-      else appendConstexprFast(out.key, value, k, p.name);
+      else appendConstexprFast(out.key, value, k, k.params[i].name);
       continue;
     }
     FastArg f;
-    if (!classifyFast(value, k.specialize[i], f)) {
+    if (!classifyFast(value, k.specialize[i], f)) [[unlikely]] {
       if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
-        const void *map = encodedTensorMap(*d, k.name, p.name, i, k.params.size());
+        const void *map = encodedTensorMap(*d, k.name, k.params[i].name, i, numParams);
         appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
         appendTensorDescBlock(out.key, d->block);
-        out.indirect.push_back(static_cast<uint32_t>(out.slots.size()));
-        out.slots.push_back(reinterpret_cast<uint64_t>(map));
+        slots[slot] = reinterpret_cast<uint64_t>(map);
+        pointers[slot] = const_cast<void *>(map); // the driver copies the 128 bytes themselves
+        ++slot;
         noteDevice(d->device, i);
-        out.torch = out.torch || d->torch;
+        out.torch |= d->torch;
         continue;
       }
-      f = fromArg(classifyArgument(value, k.name, p.name, k.specialize[i]));
+      f = fromArg(classifyArgument(value, k.name, k.params[i].name, k.specialize[i]));
     }
     appendArgKey(out.key, f.scalar, f.flags);
-    out.slots.push_back(f.bits);
+    slots[slot] = f.bits;
+    pointers[slot] = &slots[slot];
+    ++slot;
     noteDevice(f.device, i);
-    out.torch = out.torch || f.torch;
+    out.torch |= f.torch;
   }
   appendOptions(out.key, b);
 }
@@ -475,13 +528,13 @@ void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *stream
   packArguments(k, b, packed);
   rt::Grid g;
   bool nonEmpty = resolveGrid(grid, k.name, g, [&] { return metaDict(k, b); });
-  const int device = resolveDevice(packed.device); // DriverNotFoundError without a driver
+  const int device = launchDevice(k, packed.device);
 
   if (k.devices.empty()) k.devices.resize(static_cast<size_t>(rt::deviceCount()));
   JitKernel::DeviceCache &cache = k.devices.at(static_cast<size_t>(device));
   const std::string_view key = packed.key.view();
   const rt::LoadedKernel *loaded = nullptr;
-  if (cache.last && cache.lastKey == key) {
+  if (cache.last && cache.lastKey == key) [[likely]] {
     loaded = cache.last;
   } else {
     auto it = cache.map.find(key);
@@ -491,13 +544,7 @@ void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *stream
   }
   if (!nonEmpty) return; // like Triton: a grid with a 0 dimension launches nothing
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
-  InlineVec<void *, 32> pointers;
-  for (size_t i = 0; i < packed.slots.size(); ++i) pointers.push_back(&packed.slots[i]);
-  for (size_t j = 0; j < packed.indirect.size(); ++j) { // a descriptor: point at its map itself
-    const uint32_t i = packed.indirect[j];
-    pointers[i] = reinterpret_cast<void *>(static_cast<uintptr_t>(packed.slots[i]));
-  }
-  rt::launchInContext(*loaded, g, pointers.data(), stream);
+  rt::launchInContext(*loaded, g, packed.pointers.data(), stream);
 }
 
 std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target) {
@@ -558,6 +605,11 @@ py::tuple launchKeys(JitKernel &k, py::tuple args, py::handle kwargs) {
 } // namespace
 
 void launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+  if (!kwnames && nargs == k.params.size()) [[likely]] { // every parameter positionally: nothing to bind
+    Bound b;
+    b.positional = args;
+    return launchBound(k, b, grid, nullptr);
+  }
   Bound b = bind(k, args, nargs, kwnames);
   launchBound(k, b, grid, nullptr);
 }

@@ -24,6 +24,18 @@ def scalars(f, flag, big, small):
 
 
 @tessera.jit
+def noop36(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11,
+           p12, p13, p14, p15, p16, p17, p18, p19, p20, p21, p22, p23,
+           p24, p25, p26, p27, p28, p29, p30, p31, p32, p33, p34, p35, C: tl.constexpr):
+    pass
+
+
+@tessera.jit
+def named_like_options(x_ptr, num_warps: tl.constexpr, BLOCK: tl.constexpr = 32):
+    pass
+
+
+@tessera.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)

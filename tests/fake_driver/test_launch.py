@@ -78,6 +78,97 @@ def test_zero_and_sixteen_arguments(fake):
     assert sig[8:] == ["i32:16", "i32:1", "i32", "i32:16", "i32", "i32:16", "i64:16", "u64"]
 
 
+def test_ints_and_pointers_of_every_size(fake):
+    # Exact ints are read from CPython's digits up to two of them (30 bits each); larger ones, and
+    # pointers above 2**60, take the generic conversion. Both must give the same bytes and key.
+    t = [torch.Tensor(p) for p in (0, 16, 2**30 - 16, 2**30, 2**60 - 16, 2**60, 2**62 + 16, 2**63 + 32)]
+    ints = [2**30 - 1, -(2**30), 2**31, -(2**60) + 1, 2**60 - 16, 2**60, -(2**63), 2**63 - 1]
+    K.noop16[(1,)](*t, *ints)
+    last = fake.last()
+    assert last["params"][:8] == [(8, p) for p in (0, 16, 2**30 - 16, 2**30, 2**60 - 16, 2**60, 2**62 + 16,
+                                                   2**63 + 32)]
+    assert last["params"][8:] == [(4, 2**30 - 1), (4, 2**32 - 2**30), (8, 2**31), (8, 2**64 - 2**60 + 1),
+                                  (8, 2**60 - 16), (8, 2**60), (8, 2**63), (8, 2**63 - 1)]
+    sig = K.noop16.specialization(*t, *ints)[0].split(",")
+    assert sig[8:] == ["i32", "i32:16", "i64:16", "i64", "i64:16", "i64:16", "i64:16", "i64"]
+    fast, full = K.noop16._get_handle()._launch_keys((*t, *ints))
+    assert fast == full
+    for v in (0, 1, -1, 16, -16, 2**30, -(2**30) - 16, 2**59 + 1, -(2**61), 2**63 + 5):
+        fast, full = K.noop6._get_handle()._launch_keys((*t[:4], v, 2**64 - 1))
+        assert fast == full, v
+
+
+def test_more_than_32_parameters(fake):
+    # Past the launch path's inline room (32 parameters): its arrays and the key go to the heap.
+    t = tensors(30)
+    args = (*t, 1, 16, -3, 2**40, 0.5, True)
+    K.noop36[(1,)](*args, 7)  # all positionally
+    want = [(8, P + 4096 * i) for i in range(30)] + [(4, 1), (4, 16), (4, 2**32 - 3), (8, 2**40),
+                                                     (4, f32_bits(0.5)), (1, 1)]
+    assert fake.last()["params"] == want
+    K.noop36[(1,)](*args, C=7)
+    assert fake.last()["params"] == want
+    assert K.noop36.cache_info()["compiled"] == 1
+    fast, full = K.noop36._get_handle()._launch_keys(args, {"C": 7})
+    assert fast == full
+
+
+def test_every_parameter_positionally(fake):
+    # All parameters given positionally (constexprs too): nothing to bind, the same kernel as with keywords.
+    k = tessera.jit(K.add_kernel.fn)
+    x, y, out = tensors(3)
+    k[(2,)](x, y, out, 100, 128)
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (8, P + 8192), (4, 100)]
+    assert fake.last()["block"] == (128, 1, 1)
+    k[(2,)](x, y, out, 100, BLOCK_SIZE=128)
+    assert k.cache_info()["compiled"] == 1
+    k[(2,)](x, y, out, 100, 64)
+    assert k.cache_info()["compiled"] == 2
+
+
+def test_callable_grid_meta_dicts(fake):
+    x, = tensors(1)
+    seen = []
+
+    def grid(meta):
+        seen.append(meta)
+        return [2]  # a list: the general grid conversion
+
+    K.named_like_options[grid](x, num_warps=2)  # a parameter named like the option sets both
+    assert fake.last()["grid"] == (2, 1, 1) and fake.last()["block"] == (64, 1, 1)
+    K.named_like_options[grid](x, 8)  # positionally: the parameter only
+    assert fake.last()["block"] == (128, 1, 1)
+    assert seen[0] == {"x_ptr": x, "num_warps": 2, "BLOCK": 32, "num_stages": 3}
+    assert list(seen[0]) == ["x_ptr", "num_warps", "BLOCK", "num_stages"]
+    assert seen[1] == {"x_ptr": x, "num_warps": 8, "BLOCK": 32, "num_stages": 3}  # a dict of its own
+    K.noop6[lambda meta: (meta["n"], meta["m"])](*tensors(4), 3, 5, num_stages=4)
+    assert fake.last()["grid"] == (3, 5, 1)
+    # A constexpr without a value (no Python default: the front-end's) is not in the dict.
+    text, path, line = K.named_like_options._source()
+    h = tessera._C.JitKernel(text, path, line, "named_like_options")
+    tessera._C.launch(h, grid, (x,), {"num_warps": 4})
+    assert list(seen[-1]) == ["x_ptr", "num_warps", "num_stages"] and seen[-1]["num_warps"] == 4
+    tessera._C.launch(h, grid, (x, 2))
+    assert list(seen[-1]) == ["x_ptr", "num_warps", "num_stages"] and seen[-1]["num_warps"] == 2
+
+
+def test_launch_without_a_current_context(fake):
+    # Kernels whose arguments name no device launch on the current context's; with none current
+    # (a fresh thread, say) the runtime makes device 0's current, as for the first launch.
+    import ctypes
+    set_current = ctypes.c_void_p()
+    assert fake.lib.cuGetProcAddress_v2(b"cuCtxSetCurrent", ctypes.byref(set_current), 4000, ctypes.c_uint64(0),
+                                        None) == 0
+    set_current = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(set_current.value)
+    for kernel, args in ((K.noop0, ()), (K.noop6, (1, 2, 3, 4, 5, 6))):
+        kernel[(1,)](*args)
+        assert set_current(None) == 0
+        before = fake.count
+        kernel[(2,)](*args)
+        assert fake.count == before + 1 and fake.last()["grid"] == (2, 1, 1) and fake.last()["device"] == 0
+        assert tessera._C.current_device() == 0
+
+
 def test_scalars(fake):
     K.scalars[(1,)](1.5, True, 2**40, -7)
     assert fake.last()["params"] == [(4, f32_bits(1.5)), (1, 1), (8, 2**40), (4, 2**32 - 7)]
@@ -118,6 +209,19 @@ def test_the_same_grid_tuple_object_is_reused_safely(fake):
     assert fake.last()["grid"] == (6, 1, 1)
     b1(*args)  # an earlier BoundLaunch still launches its own grid
     assert fake.last()["grid"] == (5, 1, 1)
+    # A new tuple per launch (kernel[(n,)]): the BoundLaunch nobody else holds takes the new grid;
+    # one that is held keeps its own.
+    for n in (7, 8, 9):
+        k[tuple([n])](*args)
+        assert fake.last()["grid"] == (n, 1, 1)
+    held = k[tuple([10])]
+    k[tuple([11])](*args)
+    assert fake.last()["grid"] == (11, 1, 1)
+    held(*args)
+    assert fake.last()["grid"] == (10, 1, 1)
+    k[tuple([12])](*args)
+    held(*args)
+    assert fake.last()["grid"] == (10, 1, 1)
 
 
 def test_callable_grid_gets_the_meta_parameters(fake):
