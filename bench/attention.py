@@ -1,19 +1,20 @@
 """Attention, softmax(q k^T / sqrt(D)) v: tessera.kernels.attention (kernels/attention.py)
-vs torch's scaled_dot_product_attention on its flash backend vs Triton compiling the
+vs torch's scaled_dot_product_attention on its flash backend ("torch", FlashAttention-2)
+and its cuDNN backend ("cudnn") vs Triton compiling the
 very same kernel source (kernels/attention.py with `import tessera` swapped for
 `import triton`: the same algorithm and block sizes, so the gap is the compilers').
 
 Shapes: B * N = 16384 tokens, H * D = 2048 (H = 32 at D = 64, 16 at D = 128), (B, H, N, D)
 contiguous, fp16 and bf16, N in {1024, 4096, 16384}, causal and not. Forward for all
-providers (benchmark "attention"); backward (dQ, dK, dV from O, LSE and dO) for tessera
-and torch, bf16 (benchmark "attention_bwd").
+providers (benchmark "attention"); backward (dQ, dK, dV from O, LSE and dO) for tessera,
+torch and cudnn, bf16 (benchmark "attention_bwd").
 TFLOP/s: forward 4 * B * H * N^2 * D (two matmuls), backward 2.5x that, both halved
 when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
-    python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,triton]
+    python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,cudnn,triton]
                                [--sweep]   # also time other tessera block configs
-                               [--fwd-only | --bwd-only]
+                               [--fwd-only | --bwd-only] [--bf16-only]
 """
 import importlib.util
 import pathlib
@@ -33,6 +34,7 @@ SWEEP = [(128, 64, 8, 4), (128, 64, 8, 5), (128, 128, 8, 3), (128, 128, 8, 4), (
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
 
+ONLY_BF16 = False  # --bf16-only: the forward in bf16 only (the dtype issue 7 and 8 measure)
 _triton_module = None
 
 
@@ -62,11 +64,15 @@ def triton_forward(q, k, v, o, lse, causal, config):
         num_warps=config["num_warps"], num_stages=3)
 
 
-def torch_flash(q, k, v, causal):
+def torch_sdpa(q, k, v, causal, backend="FLASH_ATTENTION"):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    with sdpa_kernel(getattr(SDPBackend, backend)):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def torch_flash(q, k, v, causal):
+    return torch_sdpa(q, k, v, causal)
 
 
 def flops(inputs):
@@ -88,12 +94,14 @@ def providers(sweep=False):
             return lambda: tk.attention_backward(x["do"], x["q"], x["k"], x["v"], o, lse, x["causal"], config=config)
         return make
 
-    def torch_provider(x):
-        if x["mode"] == "fwd":
-            return lambda: torch_flash(x["q"], x["k"], x["v"], x["causal"])
-        q, k, v = (t.detach().requires_grad_() for t in (x["q"], x["k"], x["v"]))
-        o = torch_flash(q, k, v, x["causal"])
-        return lambda: torch.autograd.grad(o, (q, k, v), x["do"], retain_graph=True)
+    def torch_provider(backend):
+        def make(x):
+            if x["mode"] == "fwd":
+                return lambda: torch_sdpa(x["q"], x["k"], x["v"], x["causal"], backend)
+            q, k, v = (t.detach().requires_grad_() for t in (x["q"], x["k"], x["v"]))
+            o = torch_sdpa(q, k, v, x["causal"], backend)
+            return lambda: torch.autograd.grad(o, (q, k, v), x["do"], retain_graph=True)
+        return make
 
     def triton_provider(x):
         q = x["q"]
@@ -106,7 +114,9 @@ def providers(sweep=False):
             return o
         return run
 
-    out = {"tessera": tessera_provider(), "torch": torch_provider, "triton": triton_provider}
+    # "torch" is SDPA's flash back-end (FlashAttention-2); "cudnn" its cuDNN back-end.
+    out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
+           "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider}
     if sweep == "fwd":
         for bm, bn, w, st in SWEEP:
             out[f"tessera_{bm}x{bn}w{w}s{st}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w,
@@ -136,7 +146,7 @@ def check(x, provider, fn):
 def cases(mode):
     import torch
     out = []
-    for dtype in (DTYPES if mode == "fwd" else ["bfloat16"]):
+    for dtype in (DTYPES if mode == "fwd" and not ONLY_BF16 else ["bfloat16"]):
         for D in HEAD_DIMS:
             for N in NS:
                 for causal in (False, True):
@@ -176,7 +186,9 @@ if __name__ == "__main__":
     ap.add_argument("--sweep", action="store_true", help="also time other tessera block configs (SWEEP, SWEEP_BWD)")
     ap.add_argument("--fwd-only", action="store_true", help="skip the backward benchmark")
     ap.add_argument("--bwd-only", action="store_true", help="skip the forward benchmark")
+    ap.add_argument("--bf16-only", action="store_true", help="forward in bf16 only (default: fp16 and bf16)")
     opts = harness.parse(ap)
+    ONLY_BF16 = opts.bf16_only
     reason = harness.skip_reason()
     if reason:
         print(f"attention benchmark skipped: {reason}")
