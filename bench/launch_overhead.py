@@ -3,6 +3,8 @@ tensors + 2 ints, the headline case) and 16 (8 tensors + 8 ints) arguments.
 
 Providers:
   tessera         kernel[(1,)](...) with torch tensors (the JIT launch path)
+  tessera-py-reads  the same with the torch fast path (tessera/_torch_fastpath.so) switched off:
+                  tensor attributes and the current stream read through Python calls
   tessera-bound   b = kernel[(1,)] once, then b(...): the launch without the subscript
   tessera-pybind  tessera._C.launch(handle, grid, args): the pybind11 entry point
   tessera-ints    kernel[(1,)](...) with each tensor replaced by its data_ptr() (an int): no torch
@@ -128,6 +130,8 @@ def providers(n, args, fake=False):
     out = {}
     k = TESSERA[n]
     out["tessera"] = lambda: k[(1,)](*args)
+    # The same launch with the torch fast path switched off: tensors and the stream read from Python.
+    out["tessera-py-reads"] = ("no-fastpath", lambda: k[(1,)](*args))
     bound = k[(1,)]
     out["tessera-bound"] = lambda: bound(*args)  # without kernel[grid] (a C slot, JitFunctionBase)
     handle, launch = k._get_handle(), tessera._C.launch
@@ -183,15 +187,21 @@ def run(options):
                "device": device, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": []}
     print(f"\nlaunch_overhead on {results['device']}, {results['date']}: host us per launch "
           f"(median of {rounds} rounds of {iterations} launches)")
-    names = ["tessera", "tessera-bound", "tessera-pybind", "tessera-ints", "python-call", "triton", "torch-add_",
+    names = ["tessera", "tessera-py-reads", "tessera-bound", "tessera-pybind", "tessera-ints", "python-call", "triton", "torch-add_",
              "bare-cuLaunch", "cpp-Kernel"]
-    print(f"{'case':<20}" + "".join(f"{n:>15}" for n in names))
+    print(f"{'case':<20}" + "".join(f"{n:>17}" for n in names))
     for label, n in CASES.items():
         args = arguments(n, fake)
         row = {"case": label, "us": {}, "errors": {}}
         for name, p in providers(n, args, fake).items():
             try:
-                if isinstance(p, tuple):  # a C++ loop: ask it for seconds per launch
+                if isinstance(p, tuple) and p[0] == "no-fastpath":
+                    tessera._C.torch_fastpath(False)
+                    try:
+                        row["us"][name] = host_us(p[1], iterations, rounds)
+                    finally:
+                        tessera._C.torch_fastpath(True)
+                elif isinstance(p, tuple):  # a C++ loop: ask it for seconds per launch
                     p[1](100)
                     synchronize()
                     row["us"][name] = statistics.median(p[1](iterations) * 1e6 for _ in range(rounds))
@@ -201,7 +211,7 @@ def run(options):
             except Exception as e:  # noqa: BLE001 (reported, not fatal)
                 row["errors"][name] = f"{type(e).__name__}: {e}"[:300]
         results["rows"].append(row)
-        print(f"{label:<20}" + "".join(f"{row['us'][k]:>15.2f}" if k in row["us"] else f"{'-':>15}" for k in names))
+        print(f"{label:<20}" + "".join(f"{row['us'][k]:>17.2f}" if k in row["us"] else f"{'-':>17}" for k in names))
         for k, e in row["errors"].items():
             print(f"    {k}: {e}")
     if not fake:

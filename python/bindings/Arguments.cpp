@@ -370,6 +370,7 @@ const TorchType *torchTensorTypeSlow(PyTypeObject *type) {
     return nullptr;
   }
   entry.type = type;
+  loadTorchFastPath(); // torch is imported: its C++ fast path can load now (once)
   TorchType &slot = known[nextKnown++ % 8];
   if (slot.type) { // an older type falls out (only with more than 8 tensor types)
     Py_DECREF(slot.type), Py_DECREF(slot.isCuda), Py_DECREF(slot.dtype), Py_DECREF(slot.dataPtr);

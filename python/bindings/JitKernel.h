@@ -6,6 +6,7 @@
 
 #include "Bindings.h"
 #include "ExactInt.h"
+#include "TorchFastPath.h"
 
 #include <algorithm>
 #include <array>
@@ -171,10 +172,27 @@ inline int torchDevice(PyObject *tensor) {
   return torchDeviceSlow(tensor);
 }
 
-// A torch tensor through its type's descriptors: three calls (is_cuda, dtype,
-// data_ptr()), no torch.device objects. False for a CPU tensor or a dtype
+// A torch tensor through torch's C++ API (TorchFastPath.h) where it is
+// loaded and takes the tensor, else through its type's descriptors: three
+// calls (is_cuda, dtype, data_ptr()), no torch.device objects. False for a CPU tensor or a dtype
 // tessera does not take (the general classifier explains the error).
 inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, FastArg &out) {
+  if (gTorchFastPath.tensor) [[likely]] { // torch's C++ API: no Python calls at all
+    PyObject *dtype = nullptr;
+    int device = -1;
+    uint64_t bits = 0;
+    if (gTorchFastPath.tensor(o, &bits, &dtype, &device)) [[likely]] {
+      if (device < 0) return false;
+      const int scalar = torchScalarType(dtype);
+      if (scalar < 0) return false;
+      out.scalar = static_cast<uint8_t>(scalar);
+      out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
+      out.bits = bits;
+      out.device = device;
+      out.torch = true;
+      return true;
+    }
+  }
   PyObject *isCuda = Py_TYPE(t.isCuda)->tp_descr_get(t.isCuda, o, reinterpret_cast<PyObject *>(Py_TYPE(o)));
   if (!isCuda) throw py::error_already_set();
   Py_DECREF(isCuda); // True/False are singletons

@@ -661,6 +661,8 @@ CUstream resolveStream(py::handle explicitStream, bool torchSeen, int device) {
     return reinterpret_cast<CUstream>(static_cast<uintptr_t>(handle));
   }
   if (!torchSeen) return nullptr;
+  if (void *current = nullptr; gTorchFastPath.currentStream && gTorchFastPath.currentStream(device, &current))
+    return static_cast<CUstream>(current);
   // torch's current stream for the device (what torch.cuda.current_stream() is).
   // Kept as a leaked reference: a static py::object would be released after
   // the interpreter is gone.
@@ -848,6 +850,15 @@ void registerLauncher(py::module_ &m) {
       py::arg("handle"), py::arg("grid"), py::arg("args"), py::arg("kwargs") = py::none(),
       py::arg("stream") = py::none(),
       "Binds, specialises, compiles on a cache miss and launches handle's kernel.");
+  m.def(
+      "torch_fastpath",
+      [](py::object enable) {
+        if (!enable.is_none()) setTorchFastPathEnabled(enable.cast<bool>());
+        return torchFastPathStatus();
+      },
+      py::arg("enable") = py::none(),
+      "The launch path's torch C++ fast path (tessera/_torch_fastpath.so): 'on (<path>)' or 'off (<why>)'; "
+      "enable=False/True switches a loaded one off and on again.");
   registerFastLaunch(m);
   registerCache(m);
 }

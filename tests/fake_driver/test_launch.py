@@ -413,3 +413,13 @@ def test_run_and_copies(fake):
     assert fake.last()["grid"] == (2, 1, 1) and fake.last()["params"][3] == (4, 34)
     c.interpret = True
     assert not K.add_kernel.interpret
+
+
+def test_without_the_torch_fast_path_tensors_are_read_from_python():
+    """The fake torch has no C++ side: _torch_fastpath.so is not built here, so the
+    status says why and launches read the tensor attributes from Python."""
+    x, y, out = tensors(3)
+    K.add_kernel[(1,)](x, y, out, 1024, BLOCK_SIZE=128)
+    status = tessera._C.torch_fastpath()
+    assert status.startswith("off (") and "_torch_fastpath.so" in status, status
+    assert tessera._C.torch_fastpath(True) == status  # nothing loaded: switching on changes nothing
