@@ -14,13 +14,12 @@ writing an entry just means reducing the source as before.
 """
 import hashlib
 import json
-import linecache
 import os
 import tempfile
 
 from . import _source
 
-_FORMAT = "tessera-source-1"
+_FORMAT = "tessera-source-2"
 _rules = None
 
 
@@ -35,21 +34,30 @@ def _rules_digest():
     return _rules
 
 
-def _entry_path(C, fn, lines):
+def _file_bytes(fn):
+    """The bytes of fn's file (read directly: linecache's decoding cost 0.1 ms), else None."""
+    try:
+        with open(fn.__code__.co_filename, "rb") as f:
+            return f.read()
+    except (OSError, AttributeError):
+        return None
+
+
+def _entry_path(C, fn, text):
     config = C.cache_config()
     if not config["enabled"] or not _rules_digest():
         return None
     code = fn.__code__
     h = hashlib.sha256(f"{_FORMAT}\0{_rules}\0{fn.__name__}\0{code.co_firstlineno}\0".encode())
-    h.update("".join(lines).encode())
+    h.update(text)
     digest = h.hexdigest()
     return os.path.join(config["dir"], "kernels", digest[:2], digest + ".src.json")
 
 
 def jit_kernel(C, fn, name, defaults, do_not_specialize):
     """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
-    lines = linecache.getlines(fn.__code__.co_filename, fn.__globals__)
-    path = _entry_path(C, fn, lines) if lines else None
+    text = _file_bytes(fn)  # the key: the file as it is now (what the reduction reads too)
+    path = _entry_path(C, fn, text) if text else None
     if path:
         try:
             with open(path, encoding="utf-8") as f:
