@@ -297,10 +297,13 @@ def function_constexprs(functions):
     return {param: as_jit(f).fn.__name__ for param, f in functions.items()}
 
 
-def _called_params(fn, candidates, depth=0):
+def _called_params(fn, candidates, depth=0, files=None):
     """The names in `candidates` (parameters of the Python function `fn`) that fn calls, directly
-    or by passing them to a @jit helper that calls the parameter it lands in."""
+    or by passing them to a @jit helper that calls the parameter it lands in. `files` collects
+    the files whose source was read."""
     try:
+        if files is not None:
+            files.add(fn.__code__.co_filename)
         src = textwrap.dedent(inspect.getsource(fn))
         node = ast.parse(src).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
@@ -324,15 +327,18 @@ def _called_params(fn, candidates, depth=0):
         names = list(inspect.signature(helper.fn).parameters)
         inner = {names[i]: outer for i, outer in passed.items() if i < len(names)}
         inner.update({k: v for k, v in passed_kw.items() if k in names})
-        for p in _called_params(helper.fn, frozenset(inner), depth + 1):
+        for p in _called_params(helper.fn, frozenset(inner), depth + 1, files):
             called.add(inner[p])
     return frozenset(called)
 
 
-def callable_constexpr_params(fn):
+def callable_constexpr_params(fn, files=None):
     """Names of the constexpr parameters of `fn` (a Python function) that its body calls
-    (directly or through @jit helpers it passes them to)."""
+    (directly or through @jit helpers it passes them to). `files` (a set) collects the files
+    whose source the answer depends on."""
     try:
+        if files is not None:
+            files.add(fn.__code__.co_filename)
         src = textwrap.dedent(inspect.getsource(fn))
         node = ast.parse(src).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
@@ -341,7 +347,7 @@ def callable_constexpr_params(fn):
         return frozenset()
     names = frozenset(a.arg for a in node.args.args + node.args.kwonlyargs
                       if a.annotation is not None and "constexpr" in ast.dump(a.annotation))
-    return _called_params(fn, names) if names else frozenset()
+    return _called_params(fn, names, 0, files) if names else frozenset()
 
 
 def split_function_args(kernel, args, kwargs):

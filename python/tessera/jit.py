@@ -173,8 +173,7 @@ class JITFunction(_JitBase):
         """The constexpr parameters the kernel calls (they may receive @jit functions)."""
         params = self.__dict__.get("_fn_params")
         if params is None:
-            from ._compose import callable_constexpr_params
-            params = self._fn_params = callable_constexpr_params(self.fn)
+            params = self._fn_params = _source_cache.callable_params(_ext(), self.fn)
         return params
 
     def _with_functions(self, args, kwargs):

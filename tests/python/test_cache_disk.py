@@ -296,3 +296,32 @@ print(h.params == [p for p in h.params] and len(h.source), [p[0] for p in h.para
     second = run_python("FORBID = True\n" + code)
     assert first.stdout == second.stdout and "BLOCK_SIZE" in second.stdout
     assert list((cache / "kernels").rglob("*.src.json"))
+
+
+def test_a_new_process_remembers_which_constexprs_the_kernel_calls(cache, tmp_path):
+    """Which constexpr parameters receive @jit functions (_compose.callable_constexpr_params) is
+    remembered with the source entry; a change to any file it read (here a helper's, in another
+    module) means finding out again."""
+    pkg = tmp_path / "mods"
+    pkg.mkdir()
+    helper = pkg / "helpers.py"
+    helper.write_text("import tessera\n\n@tessera.jit\ndef apply(x, F):\n    return x\n")
+    (pkg / "kern.py").write_text(
+        "import tessera\nimport tessera.language as tl\nfrom helpers import apply\n\n"
+        "@tessera.jit\ndef k(x_ptr, F: tl.constexpr, G: tl.constexpr):\n"
+        "    x = tl.load(x_ptr)\n    tl.store(x_ptr, apply(G(x), F))\n")
+    code = f"""
+sys.path.insert(0, {str(pkg)!r})
+import tessera._compose as c
+if FORBID:
+    def fail(*a, **k):
+        raise AssertionError("inspected the source again")
+    c.callable_constexpr_params = fail
+from kern import k
+print(sorted(k._function_params()))
+"""
+    assert run_python("FORBID = False\n" + code).stdout.strip() == "['G']"
+    assert run_python("FORBID = True\n" + code).stdout.strip() == "['G']"  # remembered
+    assert list((cache / "kernels").rglob("*.calls.json"))
+    helper.write_text("import tessera\n\n@tessera.jit\ndef apply(x, F):\n    return F(x)\n")  # now calls F
+    assert run_python("FORBID = False\n" + code).stdout.strip() == "['F', 'G']"
