@@ -851,6 +851,14 @@ void registerLauncher(py::module_ &m) {
       py::arg("stream") = py::none(),
       "Binds, specialises, compiles on a cache miss and launches handle's kernel.");
   m.def(
+      "load_torch_fastpath",
+      [] {
+        loadTorchFastPath();
+        return torchFastPathStatus();
+      },
+      "Loads the torch fast path now (once; call only after `import torch`): `import tessera` does when torch "
+      "is imported already, else the first launch with a torch tensor does.");
+  m.def(
       "torch_fastpath",
       [](py::object enable) {
         if (!enable.is_none()) setTorchFastPathEnabled(enable.cast<bool>());

@@ -22,6 +22,8 @@ import sys as _sys
 _C, _C_error = _loader.load(_sys.modules[__name__])
 if _C is not None:
     _loader.add_nvrtc_wheel_directories(_C)
+    if "torch" in _sys.modules:  # the launch path's torch fast path loads with the extension, not at the
+        _C.load_torch_fastpath()  # first launch (~0.5 ms of dlopen: docs/runtime.md, "The torch fast path")
 
 from .jit import JITFunction, jit  # noqa: E402  (after _C: JITFunction's base class is in it)
 
