@@ -68,6 +68,9 @@ private:
   llvm::Value *inEntry(const std::string &key, const std::function<llvm::Value *(llvm::IRBuilder<> &)> &make);
   llvm::Value *laneIndex(const DimMap &m);
   llvm::Value *warpIndex(const DimMap &m);
+  // warpIndex read from lane 0 with shfl.sync.idx, so that ptxas treats it (and the
+  // wgmma descriptors made from it) as warp-uniform.
+  llvm::Value *uniformWarpIndex(const DimMap &m);
   llvm::Value *threadOffset(const DimMap &m);
   // Value coordinates (i32) of register `reg` of this thread.
   std::vector<llvm::Value *> coordinates(const DistributedLayout &layout, unsigned reg);
