@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -54,6 +55,12 @@ private:
   unsigned sharedBytes_ = 0;
   std::unordered_map<const ir::Value *, Regs> regs_;
   std::map<std::string, llvm::Value *> entryCache_; // per-layout thread offsets
+  // Per block compare, runs of equal results along each dim (passes/AxisAnalysis.h),
+  // computed on first use.
+  std::optional<std::unordered_map<const ir::Operation *, std::vector<int64_t>>> compareConstancy_;
+  // For each register of `op`'s result, the first register whose value it shares (itself
+  // when none): registers in one run of a compare's constancy in every thread.
+  std::vector<unsigned> sharedCompareRegisters(ir::Operation &op, unsigned numRegs);
 
   // ------------------------------------------------ values and types (LLVMLowering.cpp)
   const Regs &lookup(const ir::Value *v) const;

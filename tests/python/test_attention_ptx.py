@@ -243,3 +243,22 @@ def test_forward_wgmma_descriptors_are_uniform(D, BLOCK_N, tmp_path):
     assert ops.count("HGMMA.64x%dx16.F32.BF16" % D) + ops.count("HGMMA.64x%dx16.F32.BF16" % BLOCK_N) >= D // 16
     assert "R2UR" not in ops, loop
     assert not any(o.startswith("USHF.R.U64") or o.startswith("UIADD3.X") for o in ops), loop
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_forward_key_mask_compares_once_per_16_keys(arch):
+    """`offs_n < N_KV` with N_KV divisible by 16 (what a launch with such a length
+    specialises to, i32:16) is constant over runs of 16 keys (the axis analysis), so codegen
+    evaluates one compare per run a thread holds (LayoutMath's registersSharingRuns): at
+    BLOCK_N = 64 a thread's 16 key columns take 4 compares instead of 16. Without the hint
+    every column keeps its own."""
+    def loop_compares(int_hint):
+        sig = signature("attn_fwd_kernel", "bf16").split(",")
+        names = [n for n, a in params("attn_fwd_kernel") if "constexpr" not in str(a)]
+        sig[names.index("N_KV")] = "i32" + int_hint
+        k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=",".join(sig),
+                            constexprs={"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False},
+                            num_warps=8, num_stages=3, target=arch)
+        (body,) = key_loops(k.asm["ptx"])
+        return len(re.findall(r"setp\.lt\.s32", "\n".join(body)))
+    assert loop_compares(":16") <= loop_compares("") - 12
