@@ -9,7 +9,9 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <cstdlib>
 #include <numbers>
+#include <string>
 
 namespace tessera::codegen {
 
@@ -86,6 +88,8 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
 // runs the same way (LayoutMath's registersSharingRuns).
 std::vector<unsigned> KernelLowering::sharedCompareRegisters(ir::Operation &op, unsigned numRegs) {
   if (!op.result()->type.isBlock() || !op.result()->layout) return {};
+  // A/B switch for benchmarks only (not part of the kernel-cache key: use TESSERA_CACHE=off).
+  if (const char *off = std::getenv("TESSERA_COMPARE_RUNS"); off && std::string(off) == "0") return {};
   if (!compareConstancy_) compareConstancy_ = passes::compareConstancy(fn_);
   auto it = compareConstancy_->find(&op);
   if (it == compareConstancy_->end()) return {};

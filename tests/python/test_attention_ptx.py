@@ -262,3 +262,19 @@ def test_forward_key_mask_compares_once_per_16_keys(arch):
         (body,) = key_loops(k.asm["ptx"])
         return len(re.findall(r"setp\.lt\.s32", "\n".join(body)))
     assert loop_compares(":16") <= loop_compares("") - 12
+
+
+def test_forward_key_mask_compare_runs_can_be_switched_off(monkeypatch):
+    """TESSERA_COMPARE_RUNS=0 (a benchmark A/B switch) keeps one compare per register."""
+    def compares():
+        k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel",
+                            signature=signature("attn_fwd_kernel", "bf16").replace("i32,i32,i32,i32,fp32",
+                                                                                  "i32,i32,i32,i32:16,fp32"),
+                            constexprs={"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False},
+                            num_warps=8, num_stages=3, target="sm_90a")
+        (body,) = key_loops(k.asm["ptx"])
+        return len(re.findall(r"setp\.lt\.s32", "\n".join(body)))
+    on = compares()
+    monkeypatch.setenv("TESSERA_COMPARE_RUNS", "0")
+    monkeypatch.setenv("TESSERA_CACHE", "off")
+    assert compares() >= on + 12
