@@ -4,11 +4,14 @@
 // ex2/lg2 instructions; f64 math calls libdevice (linked in NVPTXTarget.cpp).
 // f32 -> f16/bf16 casts convert register pairs with one instruction.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/passes/AxisAnalysis.h"
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <cstdlib>
 #include <numbers>
+#include <string>
 
 namespace tessera::codegen {
 
@@ -64,13 +67,35 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
     define(op.result(), std::move(out));
     return;
   }
+  std::vector<unsigned> first;
+  if (op.code == OpCode::Cmp) first = sharedCompareRegisters(op, n);
   SmallVector<Value *, 3> x(operands.size());
   for (unsigned r = 0; r < n; ++r) {
+    if (!first.empty() && first[r] != r) {
+      out.push_back(out[first[r]]);
+      continue;
+    }
     for (size_t i = 0; i < operands.size(); ++i)
       x[i] = (*operands[i])[r];
     out.push_back(elementwise(op, x));
   }
   define(op.result(), std::move(out));
+}
+
+// A compare whose result is constant over runs of C elements along a dim (the axis
+// analysis: `offs_n < N` with offs_n starting at a multiple of 16 and N divisible by 16
+// gives runs of 16) is evaluated once per run where every thread's registers fall into
+// runs the same way (LayoutMath's registersSharingRuns).
+std::vector<unsigned> KernelLowering::sharedCompareRegisters(ir::Operation &op, unsigned numRegs) {
+  if (!op.result()->type.isBlock() || !op.result()->layout) return {};
+  // A/B switch for benchmarks only (not part of the kernel-cache key: use TESSERA_CACHE=off).
+  if (const char *off = std::getenv("TESSERA_COMPARE_RUNS"); off && std::string(off) == "0") return {};
+  if (!compareConstancy_) compareConstancy_ = passes::compareConstancy(fn_);
+  auto it = compareConstancy_->find(&op);
+  if (it == compareConstancy_->end()) return {};
+  DistributedLayout layout = layoutOf(op.result(), op);
+  if (layout.numRegs() != numRegs) return {};
+  return registersSharingRuns(layout, it->second);
 }
 
 static CmpInst::Predicate comparison(const ir::Operation &op, const ir::Type &t) {

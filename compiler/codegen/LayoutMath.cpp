@@ -1,6 +1,7 @@
 #include "compiler/codegen/LayoutMath.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -239,6 +240,33 @@ int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_
   for (size_t i = 0; i < shape.size(); ++i)
     index = index * shape[i] + coords[i];
   return index;
+}
+
+std::vector<unsigned> registersSharingRuns(const DistributedLayout &layout, const std::vector<int64_t> &constancy) {
+  const unsigned n = layout.numRegs();
+  std::vector<unsigned> first(n);
+  for (unsigned r = 0; r < n; ++r) first[r] = r;
+  if (constancy.size() != layout.rank()) return first;
+  std::vector<int64_t> runOf(layout.baseRank(), 1);
+  for (unsigned v = 0; v < layout.rank(); ++v) runOf[layout.valueDims()[v]] = constancy[v];
+  std::map<std::vector<int64_t>, unsigned> firstOfRun;
+  for (unsigned r = 0; r < n; ++r) {
+    const std::vector<unsigned> index = layout.regIndex(r);
+    std::vector<int64_t> key;
+    for (unsigned d = 0; d < layout.baseRank(); ++d) {
+      const DimMap &m = layout.dim(d);
+      const int64_t run = runOf[d], reg = index[d];
+      const bool usable = run > 1 && isPowerOfTwo(run) && !m.sliced && !m.wraps() && m.numRegs > 1;
+      if (usable && run % m.tile == 0)
+        key.push_back(m.regOffset(static_cast<unsigned>(reg)) / run);
+      else if (usable && !m.interleaved && m.sizePerThread % run == 0)
+        key.push_back((reg / m.sizePerThread) * (m.sizePerThread / run) + (reg % m.sizePerThread) / run);
+      else
+        key.push_back(reg);
+    }
+    first[r] = firstOfRun.emplace(std::move(key), r).first->second;
+  }
+  return first;
 }
 
 unsigned lastDimVectorWidth(const DistributedLayout &layout, unsigned maxElems) {

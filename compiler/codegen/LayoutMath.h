@@ -127,6 +127,14 @@ ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned n
 ir::LayoutRef blockedLayout(const std::vector<int64_t> &shape, std::vector<unsigned> spt,
                             std::vector<unsigned> order, unsigned numWarps);
 
+// For a value whose elements are equal over runs of constancy[d] elements along each value
+// dim d (runs starting at multiples of it; powers of two, from the axis analysis), the first
+// register each register can take its value from in every thread (itself when none): along
+// a base dim, the run of regOffset(r) + threadOffset is the same for every thread when the run
+// is a multiple of the tile (it is regOffset(r) / run) or divides a thread's consecutive
+// elements ((r / spt, (r % spt) / run)); other dims, and dims that wrap, share nothing.
+std::vector<unsigned> registersSharingRuns(const DistributedLayout &layout, const std::vector<int64_t> &constancy);
+
 // Row-major linear index of a coordinate in a shape.
 int64_t linearIndex(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape);
 

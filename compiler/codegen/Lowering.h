@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -54,6 +55,12 @@ private:
   unsigned sharedBytes_ = 0;
   std::unordered_map<const ir::Value *, Regs> regs_;
   std::map<std::string, llvm::Value *> entryCache_; // per-layout thread offsets
+  // Per block compare, runs of equal results along each dim (passes/AxisAnalysis.h),
+  // computed on first use.
+  std::optional<std::unordered_map<const ir::Operation *, std::vector<int64_t>>> compareConstancy_;
+  // For each register of `op`'s result, the first register whose value it shares (itself
+  // when none): registers in one run of a compare's constancy in every thread.
+  std::vector<unsigned> sharedCompareRegisters(ir::Operation &op, unsigned numRegs);
 
   // ------------------------------------------------ values and types (LLVMLowering.cpp)
   const Regs &lookup(const ir::Value *v) const;
@@ -68,6 +75,9 @@ private:
   llvm::Value *inEntry(const std::string &key, const std::function<llvm::Value *(llvm::IRBuilder<> &)> &make);
   llvm::Value *laneIndex(const DimMap &m);
   llvm::Value *warpIndex(const DimMap &m);
+  // warpIndex read from lane 0 with shfl.sync.idx, so that ptxas treats it (and the
+  // wgmma descriptors made from it) as warp-uniform.
+  llvm::Value *uniformWarpIndex(const DimMap &m);
   llvm::Value *threadOffset(const DimMap &m);
   // Value coordinates (i32) of register `reg` of this thread.
   std::vector<llvm::Value *> coordinates(const DistributedLayout &layout, unsigned reg);

@@ -78,15 +78,24 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     unsupported(op, "column chunks must start on a swizzle line of B");
 
   Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
-  auto descriptor = [&](Value *start, uint64_t bits) {
-    Value *field = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(start, 4), 0x3FFF), i64Ty);
-    return b_.CreateOr(field, b_.getInt64(bits));
+  // A descriptor is built in 32-bit halves joined by one mov.b64 (an asm LLVM cannot widen
+  // back into 64-bit shifts and masks): the low word is the start address field (address >> 4,
+  // bits 0-13; shared addresses are below 2^18, so it needs no mask and adding a byte offset
+  // >> 4 to it never carries into the leading byte offset of bits 16-29), the high word is
+  // constant. So each wgmma's descriptor is the operand's field plus a constant: one add.
+  InlineAsm *joinHalves =
+      InlineAsm::get(FunctionType::get(i64Ty, {i32Ty, i32Ty}, false), "mov.b64 $0, {$1, $2};", "=l,r,r", false);
+  auto descriptor = [&](Value *field, int64_t offsetBytes, uint64_t bits) {
+    Value *lo = b_.CreateAdd(field, i32((offsetBytes >> 4) + static_cast<int64_t>(bits & 0xFFFFFFFFu)));
+    return b_.CreateCall(joinHalves, {lo, i32(static_cast<int64_t>(bits >> 32))});
   };
   const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
-  Value *startA = aRegLayout ? nullptr : sharedAddress32(aBase), *startB = sharedAddress32(bBase);
-  // The warpgroup's first slab row (uniform over its 4 warps).
-  Value *group = b_.CreateLShr(warpIndex(out.dim(0)), 2);
+  Value *fieldA = aRegLayout ? nullptr : b_.CreateLShr(sharedAddress32(aBase), 4);
+  Value *fieldB = b_.CreateLShr(sharedAddress32(bBase), 4);
+  // The warpgroup's first slab row, uniform over its 4 warps (and known so to ptxas, which
+  // then keeps A's descriptors in uniform registers).
+  Value *group = b_.CreateLShr(uniformWarpIndex(out.dim(0)), 2);
 
   // Operands: the D registers ($0..), A (a descriptor, or 4 registers),
   // B's descriptor, scale-d, then the accumulator inputs tied to D.
@@ -150,17 +159,16 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
           args = aFragments[s * (K / 16) + ks];
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
-          Value *aAt = b_.CreateAdd(startA, b_.CreateAdd(b_.CreateMul(slabRow, i32(lineA)),
-                                                         i32(kBlock * M * lineA + kWithin * elemBytes)));
-          args.push_back(descriptor(aAt, bitsA));
+          // lineA and the constant part are multiples of 16 bytes.
+          Value *slabField = b_.CreateAdd(fieldA, b_.CreateMul(slabRow, i32(lineA / 16)));
+          args.push_back(descriptor(slabField, kBlock * M * lineA + kWithin * elemBytes, bitsA));
         }
         int64_t bOffset;
         if (bKMajor)
           bOffset = (k0 / tileB->blockCols) * N * lineB + n0 * lineB + (k0 % tileB->blockCols) * elemBytes;
         else
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
-        Value *bAt = b_.CreateAdd(startB, i32(bOffset));
-        args.push_back(descriptor(bAt, bitsB));
+        args.push_back(descriptor(fieldB, bOffset, bitsB));
         args.push_back(i32(1));
         for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c) args.push_back(accRegs[regOf(s, j, c)]);

@@ -98,17 +98,33 @@ public:
   explicit AxisAnalyzer(Function &fn) : fn_(fn) {}
 
   void run() {
-    for (size_t i = 0; i < fn_.body.args.size(); ++i)
-      info_[fn_.body.args[i].get()] = paramInfo(fn_.params.at(i));
-    visitBlock(fn_.body);
+    analyze();
     walk(fn_.body, [&](Operation &op) {
       if (op.code == OpCode::Load || op.code == OpCode::Store) annotate(op);
     });
   }
 
+  std::unordered_map<const Operation *, std::vector<int64_t>> compareConstancy() {
+    analyze();
+    std::unordered_map<const Operation *, std::vector<int64_t>> out;
+    walk(fn_.body, [&](Operation &op) {
+      if (op.code == OpCode::Cmp && op.results.size() == 1 && op.result()->type.isBlock()) {
+        const std::vector<int64_t> &c = get(op.result()).constancy;
+        if (std::any_of(c.begin(), c.end(), [](int64_t v) { return v > 1; })) out[&op] = c;
+      }
+    });
+    return out;
+  }
+
 private:
   Function &fn_;
   std::unordered_map<const Value *, AxisInfo> info_;
+
+  void analyze() {
+    for (size_t i = 0; i < fn_.body.args.size(); ++i)
+      info_[fn_.body.args[i].get()] = paramInfo(fn_.params.at(i));
+    visitBlock(fn_.body);
+  }
 
   AxisInfo paramInfo(const Param &p) {
     if (p.equalsOne) return constantInfo(p.type, 1, 1);
@@ -497,5 +513,9 @@ private:
 } // namespace
 
 void analyzeAxes(Function &fn) { AxisAnalyzer(fn).run(); }
+
+std::unordered_map<const Operation *, std::vector<int64_t>> compareConstancy(Function &fn) {
+  return AxisAnalyzer(fn).compareConstancy();
+}
 
 } // namespace tessera::passes

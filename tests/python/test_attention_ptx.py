@@ -203,3 +203,78 @@ def test_forward_wgmma_p_v_runs_into_the_next_key_step(D, causal, tmp_path):
         assert "ex2.approx.ftz.f32" in text and "ex2.approx.f32" not in text
     info = ptxas(k.asm["ptx"], "sm_90a", tmp_path)
     assert "0 bytes spill stores" in info and "C7514" not in info and "C7519" not in info, info
+
+
+def sass_key_loop(sass_text):
+    """The instructions (opcode text) of the largest backward-branch loop of a SASS listing."""
+    ins = [(int(m.group(1), 16), m.group(2).strip())
+           for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass_text)]
+    best = None
+    for addr, text in ins:
+        m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr and (best is None or addr - int(m.group(1), 16) > best[1] - best[0]):
+            best = (int(m.group(1), 16), addr)
+    assert best, "no loop in the SASS"
+    return [t for a, t in ins if best[0] <= a <= best[1]]
+
+
+@pytest.mark.parametrize("D, BLOCK_N", [(64, 64), (128, 128)])
+def test_forward_wgmma_descriptors_are_uniform(D, BLOCK_N, tmp_path):
+    """wgmma descriptors (WgmmaDot.cpp) are two 32-bit halves joined by mov.b64, the low word
+    the operand's start field plus a constant per k-step, and the warpgroup's slab comes from a
+    warp index read through shfl.sync.idx: ptxas keeps Q's descriptors in uniform registers for
+    the whole loop, so the key step has no R2UR / register moves feeding the HGMMAs and no
+    64-bit descriptor arithmetic (was 8 R2UR, 13 moves and 5 64-bit shift/add pairs a step at
+    D = 64)."""
+    from test_vectorized_access import sass
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": BLOCK_N, "CAUSAL": False},
+                        num_warps=8, num_stages=3, target="sm_90a")
+    ptx = k.asm["ptx"]
+    assert "shfl.sync.idx.b32" in ptx
+    for body in key_loops(ptx):
+        text = "\n".join(body)
+        assert "shr.u64" not in text and "bfe.u64" not in text and "and.b64" not in text, text
+        assert len(re.findall(r"mov\.b64 \t?%rd\d+, \{%r\d+, %r\d+\}", text)) >= 1, text
+    path = tmp_path / "fwd.ptx"
+    path.write_text(ptx)
+    loop = sass_key_loop(sass(tmp_path, path))
+    ops = [re.sub(r"^@!?U?P\w+\s+", "", t).split()[0] for t in loop]
+    assert ops.count("HGMMA.64x%dx16.F32.BF16" % D) + ops.count("HGMMA.64x%dx16.F32.BF16" % BLOCK_N) >= D // 16
+    assert "R2UR" not in ops, loop
+    assert not any(o.startswith("USHF.R.U64") or o.startswith("UIADD3.X") for o in ops), loop
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_forward_key_mask_compares_once_per_16_keys(arch):
+    """`offs_n < N_KV` with N_KV divisible by 16 (what a launch with such a length
+    specialises to, i32:16) is constant over runs of 16 keys (the axis analysis), so codegen
+    evaluates one compare per run a thread holds (LayoutMath's registersSharingRuns): at
+    BLOCK_N = 64 a thread's 16 key columns take 4 compares instead of 16. Without the hint
+    every column keeps its own."""
+    def loop_compares(int_hint):
+        sig = signature("attn_fwd_kernel", "bf16").split(",")
+        names = [n for n, a in params("attn_fwd_kernel") if "constexpr" not in str(a)]
+        sig[names.index("N_KV")] = "i32" + int_hint
+        k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=",".join(sig),
+                            constexprs={"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False},
+                            num_warps=8, num_stages=3, target=arch)
+        (body,) = key_loops(k.asm["ptx"])
+        return len(re.findall(r"setp\.lt\.s32", "\n".join(body)))
+    assert loop_compares(":16") <= loop_compares("") - 12
+
+
+def test_forward_key_mask_compare_runs_can_be_switched_off(monkeypatch):
+    """TESSERA_COMPARE_RUNS=0 (a benchmark A/B switch) keeps one compare per register."""
+    def compares():
+        k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel",
+                            signature=signature("attn_fwd_kernel", "bf16").replace("i32,i32,i32,i32,fp32",
+                                                                                  "i32,i32,i32,i32:16,fp32"),
+                            constexprs={"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False},
+                            num_warps=8, num_stages=3, target="sm_90a")
+        (body,) = key_loops(k.asm["ptx"])
+        return len(re.findall(r"setp\.lt\.s32", "\n".join(body)))
+    on = compares()
+    monkeypatch.setenv("TESSERA_COMPARE_RUNS", "0")
+    monkeypatch.setenv("TESSERA_CACHE", "off")
+    assert compares() >= on + 12

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <stdexcept>
 
 using namespace tessera;
@@ -169,4 +170,52 @@ TEST(MmaLayout, AccumulatorConversionPadsSharedRowsAgainstBankConflicts) {
   EXPECT_EQ(sharedWavefronts(rowsOf8, paddedStrides(shape, pad), bf16, loadVec, false), 4 * loads);
   EXPECT_EQ(paddedStrides(shape, pad), (std::vector<int64_t>{264, 1}));
   EXPECT_EQ(conversionRowPadding(acc, rowsOf8, {256}, bf16, 1, 1), 0);
+}
+
+// registersSharingRuns (codegen evaluates one compare per run of equal elements): in every
+// thread, registers mapped to one another hold elements of the same run, for the wgmma and
+// mma accumulators, their row/column slices and blocked layouts; and it does share where the
+// attention key mask needs it (runs of 16 columns of a 64-column #mma value: 4 compares of 16).
+TEST(MmaLayout, RegistersSharingRunsStayInOneRun) {
+  struct Case {
+    LayoutRef layout;
+    std::vector<int64_t> shape, constancy;
+    int sliceAxis; // -1: none
+  };
+  const std::vector<Case> cases = {
+      {Layout::mma(3, {8, 1}), {128, 64}, {1, 16}, -1},
+      {Layout::mma(3, {8, 1}), {128, 64}, {1, 16}, 0},
+      {Layout::mma(3, {4, 1}), {64, 64}, {16, 64}, -1},
+      {Layout::mma(3, {4, 1}), {64, 64}, {8, 2}, -1},
+      {Layout::mma(2, {4, 2}), {64, 32}, {16, 4}, -1},
+      {Layout::mma(2, {2, 2}), {64, 64}, {32, 8}, 1},
+      {blockedLayout({64, 64}, {1, 4}, {1, 0}, 4), {64, 64}, {2, 16}, -1},
+      {blockedLayout({64, 64}, {1, 4}, {1, 0}, 4), {64, 64}, {1, 2}, -1},
+      {blockedLayout({1024}, {4}, {0}, 4), {1024}, {512}, -1},
+      {blockedLayout({16, 16}, {1, 1}, {1, 0}, 4), {16, 16}, {16, 16}, -1}, // wraps
+  };
+  for (const Case &c : cases) {
+    DistributedLayout full(*c.layout, c.shape);
+    DistributedLayout d = c.sliceAxis < 0 ? full : full.slicedAlong(static_cast<unsigned>(c.sliceAxis));
+    std::vector<int64_t> shape = c.shape, constancy = c.constancy;
+    if (c.sliceAxis >= 0) {
+      shape.erase(shape.begin() + c.sliceAxis);
+      constancy.erase(constancy.begin() + c.sliceAxis);
+    }
+    std::vector<unsigned> first = codegen::registersSharingRuns(d, constancy);
+    ASSERT_EQ(first.size(), d.numRegs());
+    for (unsigned tid = 0; tid < 32 * d.numWarps(); ++tid)
+      for (unsigned r = 0; r < d.numRegs(); ++r) {
+        ASSERT_LE(first[r], r);
+        std::vector<int64_t> a = d.coordinates(tid, r), b = d.coordinates(tid, first[r]);
+        for (size_t k = 0; k < a.size(); ++k)
+          ASSERT_EQ(a[k] / constancy[k], b[k] / constancy[k])
+              << c.layout->str() << " tid " << tid << " reg " << r << " dim " << k;
+      }
+  }
+  DistributedLayout columns = DistributedLayout(*Layout::mma(3, {8, 1}), {128, 64}).slicedAlong(0);
+  std::vector<unsigned> first = codegen::registersSharingRuns(columns, {16});
+  std::set<unsigned> distinct(first.begin(), first.end());
+  EXPECT_EQ(columns.numRegs(), 16u);
+  EXPECT_EQ(distinct.size(), 4u);
 }
