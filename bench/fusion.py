@@ -22,6 +22,14 @@ Each provider's output is checked against torch (elementwise/GEMM) or torch SDPA
 with an explicit boolean mask (attention) before timing.
 
     python3 bench/fusion.py [--quick] [--out DIR] [--only elementwise,gemm,attention]
+                            [--gemm-configs auto,128x256x64/w8/s4,...] [--gemm-epilogues bias_gelu,bias,residual]
+
+--gemm-configs times the GEMM part per configuration, side by side: for each entry the fused
+and the plain GEMM ("fused@128x128x64/w4/s3", "plain@..."; "auto" = the autotuned wrappers,
+which print the configs they chose), then one line per case with each fused variant's extra
+time over the plain GEMM of the same config and over the fastest plain one (issue 11 asks
+<= 5 %). --gemm-epilogues picks the epilogues (default bias_gelu,residual; "bias" is a bias
+add alone: the GELU's share is bias_gelu - bias).
 """
 import math
 import pathlib
@@ -52,6 +60,11 @@ def bias_gelu(x, b):
 def gelu_bias_epilogue(acc, bias):
     y = acc + bias
     return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@tessera.jit
+def bias_epilogue(acc, bias):
+    return acc + bias
 
 
 @tessera.jit
@@ -134,11 +147,16 @@ def gemm_bench(options):
     import torch
     import tessera.kernels as tk
     shapes = [(4096, 4096, 4096), (8192, 8192, 4096)] if not options.quick else [(4096, 4096, 4096)]
+    epilogues = [e for e in (getattr(options, "gemm_epilogues", "") or "bias_gelu,residual").split(",") if e]
+    for ep in epilogues:
+        if ep not in ("bias_gelu", "bias", "residual"):
+            raise SystemExit(f"--gemm-epilogues: unknown epilogue {ep!r} (bias_gelu, bias, residual)")
+    configs = [c for c in (getattr(options, "gemm_configs", "") or "").split(",") if c]
 
     def cases():
         out = []
         for M, N, K in shapes:
-            for ep in ("bias_gelu", "residual"):
+            for ep in epilogues:
                 def make(M=M, N=N, K=K, ep=ep):
                     t = lambda *s: torch.randn(s, device="cuda", dtype=torch.float16)  # noqa: E731
                     return {"a": t(M, K), "b": t(K, N), "bias": t(N), "res": t(M, N), "ep": ep,
@@ -149,36 +167,86 @@ def gemm_bench(options):
     def flops(x):
         return 2 * x["a"].shape[0] * x["b"].shape[1] * x["a"].shape[1]
 
-    def fused(x):
+    def fused(x, config=None):
+        kw = {} if config is None else {"config": config}
         if x["ep"] == "bias_gelu":
             return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=gelu_bias_epilogue,
-                                     epilogue_args=(x["bias"],))
+                                     epilogue_args=(x["bias"],), **kw)
+        if x["ep"] == "bias":
+            return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=bias_epilogue,
+                                     epilogue_args=(x["bias"],), **kw)
         return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=residual_epilogue,
-                                 epilogue_args=(x["res"], 0.5))
+                                 epilogue_args=(x["res"], 0.5), **kw)
 
-    def plain(x):
-        return lambda: tk.matmul(x["a"], x["b"], out=x["c"])
+    def plain(x, config=None):
+        kw = {} if config is None else {"config": config}
+        return lambda: tk.matmul(x["a"], x["b"], out=x["c"], **kw)
 
     def torch_p(x):
         if x["ep"] == "bias_gelu":
             return lambda: torch.nn.functional.gelu(torch.matmul(x["a"], x["b"]) + x["bias"])
+        if x["ep"] == "bias":
+            return lambda: torch.matmul(x["a"], x["b"]) + x["bias"]
         return lambda: torch.matmul(x["a"], x["b"]) * 0.5 + x["res"]
 
     def check(x, provider, fn):
-        if provider == "tessera-plain":
+        if provider.startswith("tessera-plain") or provider.startswith("plain@"):
             return
         out = fn()
         torch.cuda.synchronize()
         acc = x["a"].float() @ x["b"].float()
         ref = (torch.nn.functional.gelu(acc + x["bias"].float()) if x["ep"] == "bias_gelu"
-               else acc * 0.5 + x["res"].float())
+               else acc + x["bias"].float() if x["ep"] == "bias" else acc * 0.5 + x["res"].float())
         harness.check_close(out, ref, 1e-2, f"{provider} {x['ep']}")
 
-    results = harness.run_benchmark("fusion_gemm", cases(),
-                                    {"tessera-fused": fused, "tessera-plain": plain, "torch": torch_p},
-                                    flops, options, check)
+    if not configs:
+        providers = {"tessera-fused": fused, "tessera-plain": plain, "torch": torch_p}
+    else:
+        providers = {}
+        for c in configs:
+            if c == "auto":
+                providers["fused@auto"], providers["plain@auto"] = fused, plain
+            else:
+                tk.parse_matmul_config(c)  # a bad entry fails here, not per case
+                providers[f"fused@{c}"] = lambda x, c=c: fused(x, c)
+                providers[f"plain@{c}"] = lambda x, c=c: plain(x, c)
+        providers["torch"] = torch_p
+    results = harness.run_benchmark("fusion_gemm", cases(), providers, flops, options, check)
     print("(fusion_gemm: the GB/s column above is GFLOP/s)")
+    if configs:
+        _epilogue_overheads(results)
+        if "auto" in configs:
+            from tessera.kernels.matmul import matmul_config_name
+            for ep, fn in (("bias_gelu", gelu_bias_epilogue), ("bias", bias_epilogue),
+                           ("residual", residual_epilogue)):
+                best = tk.matmul_epilogue_autotuner(fn).best_config
+                if best is not None:
+                    print(f"autotuned fused {ep}: {matmul_config_name(best)} (last tuned shape)")
+            last = tk.matmul_last_autotuner()
+            if last is not None and last.best_config is not None:
+                print(f"autotuned plain: {matmul_config_name(last.best_config)} (last tuned shape)")
     return results
+
+
+def _epilogue_overheads(results):
+    """Per case: each fused variant's time over the plain GEMM of its config and over the fastest plain."""
+    print("\nepilogue cost (fused time / plain time - 1; issue 11: <= 5 % over the fastest plain GEMM)")
+    for row in results["rows"]:
+        ms = row["ms"]
+        plains = {p[len("plain@"):]: t for p, t in ms.items() if p.startswith("plain@")}
+        if not plains:
+            continue
+        best_plain = min(plains, key=plains.get)
+        cells = []
+        for p, t in sorted(ms.items(), key=lambda kv: kv[1]):
+            if not p.startswith("fused@"):
+                continue
+            cfg = p[len("fused@"):]
+            same = f"{100 * (t / plains[cfg] - 1):+.1f}% vs own plain" if cfg in plains else ""
+            cells.append(f"{cfg}: {t * 1e3:.1f} us, {100 * (t / plains[best_plain] - 1):+.1f}% vs best plain, {same}")
+        print(f"  {row['case']}: fastest plain {best_plain} {plains[best_plain] * 1e3:.1f} us")
+        for c in cells:
+            print(f"      {c}")
 
 
 # -------------------------------------------------------------- attention
@@ -248,6 +316,9 @@ def run(options):
 if __name__ == "__main__":
     ap = harness.parser(__doc__)
     ap.add_argument("--only", default="", help="comma-separated subset of elementwise,gemm,attention")
+    ap.add_argument("--gemm-configs", default="",
+                    help="GEMM part per config, fused and plain side by side: auto,BMxBNxBK/wW/sS,...")
+    ap.add_argument("--gemm-epilogues", default="", help="subset of bias_gelu,bias,residual (default bias_gelu,residual)")
     opts = harness.parse(ap)
     reason = harness.skip_reason()
     if reason:

@@ -50,6 +50,8 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
     optimizeModule(module, *machine);
     verifyOrThrow(module, "after optimisation");
   }
+  // After O3, which would fold the masks back into llvm.copysign.
+  lowerCopysignToBits(module);
   result.llvmIR = printModule(module);
   if (emitPTX)
     result.ptx = ::tessera::codegen::emitPTX(module, *machine);

@@ -2,6 +2,8 @@
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
@@ -126,6 +128,31 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   passes.run(module, mam);
+}
+
+unsigned lowerCopysignToBits(llvm::Module &module) {
+  llvm::SmallVector<llvm::IntrinsicInst *, 16> calls;
+  for (llvm::Function &f : module)
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &inst : block)
+        if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst))
+          if (call->getIntrinsicID() == llvm::Intrinsic::copysign &&
+              (call->getType()->isFloatTy() || call->getType()->isDoubleTy()))
+            calls.push_back(call);
+  for (llvm::IntrinsicInst *call : calls) {
+    llvm::IRBuilder<> b(call);
+    llvm::Type *floatTy = call->getType();
+    unsigned bits = floatTy->getPrimitiveSizeInBits();
+    llvm::Type *intTy = b.getIntNTy(bits);
+    llvm::APInt sign = llvm::APInt::getSignMask(bits);
+    // a ^ ((a ^ b) & sign): one constant, which ptxas folds into a single LOP3.
+    llvm::Value *a = b.CreateBitCast(call->getArgOperand(0), intTy);
+    llvm::Value *differing = b.CreateAnd(b.CreateXor(a, b.CreateBitCast(call->getArgOperand(1), intTy)), sign);
+    llvm::Value *result = b.CreateBitCast(b.CreateXor(a, differing), floatTy);
+    call->replaceAllUsesWith(result);
+    call->eraseFromParent();
+  }
+  return static_cast<unsigned>(calls.size());
 }
 
 std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine) {

@@ -22,6 +22,11 @@ void verifyOrThrow(const llvm::Module &module, const std::string &stage);
 void linkLibdevice(llvm::Module &module, const std::string &keep);
 // Runs LLVM's O3 pipeline with the target's callbacks (NVVMReflect, ...).
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+// Rewrites llvm.copysign.f32/f64 as integer masks, (a & ~sign) | (b & sign): LLVM 19's NVPTX
+// back-end expands copysign into abs, neg, a sign test and a select (three SASS instructions,
+// one a predicate), where the mask form is one LOP3. libdevice's erff, tanhf, ... end with a
+// copysign per element. Bit-exact (copysign only moves the sign bit). Returns how many it rewrote.
+unsigned lowerCopysignToBits(llvm::Module &module);
 std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine);
 std::string printModule(const llvm::Module &module);
 

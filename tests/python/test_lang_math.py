@@ -1,5 +1,7 @@
 """tl.* math (sin ... sigmoid, softmax, libdevice names, integer ops) compiles to
 PTX that ptxas accepts for sm_80 and sm_90a, with the instructions we expect."""
+import re
+
 import pytest
 
 from lang_support import ARCHS, compile_and_assemble, compile_kernel
@@ -63,3 +65,22 @@ def test_softmax_over_the_last_axis(tmp_path, arch):
     compile_and_assemble(tmp_path, "math_ops.py", "softmax_rows", "*fp32,*fp32", {"ROWS": 16, "COLS": 64}, arch)
     ir = compile_kernel("math_ops.py", "softmax_rows", "*fp32,*fp32", {"ROWS": 16, "COLS": 64}, emit="ir")
     assert 'kind = "max"' in ir and 'kind = "sum"' in ir and "axis = 1" in ir
+
+
+@pytest.mark.parametrize("dtype,bits", [("fp32", "b32"), ("fp64", "b64")])
+def test_copysign_is_a_bit_select(tmp_path, dtype, bits):
+    """libdevice's erf ends with a copysign per element. LLVM 19's NVPTX back-end expands
+    llvm.copysign into abs, neg, a sign test and a select (SHF + ISETP + FSEL in SASS); codegen
+    rewrites it as masks after O3 (lowerCopysignToBits): x ^ ((x ^ y) & sign), one LOP3."""
+    ptx = compile_and_assemble(tmp_path, "math_ops.py", "one_op", f"*{dtype},*{dtype},*{dtype}",
+                               {"FN": "erf", "BLOCK": 128}, "sm_90a")
+    sign = "-2147483648" if bits == "b32" else "-9223372036854775808"
+    assert f"xor.{bits}" in ptx and re.search(rf"and\.{bits}\s+%\w+, %\w+, {sign};", ptx), ptx
+    assert "setp.eq.b32" not in ptx  # the sign test of the expansion
+    if dtype == "fp32":
+        from test_vectorized_access import sass
+        path = tmp_path / "erf.ptx"
+        path.write_text(ptx)
+        text = sass(tmp_path, path)
+        assert re.search(r"LOP3\.LUT R\d+, R\d+, 0x80000000, R\d+", text), text
+        assert not re.search(r"SHF\.R\.U32\.HI R\d+, RZ, 0x1f", text), text

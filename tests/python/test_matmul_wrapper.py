@@ -554,6 +554,9 @@ def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
     assert name == "ep_bias_gelu" and kernel.__name__ == "matmul_tma_epilogue_kernel"
     assert "def ep_bias_gelu(acc, bias):" in kernel.text and tuner.fn is kernel
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in tuner.configs] == [
+        (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS + mm.HOPPER_EPILOGUE_EXTRA_CONFIGS]
+    # The plain TMA GEMM keeps the table alone.
+    assert [(c.kwargs, c.num_warps, c.num_stages) for c in mm.matmul_tma_autotuner().configs] == [
         (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS]
     assert all(c.pre_hook is mm._tma_block_shapes for c in tuner.configs)
     assert tuner.keys == ["M", "N", "K"] and tuner.early_config_prune is mm.prune_matmul_configs

@@ -144,6 +144,13 @@ def hopper_configs():
     return importlib.import_module("tessera.kernels.matmul").HOPPER_MATMUL_CONFIGS
 
 
+def epilogue_configs():
+    """What the TMA epilogue autotuner times: the Hopper table and the configs that fit 2-3 CTAs per SM."""
+    import importlib
+    mm = importlib.import_module("tessera.kernels.matmul")
+    return mm.HOPPER_MATMUL_CONFIGS + mm.HOPPER_EPILOGUE_EXTRA_CONFIGS
+
+
 def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=TMA_EPILOGUE_SLOTS, **kinds):
     """The composed kernel (kernels/matmul.py + the epilogue's source, as tk.matmul launches it) for
     sm_90a: (PTX, ir-opt, ptxas -v's report)."""
@@ -163,7 +170,7 @@ def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=TMA_E
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 @pytest.mark.parametrize("t", ["bf16", "fp16"])
-@pytest.mark.parametrize("config", hopper_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(**c.kwargs)
+@pytest.mark.parametrize("config", epilogue_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(**c.kwargs)
                          + f"-w{c.num_warps}-s{c.num_stages}")
 def test_tma_epilogue_matmul_is_an_mbarrier_ring_without_spills(config, t, tmp_path):
     """GEMM + bias + GELU through TMA: the same ring as matmul_tma_kernel (S stages of <=128-byte
@@ -206,3 +213,30 @@ def test_tma_epilogue_matmul_residual_and_column_operands(tmp_path):
                                            ",*{t}:16,i32:1,i32:16" + ",i32:16" * 9, NUM_EPI=1, E0_KIND=4)
     assert text.count("cp.async.bulk.tensor.2d") == 5 * config.num_stages and "C7514" not in report
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("config", epilogue_configs()[len(hopper_configs()):],
+                         ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(**c.kwargs) + f"-w{c.num_warps}-s{c.num_stages}")
+def test_tma_epilogue_extra_configs_fit_two_ctas_per_sm(config, tmp_path):
+    """HOPPER_EPILOGUE_EXTRA_CONFIGS are there so that one CTA's epilogue can overlap another's
+    wgmmas: with bias + GELU (fp16, the shapes' M, N, K multiples of 16 as the launcher specialises
+    them) each must leave room for a second CTA on an H100/H200 SM: 228 KiB of shared memory (1 KiB
+    reserved per CTA) and 64 Ki registers (allocated per warp in units of 256)."""
+    from tessera.kernels import _files
+    kw = config.kwargs
+    sig = ("tensordesc<fp16[{bm},{bk}]>,tensordesc<fp16[{bk},{bn}]>,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:1"
+           .format(bm=kw["BLOCK_M"], bn=kw["BLOCK_N"], bk=kw["BLOCK_K"]) + TMA_EPILOGUE_SLOTS.format(t="fp16"))
+    k = tessera.compile(_files.load("matmul").matmul_tma_epilogue_kernel, signature=sig, target="sm_90a",
+                        num_warps=config.num_warps, num_stages=config.num_stages,
+                        constexprs=dict(kw, EPILOGUE=ep_bias_gelu, NUM_EPI=1, E0_KIND=3))
+    ptx = tmp_path / "epi.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "epi.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", proc.stderr), proc.stderr
+    registers = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
+    per_cta = -(-registers * 32 // 256) * 256 * config.num_warps
+    ctas = min(228 * 1024 // (k.metadata.shared + 1024), 65536 // per_cta)
+    assert ctas >= 2, (registers, k.metadata.shared)

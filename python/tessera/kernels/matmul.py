@@ -86,6 +86,22 @@ HOPPER_MATMUL_CONFIGS = (
 )
 
 
+# Extra candidates of the TMA epilogue autotuner only (tk.matmul(..., epilogue=) on sm_90a):
+# tiles small enough for two or three CTAs per SM (<= 113 KiB of shared memory, registers for
+# 2 x 256 or 3 x 128 threads), so that one CTA's epilogue -- ALU work the tensor cores wait for
+# in a 1-CTA/SM kernel: bias + GELU is ~27 SASS instructions per output more than the plain
+# store -- may run while another CTA's wgmmas keep them busy. ptxas -v, bias + GELU, fp16
+# (tests/python/test_tma_ptx.py): 128x128x64/w8/s3 116 registers, 96 KiB (2 CTAs/SM);
+# 128x128x32/w4/s4 168 registers, 64 KiB (3); no spills. 128x128x64/w4/s3 and 64x128x64/w4/s4
+# of the table above also fit twice. At least 3 stages: with 2 the wgmmas cannot run across
+# iterations (the pipeline pass makes them synchronous). Not timed yet (bench/fusion.py
+# --gemm-configs).
+HOPPER_EPILOGUE_EXTRA_CONFIGS = (
+    _config(128, 128, 64, 8, 3),
+    _config(128, 128, 32, 4, 4),
+)
+
+
 def matmul_configs():
     """The table for the current GPU: HOPPER_MATMUL_CONFIGS where dots run on wgmma
     (an sm_90a target, TESSERA_WGMMA not 0), else MATMUL_CONFIGS (mma.sync)."""
@@ -308,9 +324,9 @@ def _tma_block_shapes(nargs):
     nargs["b_desc"].block_shape = (nargs["BLOCK_K"], nargs["BLOCK_N"])
 
 
-def _tma_configs():
+def _tma_configs(extra=()):
     return [Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_tma_block_shapes)
-            for c in HOPPER_MATMUL_CONFIGS]
+            for c in HOPPER_MATMUL_CONFIGS + tuple(extra)]
 
 
 def _uses_tma(A, B):
@@ -431,13 +447,14 @@ def _epilogue_kernel(epilogue, interpret, tma=False):
     kernel = _compose.compose(_state[base_key], {"EPILOGUE": jf})
     tuners = _state.setdefault("epilogue_tuners", {})
     if not interpret and id(kernel) not in tuners:
-        tuners[id(kernel)] = _autotuner(kernel, _tma_configs() if tma else matmul_configs())
+        tuners[id(kernel)] = _autotuner(kernel, _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) if tma
+                                        else matmul_configs())
     return kernel, tuners.get(id(kernel)), jf.fn.__name__
 
 
 def matmul_epilogue_autotuner(epilogue, tma=True):
     """The tessera.Autotuner of the epilogue kernel composed with `epilogue` (a @jit function):
-    matmul_tma_epilogue_kernel's (tma=True; over HOPPER_MATMUL_CONFIGS) or matmul_epilogue_kernel's
+    matmul_tma_epilogue_kernel's (tma=True; over HOPPER_MATMUL_CONFIGS + HOPPER_EPILOGUE_EXTRA_CONFIGS) or matmul_epilogue_kernel's
     (tma=False; over matmul_configs()). Its .fn is the composed kernel, .best_config the config of
     its last launch (None before any)."""
     return _epilogue_kernel(epilogue, False, tma)[1]
@@ -514,6 +531,6 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     return out
 
 
-__all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
+__all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "HOPPER_EPILOGUE_EXTRA_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
            "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner",
            "matmul_epilogue_autotuner", "prune_matmul_configs"]
