@@ -293,9 +293,16 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
-  case OpCode::For: return lowerFor(op);
-  case OpCode::If: return lowerIf(op);
-  case OpCode::While: return lowerWhile(op);
+  case OpCode::For: case OpCode::If: case OpCode::While: {
+    // A region is entered from more than one place (a loop's back edge): what
+    // was waited for before it says nothing inside it, nor after it.
+    wgmmaAllWaited_ = false;
+    if (op.code == OpCode::For) lowerFor(op);
+    else if (op.code == OpCode::If) lowerIf(op);
+    else lowerWhile(op);
+    wgmmaAllWaited_ = false;
+    return;
+  }
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
     unsupported(op, "terminator in an unexpected position");
   // the rest of triton.language

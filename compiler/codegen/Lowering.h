@@ -150,8 +150,14 @@ private:
   void lowerMmaDot(ir::Operation &op); // tensor cores: result in an Mma layout
   void lowerWgmmaDot(ir::Operation &op); // WgmmaDot.cpp: Mma version 3 (sm_90a)
   void lowerDotWait(ir::Operation &op);
-  // wgmma.wait_group `pending`, passing `regs` through so nothing reads them before.
-  void wgmmaWait(Regs &regs, unsigned pending);
+  // wgmma.wait_group `pending` (none when negative: the registers are complete
+  // already), passing `regs` through so nothing reads them before.
+  void wgmmaWait(Regs &regs, int pending);
+  // True from a wgmma.wait_group 0 until the next commit_group in straight-line
+  // code (reset at every loop and branch): no wgmma group is outstanding then,
+  // so a dot_wait has nothing to wait for and an async dot's wait_group 1 after
+  // its own commit neither (WgmmaDot.cpp).
+  bool wgmmaAllWaited_ = false;
   // Operand A of a tensor-core dot kept in registers: the #mma layout its
   // value has when it is the (cast) result of a dot with the same warps
   // (attention's P), else null; and the A fragment (4 x .b32) of m-tile mi,

@@ -179,13 +179,17 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
       }
     }
   }
+  const bool onlyThisGroupPending = wgmmaAllWaited_; // nothing was outstanding before this commit
   emitAsm("wgmma.commit_group.sync.aligned;");
 
   if (op.hasAttr("async") && op.intAttr("async") && !staged) {
-    // The previous iteration's group is done; this one runs on.
-    emitAsm("wgmma.wait_group.sync.aligned 1;");
+    // The previous iteration's group is done; this one runs on. (Attention's
+    // P @ V follows S = Q K^T's wait_group 0: nothing older is left to wait for.)
+    if (!onlyThisGroupPending) emitAsm("wgmma.wait_group.sync.aligned 1;");
+    wgmmaAllWaited_ = false;
   } else {
     wgmmaWait(accRegs, 0);
+    wgmmaAllWaited_ = true;
   }
   if (staged)
     barrier(); // the scratch may be reused right after
@@ -196,14 +200,15 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
 
 namespace tessera::codegen {
 
-void KernelLowering::wgmmaWait(Regs &regs, unsigned pending) {
+void KernelLowering::wgmmaWait(Regs &regs, int pending) {
   Type *f32Ty = b_.getFloatTy();
   std::string cons;
   for (size_t i = 0; i < regs.size(); ++i) cons += "=f,";
   for (size_t i = 0; i < regs.size(); ++i) cons += (i ? "," : "") + std::to_string(i);
   std::vector<Type *> types(regs.size(), f32Ty);
   InlineAsm *wait = InlineAsm::get(FunctionType::get(StructType::get(ctx_, types), types, false),
-                                   "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+                                   pending < 0 ? std::string("// wgmma group complete already")
+                                               : "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
                                    cons + ",~{memory}", /*hasSideEffects=*/true);
   Value *waited = b_.CreateCall(wait, std::vector<Value *>(regs.begin(), regs.end()));
   for (size_t i = 0; i < regs.size(); ++i) regs[i] = b_.CreateExtractValue(waited, static_cast<unsigned>(i));
@@ -213,7 +218,11 @@ void KernelLowering::lowerDotWait(ir::Operation &op) {
   Regs regs = lookup(op.operand(0));
   for (Value *r : regs)
     if (!r->getType()->isFloatTy()) unsupported(op, "dot_wait takes an f32 wgmma accumulator");
-  wgmmaWait(regs, 0);
+  // After a wait_group 0 with no commit since, the group is complete: the
+  // registers only pass through (an asm with side effects, so it stays after
+  // that wait and nothing reads them earlier).
+  wgmmaWait(regs, wgmmaAllWaited_ ? -1 : 0);
+  wgmmaAllWaited_ = true;
   define(op.result(), std::move(regs));
 }
 
