@@ -71,15 +71,21 @@ def jit_kernel(C, fn, name, defaults, do_not_specialize):
     text, file, first_line = _source.kernel_source(fn)
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
     if path and first_line == 1:  # the file's reduction (not a function-only fallback)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]}, f)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # an unwritable cache was reported by the C++ side already (or will be)
+        _write_entry(path, {"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]})
     return handle
+
+
+def _write_entry(path, data):
+    """Writes a JSON entry atomically (a temp file renamed into place); a failure just means
+    no entry (an unwritable cache was reported by the C++ side already, or will be)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _file_digest(path):
@@ -112,12 +118,5 @@ def callable_params(C, fn):
     if path:
         digests = {p: _file_digest(p) for p in sorted(files)}
         if all(digests.values()):
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"format": _FORMAT, "params": sorted(params), "files": digests}, f)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _write_entry(path, {"format": _FORMAT, "params": sorted(params), "files": digests})
     return params
