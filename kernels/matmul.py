@@ -79,13 +79,18 @@ def _epilogue_operand(ptr, stride_m, stride_n, offs_m, offs_n, mask, M, N, KIND:
 
 
 @tessera.jit
-def _apply_epilogue(acc, offs_m, offs_n, mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
-                    E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
-                    EPILOGUE: tl.constexpr, NUM_EPI: tl.constexpr, E0_KIND: tl.constexpr, E1_KIND: tl.constexpr,
-                    E2_KIND: tl.constexpr, E3_KIND: tl.constexpr):
-    """The store stage of the epilogue kernels: EPILOGUE(acc, e0, ..., e{NUM_EPI-1}) on the fp32
-    tile `acc` at rows offs_m and columns offs_n (`mask`: the ones inside C), e_i as
-    _epilogue_operand makes them; `acc` itself when EPILOGUE is None."""
+def _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         EPILOGUE: tl.constexpr, NUM_EPI: tl.constexpr, E0_KIND: tl.constexpr, E1_KIND: tl.constexpr,
+                         E2_KIND: tl.constexpr, E3_KIND: tl.constexpr):
+    """The store stage of the epilogue kernels: C's tile (pid_m, pid_n) = EPILOGUE(acc, e0, ...,
+    e{NUM_EPI-1}) on the fp32 tile `acc` (just `acc` when EPILOGUE is None), e_i as
+    _epilogue_operand makes them, cast to C's type and stored with C's masks."""
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if EPILOGUE is not None:
         if NUM_EPI == 0:
             acc = EPILOGUE(acc)
@@ -108,7 +113,8 @@ def _apply_epilogue(acc, offs_m, offs_n, mask, M, N, E0, stride_e0m, stride_e0n,
             e2 = _epilogue_operand(E2, stride_e2m, stride_e2n, offs_m, offs_n, mask, M, N, E2_KIND)
             e3 = _epilogue_operand(E3, stride_e3m, stride_e3n, offs_m, offs_n, mask, M, N, E3_KIND)
             acc = EPILOGUE(acc, e0, e1, e2, e3)
-    return acc
+    c = acc.to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + stride_cm * offs_m[:, None] + stride_cn * offs_n[None, :], c, mask=mask)
 
 
 @tessera.jit
@@ -139,15 +145,10 @@ def matmul_epilogue_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
         acc += tl.dot(a, b)
 
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    acc = _apply_epilogue(acc, offs_cm, offs_cn, c_mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
-                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
-                          EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
-    c = acc.to(c_ptr.dtype.element_ty)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=c_mask)
+    _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                         EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
 
 
 @tessera.jit
@@ -195,16 +196,11 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
                                E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
     """matmul_tma_kernel with matmul_epilogue_kernel's fused epilogue (docs/fusion.md, docs/tma.md):
     the TMA/mbarrier/wgmma K loop (_tma_accumulate), then C = EPILOGUE(acc, e0, ...) in the
-    store stage (_apply_epilogue), stored with C's masks."""
+    store stage (_store_with_epilogue)."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
 
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    acc = _apply_epilogue(acc, offs_cm, offs_cn, c_mask, M, N, E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
-                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
-                          EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
-    c = acc.to(c_ptr.dtype.element_ty)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=c_mask)
+    _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                         EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
