@@ -172,25 +172,18 @@ inline int torchDevice(PyObject *tensor) {
   return torchDeviceSlow(tensor);
 }
 
-// A torch tensor through torch's C++ API (TorchFastPath.h) where it is
-// loaded and takes the tensor, else through its type's descriptors: three
-// calls (is_cuda, dtype, data_ptr()), no torch.device objects. False for a CPU tensor or a dtype
-// tessera does not take (the general classifier explains the error).
-inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, FastArg &out) {
+// A CUDA torch tensor's address, dtype and device: through torch's C++ API
+// (TorchFastPath.h) where it is loaded and takes the tensor, else through its
+// type's descriptors: three calls (is_cuda, dtype, data_ptr()), no
+// torch.device objects. False for a CPU tensor or a dtype tessera does not
+// take (the general classifier explains the error).
+inline bool readTorch(const TorchType &t, PyObject *o, uint64_t &bits, int &scalar, int &device) {
   if (gTorchFastPath.tensor) [[likely]] { // torch's C++ API: no Python calls at all
     PyObject *dtype = nullptr;
-    int device = -1;
-    uint64_t bits = 0;
     if (gTorchFastPath.tensor(o, &bits, &dtype, &device)) [[likely]] {
       if (device < 0) return false;
-      const int scalar = torchScalarType(dtype);
-      if (scalar < 0) return false;
-      out.scalar = static_cast<uint8_t>(scalar);
-      out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
-      out.bits = bits;
-      out.device = device;
-      out.torch = true;
-      return true;
+      scalar = torchScalarType(dtype);
+      return scalar >= 0;
     }
   }
   PyObject *isCuda = Py_TYPE(t.isCuda)->tp_descr_get(t.isCuda, o, reinterpret_cast<PyObject *>(Py_TYPE(o)));
@@ -199,12 +192,11 @@ inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, Fast
   if (isCuda != Py_True) return false;
   PyObject *dtype = Py_TYPE(t.dtype)->tp_descr_get(t.dtype, o, reinterpret_cast<PyObject *>(Py_TYPE(o)));
   if (!dtype) throw py::error_already_set();
-  const int scalar = torchScalarType(dtype);
+  scalar = torchScalarType(dtype);
   Py_DECREF(dtype);
   if (scalar < 0) return false;
   PyObject *pointer = PyObject_Vectorcall(t.dataPtr, &o, 1, nullptr); // Tensor.data_ptr(o)
   if (!pointer) throw py::error_already_set();
-  uint64_t bits = 0;
   long long v = 0;
   bool ok;
   if (PyLong_CheckExact(pointer) && exactIntValue(pointer, v) && v >= 0) [[likely]] {
@@ -215,10 +207,18 @@ inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, Fast
   }
   Py_DECREF(pointer);
   if (!ok) throw py::error_already_set();
+  device = torchDevice(o);
+  return true;
+}
+
+inline bool classifyTorch(const TorchType &t, PyObject *o, bool specialize, FastArg &out) {
+  uint64_t bits = 0;
+  int scalar = -1, device = 0;
+  if (!readTorch(t, o, bits, scalar, device)) return false;
   out.scalar = static_cast<uint8_t>(scalar);
   out.flags = static_cast<uint8_t>(1 | (specialize && bits % 16 == 0 ? 2 : 0));
   out.bits = bits;
-  out.device = torchDevice(o);
+  out.device = device;
   out.torch = true;
   return true;
 }
