@@ -34,30 +34,32 @@ def _rules_digest():
     return _rules
 
 
-def _file_bytes(fn):
-    """The bytes of fn's file (read directly: linecache's decoding cost 0.1 ms), else None."""
+def _read(path):
+    """A file's bytes (read directly: linecache's decoding cost 0.1 ms), else None."""
     try:
-        with open(fn.__code__.co_filename, "rb") as f:
+        with open(path, "rb") as f:
             return f.read()
-    except (OSError, AttributeError):
+    except OSError:
         return None
 
 
-def _entry_path(C, fn, text):
+def _entry_path(C, fn, suffix):
+    """DIR/kernels/<2 hex>/<digest><suffix>, the digest over fn's file as it is now (what the
+    reduction reads too); None without a file or with the cache off."""
+    code = getattr(fn, "__code__", None)
+    text = _read(code.co_filename) if code is not None else None
     config = C.cache_config()
-    if not config["enabled"] or not _rules_digest():
+    if not text or not config["enabled"] or not _rules_digest():
         return None
-    code = fn.__code__
     h = hashlib.sha256(f"{_FORMAT}\0{_rules}\0{fn.__name__}\0{code.co_firstlineno}\0".encode())
     h.update(text)
     digest = h.hexdigest()
-    return os.path.join(config["dir"], "kernels", digest[:2], digest + ".src.json")
+    return os.path.join(config["dir"], "kernels", digest[:2], digest + suffix)
 
 
 def jit_kernel(C, fn, name, defaults, do_not_specialize):
     """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
-    text = _file_bytes(fn)  # the key: the file as it is now (what the reduction reads too)
-    path = _entry_path(C, fn, text) if text else None
+    path = _entry_path(C, fn, ".src.json")
     if path:
         try:
             with open(path, encoding="utf-8") as f:
@@ -89,11 +91,8 @@ def _write_entry(path, data):
 
 
 def _file_digest(path):
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+    data = _read(path)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def callable_params(C, fn):
@@ -102,10 +101,8 @@ def callable_params(C, fn):
     most of a warm start). The entry records a digest of every file that was read; a changed
     file means computing it again."""
     from ._compose import callable_constexpr_params
-    text = _file_bytes(fn)
-    path = _entry_path(C, fn, text) if text else None
+    path = _entry_path(C, fn, ".calls.json")
     if path:
-        path = path[:-len(".src.json")] + ".calls.json"
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
