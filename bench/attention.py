@@ -29,8 +29,9 @@ HEAD_DIMS = [64, 128]
 DTYPES = ["float16", "bfloat16"]
 TOKENS, MODEL_DIM = 16384, 2048
 # --sweep: forward (BLOCK_M, BLOCK_N, num_warps, num_stages) alternatives to the table's choice.
-SWEEP = [(128, 64, 8, 3), (128, 64, 8, 4), (128, 64, 8, 5), (128, 128, 8, 3), (128, 128, 8, 4), (64, 64, 4, 4), (64, 128, 4, 3),
-         (64, 128, 4, 4)]
+SWEEP = [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (64, 64, 4, 4)]
+# --sweep: the same with OVERLAP (both dots of a key step in flight, kernels/attention.py).
+SWEEP_OVERLAP = [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 2), (128, 128, 8, 3)]
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
@@ -123,6 +124,9 @@ def providers(sweep=False):
         for bm, bn, w, st in SWEEP:
             out[f"tessera_{bm}x{bn}w{w}s{st}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w,
                                                                    "num_stages": st})
+        for bm, bn, w, st in SWEEP_OVERLAP:
+            out[f"tessera_ov_{bm}x{bn}w{w}s{st}"] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w,
+                                                                      "num_stages": st, "OVERLAP": True})
     if sweep == "bwd":
         for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
             out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({

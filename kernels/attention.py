@@ -67,6 +67,48 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
 
 
 @tessera.jit
+def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                offs_m, offs_d, lo, hi, N_KV, qk_scale,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+    """_fwd_block_sweep with the two dots of a step in flight together (FlashAttention-3's
+    intra-warpgroup overlap): step j issues S_j = Q K_j^T and then P_{j-1} V_{j-1} before it
+    reads S_j, so on wgmma the softmax of block j runs while the tensor cores do P_{j-1} V_{j-1}
+    (compiler/passes/DeferWgmmaWaits.h). P_{j-1} is carried in registers; the first step's
+    P is zeros, and the last block's P V follows the loop."""
+    offs_nb = tl.arange(0, BLOCK_N)
+    p = tl.zeros([BLOCK_M, BLOCK_N], q.dtype)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                     mask=key_ok[None, :], other=0.0)
+        s = tl.dot(q, kt)
+        # The block before (the first step's P is zeros: any in-range block will do).
+        offs_p = tl.maximum(start_n - BLOCK_N, lo) + offs_nb
+        v = tl.load(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_p < N_KV)[:, None], other=0.0)
+        acc = tl.dot(p, v, acc)
+        s = s * qk_scale  # log2 units
+        keep = key_ok[None, :]
+        if DIAGONAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        s = tl.where(keep, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p32 = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p32, axis=1)
+        acc = acc * alpha[:, None]
+        p = p32.to(q.dtype)
+        m_i = m_new
+    offs_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N + offs_nb
+    v = tl.load(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                mask=(offs_p < N_KV)[:, None], other=0.0)
+    acc = tl.dot(p, v, acc)
+    return acc, l_i, m_i
+
+
+@tessera.jit
 def attn_fwd_kernel(Q, K, V, O, LSE,
                     stride_qb, stride_qh, stride_qn, stride_qd,
                     stride_kb, stride_kh, stride_kn, stride_kd,
@@ -74,7 +116,7 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                     stride_ob, stride_oh, stride_on, stride_od,
                     H, H_KV, N_Q, N_KV, sm_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    CAUSAL: tl.constexpr):
+                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False):
     """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
     sweep) run first, so the short ones fill the tail."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
@@ -101,19 +143,34 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    if CAUSAL:
-        # Key blocks entirely left of the diagonal (every key <= every row): no causal mask.
-        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                         stride_vn, stride_vd, offs_m, offs_d, 0, tl.minimum(start_m, N_KV),
-                                         N_KV, qk_scale, BLOCK_N, False)
-        # The blocks the diagonal crosses; nothing to their right.
-        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                         stride_vn, stride_vd, offs_m, offs_d, start_m,
-                                         tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale, BLOCK_N, True)
+    if OVERLAP:
+        if CAUSAL:
+            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                                        stride_vn, stride_vd, offs_m, offs_d, 0,
+                                                        tl.minimum(start_m, N_KV), N_KV, qk_scale,
+                                                        BLOCK_M, BLOCK_N, False)
+            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                                        stride_vn, stride_vd, offs_m, offs_d, start_m,
+                                                        tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale,
+                                                        BLOCK_M, BLOCK_N, True)
+        else:
+            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                                        stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV,
+                                                        qk_scale, BLOCK_M, BLOCK_N, False)
     else:
-        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                         stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV, qk_scale,
-                                         BLOCK_N, False)
+        if CAUSAL:
+            # Key blocks entirely left of the diagonal (every key <= every row): no causal mask.
+            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                             stride_vn, stride_vd, offs_m, offs_d, 0, tl.minimum(start_m, N_KV),
+                                             N_KV, qk_scale, BLOCK_N, False)
+            # The blocks the diagonal crosses; nothing to their right.
+            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                             stride_vn, stride_vd, offs_m, offs_d, start_m,
+                                             tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale, BLOCK_N, True)
+        else:
+            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                             stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV, qk_scale,
+                                             BLOCK_N, False)
 
     inv_l = 1.0 / l_i
     out = acc * inv_l[:, None]

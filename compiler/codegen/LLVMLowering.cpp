@@ -443,13 +443,59 @@ void KernelLowering::addIncoming(std::vector<Regs> &phis, const std::vector<Regs
   }
 }
 
+namespace {
+
+// 16-bit floats a loop carries go around it in pairs, as <2 x half/bfloat>
+// (one 32-bit register): a pair that one paired conversion made stays one
+// word, so a carried bf16 tile used as a tensor-core A fragment needs no
+// repacking in the body (FlashAttention's P carried to the next step's P V).
+bool carriedInPairs(const Regs &regs) {
+  return !regs.empty() && regs.size() % 2 == 0 && (regs[0]->getType()->isHalfTy() || regs[0]->getType()->isBFloatTy());
+}
+
+Regs packPairs(IRBuilder<> &b, const Regs &regs) {
+  Regs packed;
+  for (size_t i = 0; i < regs.size(); i += 2) {
+    auto *lo = dyn_cast<ExtractElementInst>(regs[i]);
+    auto *hi = dyn_cast<ExtractElementInst>(regs[i + 1]);
+    auto index = [](ExtractElementInst *e) {
+      auto *c = dyn_cast<ConstantInt>(e->getIndexOperand());
+      return c ? static_cast<int64_t>(c->getZExtValue()) : -1;
+    };
+    if (lo && hi && lo->getVectorOperand() == hi->getVectorOperand() && index(lo) == 0 && index(hi) == 1 &&
+        cast<FixedVectorType>(lo->getVectorOperand()->getType())->getNumElements() == 2) {
+      packed.push_back(lo->getVectorOperand());
+      continue;
+    }
+    Value *v = PoisonValue::get(FixedVectorType::get(regs[i]->getType(), 2));
+    v = b.CreateInsertElement(v, regs[i], uint64_t{0});
+    packed.push_back(b.CreateInsertElement(v, regs[i + 1], uint64_t{1}));
+  }
+  return packed;
+}
+
+Regs unpackPairs(IRBuilder<> &b, const Regs &packed) {
+  Regs regs;
+  for (Value *v : packed) {
+    regs.push_back(b.CreateExtractElement(v, uint64_t{0}));
+    regs.push_back(b.CreateExtractElement(v, uint64_t{1}));
+  }
+  return regs;
+}
+
+} // namespace
+
 void KernelLowering::lowerFor(ir::Operation &op) {
   ir::Block &body = *op.region(0);
   Value *lb = lookup(op.operand(0))[0], *ub = lookup(op.operand(1))[0];
   Value *step = lookup(op.operand(2))[0];
   std::vector<Regs> inits;
-  for (unsigned i = 3; i < op.operands.size(); ++i)
+  std::vector<bool> paired;
+  for (unsigned i = 3; i < op.operands.size(); ++i) {
     inits.push_back(lookup(op.operand(i)));
+    paired.push_back(carriedInPairs(inits.back()));
+    if (paired.back()) inits.back() = packPairs(b_, inits.back());
+  }
 
   BasicBlock *pre = b_.GetInsertBlock();
   BasicBlock *header = BasicBlock::Create(ctx_, "for.header", kernel_);
@@ -467,9 +513,11 @@ void KernelLowering::lowerFor(ir::Operation &op) {
   b_.SetInsertPoint(bodyBB);
   define(body.args.at(0).get(), iv[0]);
   for (size_t i = 0; i < carried.size(); ++i)
-    define(body.args.at(i + 1).get(), carried[i]);
+    define(body.args.at(i + 1).get(), paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
   lowerBlock(body);
   std::vector<Regs> next = terminatorValues(body, 0);
+  for (size_t i = 0; i < next.size(); ++i)
+    if (paired[i]) next[i] = packPairs(b_, next[i]);
   Value *nextIv = b_.CreateAdd(iv[0][0], step);
   BasicBlock *latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -478,7 +526,7 @@ void KernelLowering::lowerFor(ir::Operation &op) {
 
   b_.SetInsertPoint(exit);
   for (size_t i = 0; i < carried.size(); ++i)
-    define(op.result(static_cast<unsigned>(i)), carried[i]);
+    define(op.result(static_cast<unsigned>(i)), paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
 }
 
 void KernelLowering::lowerIf(ir::Operation &op) {

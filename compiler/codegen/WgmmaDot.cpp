@@ -23,7 +23,9 @@
 // collects the accumulator. Waits that wait for nothing are left out: after
 // a wait_group 0 with no commit since (straight-line code), a dot_wait only
 // passes its registers through and an async dot skips its wait_group 1
-// (attention's key step: one WARPGROUP.DEPBAR instead of three).
+// (attention's key step: one WARPGROUP.DEPBAR instead of three). A dot
+// marked `deferred` (compiler/passes/DeferWgmmaWaits.h) does not wait: the
+// dot_wait {pending = k} before its first reader does.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -185,7 +187,9 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   const bool onlyThisGroupPending = wgmmaAllWaited_; // nothing was outstanding before this commit
   emitAsm("wgmma.commit_group.sync.aligned;");
 
-  if (op.hasAttr("async") && op.intAttr("async") && !staged) {
+  if (op.hasAttr("deferred") && op.intAttr("deferred") && !staged) {
+    wgmmaAllWaited_ = false; // a dot_wait {pending} before the first reader (DeferWgmmaWaits.h)
+  } else if (op.hasAttr("async") && op.intAttr("async") && !staged) {
     // The previous iteration's group is done; this one runs on. (Attention's
     // P @ V follows S = Q K^T's wait_group 0: nothing older is left to wait for.)
     if (!onlyThisGroupPending) emitAsm("wgmma.wait_group.sync.aligned 1;");
@@ -217,15 +221,41 @@ void KernelLowering::wgmmaWait(Regs &regs, int pending) {
   for (size_t i = 0; i < regs.size(); ++i) regs[i] = b_.CreateExtractValue(waited, static_cast<unsigned>(i));
 }
 
+// A dot_wait's operands after the accumulator (DeferWgmmaWaits.cpp): a
+// volatile shared load at an address computed from their registers (within
+// the first 16 bytes of shared memory; the value is not used) goes right
+// before the wait. ptxas keeps a wgmma.wait_group after a shared load, and
+// the load after the work that computes its address; without it the wait,
+// which has no inputs, is moved up to right after the wgmmas (and the
+// registers the wgmmas read are then reused at once).
+void KernelLowering::loadWaitAnchors(ir::Operation &op) {
+  Value *mix = nullptr;
+  for (size_t i = 1; i < op.operands.size(); ++i)
+    for (Value *r : lookup(op.operand(static_cast<unsigned>(i)))) {
+      Value *word = b_.CreateBitCast(r, b_.getInt32Ty());
+      mix = mix ? b_.CreateXor(mix, word) : word;
+    }
+  if (!mix) return;
+  sharedScratch(0, op); // creates the array
+  sharedBytes_ = std::max(sharedBytes_, 16u);
+  Value *address = b_.CreateAdd(sharedAddress32(smem_), b_.CreateAnd(mix, i32(12)));
+  InlineAsm *load = InlineAsm::get(FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty()}, false),
+                                   "ld.volatile.shared.b32 $0, [$1];", "=r,r,~{memory}", /*hasSideEffects=*/true);
+  b_.CreateCall(load, {address});
+}
+
 void KernelLowering::lowerDotWait(ir::Operation &op) {
   Regs regs = lookup(op.operand(0));
   for (Value *r : regs)
     if (!r->getType()->isFloatTy()) unsupported(op, "dot_wait takes an f32 wgmma accumulator");
   // After a wait_group 0 with no commit since, the group is complete: the
   // registers only pass through (an asm with side effects, so it stays after
-  // that wait and nothing reads them earlier).
-  wgmmaWait(regs, wgmmaAllWaited_ ? -1 : 0);
-  wgmmaAllWaited_ = true;
+  // that wait and nothing reads them earlier). A deferred dot's wait leaves
+  // the `pending` groups committed after it running.
+  const int pending = op.hasAttr("pending") ? static_cast<int>(op.intAttr("pending")) : 0;
+  if (!wgmmaAllWaited_) loadWaitAnchors(op);
+  wgmmaWait(regs, wgmmaAllWaited_ ? -1 : pending);
+  wgmmaAllWaited_ = wgmmaAllWaited_ || pending == 0;
   define(op.result(), std::move(regs));
 }
 

@@ -334,9 +334,10 @@ private:
     case OpCode::AsyncCommit:
     case OpCode::FenceAsyncShared:
       return nOperands(0) && nResults(0);
-    case OpCode::DotWait:
-      return nOperands(1) && nResults(1) &&
-             (op.operand(0)->type == op.result()->type || fail(op, "result type must be the operand's"));
+    case OpCode::DotWait: // (acc, values to compute first...)
+      return (!op.operands.empty() || fail(op, "takes the accumulator")) && nResults(1) &&
+             (op.operand(0)->type == op.result()->type || fail(op, "result type must be the operand's")) &&
+             (!op.hasAttr("pending") || op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
     case OpCode::AsyncWait:
       return nOperands(0) && nResults(0) && (op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
     case OpCode::LocalAlloc:

@@ -9,6 +9,7 @@
 #include "compiler/passes/Coalesce.h"
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/DeferWgmmaWaits.h"
 #include "compiler/passes/Fusion.h"
 #include "compiler/passes/LayoutAssignment.h"
 #include "compiler/passes/PropagateMmaLayout.h"
@@ -70,7 +71,8 @@ const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
                                                  "remove-layout-conversions", "accelerate-dot",
-                                                 "propagate-mma-layout", "pipeline", "fusion"};
+                                                 "propagate-mma-layout", "pipeline", "fusion",
+                                                 "defer-wgmma-waits"};
   return names;
 }
 
@@ -90,7 +92,8 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
    (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch, options.wgmma); }, fn, options) &&
     runPass("propagate-mma-layout", propagateMmaLayout, fn, options) &&
     runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options))) &&
-  runPass("fusion", fuseElementwiseChains, fn, options);
+  runPass("fusion", fuseElementwiseChains, fn, options) &&
+  runPass("defer-wgmma-waits", deferWgmmaWaits, fn, options);
 }
 
 } // namespace tessera::passes

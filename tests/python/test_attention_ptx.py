@@ -281,3 +281,34 @@ def test_forward_key_mask_compare_runs_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("TESSERA_COMPARE_RUNS", "0")
     monkeypatch.setenv("TESSERA_CACHE", "off")
     assert compares() >= on + 12
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_overlapped_step_keeps_the_softmax_between_its_waits(D, tmp_path):
+    """OVERLAP on sm_90a: a key step issues S = Q K^T and P V, waits for S only (wait_group
+    1), does the softmax, then waits for P V (wait_group 0; compiler/passes/DeferWgmmaWaits).
+    In the SASS the two WARPGROUP.DEPBARs still enclose every MUFU.EX2 of the step (ptxas
+    would otherwise hoist the second wait to the wgmmas, DeferWgmmaWaits.h), and the carried
+    bf16 P needs no PRMT repacking (its pairs go around the loop as 32-bit words)."""
+    from test_vectorized_access import sass
+    kernel = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                             constexprs={"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": 128, "CAUSAL": False,
+                                         "OVERLAP": True}, num_warps=8, num_stages=2, target="sm_90a")
+    ptx = kernel.asm["ptx"]
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d)", ptx)
+    assert waits[:2] == ["1", "0"], waits
+    first, second = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned", ptx)][:2]
+    assert "ex2.approx" in ptx[first:second]
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    code = sass(tmp_path, path)
+    # The loop: from its back-edge target (the second BAR.SYNC: the step's barrier) to the branch back.
+    lines = code.splitlines()
+    start = [i for i, line in enumerate(lines) if "BAR.SYNC" in line][1]
+    end = next(i for i in range(start, len(lines)) if re.search(r"\bBRA\b", lines[i]))
+    step = lines[start:end]
+    depbars = [i for i, line in enumerate(step) if "WARPGROUP.DEPBAR" in line]
+    ex2 = [i for i, line in enumerate(step) if "MUFU.EX2" in line]
+    assert len(depbars) == 2 and "0x1" in step[depbars[0]] and "0x0" in step[depbars[1]], [step[i] for i in depbars]
+    assert depbars[0] < ex2[0] and ex2[-1] < depbars[1], (depbars, ex2[0], ex2[-1])
+    assert not any("PRMT" in line for line in step)

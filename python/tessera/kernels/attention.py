@@ -78,21 +78,35 @@ HOPPER_BACKWARD = {
 }
 
 
-def attention_config(head_dim, causal=False, wgmma=None, modifiers=False):
-    """The launch configuration for this head dim and causal flag (a fresh dict). wgmma: the
+# The forward with OVERLAP (kernels/attention.py: both dots of a key step in flight, the
+# softmax under P V) where it measured faster on an H100 (2026-11-22, bench/attention.py
+# --sweep, bf16 TFLOP/s, same run): (D, causal): ((BLOCK_M, BLOCK_N, warps, stages), from
+# this many keys). D128 causal N16k: 465 vs 433 (Triton 431); at N4096 374 vs 377 and at
+# N1024 238 vs 263, hence the threshold. Non-causal and D64 measured slower (D128 N16k 439
+# vs 449, D64 N16k 342 vs 385).
+HOPPER_OVERLAP = {(128, True): ((128, 128, 8, 2), 8192)}
+
+
+def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None):
+    """The launch configuration for this head dim and causal flag (a fresh dict). keys: the
+    number of keys, which picks HOPPER_OVERLAP where it applies (None: never). wgmma: the
     table for GPUs whose dots run on wgmma (sm_90a); None asks the current device. modifiers:
     for the forward with score_mod/mask_mod/kv_range, which keeps CONFIGS' blocks (its
     modifiers' gathers take shared scratch that HOPPER_FORWARD's wider steps overflow)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
-    stages = 2
+    stages, overlap = 2, False
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
         dkdv, dq = HOPPER_BACKWARD[head_dim]
         if not modifiers:
             *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
-    return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "bwd_num_stages": 2,
+            overlapped, from_keys = HOPPER_OVERLAP.get((head_dim, bool(causal)), (None, None))
+            if overlapped and keys is not None and keys >= from_keys:
+                (*fwd, stages), overlap = overlapped, True
+    return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
+            "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
 
@@ -182,8 +196,8 @@ def _check(q, k, v, layout):
     return B, H, Hk, N, Nk, D
 
 
-def _config(D, causal, config, modifiers=False):
-    c = attention_config(D, causal, modifiers=modifiers)
+def _config(D, causal, config, modifiers=False, keys=None):
+    c = attention_config(D, causal, modifiers=modifiers, keys=keys)
     if config:
         unknown = set(config) - set(c)
         if unknown:
@@ -241,7 +255,7 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    c = _config(D, causal, config, mods)
+    c = _config(D, causal, config, mods, keys=Nk)
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
@@ -263,7 +277,7 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         return o, lse
     kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
-                                  num_warps=c["num_warps"], num_stages=c["num_stages"])
+                                  OVERLAP=bool(c["OVERLAP"]), num_warps=c["num_warps"], num_stages=c["num_stages"])
     return o, lse
 
 

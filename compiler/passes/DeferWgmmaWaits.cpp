@@ -1,0 +1,85 @@
+#include "compiler/passes/DeferWgmmaWaits.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tessera::passes {
+
+using namespace ir;
+
+namespace {
+
+bool isWgmmaDot(const Operation &op) {
+  const Value *r = op.results.empty() ? nullptr : op.result();
+  return op.code == OpCode::Dot && r && r->layout && r->layout->kind == Layout::Kind::Mma &&
+         r->layout->mmaVersion == 3;
+}
+
+bool reads(const Operation &op, const Value *v) {
+  bool found = std::count(op.operands.begin(), op.operands.end(), v) > 0;
+  for (auto &region : op.regions)
+    walk(*region, [&](Operation &inner) {
+      found |= std::count(inner.operands.begin(), inner.operands.end(), v) > 0;
+    });
+  return found;
+}
+
+// Ops the wait must stay before (see the header).
+bool stopsTheWait(const Operation &op) {
+  switch (op.code) {
+  case OpCode::LocalStore: case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::LocalDealloc:
+    return true;
+  default:
+    return !op.regions.empty() || &op == op.parent->terminator();
+  }
+}
+
+// The values computed between the dot and its wait that the ops there do not
+// read but ops after it do: the ends of the work the wait should follow.
+// ptxas schedules a wait_group as early as nothing orders it (it has no
+// inputs), i.e. right after the dot; the wait stores these first (codegen),
+// which it keeps in order. Only 32-bit values: what the store takes.
+std::vector<Value *> anchorsOf(Block &block, std::list<std::unique_ptr<Operation>>::iterator from,
+                               std::list<std::unique_ptr<Operation>>::iterator to) {
+  std::vector<Value *> anchors;
+  for (auto it = from; it != to; ++it)
+    for (auto &r : (*it)->results) {
+      // A dot's registers are the tensor cores' until its own wait; a constant is no work.
+      if (isWgmmaDot(**it) || (*it)->code == OpCode::Constant) continue;
+      const Type &t = r->type;
+      if (t.pointer || t.isTensorDesc() || bitWidth(t.scalar) != 32) continue;
+      bool readBefore = false;
+      for (auto u = std::next(it); u != to && !readBefore; ++u) readBefore = reads(**u, r.get());
+      if (!readBefore && countUses(block, r.get()) > 0) anchors.push_back(r.get());
+    }
+  return anchors;
+}
+
+void deferInBlock(Block &block) {
+  for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
+    Operation &dot = **it;
+    for (auto &region : dot.regions) deferInBlock(*region);
+    if (!isWgmmaDot(dot) || (dot.hasAttr("async") && dot.intAttr("async"))) continue;
+    Value *result = dot.result();
+    auto at = std::next(it);
+    int64_t pending = 0;
+    for (; at != block.ops.end() && !reads(**at, result) && !stopsTheWait(**at); ++at)
+      pending += isWgmmaDot(**at);
+    if (at == std::next(it) || at == block.ops.end()) continue; // read right away: nothing to overlap
+    dot.attrs["deferred"] = int64_t{1};
+    Builder b(&block);
+    b.setInsertionPoint(&block, at);
+    b.setLoc((*at)->loc);
+    std::vector<Value *> operands = {result};
+    for (Value *v : anchorsOf(block, std::next(it), at)) operands.push_back(v);
+    Value *waited = b.op(OpCode::DotWait, operands, result->type, {{"pending", pending}});
+    waited->layout = result->layout;
+    replaceUsesExcept(block, result, waited, waited->definingOp);
+  }
+}
+
+} // namespace
+
+void deferWgmmaWaits(Function &fn) { deferInBlock(fn.body); }
+
+} // namespace tessera::passes
