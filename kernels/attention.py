@@ -36,6 +36,20 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @tessera.jit
+def _online_softmax(s, m_i, l_i, keep):
+    """One key block of the online softmax: s (log2 units) masked by keep; returns the
+    block's exp2(s - m) in fp32, the factor alpha = exp2(m_old - m_new) that rescales what
+    came before, and the new row maximum and sum."""
+    s = tl.where(keep, s, -float("inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    # Guard rows that have seen no key yet (m = -inf): exp2(-inf - -inf) would be NaN.
+    m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+    p = tl.exp2(s - m_safe[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
+
+
+@tessera.jit
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
@@ -51,18 +65,11 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        s = tl.where(keep, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        # Guard rows that have seen no key yet (m = -inf): exp2(-inf - -inf) would be NaN.
-        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep)
         v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=key_ok[:, None], other=0.0)
         acc = acc * alpha[:, None]
         acc += tl.dot(p.to(v.dtype), v)
-        m_i = m_new
     return acc, l_i, m_i
 
 
@@ -92,15 +99,9 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        s = tl.where(keep, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-        p32 = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p32, axis=1)
+        p32, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep)
         acc = acc * alpha[:, None]
         p = p32.to(q.dtype)
-        m_i = m_new
     offs_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N + offs_nb
     v = tl.load(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                 mask=(offs_p < N_KV)[:, None], other=0.0)
