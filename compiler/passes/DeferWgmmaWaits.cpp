@@ -37,8 +37,9 @@ bool stopsTheWait(const Operation &op) {
 // The values computed between the dot and its wait that the ops there do not
 // read but ops after it do: the ends of the work the wait should follow.
 // ptxas schedules a wait_group as early as nothing orders it (it has no
-// inputs), i.e. right after the dot; the wait stores these first (codegen),
-// which it keeps in order. Only 32-bit values: what the store takes.
+// inputs), i.e. right after the dot; codegen puts a shared load whose address
+// is made from these before the wait, which ptxas keeps in order
+// (WgmmaDot.cpp, loadWaitAnchors). Only 32-bit values: what it bit-casts.
 std::vector<Value *> anchorsOf(Block &block, std::list<std::unique_ptr<Operation>>::iterator from,
                                std::list<std::unique_ptr<Operation>>::iterator to) {
   std::vector<Value *> anchors;
