@@ -6,6 +6,11 @@ larger than it (so each run reads its input from DRAM, as in a real model
 step); the result is the median of `reps` runs (plus the 20th and 80th
 percentiles). Events are recorded back to back and read after one
 synchronisation, so host overhead between runs does not count.
+`run_benchmark` times the providers of a case interleaved (`bench_interleaved`):
+all of them are warmed up first, then each of `reps` rounds runs every provider
+once, the order rotating by one each round. The GPU's clock drifts as it heats
+up (5-9 % on an H100 at 700 W), so providers timed one after another would be
+compared at different clocks; interleaved, they share the same conditions.
 
 Reporting (`report`): a table (one row per shape, one column per provider,
 GB/s counting the bytes read plus written) on stdout, and per benchmark a
@@ -50,6 +55,16 @@ def flush_l2():
     _flush_buffer.zero_()
 
 
+def _stats(starts, ends):
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    q = lambda f: times[min(len(times) - 1, int(f * len(times)))]  # noqa: E731
+    return {"median_ms": statistics.median(times), "p20_ms": q(0.2), "p80_ms": q(0.8), "reps": len(times)}
+
+
+def error_text(e):
+    return f"{type(e).__name__}: {e}"[:300]
+
+
 def bench(fn, warmup=10, reps=50, flush=True):
     """Times fn() on the current stream: {'median_ms', 'p20_ms', 'p80_ms', 'reps'}."""
     import torch
@@ -65,9 +80,51 @@ def bench(fn, warmup=10, reps=50, flush=True):
         fn()
         ends[i].record()
     torch.cuda.synchronize()
-    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-    q = lambda f: times[min(len(times) - 1, int(f * len(times)))]  # noqa: E731
-    return {"median_ms": statistics.median(times), "p20_ms": q(0.2), "p80_ms": q(0.8), "reps": reps}
+    return _stats(starts, ends)
+
+
+def bench_interleaved(fns, warmup=10, reps=50, flush=True, errors=None):
+    """Times each fn of {name: fn} as `bench` does, but all of them in the same rounds: `warmup`
+    runs of each, then `reps` rounds, each running every fn once (L2 flushed before each run),
+    starting one name further along each round. Returns {name: bench's dict}.
+    A fn that raises is left out from then on (no result): its exception goes into errors[name]
+    when errors is a dict, else it propagates."""
+    import torch
+    names = []
+    for name, fn in fns.items():
+        try:
+            for _ in range(warmup):
+                fn()
+        except Exception as e:  # noqa: BLE001 (a fn failing is reported, the others still timed)
+            if errors is None:
+                raise
+            errors[name] = error_text(e)
+            continue
+        names.append(name)
+    torch.cuda.synchronize()
+    starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    failed = set()
+    for r in range(reps):
+        # Rotated: each fn takes every place in a round equally often, not always first or last.
+        k = r % len(names) if names else 0
+        for name in names[k:] + names[:k]:
+            if name in failed:
+                continue
+            if flush:
+                flush_l2()
+            starts[name][r].record()
+            try:
+                fns[name]()
+            except Exception as e:  # noqa: BLE001 (its times so far are dropped, the others' kept)
+                if errors is None:
+                    raise
+                errors[name] = error_text(e)
+                failed.add(name)
+                continue
+            ends[name][r].record()
+    torch.cuda.synchronize()
+    return {n: _stats(starts[n], ends[n]) for n in names if n not in failed}
 
 
 def check_close(out, ref, tol, what="wrong result"):
@@ -93,6 +150,8 @@ def run_benchmark(name, cases, providers, nbytes, options, check=None):
     """cases: [(label, make_inputs)] where make_inputs() returns the inputs;
     providers: {name: fn(inputs) -> callable that runs once}; nbytes(inputs): bytes read + written;
     check(inputs, provider, fn): raises when a provider's output is wrong (before timing).
+    The providers of a case are timed together (bench_interleaved); one that raises is reported
+    in the row's errors and the others are still timed.
     Returns the results dict (also written as JSON/PNG into options.out)."""
     import torch
     wanted = options.providers.split(",") if options.providers else list(providers)
@@ -101,18 +160,27 @@ def run_benchmark(name, cases, providers, nbytes, options, check=None):
     for label, make_inputs in cases:
         inputs = make_inputs()
         row = {"case": label, "bytes": nbytes(inputs), "ms": {}, "gbps": {}, "errors": {}}
+        fns = {}
         for pname in results["providers"]:
             try:
-                fn = providers[pname](inputs)
+                fns[pname] = providers[pname](inputs)
                 if check is not None:
-                    check(inputs, pname, fn)
-                t = bench(fn, warmup=options.warmup, reps=options.reps)
-                row["ms"][pname] = t["median_ms"]
-                row["gbps"][pname] = gbps(row["bytes"], t["median_ms"])
+                    check(inputs, pname, fns[pname])
             except Exception as e:  # noqa: BLE001 (a provider failing is reported, not fatal)
-                row["errors"][pname] = f"{type(e).__name__}: {e}"[:300]
+                fns.pop(pname, None)
+                row["errors"][pname] = error_text(e)
+        try:
+            timed = bench_interleaved(fns, warmup=options.warmup, reps=options.reps, errors=row["errors"])
+        except Exception as e:  # noqa: BLE001 (e.g. a sticky CUDA error at the synchronisation: no one provider's)
+            timed = {}
+            for pname in fns:
+                row["errors"].setdefault(pname, error_text(e))
+        for pname in results["providers"]:
+            if pname in timed:
+                row["ms"][pname] = timed[pname]["median_ms"]
+                row["gbps"][pname] = gbps(row["bytes"], timed[pname]["median_ms"])
         results["rows"].append(row)
-        del inputs
+        del inputs, fns  # every provider's callable holds the inputs (and maybe outputs): free them all
         torch.cuda.empty_cache()
         print_row(results, row, first=len(results["rows"]) == 1)
     write_outputs(results, options)
@@ -123,7 +191,7 @@ def print_row(results, row, first):
     providers = results["providers"]
     if first:
         print(f"\n{results['benchmark']} on {results['device']}, {results['date']}; GB/s = (bytes read + written)"
-              f" / median time; {results['reps']} runs, L2 flushed")
+              f" / median time; {results['reps']} runs, L2 flushed, providers interleaved")
         print(f"{'case':<24}" + "".join(f"{p:>14}" for p in providers))
     cells = []
     for p in providers:
