@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 // A new CompileOptions field changes the generated code: it must be added to
 // makeKey below (and then this size updated).
-struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; std::string backend; };
+struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; std::string backend; int fpFusion; unsigned maxRegisters; };
 static_assert(sizeof(CompileOptions) == sizeof(CompileOptionsFieldsInTheKey),
               "CompileOptions changed: add the new field to the cache key in runtime/Cache.cpp");
 
@@ -315,12 +315,15 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += "num_warps: " + std::to_string(options.numWarps) + "\n";
   t += "num_stages: " + std::to_string(options.numStages) + "\n";
   t += "arch: " + escapeLine(options.arch) + "\n";
+  t += "maxnreg: " + std::to_string(options.maxRegisters) + "\n";
   // Device-side asserts: options.debug or TESSERA_DEBUG (compiler/driver/Compiler.cpp's rule).
   const char *debugEnv = std::getenv("TESSERA_DEBUG");
   const bool debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
   t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
   // Tensor cores: options.tensorCores or TESSERA_MMA (tensorCoresEnabled's rule).
   t += std::string("tensor_cores: ") + (tensorCoresEnabled(options) ? "1" : "0") + "\n";
+  // Contraction: options.fpFusion or TESSERA_FP_FUSION (fpFusionEnabled's rule).
+  t += std::string("fp_fusion: ") + (fpFusionEnabled(options) ? "1" : "0") + "\n";
   // Hopper's wgmma on sm_90a unless TESSERA_WGMMA=0.
   t += std::string("wgmma: ") + (passes::wgmmaFromEnvironment() ? "1" : "0") + "\n";
   // Back-end: options.backend or TESSERA_BACKEND (resolveBackend's rule); NVRTC's version too.

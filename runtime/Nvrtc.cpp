@@ -170,13 +170,14 @@ void addNvrtcSearchDirectory(const std::string &dir) {
   extraDirectories().push_back(dir);
 }
 
-std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch) {
+std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch,
+                              bool fmad) {
   const Loaded &l = loaded();
   if (!l.status.available) throw NvrtcError(l.status.error);
   const NvrtcApi &api = l.api;
   if (arch.rfind("sm_", 0) != 0) throw NvrtcError("NVRTC back-end: bad architecture '" + arch + "'");
   const std::string archOption = "--gpu-architecture=compute_" + arch.substr(3);
-  const char *options[] = {archOption.c_str(), "--fmad=false", "--std=c++17", "-default-device",
+  const char *options[] = {archOption.c_str(), fmad ? "--fmad=true" : "--fmad=false", "--std=c++17", "-default-device",
                            "--disable-warnings"};
   nvrtcProgram program = nullptr;
   if (nvrtcResult r = api.createProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr);

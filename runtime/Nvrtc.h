@@ -37,9 +37,10 @@ void addNvrtcSearchDirectory(const std::string &dir);
 
 // Compiles `source` (one CUDA C++ translation unit, named `name` in
 // messages, e.g. "add_kernel.cu") to PTX for `arch` (sm_80 ... sm_90a).
-// Floating-point contraction is off (--fmad=false), as in the LLVM back-end;
-// denormals, division and square root are IEEE (NVRTC's defaults).
+// fmad: floating-point contraction (--fmad), as CompileOptions::fpFusion asks the
+// LLVM back-end; denormals, division and square root are IEEE (NVRTC's defaults).
 // Throws NvrtcError.
-std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch);
+std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch,
+                              bool fmad = true);
 
 } // namespace tessera::rt

@@ -58,6 +58,10 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
                        (also TESSERA_DEBUG=1)
   --tensor-cores       fp16/bf16 dots on tensor cores (mma.sync, sm_80+); also
                        TESSERA_MMA=1 (off by default for now); --no-tensor-cores
+  --no-fp-fusion       keep a * b + c as two rounded operations (default: contract
+                       into fused multiply-adds, as Triton; also TESSERA_FP_FUSION=0)
+  --maxnreg N          at most N registers a thread (PTX .maxnreg, 16..255), e.g. to
+                       fit two CTAs on an SM
   --stop-after PASS    with --emit ir-opt: the IR right after PASS
                        (canonicalize, dead-code-elimination, layout-assignment)
   -o FILE              write the output to FILE instead of stdout
@@ -68,7 +72,7 @@ const char *kAotUsage = R"(usage: tessera aot MANIFEST [--arch ARCH] [--backend 
 Compiles every kernel listed in MANIFEST to DIR/<file>.<kernel>[.N].ptx
 (N counts further specialisations of the same kernel). Each
 non-comment line of the manifest is:
-  FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N]
+  FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N] [maxnreg=N]
 with FILE relative to the manifest's folder.
 )";
 
@@ -156,6 +160,9 @@ int commandCompile(int argc, char **argv) {
     else if (arg == "--debug") options.debug = true;
     else if (arg == "--tensor-cores") options.tensorCores = 1;
     else if (arg == "--no-tensor-cores") options.tensorCores = 0;
+    else if (arg == "--fp-fusion") options.fpFusion = 1;
+    else if (arg == "--no-fp-fusion") options.fpFusion = 0;
+    else if (arg == "--maxnreg") options.maxRegisters = parseUnsigned(arg, value());
     else if (arg == "--emit") emit = value();
     else if (arg == "--stop-after") options.stopAfterPass = value();
     else if (arg == "-o" || arg == "--output") output = value();
@@ -220,6 +227,7 @@ int commandAot(int argc, char **argv) {
     std::map<std::string, ConstexprValue> constexprs;
     for (size_t w = 3; w < words.size(); ++w) {
       if (words[w].rfind("num_warps=", 0) == 0) options.numWarps = parseUnsigned("num_warps", words[w].substr(10));
+      else if (words[w].rfind("maxnreg=", 0) == 0) options.maxRegisters = parseUnsigned("maxnreg", words[w].substr(8));
       else addConstexpr(constexprs, words[w]);
     }
     std::string path = (root / words[0]).string();

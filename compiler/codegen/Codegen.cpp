@@ -18,7 +18,7 @@ namespace tessera::codegen {
 
 CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emitPTX) {
   std::unique_ptr<llvm::TargetMachine> machine =
-      createNVPTXTargetMachine(options.arch, options.optimize);
+      createNVPTXTargetMachine(options.arch, options.optimize, options.fpFusion);
   llvm::LLVMContext context;
   llvm::Module module(fn.name, context);
   module.setTargetTriple(machine->getTargetTriple().str());
@@ -26,6 +26,7 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
 
   KernelLowering lowering(fn, module);
   lowering.setArch(options.arch);
+  lowering.setMaxRegisters(options.maxRegisters);
   lowering.run();
   CodegenResult result;
   result.sharedBytes = lowering.sharedBytes();

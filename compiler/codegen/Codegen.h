@@ -32,6 +32,11 @@ struct CodegenOptions {
   // of optimising it: llvmIR is then the form the source was printed from,
   // and no PTX is made here (NVRTC makes it: runtime/Nvrtc.h).
   bool cuda = false;
+  // Contract a * b + c into fused multiply-adds (LLVM's FPOpFusion::Fast; the PTX
+  // keeps the rest contractible by ptxas). Off: every mul/add is .rn, rounded apart.
+  bool fpFusion = true;
+  // The kernel's .maxnreg (nvvm.annotations "maxnreg"; __maxnreg__ in CUDA C++); 0: none.
+  unsigned maxRegisters = 0;
 };
 
 struct CodegenResult {

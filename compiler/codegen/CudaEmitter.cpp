@@ -1270,16 +1270,17 @@ std::string Printer::run() {
     blocks.emplace_back(&block, out_);
   }
 
-  // Launch bound: the lowering's maxntidx annotation.
-  unsigned maxThreads = 0;
+  // Launch bounds: the lowering's maxntidx and maxnreg annotations.
+  unsigned maxThreads = 0, maxRegisters = 0;
   if (const NamedMDNode *annotations = module_.getNamedMetadata("nvvm.annotations")) {
     for (const MDNode *node : annotations->operands()) {
       if (node->getNumOperands() != 3) continue;
       auto *target = mdconst::dyn_extract_or_null<Function>(node->getOperand(0));
       auto *key = dyn_cast<MDString>(node->getOperand(1));
       auto *value = mdconst::dyn_extract_or_null<ConstantInt>(node->getOperand(2));
-      if (target == &fn_ && key && value && key->getString() == "maxntidx")
-        maxThreads = static_cast<unsigned>(value->getZExtValue());
+      if (target != &fn_ || !key || !value) continue;
+      if (key->getString() == "maxntidx") maxThreads = static_cast<unsigned>(value->getZExtValue());
+      if (key->getString() == "maxnreg") maxRegisters = static_cast<unsigned>(value->getZExtValue());
     }
   }
 
@@ -1295,7 +1296,9 @@ std::string Printer::run() {
   if (!globalDecls_.empty()) os << "\n";
   for (const std::string &g : globalDecls_) os << g << "\n";
   os << "\nextern \"C\" __global__ void ";
-  if (maxThreads) os << "__launch_bounds__(" << maxThreads << ") ";
+  // CUDA C++ takes one or the other; with a register cap the thread bound adds nothing.
+  if (maxRegisters) os << "__maxnreg__(" << maxRegisters << ") ";
+  else if (maxThreads) os << "__launch_bounds__(" << maxThreads << ") ";
   os << kernel_ << "(" << params << ") {\n";
   // Locals, grouped by type in order of first appearance.
   std::vector<std::string> typeOrder;

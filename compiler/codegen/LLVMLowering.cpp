@@ -227,6 +227,8 @@ Function *KernelLowering::run() {
   };
   annotate("kernel", 1);
   annotate("maxntidx", kWarpSize * fn_.numWarps);
+  if (maxRegisters_)
+    annotate("maxnreg", maxRegisters_);
   // Descriptors stay in the parameter space, where the TMA unit reads them
   // (CUDA's __grid_constant__): no local copy, their generic address is used.
   std::vector<Metadata *> gridConstants;

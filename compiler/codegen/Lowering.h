@@ -40,6 +40,7 @@ class KernelLowering {
 public:
   KernelLowering(ir::Function &fn, llvm::Module &module);
   void setArch(std::string arch) { arch_ = std::move(arch); } // fp8 needs sm_89+
+  void setMaxRegisters(unsigned n) { maxRegisters_ = n; }      // .maxnreg; 0: none
   llvm::Function *run();
   unsigned sharedBytes() const { return sharedBytes_; }
 
@@ -136,6 +137,7 @@ private:
 
   // The rest of triton.language (docs/language.md)
   std::string arch_ = "sm_90a";
+  unsigned maxRegisters_ = 0;
   bool valueIsUsed(const ir::Value *v);
   // MathOps.cpp: sin ... libdevice, fp8 conversions
   void lowerMathOp(ir::Operation &op);

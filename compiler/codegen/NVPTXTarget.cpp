@@ -63,7 +63,7 @@ unsigned maxSharedBytes(const std::string &arch) {
 }
 
 std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string &arch,
-                                                              bool optimize) {
+                                                              bool optimize, bool fpFusion) {
   if (arch != "sm_80" && arch != "sm_86" && arch != "sm_89" && arch != "sm_90" &&
       arch != "sm_90a")
     throw std::runtime_error("codegen: unsupported arch '" + arch +
@@ -74,6 +74,8 @@ std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string 
   if (!target)
     throw std::runtime_error("codegen: NVPTX target unavailable: " + error);
   llvm::TargetOptions options;
+  if (fpFusion)
+    options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   auto level = optimize ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::None;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       kTriple, arch, kPtxFeatures, options, std::nullopt, std::nullopt, level));

@@ -10,9 +10,10 @@
 
 namespace tessera::codegen {
 
-// Throws std::runtime_error for an arch we do not target.
+// Throws std::runtime_error for an arch we do not target. fpFusion: contract
+// a * b + c into fma (FPOpFusion::Fast), else keep every mul and add rounded (.rn).
 std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string &arch,
-                                                              bool optimize);
+                                                              bool optimize, bool fpFusion);
 // Most dynamic shared memory one block may use on `arch`, in bytes.
 unsigned maxSharedBytes(const std::string &arch);
 // Throws std::runtime_error with the verifier's report if `module` is invalid.

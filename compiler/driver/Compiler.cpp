@@ -139,6 +139,9 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   if (options.numWarps == 0 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
     throw std::invalid_argument("num_warps must be a power of 2 between 1 and 32, got " +
                                 std::to_string(options.numWarps));
+  if (options.maxRegisters != 0 && (options.maxRegisters < 16 || options.maxRegisters > 255))
+    throw std::invalid_argument("maxnreg must be between 16 and 255 registers a thread (or 0: no limit), got " +
+                                std::to_string(options.maxRegisters));
   CompiledKernel out;
   out.name = kernelName;
   out.numWarps = options.numWarps;
@@ -173,6 +176,8 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   codegen::CodegenOptions cg;
   cg.arch = options.arch;
+  cg.fpFusion = fpFusionEnabled(options);
+  cg.maxRegisters = options.maxRegisters;
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
   cg.cuda = nvrtc || stopAfter == Stage::CUDA;
@@ -193,7 +198,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   out.ptx = std::move(result.ptx);
   out.sharedBytes = result.sharedBytes;
   if (stopAfter == Stage::PTX && nvrtc)
-    out.ptx = rt::nvrtcCompileToPtx(out.cuda, kernelName + ".cu", options.arch);
+    out.ptx = rt::nvrtcCompileToPtx(out.cuda, kernelName + ".cu", options.arch, cg.fpFusion);
   return out;
 }
 
@@ -216,6 +221,13 @@ bool tensorCoresEnabled(const CompileOptions &options) {
   if (options.tensorCores >= 0) return options.tensorCores != 0;
   // On unless TESSERA_MMA=0 (the FMA loop stays the fallback for what MMA can't do).
   const char *env = std::getenv("TESSERA_MMA");
+  return !(env && *env && std::string(env) == "0");
+}
+
+bool fpFusionEnabled(const CompileOptions &options) {
+  if (options.fpFusion >= 0) return options.fpFusion != 0;
+  // On unless TESSERA_FP_FUSION=0, as Triton's enable_fp_fusion.
+  const char *env = std::getenv("TESSERA_FP_FUSION");
   return !(env && *env && std::string(env) == "0");
 }
 

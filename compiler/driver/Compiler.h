@@ -36,10 +36,18 @@ struct CompileOptions {
   // The last step to PTX: "llvm" (LLVM's NVPTX back-end), "nvrtc" (CUDA C++
   // compiled by NVRTC), or "" for TESSERA_BACKEND (default "llvm").
   std::string backend;
+  // Floating-point contraction (a * b + c as one fused multiply-add, Triton's
+  // enable_fp_fusion): 1 on, 0 off, -1 from TESSERA_FP_FUSION (on unless it is 0).
+  int fpFusion = -1;
+  // Registers a thread may use (PTX .maxnreg, Triton's maxnreg), e.g. to keep two
+  // CTAs on an SM; 0 leaves it to ptxas. 16..255.
+  unsigned maxRegisters = 0;
 };
 
 // options.tensorCores resolved against TESSERA_MMA.
 bool tensorCoresEnabled(const CompileOptions &options);
+// options.fpFusion resolved against TESSERA_FP_FUSION.
+bool fpFusionEnabled(const CompileOptions &options);
 // options.backend resolved against TESSERA_BACKEND: "llvm" or "nvrtc".
 // Throws std::invalid_argument for any other name.
 std::string resolveBackend(const CompileOptions &options);

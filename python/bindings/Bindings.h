@@ -150,6 +150,7 @@ struct CompiledEntry {
   Kernel kernel;                 // PTX + lazily loaded modules per device
   std::map<std::string, ConstexprValue> constexprs;
   unsigned numStages = 3;
+  unsigned maxRegisters = 0; // maxnreg (0: none)
   std::string backend; // as asked for ("" = TESSERA_BACKEND); kernel.compiled().backend is the resolved one
 };
 

@@ -54,6 +54,7 @@ py::dict asmOf(const CompiledEntry &entry) {
     CompileOptions options;
     options.numWarps = entry.kernel.numWarps();
     options.numStages = entry.numStages;
+    options.maxRegisters = entry.maxRegisters;
     options.arch = entry.kernel.arch();
     options.backend = entry.kernel.compiled().backend;
     py::gil_scoped_release nogil;
@@ -197,7 +198,7 @@ void registerCompile(py::module_ &m) {
       "compile",
       [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
          py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
-         std::string arch, std::string backend) {
+         std::string arch, std::string backend, unsigned maxRegisters) {
         if (!isBackendName(backend))
           throw py::value_error("backend must be 'llvm' or 'nvrtc', got '" + backend + "'");
         auto entry = std::make_shared<CompiledEntry>();
@@ -215,7 +216,9 @@ void registerCompile(py::module_ &m) {
         options.numStages = numStages;
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
         options.backend = backend;
+        options.maxRegisters = maxRegisters;
         entry->numStages = numStages;
+        entry->maxRegisters = maxRegisters;
         entry->backend = backend;
         {
           py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
@@ -225,7 +228,7 @@ void registerCompile(py::module_ &m) {
       },
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
       py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
-      py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "",
+      py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "", py::arg("maxnreg") = 0,
       "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's; backend "
       "'llvm', 'nvrtc' or '' for TESSERA_BACKEND).");
 
@@ -245,12 +248,13 @@ void registerCompile(py::module_ &m) {
         "One more folder to look for libnvrtc in (before NVRTC is first used).");
   m.def(
       "nvrtc_compile",
-      [](const std::string &source, const std::string &name, const std::string &arch) {
+      [](const std::string &source, const std::string &name, const std::string &arch, bool fmad) {
         py::gil_scoped_release nogil;
-        return rt::nvrtcCompileToPtx(source, name, arch);
+        return rt::nvrtcCompileToPtx(source, name, arch, fmad);
       },
-      py::arg("source"), py::arg("name"), py::arg("arch") = "sm_90a",
-      "CUDA C++ to PTX with NVRTC as the nvrtc back-end calls it (RuntimeError with NVRTC's log).");
+      py::arg("source"), py::arg("name"), py::arg("arch") = "sm_90a", py::arg("fmad") = true,
+      "CUDA C++ to PTX with NVRTC as the nvrtc back-end calls it (RuntimeError with NVRTC's log); "
+      "fmad: contraction, as the fp_fusion compile option.");
   m.def(
       "default_backend", [] { return resolveBackend(CompileOptions{}); },
       "The back-end used when none is asked for: TESSERA_BACKEND, else 'llvm'.");

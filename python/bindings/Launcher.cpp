@@ -73,6 +73,7 @@ struct Bound {
   InlineVec<PyObject *, 32> bound;
   unsigned numWarps = 4;
   unsigned numStages = 3;
+  unsigned maxRegisters = 0;  // launch option maxnreg=... (0 or None: ptxas's choice)
   PyObject *stream = nullptr; // launch option stream=..., if given
 
   PyObject *const *values() const { return positional ? positional : bound.data(); }
@@ -105,7 +106,8 @@ PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); } // l
 // args: positional values then the values of kwnames (a tuple or null).
 Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwnames) {
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
-                         *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas");
+                         *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas"),
+                         *const sMaxnreg = interned("maxnreg");
   Bound b;
   const size_t numParams = k.params.size();
   b.bound.assign(numParams, nullptr);
@@ -155,12 +157,17 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       values[param] = value;
     } else if (isOption(sStream, "stream")) {
       b.stream = value;
+    } else if (isOption(sMaxnreg, "maxnreg")) {
+      b.maxRegisters = value == Py_None ? 0 : optionValue(value, k.name, "maxnreg");
+      if (b.maxRegisters != 0 && (b.maxRegisters < 16 || b.maxRegisters > 255))
+        throw py::value_error(k.name + "(): maxnreg must be between 16 and 255 registers a thread, got " +
+                              std::to_string(b.maxRegisters));
     } else if (isOption(sNumCtas, "num_ctas")) {
       if (optionValue(value, k.name, "num_ctas") != 1)
         throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
-                           "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, stream)");
+                           "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream)");
     }
   }
 
@@ -259,6 +266,7 @@ void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const 
 void appendOptions(KeyBuffer &key, const Bound &b) {
   key.append(&b.numWarps, sizeof b.numWarps);
   key.append(&b.numStages, sizeof b.numStages);
+  key.append(&b.maxRegisters, sizeof b.maxRegisters);
 }
 
 [[noreturn]] void raiseMixedDevices(const JitKernel &k, const std::string &first, int firstDevice,
@@ -318,6 +326,7 @@ CompileOptions compileOptions(const JitKernel &k, const Bound &b, const std::str
   CompileOptions options;
   options.numWarps = b.numWarps;
   options.numStages = b.numStages;
+  options.maxRegisters = b.maxRegisters;
   options.arch = arch;
   options.backend = k.backend;
   return options;
@@ -348,6 +357,7 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   entry->file = k.file;
   entry->params = k.params;
   entry->numStages = b.numStages;
+  entry->maxRegisters = b.maxRegisters;
   entry->backend = k.backend;
   entry->constexprs = constexprsOf(k, s);
   std::vector<ArgSpec> signature = signatureOf(s);
@@ -570,6 +580,7 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   py::dict options;
   options["num_warps"] = b.numWarps;
   options["num_stages"] = b.numStages;
+  if (b.maxRegisters) options["maxnreg"] = b.maxRegisters;
   py::object device = s.device == kUnknownDevice ? py::object(py::none()) : py::object(py::int_(s.device));
   return py::make_tuple(signature, constexprs, options, device);
 }

@@ -75,15 +75,21 @@ class Config:
         out["num_stages"] = self.num_stages
         if self.num_ctas != 1:
             out["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            out["maxnreg"] = self.maxnreg
         return out
 
     def to_json(self):
-        return {"kwargs": {k: _jsonable(v) for k, v in sorted(self.kwargs.items())},
-                "num_warps": self.num_warps, "num_stages": self.num_stages}
+        out = {"kwargs": {k: _jsonable(v) for k, v in sorted(self.kwargs.items())},
+               "num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.maxnreg is not None:  # only when set: stored timings of configs without it still match
+            out["maxnreg"] = self.maxnreg
+        return out
 
     @classmethod
     def from_json(cls, d):
-        return cls(d.get("kwargs", {}), num_warps=d.get("num_warps", 4), num_stages=d.get("num_stages", 3))
+        return cls(d.get("kwargs", {}), num_warps=d.get("num_warps", 4), num_stages=d.get("num_stages", 3),
+                   maxnreg=d.get("maxnreg"))
 
     def _id(self):
         """What makes two configs the same one (stored timings are matched by it)."""
@@ -98,6 +104,8 @@ class Config:
     def __str__(self):
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
         parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        if self.maxnreg is not None:
+            parts.append(f"maxnreg: {self.maxnreg}")
         return ", ".join(parts)
 
     __repr__ = __str__

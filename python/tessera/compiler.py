@@ -79,13 +79,15 @@ class CompiledKernel:
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
-            backend=None):
+            backend=None, maxnreg=None):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
     fn: a @tessera.jit function, or the path of a kernel file (then `kernel` names the function).
     signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
+    maxnreg: at most this many registers a thread (PTX .maxnreg, 16..255), e.g. to keep two CTAs
+    on an SM; None: ptxas's choice.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
     from .jit import _check_backend
@@ -114,7 +116,7 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
         name = kernel or fn.__name__
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
-                                    num_warps, num_stages, target or "", backend))
+                                    num_warps, num_stages, target or "", backend, maxnreg or 0))
 
 
 def _as_jit(value):

@@ -15,9 +15,10 @@ cache, compiles and loads on a miss, and launches on torch's current stream
 (when the arguments are torch tensors) on the tensors' device. Python is
 asked (JITFunction._subscript) only until the first launch, and always for
 interpreted kernels and kernels given @jit functions as constexprs.
-Launch options: num_warps (default 4), num_stages (default 3), stream (an int
-CUstream or an object with .cuda_stream; default: torch's current stream, or
-the legacy default stream without torch).
+Launch options: num_warps (default 4), num_stages (default 3), maxnreg (at most
+this many registers a thread, 16..255: PTX .maxnreg; default: ptxas's choice),
+stream (an int CUstream or an object with .cuda_stream; default: torch's current
+stream, or the legacy default stream without torch).
 
 Back-end: @tessera.jit(backend="nvrtc") makes the kernel's PTX with NVRTC from
 generated CUDA C++ instead of LLVM's NVPTX back-end (docs/nvrtc.md); the

@@ -67,8 +67,14 @@ def test_wrong_argument_count_in_the_interpreter():
 
 def test_unexpected_keyword():
     raises_exactly(TypeError, "add_kernel() got an unexpected keyword argument 'foo' (its parameters: x_ptr, y_ptr, "
-                              "out_ptr, n_elements, BLOCK_SIZE; launch options: num_warps, num_stages, stream)",
+                              "out_ptr, n_elements, BLOCK_SIZE; launch options: num_warps, num_stages, maxnreg, stream)",
                    lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, foo=1))
+
+
+@pytest.mark.parametrize("value", [8, 256, 1000])
+def test_maxnreg_out_of_range(value):
+    raises_exactly(ValueError, f"add_kernel(): maxnreg must be between 16 and 255 registers a thread, got {value}",
+                   lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, maxnreg=value))
 
 
 def test_argument_given_twice():

@@ -132,6 +132,11 @@ def test_all_arguments_by_keyword_and_options():
                                        n_elements=10, BLOCK_SIZE=128, num_warps=8, num_stages=2)
     assert sig == "*fp32:16,*fp32:16,*fp32:16,i32"
     assert options == {"num_warps": 8, "num_stages": 2}
+    # maxnreg (PTX .maxnreg) is a launch option too, reported when set; None is no cap.
+    assert spec(CudaArray(X), CudaArray(Y), CudaArray(OUT), 10, BLOCK_SIZE=128, maxnreg=128)[2] == {
+        "num_warps": 4, "num_stages": 3, "maxnreg": 128}
+    assert spec(CudaArray(X), CudaArray(Y), CudaArray(OUT), 10, BLOCK_SIZE=128, maxnreg=None)[2] == {
+        "num_warps": 4, "num_stages": 3}
     # Constexprs may be given positionally too.
     assert spec(CudaArray(X), CudaArray(Y), CudaArray(OUT), 10, 128)[1] == {"BLOCK_SIZE": 128}
 
