@@ -36,15 +36,18 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @tessera.jit
-def _online_softmax(s, m_i, l_i, keep):
-    """One key block of the online softmax: s (log2 units) masked by keep; returns the
-    block's exp2(s - m) in fp32, the factor alpha = exp2(m_old - m_new) that rescales what
-    came before, and the new row maximum and sum."""
-    s = tl.where(keep, s, -float("inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+def _online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr):
+    """One key block of the online softmax: s the raw scores Q K^T, masked by keep when
+    MASKED; returns the block's exp2(s * qk_scale - m) in fp32, the factor alpha =
+    exp2(m_old - m_new) that rescales what came before, and the new row maximum (log2
+    units) and sum. The maximum is taken over the raw scores and scaled after (qk_scale > 0),
+    so scaling and subtracting the maximum are one fused multiply-add per score."""
+    if MASKED:
+        s = tl.where(keep, s, -float("inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
     # Guard rows that have seen no key yet (m = -inf): exp2(-inf - -inf) would be NaN.
     m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-    p = tl.exp2(s - m_safe[:, None])
+    p = tl.exp2(s * qk_scale - m_safe[:, None])
     alpha = tl.exp2(m_i - m_safe)
     return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
 
@@ -52,22 +55,30 @@ def _online_softmax(s, m_i, l_i, keep):
 @tessera.jit
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
-                     BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
-    """Keys lo..hi (hi may be ragged) into the running (acc, l_i, m_i) of the rows offs_m."""
+                     BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr):
+    """Keys lo..hi into the running (acc, l_i, m_i) of the rows offs_m. MASK_KEYS: hi may be
+    ragged (keys >= N_KV masked); without it every block lies inside N_KV and the step has no
+    mask at all. DIAGONAL masks keys after the row too."""
     offs_nb = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + offs_nb
         key_ok = offs_n < N_KV
         # K^T as a [HEAD_DIM, BLOCK_N] block straight from its strides: no transpose.
-        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
-                     mask=key_ok[None, :], other=0.0)
-        s = tl.dot(q, kt) * qk_scale  # log2 units
+        kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
+        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        if MASK_KEYS:
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :], other=0.0)
+        else:
+            kt = tl.load(kt_ptrs)
+        s = tl.dot(q, kt)
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep)
-        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=key_ok[:, None], other=0.0)
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
+        if MASK_KEYS:
+            v = tl.load(v_ptrs, mask=key_ok[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
         acc = acc * alpha[:, None]
         acc += tl.dot(p.to(v.dtype), v)
     return acc, l_i, m_i
@@ -76,7 +87,8 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
 @tessera.jit
 def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                 offs_m, offs_d, lo, hi, N_KV, qk_scale,
-                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr,
+                                DIAGONAL: tl.constexpr):
     """_fwd_block_sweep with the two dots of a step in flight together (FlashAttention-3's
     intra-warpgroup overlap): step j issues S_j = Q K_j^T and then P_{j-1} V_{j-1} before it
     reads S_j, so on wgmma the softmax of block j runs while the tensor cores do P_{j-1} V_{j-1}
@@ -87,19 +99,24 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + offs_nb
         key_ok = offs_n < N_KV
-        kt = tl.load(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
-                     mask=key_ok[None, :], other=0.0)
-        s = tl.dot(q, kt)
+        kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
         # The block before (the first step's P is zeros: any in-range block will do).
         offs_p = tl.maximum(start_n - BLOCK_N, lo) + offs_nb
-        v = tl.load(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_p < N_KV)[:, None], other=0.0)
+        v_ptrs = v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        if MASK_KEYS:
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :], other=0.0)
+        else:
+            kt = tl.load(kt_ptrs)
+        s = tl.dot(q, kt)
+        if MASK_KEYS:
+            v = tl.load(v_ptrs, mask=(offs_p < N_KV)[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
         acc = tl.dot(p, v, acc)
-        s = s * qk_scale  # log2 units
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        p32, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep)
+        p32, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
         acc = acc * alpha[:, None]
         p = p32.to(q.dtype)
     offs_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N + offs_nb
@@ -144,34 +161,29 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    if OVERLAP:
-        if CAUSAL:
-            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                                        stride_vn, stride_vd, offs_m, offs_d, 0,
-                                                        tl.minimum(start_m, N_KV), N_KV, qk_scale,
-                                                        BLOCK_M, BLOCK_N, False)
-            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                                        stride_vn, stride_vd, offs_m, offs_d, start_m,
-                                                        tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale,
-                                                        BLOCK_M, BLOCK_N, True)
-        else:
-            acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                                        stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV,
-                                                        qk_scale, BLOCK_M, BLOCK_N, False)
+    # Key blocks wholly inside N_KV (and, causal, wholly left of the diagonal: every key <=
+    # every row) need no mask; the ragged last block and the diagonal blocks do.
+    if CAUSAL:
+        hi_free = tl.minimum(start_m, N_KV // BLOCK_N * BLOCK_N)
+        hi = tl.minimum(start_m + BLOCK_M, N_KV)
     else:
-        if CAUSAL:
-            # Key blocks entirely left of the diagonal (every key <= every row): no causal mask.
-            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                             stride_vn, stride_vd, offs_m, offs_d, 0, tl.minimum(start_m, N_KV),
-                                             N_KV, qk_scale, BLOCK_N, False)
-            # The blocks the diagonal crosses; nothing to their right.
-            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                             stride_vn, stride_vd, offs_m, offs_d, start_m,
-                                             tl.minimum(start_m + BLOCK_M, N_KV), N_KV, qk_scale, BLOCK_N, True)
-        else:
-            acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
-                                             stride_vn, stride_vd, offs_m, offs_d, 0, N_KV, N_KV, qk_scale,
-                                             BLOCK_N, False)
+        hi_free = N_KV // BLOCK_N * BLOCK_N
+        hi = N_KV
+    if OVERLAP:
+        acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                                    stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV,
+                                                    qk_scale, BLOCK_M, BLOCK_N, False, False)
+        acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                                    stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV,
+                                                    qk_scale, BLOCK_M, BLOCK_N, True, CAUSAL)
+    else:
+        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                         stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV, qk_scale,
+                                         BLOCK_N, False, False)
+        # The blocks the diagonal crosses (causal) or the ragged last one; nothing to their right.
+        acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
+                                         stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV, qk_scale,
+                                         BLOCK_N, True, CAUSAL)
 
     inv_l = 1.0 / l_i
     out = acc * inv_l[:, None]

@@ -138,17 +138,18 @@ def test_overlapped_forward(NQ, NKV, D, causal, Hk, layout, dtype):
     assert err <= TOL and lse_err <= 1e-2, f"{what}: O rel err {err:.2e}, LSE max abs err {lse_err:.2e}"
 
 
-def test_default_forward_overlaps_where_the_table_says():
-    """D128 causal with 8192 keys takes HOPPER_OVERLAP's config on sm_90a (the wrapper's own
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_default_forward_overlaps_where_the_table_says(causal):
+    """D128 with 8192 keys takes HOPPER_OVERLAP's config on sm_90a (the wrapper's own
     choice, not a config override) and matches float64 SDPA."""
     import tessera
     seed = fresh_seed()
-    c = tk.attention_config(128, True, keys=8192)
+    c = tk.attention_config(128, causal, keys=8192)
     assert c["OVERLAP"] == (tessera._C.target_arch(0) == "sm_90a")
     q, k, v = (torch.randn((1, 2, 8192, 128), device="cuda").to(torch.bfloat16) for _ in range(3))
-    o, lse = tk.attention_forward(q, k, v, True)
+    o, lse = tk.attention_forward(q, k, v, causal)
     torch.cuda.synchronize()
-    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), True, 128 ** -0.5, "bhnd")
+    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, 128 ** -0.5, "bhnd")
     err, lse_err = rel_err(o, ro), (lse.double() - rlse).abs().max().item()
     assert err <= TOL and lse_err <= 1e-2, f"O rel err {err:.2e}, LSE err {lse_err:.2e} (seed {seed})"
 

@@ -179,6 +179,17 @@ def test_config_table():
             assert c["BLOCK_M"] % c["BLOCK_N"] == 0
     with pytest.raises(ValueError, match="head dim"):
         tk.attention_config(96)
+    # On sm_90a the D = 64 forward is capped at 128 registers (two 8-warp CTAs an SM).
+    assert tk.attention_config(64, wgmma=True)["maxnreg"] == 128
+    assert tk.attention_config(64, wgmma=False)["maxnreg"] is None
+
+
+@pytest.mark.parametrize("sm_scale", [0.0, -0.125, float("nan")])
+def test_sm_scale_must_be_positive(sm_scale):
+    # The forward takes each row's maximum of the raw scores and scales it (one fma per score).
+    q = np.zeros((1, 1, 16, 16), np.float16)
+    with pytest.raises(ValueError, match="sm_scale must be positive"):
+        tk.attention_forward(q, q, q, sm_scale=sm_scale)
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -51,18 +51,19 @@ _CONFIGS = {
 }
 CONFIGS = {(d, causal): c for d, c in _CONFIGS.items() for causal in (False, True)}
 
-# Where dots run on wgmma (sm_90a), the forward's (BLOCK_M, BLOCK_N, warps, stages) by
-# (head dim, causal), picked by bench/attention.py --sweep on an H100 (2026-11-22): wider key
-# steps for D = 128; for causal D = 64, 64-row programs (less masked work on the diagonal,
-# twice the programs to even out the triangle); D = 64 non-causal: 4 stages, re-swept after the
-# uniform descriptors and shared key-mask compares (bf16 N = 1k/4k/16k: 340/378/387 TFLOP/s vs
-# 338/372/380 with 3 stages, 2026-11-22). At least 3 stages: P @ V runs on into the next
-# key step while its V tile must stay put (the pipeline pass's async dots).
+# Where dots run on wgmma (sm_90a), the forward's (BLOCK_M, BLOCK_N, warps, stages, maxnreg) by
+# (head dim, causal), picked by bench/attention.py --sweep on an H100 (2026-11-22, after the
+# key blocks inside N_KV lost their masks): wider key steps for D = 128; for D = 64, 128 x 64
+# blocks capped at 128 registers a thread, so that two 8-warp CTAs share an SM (the driver's
+# JIT gave them 150 registers, one CTA an SM: bf16 N = 1k/4k/16k 272/305/304 TFLOP/s vs
+# 380/427/426 capped; causal 412 vs 380 for 64-row programs at N = 16k). At least 3 stages:
+# P @ V runs on into the next key step while its V tile must stay put (the pipeline pass's
+# async dots).
 HOPPER_FORWARD = {
-    (16, False): (128, 64, 8, 3), (16, True): (128, 64, 8, 3),
-    (32, False): (128, 64, 8, 3), (32, True): (128, 64, 8, 3),
-    (64, False): (128, 64, 8, 4), (64, True): (64, 64, 4, 4),
-    (128, False): (128, 128, 8, 3), (128, True): (128, 128, 8, 3),
+    (16, False): (128, 64, 8, 3, 128), (16, True): (128, 64, 8, 3, 128),
+    (32, False): (128, 64, 8, 3, 128), (32, True): (128, 64, 8, 3, 128),
+    (64, False): (128, 64, 8, 3, 128), (64, True): (128, 64, 8, 3, 128),
+    (128, False): (128, 128, 8, 3, None), (128, True): (128, 128, 8, 3, None),
 }
 
 
@@ -79,12 +80,12 @@ HOPPER_BACKWARD = {
 
 
 # The forward with OVERLAP (kernels/attention.py: both dots of a key step in flight, the
-# softmax under P V) where it measured faster on an H100 (2026-11-22, bench/attention.py
-# --sweep, bf16 TFLOP/s, same run): (D, causal): ((BLOCK_M, BLOCK_N, warps, stages), from
-# this many keys). D128 causal N16k: 465 vs 433 (Triton 431); at N4096 374 vs 377 and at
-# N1024 238 vs 263, hence the threshold. Non-causal and D64 measured slower (D128 N16k 439
-# vs 449, D64 N16k 342 vs 385).
-HOPPER_OVERLAP = {(128, True): ((128, 128, 8, 2), 8192)}
+# softmax under P V) where it measured faster on an H100 (bench/attention.py --sweep, bf16
+# TFLOP/s, same run): (D, causal): ((BLOCK_M, BLOCK_N, warps, stages, maxnreg), from this many
+# keys). 2026-11-22, after the masks left the inner key blocks: D128 N16k 503 vs 487, N4k 477
+# vs 473, N1k 358 vs 383; D128 causal N16k 497 vs 490 (first measured 465 vs 433), N4k 408 vs
+# 415, N1k 253 vs 279, hence the threshold. D64 measured slower (N16k 409 vs 426).
+HOPPER_OVERLAP = {(128, False): ((128, 128, 8, 2, None), 8192), (128, True): ((128, 128, 8, 2, None), 8192)}
 
 
 def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None):
@@ -96,16 +97,17 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
-    stages, overlap = 2, False
+    stages, overlap, maxnreg = 2, False, None
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
         dkdv, dq = HOPPER_BACKWARD[head_dim]
         if not modifiers:
-            *fwd, stages = HOPPER_FORWARD[(head_dim, bool(causal))]
+            *fwd, stages, maxnreg = HOPPER_FORWARD[(head_dim, bool(causal))]
             overlapped, from_keys = HOPPER_OVERLAP.get((head_dim, bool(causal)), (None, None))
             if overlapped and keys is not None and keys >= from_keys:
-                (*fwd, stages), overlap = overlapped, True
+                (*fwd, stages, maxnreg), overlap = overlapped, True
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
+            "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
@@ -255,6 +257,8 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
+    if not sm_scale > 0:  # the kernel scales each row's maximum raw score (_online_softmax)
+        raise ValueError(f"attention: sm_scale must be positive, got {sm_scale}")
     c = _config(D, causal, config, mods, keys=Nk)
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
@@ -277,7 +281,8 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         return o, lse
     kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
-                                  OVERLAP=bool(c["OVERLAP"]), num_warps=c["num_warps"], num_stages=c["num_stages"])
+                                  OVERLAP=bool(c["OVERLAP"]), num_warps=c["num_warps"], num_stages=c["num_stages"],
+                                  maxnreg=c["maxnreg"])
     return o, lse
 
 
