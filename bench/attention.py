@@ -31,7 +31,7 @@ TOKENS, MODEL_DIM = 16384, 2048
 # --sweep: forward (BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg) alternatives to the table's
 # choice; maxnreg 128 keeps two 8-warp CTAs on an SM (None: ptxas's choice).
 SWEEP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 64, 8, 3, None), (128, 128, 8, 3, None),
-         (64, 64, 4, 4, None), (64, 64, 4, 3, None)]
+         (64, 64, 4, 4, None), (64, 64, 4, 3, None), (64, 64, 4, 3, 128), (64, 64, 4, 4, 128)]
 # --sweep: the same with OVERLAP (both dots of a key step in flight, kernels/attention.py).
 SWEEP_OVERLAP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 128, 8, 2, None), (128, 128, 8, 3, None)]
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).

@@ -53,6 +53,17 @@ def _online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr):
 
 
 @tessera.jit
+def _load_keys(ptrs, ok, MASKED: tl.constexpr):
+    """A K or V block; where ok is false it reads zeros when MASKED (without, every key
+    lies inside N_KV and the load has no predicate)."""
+    if MASKED:
+        block = tl.load(ptrs, mask=ok, other=0.0)
+    else:
+        block = tl.load(ptrs)
+    return block
+
+
+@tessera.jit
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr):
@@ -66,19 +77,13 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         # K^T as a [HEAD_DIM, BLOCK_N] block straight from its strides: no transpose.
         kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
         v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASK_KEYS:
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :], other=0.0)
-        else:
-            kt = tl.load(kt_ptrs)
+        kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
         s = tl.dot(q, kt)
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
-        if MASK_KEYS:
-            v = tl.load(v_ptrs, mask=key_ok[:, None], other=0.0)
-        else:
-            v = tl.load(v_ptrs)
+        v = _load_keys(v_ptrs, key_ok[:, None], MASK_KEYS)
         acc = acc * alpha[:, None]
         acc += tl.dot(p.to(v.dtype), v)
     return acc, l_i, m_i
@@ -103,15 +108,9 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         # The block before (the first step's P is zeros: any in-range block will do).
         offs_p = tl.maximum(start_n - BLOCK_N, lo) + offs_nb
         v_ptrs = v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASK_KEYS:
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :], other=0.0)
-        else:
-            kt = tl.load(kt_ptrs)
+        kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
         s = tl.dot(q, kt)
-        if MASK_KEYS:
-            v = tl.load(v_ptrs, mask=(offs_p < N_KV)[:, None], other=0.0)
-        else:
-            v = tl.load(v_ptrs)
+        v = _load_keys(v_ptrs, (offs_p < N_KV)[:, None], MASK_KEYS)
         acc = tl.dot(p, v, acc)
         keep = key_ok[None, :]
         if DIAGONAL:

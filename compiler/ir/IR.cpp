@@ -1,5 +1,6 @@
 #include "compiler/ir/IR.h"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <unordered_map>
@@ -117,6 +118,20 @@ unsigned countUses(Block &block, const Value *v) {
     for (const Value *u : op.operands) n += u == v;
   });
   return n;
+}
+
+bool readsValue(Operation &op, const Value *v) {
+  auto uses = [&](const Operation &o) { return std::count(o.operands.begin(), o.operands.end(), v) > 0; };
+  bool found = uses(op);
+  for (auto &region : op.regions)
+    walk(*region, [&](Operation &inner) { found = found || uses(inner); });
+  return found;
+}
+
+bool isWgmmaDot(const Operation &op) {
+  const Value *r = op.results.empty() ? nullptr : op.result();
+  return op.code == OpCode::Dot && r && r->layout && r->layout->kind == Layout::Kind::Mma &&
+         r->layout->mmaVersion == 3;
 }
 
 std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op) {

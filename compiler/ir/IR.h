@@ -135,6 +135,10 @@ void replaceAllUsesWith(Block &block, Value *from, Value *to);
 void replaceUsesExcept(Block &block, Value *from, Value *to, const Operation *keep);
 // How many operands inside `block` (recursively) are `v`.
 unsigned countUses(Block &block, const Value *v);
+// Whether `op`, or an op in its regions, has `v` as an operand.
+bool readsValue(Operation &op, const Value *v);
+// A dot laid out for Hopper's wgmma (its result in the mma v3 layout).
+bool isWgmmaDot(const Operation &op);
 // `op`'s place in its parent block's list (for inserting before/after it or erasing it).
 std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
 

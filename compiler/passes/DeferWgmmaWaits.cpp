@@ -9,21 +9,6 @@ using namespace ir;
 
 namespace {
 
-bool isWgmmaDot(const Operation &op) {
-  const Value *r = op.results.empty() ? nullptr : op.result();
-  return op.code == OpCode::Dot && r && r->layout && r->layout->kind == Layout::Kind::Mma &&
-         r->layout->mmaVersion == 3;
-}
-
-bool reads(const Operation &op, const Value *v) {
-  bool found = std::count(op.operands.begin(), op.operands.end(), v) > 0;
-  for (auto &region : op.regions)
-    walk(*region, [&](Operation &inner) {
-      found |= std::count(inner.operands.begin(), inner.operands.end(), v) > 0;
-    });
-  return found;
-}
-
 // Ops the wait must stay before (see the header).
 bool stopsTheWait(const Operation &op) {
   switch (op.code) {
@@ -50,7 +35,7 @@ std::vector<Value *> anchorsOf(Block &block, std::list<std::unique_ptr<Operation
       const Type &t = r->type;
       if (t.pointer || t.isTensorDesc() || bitWidth(t.scalar) != 32) continue;
       bool readBefore = false;
-      for (auto u = std::next(it); u != to && !readBefore; ++u) readBefore = reads(**u, r.get());
+      for (auto u = std::next(it); u != to && !readBefore; ++u) readBefore = readsValue(**u, r.get());
       if (!readBefore && countUses(block, r.get()) > 0) anchors.push_back(r.get());
     }
   return anchors;
@@ -64,7 +49,7 @@ void deferInBlock(Block &block) {
     Value *result = dot.result();
     auto at = std::next(it);
     int64_t pending = 0;
-    for (; at != block.ops.end() && !reads(**at, result) && !stopsTheWait(**at); ++at)
+    for (; at != block.ops.end() && !readsValue(**at, result) && !stopsTheWait(**at); ++at)
       pending += isWgmmaDot(**at);
     if (at == std::next(it) || at == block.ops.end()) continue; // read right away: nothing to overlap
     dot.attrs["deferred"] = int64_t{1};

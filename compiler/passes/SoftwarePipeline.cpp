@@ -283,8 +283,7 @@ private:
     std::vector<Operation *> found;
     Operation *yield = body_->terminator();
     for (auto &op : body_->ops) {
-      if (op->code != OpCode::Dot || !op->result()->layout || op->result()->layout->kind != Layout::Kind::Mma ||
-          op->result()->layout->mmaVersion != 3 || countUses(fn_.body, op->result()) != 1)
+      if (!isWgmmaDot(*op) || countUses(fn_.body, op->result()) != 1)
         continue;
       auto slot = std::find(yield->operands.begin(), yield->operands.end(), op->result());
       if (slot == yield->operands.end()) continue;
@@ -297,13 +296,8 @@ private:
   }
 
   void waitBeforeFirstReader(Value *carried) {
-    auto reads = [&](Operation &op) {
-      auto uses = [&](Operation &o) { return std::count(o.operands.begin(), o.operands.end(), carried) > 0; };
-      bool found = uses(op);
-      for (auto &region : op.regions) walk(*region, [&](Operation &inner) { found |= uses(inner); });
-      return found;
-    };
-    auto first = std::find_if(body_->ops.begin(), body_->ops.end(), [&](auto &op) { return reads(*op); });
+    auto first = std::find_if(body_->ops.begin(), body_->ops.end(),
+                              [&](auto &op) { return readsValue(*op, carried); });
     if (first == body_->ops.end()) return;
     Builder b(body_);
     b.setInsertionPoint(body_, first);

@@ -14,6 +14,18 @@ PTXAS = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "
 sys.path.insert(0, str(ROOT / "python"))
 
 
+def load_bench_module(file_name, module_name):
+    """bench/<file_name> imported as module_name (once; bench/ is not a package)."""
+    import importlib.util
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "bench" / file_name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_cli(args, check=False):
     """Runs the tessera CLI from the repository root (paths in messages stay relative)."""
     if isinstance(args, str):

@@ -3,27 +3,15 @@ timed fns advance, a log of what ran in which order) stands in for CUDA, so the
 interleaved rounds, their rotation, the statistics and the error handling of
 bench_interleaved and run_benchmark are checked without a GPU."""
 import argparse
-import importlib.util
 import sys
 import types
 
 import pytest
 
-from conftest import ROOT
+from conftest import load_bench_module
 
 
-def _load_harness():
-    name = "bench_harness"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "harness.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load_harness()
+harness = load_bench_module("harness.py", "bench_harness")
 
 
 class FakeGpu:

@@ -3,32 +3,19 @@ interpreter against numpy in float64 (fp32 and bf16, ragged rows, persistent gri
 that do and do not divide the rows, more programs than rows, the benchmark shapes
 with fewer rows), and every configuration the benchmark would time compiles for
 sm_90a (no GPU needed), with 128-bit accesses and no local memory in the PTX."""
-import importlib.util
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_cli  # noqa: F401  (conftest: the CLI must be built)
+from conftest import load_bench_module, run_cli  # noqa: F401  (conftest: the CLI must be built)
 
 import tessera  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 
 
-def _load_bench():
-    name = "bench_softmax_variants"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "softmax_variants.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench_module("softmax_variants.py", "bench_softmax_variants")
 
 
 class _Bf16Tensor:
