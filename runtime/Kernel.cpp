@@ -6,10 +6,12 @@
 #include "runtime/Driver.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -35,6 +37,17 @@ std::string targetArch(int device) {
 }
 
 namespace {
+
+// TESSERA_JIT=whole: the driver JIT-compiles the PTX as one program (cuModuleLoadData, what
+// ptxas does on its own) instead of linking it (cuLink*, which compiles it as relocatable code,
+// as ptxas -c, and allocates registers differently); no cubin comes back, so none is cached.
+// Default "link". docs/runtime.md has the measurements.
+bool wholeProgramJit() {
+  const char *mode = std::getenv("TESSERA_JIT");
+  if (!mode || !*mode || std::string_view(mode) == "link") return false;
+  if (std::string_view(mode) == "whole") return true;
+  throw rt::Error("TESSERA_JIT must be 'link' or 'whole', got '" + std::string(mode) + "'");
+}
 
 unsigned parameterBytes(const ArgSpec &spec) {
   if (spec.type.isTensorDesc()) return static_cast<unsigned>(rt::kTensorMapBytes); // a TensorDescriptor
@@ -107,45 +120,51 @@ const rt::LoadedKernel &Kernel::load(int device) const {
     entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
                                    static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
   };
-  // The PTX JIT's output depends on the device's architecture and the driver.
-  std::string tag;
-  if (impl.key) {
-    tag = cache::cubinTag(rt::deviceProperties(ordinal).arch(), rt::driverVersion());
-    for (const auto &[t, bytes] : impl.cubins)
-      if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
-  }
-  if (!entry->cubin.empty()) {
-    try {
-      load();
-    } catch (const rt::DriverError &e) { // a cubin the driver refuses: link it again
-      cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
-                                                      "' does not load (" + e.what() + "); linking the PTX again");
-      entry->cubin.clear();
-    }
-  }
-  if (entry->cubin.empty()) {
-    rt::LinkOptions link;
-    link.kernelName = impl.compiled.name;
-    link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
-    entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
-    load();
+  if (wholeProgramJit()) {
+    // The driver compiles the PTX itself, as one program; it returns no cubin to keep.
+    entry->kernel = rt::loadKernel(impl.compiled.ptx.c_str(), impl.compiled.name,
+                                   static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
+  } else {
+    // The PTX JIT's output depends on the device's architecture and the driver.
+    std::string tag;
     if (impl.key) {
-      std::string bytes(entry->cubin.begin(), entry->cubin.end());
-      bool replaced = false;
-      for (auto &[t, b] : impl.cubins)
-        if (t == tag) b = bytes, replaced = true;
-      if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
-      cache::Entry stored;
-      stored.key = impl.key.text;
-      stored.kernelName = impl.compiled.name;
-      stored.arch = impl.arch;
-      stored.signature = cache::signatureKey(impl.signature);
-      stored.numWarps = impl.compiled.numWarps;
-      stored.numStages = impl.numStages;
-      stored.sharedBytes = impl.compiled.sharedBytes;
-      stored.ptx = impl.compiled.ptx;
-      stored.cubins = impl.cubins;
-      cache::DiskCache().store(impl.key, stored);
+      tag = cache::cubinTag(rt::deviceProperties(ordinal).arch(), rt::driverVersion());
+      for (const auto &[t, bytes] : impl.cubins)
+        if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
+    }
+    if (!entry->cubin.empty()) {
+      try {
+        load();
+      } catch (const rt::DriverError &e) { // a cubin the driver refuses: link it again
+        cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
+                                                        "' does not load (" + e.what() + "); linking the PTX again");
+        entry->cubin.clear();
+      }
+    }
+    if (entry->cubin.empty()) {
+      rt::LinkOptions link;
+      link.kernelName = impl.compiled.name;
+      link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
+      entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
+      load();
+      if (impl.key) {
+        std::string bytes(entry->cubin.begin(), entry->cubin.end());
+        bool replaced = false;
+        for (auto &[t, b] : impl.cubins)
+          if (t == tag) b = bytes, replaced = true;
+        if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
+        cache::Entry stored;
+        stored.key = impl.key.text;
+        stored.kernelName = impl.compiled.name;
+        stored.arch = impl.arch;
+        stored.signature = cache::signatureKey(impl.signature);
+        stored.numWarps = impl.compiled.numWarps;
+        stored.numStages = impl.numStages;
+        stored.sharedBytes = impl.compiled.sharedBytes;
+        stored.ptx = impl.compiled.ptx;
+        stored.cubins = impl.cubins;
+        cache::DiskCache().store(impl.key, stored);
+      }
     }
   }
   const rt::LoadedKernel &out = entry->kernel;

@@ -42,6 +42,12 @@ class FakeDriver:
         self.lib.tessera_fake_last_tensor_map.restype = ctypes.POINTER(TensorMap)
         self.lib.tessera_fake_tensor_map_count.restype = ctypes.c_uint64
         self.lib.tessera_fake_fail_next_tensor_map.argtypes = [ctypes.c_int]
+        self.lib.tessera_fake_link_count.restype = ctypes.c_uint64
+
+    @property
+    def links(self):
+        """cuLinkCreate calls so far (tessera's default JIT: PTX linked to a cubin)."""
+        return self.lib.tessera_fake_link_count()
 
     @property
     def count(self):

@@ -79,3 +79,9 @@ def desc_kernel(a_desc, n, b_desc):
 @tessera.jit
 def int_then_desc(n, desc):
     pass
+
+
+@tessera.jit
+def jit_mode(a, n):
+    """Launched only by test_jit_mode (its loads are counted)."""
+    pass

@@ -423,3 +423,20 @@ def test_without_the_torch_fast_path_tensors_are_read_from_python():
     status = tessera._C.torch_fastpath()
     assert status.startswith("off (") and "_torch_fastpath.so" in status, status
     assert tessera._C.torch_fastpath(True) == status  # nothing loaded: switching on changes nothing
+
+
+def test_jit_mode(fake, monkeypatch):
+    """TESSERA_JIT=whole loads the PTX itself (the driver compiles it as one program, as
+    ptxas alone does) instead of linking it first (cuLink*: relocatable code, as ptxas -c);
+    the default links; any other value is one clear error at the first load."""
+    (t,) = tensors(1)
+    links, count = fake.links, fake.count
+    monkeypatch.setenv("TESSERA_JIT", "whole")
+    K.jit_mode[(1,)](t, 1, num_warps=2)
+    assert fake.count == count + 1 and fake.links == links
+    monkeypatch.setenv("TESSERA_JIT", "link")
+    K.jit_mode[(1,)](t, 1, num_warps=1)
+    assert fake.count == count + 2 and fake.links == links + 1
+    monkeypatch.setenv("TESSERA_JIT", "ptxas")
+    with pytest.raises(RuntimeError, match="TESSERA_JIT must be 'link' or 'whole', got 'ptxas'"):
+        K.jit_mode[(1,)](t, 1, num_warps=8)

@@ -68,6 +68,24 @@ def test_compiled_kernel_launches():
         k[(1,)](x.half(), y, out, n)
 
 
+@pytest.mark.parametrize("mode", ["link", "whole"])
+def test_jit_modes_load_and_run(mode, monkeypatch):
+    """TESSERA_JIT=link (the default: PTX linked to a cubin, kept) and whole (the PTX loaded
+    as it is, compiled by the driver as one program: no cubin to keep) both run the kernel;
+    one warp and a block size per mode that nothing else compiles, so that each loads afresh."""
+    monkeypatch.setenv("TESSERA_JIT", mode)
+    block = 64 if mode == "link" else 32
+    k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": block},
+                        num_warps=1, target="")
+    n = 5000
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = poisoned(n, torch.float32)
+    k[(tessera.cdiv(n, block),)](x, y, out, n)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+    assert (len(k.cubin()) > 0) == (mode == "link")
+
+
 def test_warmup_then_launch_reuses_the_compiled_kernel():
     n = 4096
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")

@@ -49,6 +49,7 @@ static struct tessera_fake_tensor_map last_tensor_map;
 static uint64_t tensor_map_count;
 static CUresult fail_next_tensor_map = CUDA_SUCCESS;
 static int init_called;
+static uint64_t link_count; /* cuLinkCreate calls */
 
 EXPORT const struct tessera_fake_launch *tessera_fake_last_launch(void) { return &last_launch; }
 EXPORT uint64_t tessera_fake_launch_count(void) { return launch_count; }
@@ -57,6 +58,7 @@ EXPORT uint64_t tessera_fake_tensor_map_count(void) { return tensor_map_count; }
 /* The next cuTensorMapEncodeTiled returns `result` (after its own checks pass), as a real driver may. */
 EXPORT void tessera_fake_fail_next_tensor_map(int result) { fail_next_tensor_map = (CUresult)result; }
 EXPORT int tessera_fake_initialized(void) { return init_called; }
+EXPORT uint64_t tessera_fake_link_count(void) { return link_count; }
 EXPORT void tessera_fake_reset(void) {
   memset(&last_launch, 0, sizeof last_launch);
   launch_count = 0;
@@ -186,6 +188,7 @@ static CUresult fake_cuLinkCreate(unsigned n, CUjit_option *o, void **v, CUlinkS
   (void)n, (void)o, (void)v;
   struct fake_link *l = calloc(1, sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  ++link_count;
   *state = (CUlinkState)l;
   return CUDA_SUCCESS;
 }
