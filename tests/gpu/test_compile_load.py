@@ -83,7 +83,7 @@ def test_jit_modes_load_and_run(mode, monkeypatch):
     k[(tessera.cdiv(n, block),)](x, y, out, n)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
-    assert (len(k.cubin()) > 0) == (mode == "link")
+    assert (len(k.cubin) > 0) == (mode == "link")
 
 
 def test_warmup_then_launch_reuses_the_compiled_kernel():
