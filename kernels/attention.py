@@ -119,8 +119,8 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         acc = acc * alpha[:, None]
         p = p32.to(q.dtype)
     offs_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N + offs_nb
-    v = tl.load(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                mask=(offs_p < N_KV)[:, None], other=0.0)
+    v = _load_keys(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                   (offs_p < N_KV)[:, None], True)
     acc = tl.dot(p, v, acc)
     return acc, l_i, m_i
 

@@ -116,14 +116,13 @@ const rt::LoadedKernel &Kernel::load(int device) const {
   }
 
   auto entry = std::make_unique<Impl::PerDevice>();
-  const auto load = [&] {
-    entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
-                                   static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
+  const auto load = [&](const void *image) {
+    entry->kernel = rt::loadKernel(image, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
+                                   impl.compiled.sharedBytes, ordinal);
   };
   if (wholeProgramJit()) {
     // The driver compiles the PTX itself, as one program; it returns no cubin to keep.
-    entry->kernel = rt::loadKernel(impl.compiled.ptx.c_str(), impl.compiled.name,
-                                   static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
+    load(impl.compiled.ptx.c_str());
   } else {
     // The PTX JIT's output depends on the device's architecture and the driver.
     std::string tag;
@@ -134,7 +133,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
     }
     if (!entry->cubin.empty()) {
       try {
-        load();
+        load(entry->cubin.data());
       } catch (const rt::DriverError &e) { // a cubin the driver refuses: link it again
         cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
                                                         "' does not load (" + e.what() + "); linking the PTX again");
@@ -146,7 +145,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
       link.kernelName = impl.compiled.name;
       link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
       entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
-      load();
+      load(entry->cubin.data());
       if (impl.key) {
         std::string bytes(entry->cubin.begin(), entry->cubin.end());
         bool replaced = false;

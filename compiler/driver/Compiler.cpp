@@ -139,7 +139,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   if (options.numWarps == 0 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
     throw std::invalid_argument("num_warps must be a power of 2 between 1 and 32, got " +
                                 std::to_string(options.numWarps));
-  if (options.maxRegisters != 0 && (options.maxRegisters < 16 || options.maxRegisters > 255))
+  if (!maxRegistersInRange(options.maxRegisters))
     throw std::invalid_argument("maxnreg must be between 16 and 255 registers a thread (or 0: no limit), got " +
                                 std::to_string(options.maxRegisters));
   CompiledKernel out;
@@ -217,18 +217,24 @@ std::string resolveBackend(const CompileOptions &options) {
   throw std::invalid_argument(std::string(from) + " must be 'llvm' or 'nvrtc', got '" + name + "'");
 }
 
-bool tensorCoresEnabled(const CompileOptions &options) {
-  if (options.tensorCores >= 0) return options.tensorCores != 0;
-  // On unless TESSERA_MMA=0 (the FMA loop stays the fallback for what MMA can't do).
-  const char *env = std::getenv("TESSERA_MMA");
+namespace {
+
+// A switch that is on by default: `option` when set (0 or 1), else on unless
+// the environment variable is "0".
+bool onUnlessZero(int option, const char *variable) {
+  if (option >= 0) return option != 0;
+  const char *env = std::getenv(variable);
   return !(env && *env && std::string(env) == "0");
 }
 
-bool fpFusionEnabled(const CompileOptions &options) {
-  if (options.fpFusion >= 0) return options.fpFusion != 0;
-  // On unless TESSERA_FP_FUSION=0, as Triton's enable_fp_fusion.
-  const char *env = std::getenv("TESSERA_FP_FUSION");
-  return !(env && *env && std::string(env) == "0");
-}
+} // namespace
+
+// The FMA loop stays the fallback for what MMA can't do.
+bool tensorCoresEnabled(const CompileOptions &options) { return onUnlessZero(options.tensorCores, "TESSERA_MMA"); }
+
+// As Triton's enable_fp_fusion.
+bool fpFusionEnabled(const CompileOptions &options) { return onUnlessZero(options.fpFusion, "TESSERA_FP_FUSION"); }
+
+bool maxRegistersInRange(unsigned n) { return n == 0 || (n >= 16 && n <= 255); }
 
 } // namespace tessera

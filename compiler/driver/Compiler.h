@@ -48,6 +48,8 @@ struct CompileOptions {
 bool tensorCoresEnabled(const CompileOptions &options);
 // options.fpFusion resolved against TESSERA_FP_FUSION.
 bool fpFusionEnabled(const CompileOptions &options);
+// A valid CompileOptions::maxRegisters: 0 (no cap) or 16..255.
+bool maxRegistersInRange(unsigned n);
 // options.backend resolved against TESSERA_BACKEND: "llvm" or "nvrtc".
 // Throws std::invalid_argument for any other name.
 std::string resolveBackend(const CompileOptions &options);

@@ -159,7 +159,7 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       b.stream = value;
     } else if (isOption(sMaxnreg, "maxnreg")) {
       b.maxRegisters = value == Py_None ? 0 : optionValue(value, k.name, "maxnreg");
-      if (b.maxRegisters != 0 && (b.maxRegisters < 16 || b.maxRegisters > 255))
+      if (!maxRegistersInRange(b.maxRegisters))
         throw py::value_error(k.name + "(): maxnreg must be between 16 and 255 registers a thread, got " +
                               std::to_string(b.maxRegisters));
     } else if (isOption(sNumCtas, "num_ctas")) {
