@@ -338,8 +338,8 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   return key;
 }
 
-std::string cubinTag(const std::string &deviceArch, int driverVersion) {
-  return deviceArch + "/cuda" + std::to_string(driverVersion);
+std::string cubinTag(const std::string &deviceArch, const std::string &compiler) {
+  return deviceArch + "/" + compiler;
 }
 
 // --------------------------------------------------------------- entries

@@ -87,8 +87,9 @@ struct Entry {
   void setCubin(const std::string &tag, std::string bytes);
 };
 
-// "sm_90/cuda13000": the device's compute capability and the driver's version.
-std::string cubinTag(const std::string &deviceArch, int driverVersion);
+// "sm_90/cuda13000" or "sm_90/ptxas13.0.88": the device's compute capability and
+// what turned the PTX into SASS (the driver's cuLink JIT, or a ptxas), with its version.
+std::string cubinTag(const std::string &deviceArch, const std::string &compiler);
 
 // The file format (docs/runtime.md): a 32-byte header (magic, format
 // version, body size, xxh3-64 of the body) and named sections.

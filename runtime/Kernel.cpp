@@ -1,14 +1,16 @@
 // The C++ API (Kernel.h): source text → CompiledKernel → per-device
-// LoadedKernel (PTX linked to a cubin by the driver's JIT) → launches.
+// LoadedKernel (PTX compiled to a cubin by ptxas, or by the driver) → launches.
 #include "runtime/Kernel.h"
 
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
+#include "runtime/Ptxas.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -38,15 +40,43 @@ std::string targetArch(int device) {
 
 namespace {
 
-// TESSERA_JIT=whole: the driver JIT-compiles the PTX as one program (cuModuleLoadData, what
-// ptxas does on its own) instead of linking it (cuLink*, which compiles it as relocatable code,
-// as ptxas -c, and allocates registers differently); no cubin comes back, so none is cached.
-// Default "link". docs/runtime.md has the measurements.
-bool wholeProgramJit() {
-  const char *mode = std::getenv("TESSERA_JIT");
-  if (!mode || !*mode || std::string_view(mode) == "link") return false;
-  if (std::string_view(mode) == "whole") return true;
-  throw rt::Error("TESSERA_JIT must be 'link' or 'whole', got '" + std::string(mode) + "'");
+// How PTX becomes SASS (TESSERA_JIT; docs/runtime.md has the measurements):
+//   ptxas  the CUDA toolkit's ptxas compiles it as one program; the cubin is kept.
+//   whole  the driver compiles it as one program (cuModuleLoadData on the PTX);
+//          no cubin comes back, so none is kept (the driver has its own JIT cache).
+//   link   the driver's cuLink JIT compiles it as relocatable code, like ptxas -c,
+//          which allocates registers differently (more, for the attention forward);
+//          the cubin is kept.
+// Unset: ptxas when one is found (runtime/Ptxas.h), else whole; a ptxas that fails
+// or whose cubin the driver refuses falls back to whole, with one warning.
+struct JitPlan {
+  enum Mode { Ptxas, Whole, Link } mode = Whole;
+  const rt::PtxasTool *ptxas = nullptr; // mode Ptxas
+  bool fallBackToWhole = false;         // the default, not asked for by name
+};
+
+JitPlan jitPlan() {
+  const char *env = std::getenv("TESSERA_JIT");
+  const std::string_view mode = env ? env : "";
+  if (mode.empty()) {
+    if (const rt::PtxasTool *tool = rt::findPtxas()) return {JitPlan::Ptxas, tool, true};
+    return {JitPlan::Whole};
+  }
+  if (mode == "whole") return {JitPlan::Whole};
+  if (mode == "link") return {JitPlan::Link};
+  if (mode == "ptxas") {
+    if (const rt::PtxasTool *tool = rt::findPtxas()) return {JitPlan::Ptxas, tool, false};
+    throw rt::Error("TESSERA_JIT=ptxas, but no ptxas was found (set TESSERA_PTXAS or CUDA_HOME, or put "
+                    "ptxas on PATH)");
+  }
+  throw rt::Error("TESSERA_JIT must be 'ptxas', 'whole' or 'link', got '" + std::string(mode) + "'");
+}
+
+// The architecture ptxas compiles for: the PTX's own target where it is arch-
+// or family-specific (sm_90a PTX cannot run as plain sm_90), else the device's.
+std::string sassArch(const std::string &ptx, int device) {
+  if (std::optional<rt::Arch> own = rt::ptxTarget(ptx); own && own->suffix) return own->str();
+  return rt::deviceProperties(device).arch();
 }
 
 unsigned parameterBytes(const ArgSpec &spec) {
@@ -120,33 +150,49 @@ const rt::LoadedKernel &Kernel::load(int device) const {
     entry->kernel = rt::loadKernel(image, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
                                    impl.compiled.sharedBytes, ordinal);
   };
-  if (wholeProgramJit()) {
-    // The driver compiles the PTX itself, as one program; it returns no cubin to keep.
-    load(impl.compiled.ptx.c_str());
-  } else {
-    // The PTX JIT's output depends on the device's architecture and the driver.
-    std::string tag;
-    if (impl.key) {
-      tag = cache::cubinTag(rt::deviceProperties(ordinal).arch(), rt::driverVersion());
+  const JitPlan plan = jitPlan();
+  const auto fallBack = [&](const std::string &what, const rt::Error &e) {
+    if (!plan.fallBackToWhole) throw;
+    cache::warnOnce("jit:" + impl.compiled.name, what + " (" + e.what() + "); the driver compiles kernel '" +
+                                                     impl.compiled.name + "' from its PTX instead");
+  };
+  if (plan.mode != JitPlan::Whole) {
+    // The SASS depends on the device's architecture and on what compiled it.
+    const std::string tag = cache::cubinTag(
+        rt::deviceProperties(ordinal).arch(),
+        plan.ptxas ? "ptxas" + plan.ptxas->version : "cuda" + std::to_string(rt::driverVersion()));
+    if (impl.key)
       for (const auto &[t, bytes] : impl.cubins)
         if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
-    }
     if (!entry->cubin.empty()) {
       try {
         load(entry->cubin.data());
-      } catch (const rt::DriverError &e) { // a cubin the driver refuses: link it again
+      } catch (const rt::DriverError &e) { // a cubin the driver refuses: compile the PTX again
         cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
-                                                        "' does not load (" + e.what() + "); linking the PTX again");
+                                                        "' does not load (" + e.what() + "); compiling the PTX again");
         entry->cubin.clear();
       }
     }
-    if (entry->cubin.empty()) {
-      rt::LinkOptions link;
-      link.kernelName = impl.compiled.name;
-      link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
-      entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
-      load(entry->cubin.data());
-      if (impl.key) {
+    if (!entry->kernel) {
+      try {
+        if (plan.ptxas) {
+          entry->cubin = rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, sassArch(impl.compiled.ptx, ordinal),
+                                         impl.compiled.name);
+        } else {
+          rt::LinkOptions link;
+          link.kernelName = impl.compiled.name;
+          link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
+          entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
+        }
+        load(entry->cubin.data());
+      } catch (const rt::DriverError &e) {
+        fallBack("the driver refuses the cubin of ptxas", e);
+        entry->cubin.clear();
+      } catch (const rt::Error &e) {
+        if (!entry->cubin.empty()) throw; // the cubin was made; loading it failed a check: not ptxas's fault
+        fallBack("ptxas failed", e);
+      }
+      if (!entry->cubin.empty() && impl.key) {
         std::string bytes(entry->cubin.begin(), entry->cubin.end());
         bool replaced = false;
         for (auto &[t, b] : impl.cubins)
@@ -166,6 +212,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
       }
     }
   }
+  if (!entry->kernel) load(impl.compiled.ptx.c_str()); // whole: the driver compiles the PTX itself
   const rt::LoadedKernel &out = entry->kernel;
   impl.last.store(entry.get(), std::memory_order_release);
   impl.devices.emplace(ordinal, std::move(entry));

@@ -15,9 +15,9 @@
 //
 // A Kernel holds the compiled stages (CompiledKernel: PTX and friends) and,
 // lazily on the first launch on each device, an rt::LoadedKernel: the PTX is
-// linked to a cubin in-process by the driver's JIT (no ptxas at run time) and
-// the cubin is kept (TESSERA_JIT=whole: the PTX is loaded as it is and the
-// driver compiles it as one program; docs/runtime.md). Copies of a Kernel share that state; loading is
+// compiled to a cubin by the CUDA toolkit's ptxas and the cubin is kept (without
+// a ptxas, or with TESSERA_JIT=whole, the driver compiles the PTX as it loads it;
+// TESSERA_JIT=link: the driver's cuLink JIT; docs/runtime.md). Copies of a Kernel share that state; loading is
 // thread-safe. Compiling needs no GPU; loading and launching need the CUDA
 // driver (else rt::DriverNotFoundError).
 //

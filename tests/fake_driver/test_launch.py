@@ -425,18 +425,60 @@ def test_without_the_torch_fast_path_tensors_are_read_from_python():
     assert tessera._C.torch_fastpath(True) == status  # nothing loaded: switching on changes nothing
 
 
-def test_jit_mode(fake, monkeypatch):
-    """TESSERA_JIT=whole loads the PTX itself (the driver compiles it as one program, as
-    ptxas alone does) instead of linking it first (cuLink*: relocatable code, as ptxas -c);
-    the default links; any other value is one clear error at the first load."""
+def fake_ptxas(tmp_path, name, compile_step):
+    """A ptxas stand-in: answers --version, records its arguments, then runs `compile_step`
+    (shell) with $out set to the -o path."""
+    script = tmp_path / name
+    script.write_text("#!/bin/sh\n"
+                      'if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 99.0, V99.0.1"; exit 0; fi\n'
+                      f'echo "$@" > "{tmp_path}/{name}.args"\n'
+                      'out=""; prev=""; for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+                      + compile_step + "\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_jit_mode(fake, monkeypatch, tmp_path, capfd):
+    """How PTX becomes SASS (TESSERA_JIT): `ptxas` runs a ptxas (TESSERA_PTXAS here: a
+    stand-in) and loads its cubin; `whole` loads the PTX itself (the driver compiles it as
+    one program, as ptxas does); `link` links it first (cuLink*: relocatable code, as
+    ptxas -c). Unset, a ptxas that fails falls back to `whole` with a warning; asked for by
+    name, it is an error with ptxas's output. Each launch is a new specialisation
+    (num_warps), so each loads."""
     (t,) = tensors(1)
+    ok = fake_ptxas(tmp_path, "ptxas_ok", "printf '\\177ELF fake cubin' > \"$out\"")
+    bad = fake_ptxas(tmp_path, "ptxas_bad", 'echo "ptxas fatal   : boom"; exit 3')
     links, count = fake.links, fake.count
+
     monkeypatch.setenv("TESSERA_JIT", "whole")
-    K.jit_mode[(1,)](t, 1, num_warps=2)
+    K.jit_mode[(1,)](t, 1, num_warps=1)
     assert fake.count == count + 1 and fake.links == links
     monkeypatch.setenv("TESSERA_JIT", "link")
-    K.jit_mode[(1,)](t, 1, num_warps=1)
+    K.jit_mode[(1,)](t, 1, num_warps=2)
     assert fake.count == count + 2 and fake.links == links + 1
+
     monkeypatch.setenv("TESSERA_JIT", "ptxas")
-    with pytest.raises(RuntimeError, match="TESSERA_JIT must be 'link' or 'whole', got 'ptxas'"):
-        K.jit_mode[(1,)](t, 1, num_warps=8)
+    monkeypatch.setenv("TESSERA_PTXAS", str(ok))
+    K.jit_mode[(1,)](t, 1, num_warps=4)
+    assert fake.count == count + 3 and fake.links == links + 1
+    args = (tmp_path / "ptxas_ok.args").read_text().split()
+    assert args[0] == "-arch=sm_90a" and args[1] == "-o" and args[3].endswith(".ptx"), args
+
+    monkeypatch.delenv("TESSERA_JIT")
+    monkeypatch.setenv("TESSERA_PTXAS", str(bad))
+    capfd.readouterr()
+    K.jit_mode[(1,)](t, 1, num_warps=8)  # the default: falls back to the driver
+    assert fake.count == count + 4 and fake.links == links + 1
+    err = capfd.readouterr().err
+    assert "ptxas failed" in err and "boom" in err and "from its PTX instead" in err, err
+
+    monkeypatch.setenv("TESSERA_JIT", "ptxas")
+    with pytest.raises(RuntimeError, match=r"(?s)kernel 'jit_mode' for sm_90a failed with exit status 3:\nptxas fatal   : boom"):
+        K.jit_mode[(1,)](t, 1, num_warps=16)
+    monkeypatch.setenv("TESSERA_PTXAS", str(tmp_path / "no-such-ptxas"))
+    with pytest.raises(RuntimeError, match="no-such-ptxas' is not a ptxas that runs"):
+        K.jit_mode[(1,)](t, 1, num_warps=16)
+    monkeypatch.setenv("TESSERA_JIT", "ptx")
+    with pytest.raises(RuntimeError, match="TESSERA_JIT must be 'ptxas', 'whole' or 'link', got 'ptx'"):
+        K.jit_mode[(1,)](t, 1, num_warps=16)
+    assert fake.count == count + 4

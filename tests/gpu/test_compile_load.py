@@ -68,13 +68,15 @@ def test_compiled_kernel_launches():
         k[(1,)](x.half(), y, out, n)
 
 
-@pytest.mark.parametrize("mode", ["link", "whole"])
+@pytest.mark.parametrize("mode", ["ptxas", "link", "whole"])
 def test_jit_modes_load_and_run(mode, monkeypatch):
-    """TESSERA_JIT=link (the default: PTX linked to a cubin, kept) and whole (the PTX loaded
-    as it is, compiled by the driver as one program: no cubin to keep) both run the kernel;
-    one warp and a block size per mode that nothing else compiles, so that each loads afresh."""
+    """TESSERA_JIT=ptxas (the default where a ptxas is found: the toolkit's ptxas compiles the
+    PTX as one program, its cubin kept), link (the driver's cuLink JIT, cubin kept) and whole
+    (the PTX loaded as it is, compiled by the driver as one program: no cubin to keep) all run
+    the kernel; one warp and a block size per mode that nothing else compiles, so that each
+    loads afresh."""
     monkeypatch.setenv("TESSERA_JIT", mode)
-    block = 64 if mode == "link" else 32
+    block = {"ptxas": 128, "link": 64, "whole": 32}[mode]
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": block},
                         num_warps=1, target="")
     n = 5000
@@ -83,7 +85,9 @@ def test_jit_modes_load_and_run(mode, monkeypatch):
     k[(tessera.cdiv(n, block),)](x, y, out, n)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
-    assert (len(k.cubin) > 0) == (mode == "link")
+    assert (len(k.cubin) > 0) == (mode != "whole")
+    if mode != "whole":
+        assert k.cubin[:4] == b"\x7fELF"
 
 
 def test_warmup_then_launch_reuses_the_compiled_kernel():

@@ -14,7 +14,10 @@ FAKE = BUILD / "lib" / "libtessera_fake_cuda.so"
 
 def env(tmp_path, **extra):
     e = dict(os.environ)
-    e.update(TESSERA_LIBCUDA=str(FAKE), TESSERA_CACHE_DIR=str(tmp_path / "cache"),
+    # TESSERA_JIT=link: the fake's "cubin" from cuLink is the PTX, from which it reads each
+    # kernel's parameter sizes (a real cubin from ptxas would hide them; test_jit_mode
+    # switches modes itself).
+    e.update(TESSERA_LIBCUDA=str(FAKE), TESSERA_CACHE_DIR=str(tmp_path / "cache"), TESSERA_JIT="link",
              PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "tools" / "fake_torch"), str(ROOT / "python")]
                                         + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else [])))
     e.pop("TESSERA_INTERPRET", None)

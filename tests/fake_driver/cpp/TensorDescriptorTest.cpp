@@ -26,7 +26,11 @@ using ST = ir::ScalarType;
 namespace {
 
 // Before anything loads the driver (it is loaded on first use, never at start-up).
-const bool kFakeDriver = [] { return setenv("TESSERA_LIBCUDA", TESSERA_FAKE_LIBCUDA, 1) == 0; }();
+// TESSERA_JIT=link: the fake's "cubin" from cuLink is the PTX, from which it reads
+// the kernel's parameter sizes (a real cubin from ptxas would hide them).
+const bool kFakeDriver = [] {
+  return setenv("TESSERA_LIBCUDA", TESSERA_FAKE_LIBCUDA, 1) == 0 && setenv("TESSERA_JIT", "link", 1) == 0;
+}();
 
 constexpr CUdeviceptr kBase = 0x7f0000001000;
 constexpr int kInvalidValue = 1, kOutOfMemory = 2; // CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY

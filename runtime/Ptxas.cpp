@@ -1,0 +1,176 @@
+// ptxas as a subprocess: posix_spawn, no shell, files in a private temp
+// directory (several threads may compile at once: the autotuner does).
+#include "runtime/Ptxas.h"
+
+#include "runtime/Driver.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace tessera::rt {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory of its own under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+public:
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/tessera-ptxas-XXXXXX";
+    if (!mkdtemp(pattern.data()))
+      throw Error("cannot create a temporary directory for ptxas (" + pattern + "): " + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+  std::string file(const char *name) const { return (path_ / name).string(); }
+
+private:
+  fs::path path_;
+};
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+struct Exit {
+  bool started = false;
+  int spawnErrno = 0; // when !started
+  int status = -1;    // exit status; 128 + N for signal N
+};
+
+// Runs argv[0] (a path) with stdout and stderr to `outputPath`.
+Exit run(const std::vector<std::string> &argv, const std::string &outputPath) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, outputPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char *> args;
+  for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  Exit exit;
+  pid_t pid = 0;
+  int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    exit.spawnErrno = error;
+    return exit;
+  }
+  exit.started = true;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return exit;
+  exit.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit;
+}
+
+bool executable(const fs::path &path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+std::optional<std::string> searchDefaultPlaces() {
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *home = std::getenv(var); home && *home)
+      if (executable(fs::path(home) / "bin" / "ptxas")) return (fs::path(home) / "bin" / "ptxas").string();
+  if (executable("/usr/local/cuda/bin/ptxas")) return std::string("/usr/local/cuda/bin/ptxas");
+  if (const char *path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (!dir.empty() && executable(fs::path(dir) / "ptxas")) return (fs::path(dir) / "ptxas").string();
+  }
+  return std::nullopt;
+}
+
+// "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88".
+std::optional<std::string> versionOf(const std::string &path) {
+  TempDir dir;
+  const std::string out = dir.file("version.txt");
+  Exit exit = run({path, "--version"}, out);
+  if (!exit.started || exit.status != 0) return std::nullopt;
+  std::smatch m;
+  const std::string text = readFile(out);
+  if (!std::regex_search(text, m, std::regex(R"(V(\d+\.\d+\.\d+))"))) return std::nullopt;
+  return m[1].str();
+}
+
+} // namespace
+
+const PtxasTool *findPtxas() {
+  // Keyed by TESSERA_PTXAS, so that a test changing it sees the change.
+  static std::mutex mutex;
+  static std::optional<std::string> lookedUpFor;
+  static std::unique_ptr<PtxasTool> found;
+  const char *env = std::getenv("TESSERA_PTXAS");
+  const std::string wanted = env ? env : "";
+  std::lock_guard<std::mutex> lock(mutex);
+  if (lookedUpFor && *lookedUpFor == wanted) return found.get();
+  found.reset();
+  lookedUpFor.reset();
+  std::optional<std::string> path = wanted.empty() ? searchDefaultPlaces() : std::optional<std::string>(wanted);
+  if (path) {
+    std::optional<std::string> version = versionOf(*path);
+    if (!version) {
+      if (!wanted.empty())
+        throw Error("TESSERA_PTXAS='" + wanted + "' is not a ptxas that runs (`" + wanted +
+                    " --version` failed or printed no version)");
+    } else {
+      found = std::make_unique<PtxasTool>(PtxasTool{*path, *version});
+    }
+  }
+  lookedUpFor = wanted;
+  return found.get();
+}
+
+std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const std::string &arch,
+                              const std::string &kernelName) {
+  TempDir dir;
+  const std::string input = dir.file("kernel.ptx"), cubin = dir.file("kernel.cubin"), log = dir.file("log.txt");
+  {
+    std::ofstream out(input, std::ios::binary);
+    out.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
+    if (!out) throw Error("cannot write the PTX of kernel '" + kernelName + "' to " + input + " for ptxas");
+  }
+  Exit exit = run({tool.path, "-arch=" + arch, "-o", cubin, input}, log);
+  const std::string what = "ptxas (" + tool.path + ", " + tool.version + ") compiling kernel '" + kernelName +
+                           "' for " + arch;
+  if (!exit.started) throw Error(what + " did not start: " + std::strerror(exit.spawnErrno));
+  if (exit.status != 0) {
+    std::string output = trimmed(readFile(log));
+    throw Error(what + " failed with exit status " + std::to_string(exit.status) +
+                (output.empty() ? std::string(" and printed nothing") : ":\n" + output));
+  }
+  std::string bytes = readFile(cubin);
+  if (bytes.empty()) throw Error(what + " wrote no cubin");
+  return std::vector<char>(bytes.begin(), bytes.end());
+}
+
+} // namespace tessera::rt

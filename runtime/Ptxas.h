@@ -1,0 +1,30 @@
+// PTX -> cubin with the CUDA toolkit's ptxas, run as a subprocess (what
+// Triton does). ptxas compiles the PTX as one program, as cuModuleLoadData
+// on PTX does, but hands back the cubin, so it can be cached; the driver's
+// cuLink* JIT compiles relocatable code (ptxas -c) and allocates registers
+// differently (docs/runtime.md has the measurements).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::rt {
+
+struct PtxasTool {
+  std::string path;    // absolute, or a name found on PATH
+  std::string version; // "13.0.88" (from ptxas --version)
+};
+
+// The ptxas the runtime runs: $TESSERA_PTXAS if set (an error, at the first
+// use, when it does not run), else the first executable of $CUDA_HOME/bin,
+// $CUDA_PATH/bin, /usr/local/cuda/bin and PATH. nullptr when there is none.
+// Looked up once per process.
+const PtxasTool *findPtxas();
+
+// Compiles `ptx` for `arch` ("sm_90a") to a cubin with `tool`. A failure is an
+// rt::Error naming the kernel, the exit status and ptxas's output.
+std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const std::string &arch,
+                              const std::string &kernelName);
+
+} // namespace tessera::rt
