@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_pipeline (tests/fuzz/corpus-pipeline/).
 
-The bytes are choices for the generator in FuzzPipeline.cpp, in its order:
+The bytes are choices for the generator in KernelGenerator.cpp, in its order:
 14 configuration bytes (four pointer element types, num_warps, num_stages,
 a flags byte — bit 0 sm_90a, bit 1 tensor cores, bits 2-4 all set debug,
 bit 5 a non-power-of-two BLOCK, bit 6 ':16' on n, bit 7 n is i64 — then
