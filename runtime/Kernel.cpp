@@ -4,13 +4,12 @@
 
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
-#include "runtime/Ptxas.h"
+#include "runtime/Jit.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -39,45 +38,6 @@ std::string targetArch(int device) {
 }
 
 namespace {
-
-// How PTX becomes SASS (TESSERA_JIT; docs/runtime.md has the measurements):
-//   ptxas  the CUDA toolkit's ptxas compiles it as one program; the cubin is kept.
-//   whole  the driver compiles it as one program (cuModuleLoadData on the PTX);
-//          no cubin comes back, so none is kept (the driver has its own JIT cache).
-//   link   the driver's cuLink JIT compiles it as relocatable code, like ptxas -c,
-//          which allocates registers differently (more, for the attention forward);
-//          the cubin is kept.
-// Unset: ptxas when one is found (runtime/Ptxas.h), else whole; a ptxas that fails
-// or whose cubin the driver refuses falls back to whole, with one warning.
-struct JitPlan {
-  enum Mode { Ptxas, Whole, Link } mode = Whole;
-  const rt::PtxasTool *ptxas = nullptr; // mode Ptxas
-  bool fallBackToWhole = false;         // the default, not asked for by name
-};
-
-JitPlan jitPlan() {
-  const char *env = std::getenv("TESSERA_JIT");
-  const std::string_view mode = env ? env : "";
-  if (mode.empty()) {
-    if (const rt::PtxasTool *tool = rt::findPtxas()) return {JitPlan::Ptxas, tool, true};
-    return {JitPlan::Whole};
-  }
-  if (mode == "whole") return {JitPlan::Whole};
-  if (mode == "link") return {JitPlan::Link};
-  if (mode == "ptxas") {
-    if (const rt::PtxasTool *tool = rt::findPtxas()) return {JitPlan::Ptxas, tool, false};
-    throw rt::Error("TESSERA_JIT=ptxas, but no ptxas was found (set TESSERA_PTXAS or CUDA_HOME, or put "
-                    "ptxas on PATH)");
-  }
-  throw rt::Error("TESSERA_JIT must be 'ptxas', 'whole' or 'link', got '" + std::string(mode) + "'");
-}
-
-// The architecture ptxas compiles for: the PTX's own target where it is arch-
-// or family-specific (sm_90a PTX cannot run as plain sm_90), else the device's.
-std::string sassArch(const std::string &ptx, int device) {
-  if (std::optional<rt::Arch> own = rt::ptxTarget(ptx); own && own->suffix) return own->str();
-  return rt::deviceProperties(device).arch();
-}
 
 unsigned parameterBytes(const ArgSpec &spec) {
   if (spec.type.isTensorDesc()) return static_cast<unsigned>(rt::kTensorMapBytes); // a TensorDescriptor
@@ -146,73 +106,46 @@ const rt::LoadedKernel &Kernel::load(int device) const {
   }
 
   auto entry = std::make_unique<Impl::PerDevice>();
-  const auto load = [&](const void *image) {
-    entry->kernel = rt::loadKernel(image, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
-                                   impl.compiled.sharedBytes, ordinal);
-  };
-  const JitPlan plan = jitPlan();
-  const auto fallBack = [&](const std::string &what, const rt::Error &e) {
-    if (!plan.fallBackToWhole) throw;
-    cache::warnOnce("jit:" + impl.compiled.name, what + " (" + e.what() + "); the driver compiles kernel '" +
-                                                     impl.compiled.name + "' from its PTX instead");
-  };
-  if (plan.mode != JitPlan::Whole) {
-    // The SASS depends on the device's architecture and on what compiled it.
-    const std::string tag = cache::cubinTag(
-        rt::deviceProperties(ordinal).arch(),
-        plan.ptxas ? "ptxas" + plan.ptxas->version : "cuda" + std::to_string(rt::driverVersion()));
-    if (impl.key)
-      for (const auto &[t, bytes] : impl.cubins)
-        if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
-    if (!entry->cubin.empty()) {
-      try {
-        load(entry->cubin.data());
-      } catch (const rt::DriverError &e) { // a cubin the driver refuses: compile the PTX again
-        cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
-                                                        "' does not load (" + e.what() + "); compiling the PTX again");
-        entry->cubin.clear();
-      }
-    }
-    if (!entry->kernel) {
-      try {
-        if (plan.ptxas) {
-          entry->cubin = rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, sassArch(impl.compiled.ptx, ordinal),
-                                         impl.compiled.name);
-        } else {
-          rt::LinkOptions link;
-          link.kernelName = impl.compiled.name;
-          link.device = ordinal; // arch left empty: the PTX's own target if arch-specific, else the device's
-          entry->cubin = rt::linkPtx(impl.compiled.ptx, link).cubin;
-        }
-        load(entry->cubin.data());
-      } catch (const rt::DriverError &e) {
-        fallBack("the driver refuses the cubin of ptxas", e);
-        entry->cubin.clear();
-      } catch (const rt::Error &e) {
-        if (!entry->cubin.empty()) throw; // the cubin was made; loading it failed a check: not ptxas's fault
-        fallBack("ptxas failed", e);
-      }
-      if (!entry->cubin.empty() && impl.key) {
-        std::string bytes(entry->cubin.begin(), entry->cubin.end());
-        bool replaced = false;
-        for (auto &[t, b] : impl.cubins)
-          if (t == tag) b = bytes, replaced = true;
-        if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
-        cache::Entry stored;
-        stored.key = impl.key.text;
-        stored.kernelName = impl.compiled.name;
-        stored.arch = impl.arch;
-        stored.signature = cache::signatureKey(impl.signature);
-        stored.numWarps = impl.compiled.numWarps;
-        stored.numStages = impl.numStages;
-        stored.sharedBytes = impl.compiled.sharedBytes;
-        stored.ptx = impl.compiled.ptx;
-        stored.cubins = impl.cubins;
-        cache::DiskCache().store(impl.key, stored);
-      }
+  const rt::JitPlan plan = rt::jitPlan();
+  // The SASS depends on the device's architecture and on what compiled it.
+  std::string tag;
+  if (impl.key && plan.mode != rt::JitPlan::Whole)
+    tag = cache::cubinTag(rt::deviceProperties(ordinal).arch(), plan.cubinCompiler());
+  if (!tag.empty())
+    for (const auto &[t, bytes] : impl.cubins)
+      if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
+  if (!entry->cubin.empty()) {
+    try {
+      entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
+                                     static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
+    } catch (const rt::DriverError &e) { // a cubin the driver refuses: compile the PTX again
+      cache::warnOnce("cubin:" + impl.key.digest, "the cached cubin of kernel '" + impl.compiled.name +
+                                                      "' does not load (" + e.what() + "); compiling the PTX again");
+      entry->cubin.clear();
     }
   }
-  if (!entry->kernel) load(impl.compiled.ptx.c_str()); // whole: the driver compiles the PTX itself
+  if (!entry->kernel) {
+    entry->kernel = rt::loadPtx(plan, impl.compiled.ptx, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
+                                impl.compiled.sharedBytes, ordinal, &entry->cubin);
+    if (!entry->cubin.empty() && !tag.empty()) {
+      std::string bytes(entry->cubin.begin(), entry->cubin.end());
+      bool replaced = false;
+      for (auto &[t, b] : impl.cubins)
+        if (t == tag) b = bytes, replaced = true;
+      if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
+      cache::Entry stored;
+      stored.key = impl.key.text;
+      stored.kernelName = impl.compiled.name;
+      stored.arch = impl.arch;
+      stored.signature = cache::signatureKey(impl.signature);
+      stored.numWarps = impl.compiled.numWarps;
+      stored.numStages = impl.numStages;
+      stored.sharedBytes = impl.compiled.sharedBytes;
+      stored.ptx = impl.compiled.ptx;
+      stored.cubins = impl.cubins;
+      cache::DiskCache().store(impl.key, stored);
+    }
+  }
   const rt::LoadedKernel &out = entry->kernel;
   impl.last.store(entry.get(), std::memory_order_release);
   impl.devices.emplace(ordinal, std::move(entry));

@@ -4,6 +4,7 @@
 #include "Bindings.h"
 
 #include "runtime/Driver.h"
+#include "runtime/Jit.h"
 
 #include <pybind11/stl.h>
 
@@ -60,7 +61,13 @@ void registerRuntime(py::module_ &m) {
         int registers = 0, local = 0, binary = 0, ptxVersion = 0;
         {
           py::gil_scoped_release nogil;
-          rt::LoadedKernel k = rt::loadPtxKernel(ptx, name, numWarps, sharedBytes, arch, device);
+          rt::LoadedKernel k;
+          if (arch.empty()) { // as kernels load (TESSERA_JIT)
+            std::vector<char> cubin;
+            k = rt::loadPtx(rt::jitPlan(), ptx, name, numWarps, sharedBytes, device, &cubin);
+          } else {
+            k = rt::loadPtxKernel(ptx, name, numWarps, sharedBytes, arch, device);
+          }
           registers = k.attributes().registers;
           local = k.attributes().localBytes;
           binary = k.attributes().binaryVersion;
@@ -74,7 +81,11 @@ void registerRuntime(py::module_ &m) {
       },
       py::arg("ptx"), py::arg("name"), py::arg("num_warps") = 4, py::arg("shared") = 0,
       py::arg("arch") = "", py::arg("device") = rt::kCurrentDevice,
-      "Links PTX to a cubin and loads it (then unloads it); returns the function's attributes.");
+      "Compiles PTX to SASS as kernels are (TESSERA_JIT: ptxas, whole or link), or with arch= by the "
+      "driver's linker for that arch, and loads it (then unloads it); returns the function's attributes.");
+  m.def(
+      "jit_mode", [] { return rt::jitPlan().describe(); },
+      "How kernels' PTX becomes SASS now (TESSERA_JIT): 'ptxas VERSION (PATH)', 'whole' or 'link'.");
 }
 
 } // namespace tessera::python

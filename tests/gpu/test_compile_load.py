@@ -44,6 +44,22 @@ def test_manifest_kernel_loads(file, kernel, signature, constexprs, warps):
     assert len(k.cubin) > 0
 
 
+def test_ptxas_compiles_as_the_driver_does_whole(monkeypatch):
+    """The default ptxas and the driver's whole-program JIT both compile the PTX as one
+    program: the same registers for the attention forward, which the driver's linker
+    (relocatable code) gives more (docs/runtime.md)."""
+    if not tessera._C.jit_mode().startswith("ptxas "):
+        pytest.fail(f"no ptxas on this GPU machine (TESSERA_JIT default: {tessera._C.jit_mode()})")
+    (file, kernel, signature, constexprs, warps) = next(p.values for p in manifest() if p.values[1] == "attn_fwd_kernel")
+    k = tessera.compile(ROOT / "kernels" / file, kernel=kernel, signature=signature, constexprs=constexprs,
+                        num_warps=warps, target="")
+    regs = {}
+    for mode in ("ptxas", "whole", "link"):
+        monkeypatch.setenv("TESSERA_JIT", mode)
+        regs[mode] = tessera._C.load_ptx(k.asm["ptx"], kernel, warps, k.metadata.shared)["n_regs"]
+    assert regs["ptxas"] == regs["whole"], regs
+
+
 def test_portable_sm80_ptx_loads_on_newer_gpus():
     k = tessera.compile(softmax_kernel, signature="*fp32:16,*fp32:16,i32,i32,i32,i32",
                         constexprs={"BLOCK_SIZE": 1024}, target="sm_80")
