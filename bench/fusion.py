@@ -22,14 +22,15 @@ Each provider's output is checked against torch (elementwise/GEMM) or torch SDPA
 with an explicit boolean mask (attention) before timing.
 
     python3 bench/fusion.py [--quick] [--out DIR] [--only elementwise,gemm,attention]
-                            [--gemm-configs auto,128x256x64/w8/s4,...] [--gemm-epilogues bias_gelu,bias,residual]
+                            [--gemm-configs auto,128x256x64/w8/s4,...] [--gemm-epilogues bias_gelu,bias_gelu_tanh,bias,residual]
 
 --gemm-configs times the GEMM part per configuration, side by side: for each entry the fused
 and the plain GEMM ("fused@128x128x64/w4/s3", "plain@..."; "auto" = the autotuned wrappers,
 which print the configs they chose), then one line per case with each fused variant's extra
 time over the plain GEMM of the same config and over the fastest plain one (issue 11 asks
 <= 5 %). --gemm-epilogues picks the epilogues (default bias_gelu,residual; "bias" is a bias
-add alone: the GELU's share is bias_gelu - bias).
+add alone: the GELU's share is bias_gelu - bias; "bias_gelu_tanh" is GELU's tanh form, torch's
+approximate="tanh" and cuBLASLt's GELU epilogue, with the hardware tanh).
 """
 import math
 import pathlib
@@ -60,6 +61,15 @@ def bias_gelu(x, b):
 def gelu_bias_epilogue(acc, bias):
     y = acc + bias
     return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@tessera.jit
+def gelu_tanh_bias_epilogue(acc, bias):
+    # GELU's tanh form (torch's approximate="tanh"; what cuBLASLt's GELU epilogue computes):
+    # 0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3))), tanh by the hardware's tanh.approx.f32.
+    y = acc + bias
+    inner = y * (0.7978845608028654 + 0.035677408136300125 * y * y)
+    return 0.5 * y * (1.0 + tl.math.fast_tanhf(inner))
 
 
 @tessera.jit
@@ -148,9 +158,22 @@ def gemm_bench(options):
     import tessera.kernels as tk
     shapes = [(4096, 4096, 4096), (8192, 8192, 4096)] if not options.quick else [(4096, 4096, 4096)]
     epilogues = [e for e in (getattr(options, "gemm_epilogues", "") or "bias_gelu,residual").split(",") if e]
+    F = torch.nn.functional
+    # epilogue: (the tessera function, its extra arguments, torch eager on the product, reference on acc)
+    EPILOGUES = {
+        "bias_gelu": (gelu_bias_epilogue, lambda x: (x["bias"],), lambda x, p: F.gelu(p + x["bias"]),
+                      lambda x, acc: F.gelu(acc + x["bias"].float())),
+        "bias_gelu_tanh": (gelu_tanh_bias_epilogue, lambda x: (x["bias"],),
+                           lambda x, p: F.gelu(p + x["bias"], approximate="tanh"),
+                           lambda x, acc: F.gelu(acc + x["bias"].float(), approximate="tanh")),
+        "bias": (bias_epilogue, lambda x: (x["bias"],), lambda x, p: p + x["bias"],
+                 lambda x, acc: acc + x["bias"].float()),
+        "residual": (residual_epilogue, lambda x: (x["res"], 0.5), lambda x, p: p * 0.5 + x["res"],
+                     lambda x, acc: acc * 0.5 + x["res"].float()),
+    }
     for ep in epilogues:
-        if ep not in ("bias_gelu", "bias", "residual"):
-            raise SystemExit(f"--gemm-epilogues: unknown epilogue {ep!r} (bias_gelu, bias, residual)")
+        if ep not in EPILOGUES:
+            raise SystemExit(f"--gemm-epilogues: unknown epilogue {ep!r} ({', '.join(EPILOGUES)})")
     configs = [c for c in (getattr(options, "gemm_configs", "") or "").split(",") if c]
 
     def cases():
@@ -169,34 +192,23 @@ def gemm_bench(options):
 
     def fused(x, config=None):
         kw = {} if config is None else {"config": config}
-        if x["ep"] == "bias_gelu":
-            return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=gelu_bias_epilogue,
-                                     epilogue_args=(x["bias"],), **kw)
-        if x["ep"] == "bias":
-            return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=bias_epilogue,
-                                     epilogue_args=(x["bias"],), **kw)
-        return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=residual_epilogue,
-                                 epilogue_args=(x["res"], 0.5), **kw)
+        fn, args, _, _ = EPILOGUES[x["ep"]]
+        return lambda: tk.matmul(x["a"], x["b"], out=x["c"], epilogue=fn, epilogue_args=args(x), **kw)
 
     def plain(x, config=None):
         kw = {} if config is None else {"config": config}
         return lambda: tk.matmul(x["a"], x["b"], out=x["c"], **kw)
 
     def torch_p(x):
-        if x["ep"] == "bias_gelu":
-            return lambda: torch.nn.functional.gelu(torch.matmul(x["a"], x["b"]) + x["bias"])
-        if x["ep"] == "bias":
-            return lambda: torch.matmul(x["a"], x["b"]) + x["bias"]
-        return lambda: torch.matmul(x["a"], x["b"]) * 0.5 + x["res"]
+        eager = EPILOGUES[x["ep"]][2]
+        return lambda: eager(x, torch.matmul(x["a"], x["b"]))
 
     def check(x, provider, fn):
         if provider.startswith("tessera-plain") or provider.startswith("plain@"):
             return
         out = fn()
         torch.cuda.synchronize()
-        acc = x["a"].float() @ x["b"].float()
-        ref = (torch.nn.functional.gelu(acc + x["bias"].float()) if x["ep"] == "bias_gelu"
-               else acc + x["bias"].float() if x["ep"] == "bias" else acc * 0.5 + x["res"].float())
+        ref = EPILOGUES[x["ep"]][3](x, x["a"].float() @ x["b"].float())
         harness.check_close(out, ref, 1e-2, f"{provider} {x['ep']}")
 
     if not configs:
@@ -217,9 +229,8 @@ def gemm_bench(options):
         _epilogue_overheads(results)
         if "auto" in configs:
             from tessera.kernels.matmul import matmul_config_name
-            for ep, fn in (("bias_gelu", gelu_bias_epilogue), ("bias", bias_epilogue),
-                           ("residual", residual_epilogue)):
-                best = tk.matmul_epilogue_autotuner(fn).best_config
+            for ep in epilogues:
+                best = tk.matmul_epilogue_autotuner(EPILOGUES[ep][0]).best_config
                 if best is not None:
                     print(f"autotuned fused {ep}: {matmul_config_name(best)} (last tuned shape)")
             last = tk.matmul_last_autotuner()
@@ -318,7 +329,8 @@ if __name__ == "__main__":
     ap.add_argument("--only", default="", help="comma-separated subset of elementwise,gemm,attention")
     ap.add_argument("--gemm-configs", default="",
                     help="GEMM part per config, fused and plain side by side: auto,BMxBNxBK/wW/sS,...")
-    ap.add_argument("--gemm-epilogues", default="", help="subset of bias_gelu,bias,residual (default bias_gelu,residual)")
+    ap.add_argument("--gemm-epilogues", default="",
+                    help="subset of bias_gelu,bias_gelu_tanh,bias,residual (default bias_gelu,residual)")
     opts = harness.parse(ap)
     reason = harness.skip_reason()
     if reason:

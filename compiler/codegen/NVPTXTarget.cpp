@@ -3,6 +3,7 @@
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -115,6 +116,39 @@ void linkLibdevice(llvm::Module &module, const std::string &keep) {
   if (llvm::Linker::linkModules(module, std::move(*library), llvm::Linker::Flags::LinkOnlyNeeded))
     throw std::runtime_error("codegen: linking libdevice failed");
   llvm::internalizeModule(module, [&](const llvm::GlobalValue &gv) { return gv.getName() == keep; });
+  lowerIntrinsicsNewerThanLlvm(module);
+}
+
+// CUDA 13's libdevice calls NVVM intrinsics that LLVM 19 does not know (its
+// __nv_fast_tanhf calls llvm.nvvm.tanh.approx.f32): LLVM would print them as calls
+// of an extern function, which ptxas rejects. Each becomes its one PTX instruction;
+// any other unknown one is an error here rather than at ptxas.
+void lowerIntrinsicsNewerThanLlvm(llvm::Module &module) {
+  static const struct {
+    const char *name;
+    const char *asmText;
+  } kAsm[] = {{"llvm.nvvm.tanh.approx.f32", "tanh.approx.f32 $0, $1;"}};
+  for (llvm::Function &f : llvm::make_early_inc_range(module)) {
+    if (!f.isDeclaration() || !f.getName().starts_with("llvm.nvvm.") ||
+        f.getIntrinsicID() != llvm::Intrinsic::not_intrinsic)
+      continue;
+    const char *asmText = nullptr;
+    for (const auto &known : kAsm)
+      if (f.getName() == known.name) asmText = known.asmText;
+    if (!asmText)
+      throw std::runtime_error("codegen: libdevice calls " + f.getName().str() +
+                               ", an NVVM intrinsic LLVM 19 cannot lower");
+    auto *inlineAsm = llvm::InlineAsm::get(f.getFunctionType(), asmText, "=f,f", /*hasSideEffects=*/false);
+    for (llvm::User *user : llvm::make_early_inc_range(f.users())) {
+      auto *call = llvm::cast<llvm::CallInst>(user);
+      llvm::IRBuilder<> b(call);
+      llvm::SmallVector<llvm::Value *, 2> args(call->args());
+      llvm::CallInst *replacement = b.CreateCall(inlineAsm, args);
+      call->replaceAllUsesWith(replacement);
+      call->eraseFromParent();
+    }
+    f.eraseFromParent();
+  }
 }
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {

@@ -21,6 +21,10 @@ void verifyOrThrow(const llvm::Module &module, const std::string &stage);
 // Links the libdevice functions the module calls (__nv_*) and internalises
 // everything but `keep`; a no-op when nothing calls libdevice.
 void linkLibdevice(llvm::Module &module, const std::string &keep);
+
+// Replaces calls of NVVM intrinsics that libdevice uses and LLVM 19 does not know
+// (llvm.nvvm.tanh.approx.f32) by their PTX instruction; throws for any other.
+void lowerIntrinsicsNewerThanLlvm(llvm::Module &module);
 // Runs LLVM's O3 pipeline with the target's callbacks (NVVMReflect, ...).
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 // Rewrites llvm.copysign.f32/f64 as integer masks, (a & ~sign) | (b & sign): LLVM 19's NVPTX

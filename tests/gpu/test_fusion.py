@@ -124,6 +124,13 @@ def ep_bias_gelu(acc, bias):
 
 
 @tessera.jit
+def ep_bias_gelu_tanh(acc, bias):
+    # GELU's tanh form with the hardware tanh (tl.math.fast_tanhf: tanh.approx.f32)
+    y = acc + bias
+    return 0.5 * y * (1.0 + tl.math.fast_tanhf(y * (0.7978845608028654 + 0.035677408136300125 * y * y)))
+
+
+@tessera.jit
 def ep_residual(acc, residual, alpha):
     return acc * alpha + residual
 
@@ -140,6 +147,16 @@ def test_matmul_bias_gelu(M, N, K, dtype):
     for config in ("128x128x32/w4/s3", "64x64x64/w4/s3"):
         c = tk.matmul(a, b, epilogue=ep_bias_gelu, epilogue_args=(bias,), config=config)
         assert_rel_err(c, ref, 1e-2, f"bias+gelu {config}")
+
+
+@pytest.mark.parametrize("M, N, K", [(1000, 777, 333), (4096, 4096, 256)])
+def test_matmul_bias_gelu_tanh(M, N, K):
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, N), device="cuda", dtype=torch.float16)
+    bias = torch.randn((N,), device="cuda", dtype=torch.float16)
+    c = tk.matmul(a, b, epilogue=ep_bias_gelu_tanh, epilogue_args=(bias,))
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + bias.double(), approximate="tanh")
+    assert_rel_err(c, ref, 1e-2, "bias+gelu(tanh)")
 
 
 def test_matmul_residual_scale_fp32_out():

@@ -33,6 +33,16 @@ def test_instructions(fn, instruction):
     assert instruction in ptx
 
 
+def test_fast_tanhf_is_one_instruction(tmp_path):
+    """CUDA 13's libdevice implements fast_tanhf with an NVVM intrinsic LLVM 19 does not know
+    (llvm.nvvm.tanh.approx.f32); it must become the PTX instruction, not an extern call ptxas
+    rejects."""
+    for arch in ARCHS:
+        ptx = compile_and_assemble(tmp_path, "math_ops.py", "one_op", "*fp32,*fp32,*fp32",
+                                   {"FN": "fast_tanhf", "BLOCK": 128}, arch)
+        assert "tanh.approx.f32" in ptx and ".extern" not in ptx and "llvm.nvvm" not in ptx
+
+
 def test_libdevice_is_linked_and_internal():
     ptx = compile_kernel("math_ops.py", "one_op", "*fp32,*fp32,*fp32", {"FN": "sin", "BLOCK": 128})
     assert "__nv_sinf" not in ptx.split(".entry")[0] or ".extern" not in ptx  # inlined, no external call

@@ -46,6 +46,8 @@ def one_op(x_ptr, y_ptr, out_ptr, FN: tl.constexpr, BLOCK: tl.constexpr):
         r = tl.clamp(x, -0.5, 0.5)
     elif FN == "sigmoid":
         r = tl.sigmoid(x)
+    elif FN == "fast_tanhf":
+        r = tl.math.fast_tanhf(x)
     else:
         r = tl.math.pow(x, y)
     tl.store(out_ptr + offs, r)
