@@ -139,19 +139,22 @@ def test_overlapped_forward(NQ, NKV, D, causal, Hk, layout, dtype):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_default_forward_overlaps_where_the_table_says(causal):
-    """D128 with 8192 keys takes HOPPER_OVERLAP's config on sm_90a (the wrapper's own
-    choice, not a config override) and matches float64 SDPA."""
+def test_default_forward_takes_the_by_keys_entries(causal):
+    """D128 with 1000 keys takes HOPPER_FORWARD_BY_KEYS's 64 x 64 blocks on sm_90a (the
+    wrapper's own choice, not a config override), 4096 keys HOPPER_FORWARD's, and both match
+    float64 SDPA."""
     import tessera
     seed = fresh_seed()
-    c = tk.attention_config(128, causal, keys=8192)
-    assert c["OVERLAP"] == (tessera._C.target_arch(0) == "sm_90a")
-    q, k, v = (torch.randn((1, 2, 8192, 128), device="cuda").to(torch.bfloat16) for _ in range(3))
-    o, lse = tk.attention_forward(q, k, v, causal)
-    torch.cuda.synchronize()
-    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, 128 ** -0.5, "bhnd")
-    err, lse_err = rel_err(o, ro), (lse.double() - rlse).abs().max().item()
-    assert err <= TOL and lse_err <= 1e-2, f"O rel err {err:.2e}, LSE err {lse_err:.2e} (seed {seed})"
+    hopper = tessera._C.target_arch(0) == "sm_90a"
+    for n, block_m in ((1000, 64), (4096, 128)):
+        c = tk.attention_config(128, causal, keys=n)
+        assert c["BLOCK_M"] == (block_m if hopper else tk.attention_config(128, causal, wgmma=False)["BLOCK_M"])
+        q, k, v = (torch.randn((1, 2, n, 128), device="cuda").to(torch.bfloat16) for _ in range(3))
+        o, lse = tk.attention_forward(q, k, v, causal)
+        torch.cuda.synchronize()
+        ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, 128 ** -0.5, "bhnd")
+        err, lse_err = rel_err(o, ro), (lse.double() - rlse).abs().max().item()
+        assert err <= TOL and lse_err <= 1e-2, f"N {n}: O rel err {err:.2e}, LSE err {lse_err:.2e} (seed {seed})"
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

@@ -52,17 +52,18 @@ _CONFIGS = {
 CONFIGS = {(d, causal): c for d, c in _CONFIGS.items() for causal in (False, True)}
 
 # Where dots run on wgmma (sm_90a), the forward's (BLOCK_M, BLOCK_N, warps, stages, maxnreg) by
-# (head dim, causal), picked by bench/attention.py --sweep on an H100 (2026-11-22, after the
-# key blocks inside N_KV lost their masks): wider key steps for D = 128; for D = 64, 128 x 64
-# blocks capped at 128 registers a thread, so that two 8-warp CTAs share an SM (the driver's
-# JIT gave them 150 registers, one CTA an SM: bf16 N = 1k/4k/16k 272/305/304 TFLOP/s vs
-# 380/427/426 capped; causal 412 vs 380 for 64-row programs at N = 16k). At least 3 stages:
-# P @ V runs on into the next key step while its V tile must stay put (the pipeline pass's
-# async dots).
+# (head dim, causal), picked by bench/attention.py --sweep on an H100 (2026-11-22, with ptxas
+# compiling the PTX as one program, runtime/Jit.cpp; bf16 TFLOP/s at N = 1k/4k/16k, same run):
+# D = 64: 64 x 64 blocks, 4 warps, capped at 128 registers: 383/415/424 vs 376/409/414 for
+# 128 x 64 / 8 warps (the table's choice while the driver's linker compiled the PTX), causal
+# 296/385/421 vs 271/368/411. D = 128: 128 x 128 / 8 warps, 397/481/512 (Triton on the same
+# source 401/481/511), causal 285/440/506 (Triton 276/434/504). D = 16 and 32 keep D = 64's
+# former choice (not timed). At least 3 stages: P @ V runs on into the next key step while its
+# V tile must stay put (the pipeline pass's async dots).
 HOPPER_FORWARD = {
     (16, False): (128, 64, 8, 3, 128), (16, True): (128, 64, 8, 3, 128),
     (32, False): (128, 64, 8, 3, 128), (32, True): (128, 64, 8, 3, 128),
-    (64, False): (128, 64, 8, 3, 128), (64, True): (128, 64, 8, 3, 128),
+    (64, False): (64, 64, 4, 3, 128), (64, True): (64, 64, 4, 3, 128),
     (128, False): (128, 128, 8, 3, None), (128, True): (128, 128, 8, 3, None),
 }
 
@@ -79,19 +80,24 @@ HOPPER_BACKWARD = {
 }
 
 
-# The forward with OVERLAP (kernels/attention.py: both dots of a key step in flight, the
-# softmax under P V) where it measured faster on an H100 (bench/attention.py --sweep, bf16
-# TFLOP/s, same run): (D, causal): ((BLOCK_M, BLOCK_N, warps, stages, maxnreg), from this many
-# keys). 2026-11-22, after the masks left the inner key blocks: D128 N16k 503 vs 487, N4k 477
-# vs 473, N1k 358 vs 383; D128 causal N16k 497 vs 490 (first measured 465 vs 433), N4k 408 vs
-# 415, N1k 253 vs 279, hence the threshold. D64 measured slower (N16k 409 vs 426).
-HOPPER_OVERLAP = {(128, False): ((128, 128, 8, 2, None), 8192), (128, True): ((128, 128, 8, 2, None), 8192)}
+# Other forward blocks where they measured faster for some numbers of keys (same sweep):
+# (D, causal): [((BLOCK_M, BLOCK_N, warps, stages, maxnreg, OVERLAP), from keys, up to keys)],
+# the first whose range holds the number of keys wins. D = 128 up to 1024 keys: 64 x 64 / 4
+# warps, twice the programs to fill 132 SMs: 403 vs 397, causal 315 vs 285. OVERLAP (both dots
+# of a key step in flight, kernels/attention.py) led for D = 128 from 8192 keys while the
+# driver's linker compiled the PTX (503 vs 487); compiled as one program it trails (N16k 494
+# vs 512, causal 440 vs 506), so no entry takes it now.
+HOPPER_FORWARD_BY_KEYS = {
+    (128, False): [((64, 64, 4, 3, None, False), 0, 1024)],
+    (128, True): [((64, 64, 4, 3, None, False), 0, 1024)],
+}
 
 
 def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None):
     """The launch configuration for this head dim and causal flag (a fresh dict). keys: the
-    number of keys, which picks HOPPER_OVERLAP where it applies (None: never). wgmma: the
-    table for GPUs whose dots run on wgmma (sm_90a); None asks the current device. modifiers:
+    number of keys, which picks HOPPER_FORWARD_BY_KEYS's entries where they apply (None:
+    never). wgmma: the table for GPUs whose dots run on wgmma (sm_90a); None asks the current
+    device. modifiers:
     for the forward with score_mod/mask_mod/kv_range, which keeps CONFIGS' blocks (its
     modifiers' gathers take shared scratch that HOPPER_FORWARD's wider steps overflow)."""
     if head_dim not in HEAD_DIMS:
@@ -103,9 +109,10 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
         dkdv, dq = HOPPER_BACKWARD[head_dim]
         if not modifiers:
             *fwd, stages, maxnreg = HOPPER_FORWARD[(head_dim, bool(causal))]
-            overlapped, from_keys = HOPPER_OVERLAP.get((head_dim, bool(causal)), (None, None))
-            if overlapped and keys is not None and keys >= from_keys:
-                (*fwd, stages, maxnreg), overlap = overlapped, True
+            for choice, lo, hi in HOPPER_FORWARD_BY_KEYS.get((head_dim, bool(causal)), ()):
+                if keys is not None and lo <= keys <= hi:
+                    *fwd, stages, maxnreg, overlap = choice
+                    break
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
