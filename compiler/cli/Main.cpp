@@ -1,5 +1,6 @@
 // The `tessera` command: compile kernel files to PTX (or any earlier
-// stage), and compile a manifest of kernels ahead of time. Needs no GPU.
+// stage, or a cubin through ptxas), and compile a manifest of kernels ahead
+// of time. Needs no GPU.
 //
 //   tessera compile FILE --kernel NAME --signature SIG [--constexpr K=V]...
 //                   [--num-warps N] [--arch sm_90a] [--backend llvm|nvrtc]
@@ -10,6 +11,7 @@
 //   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
 //   tessera version
 #include "compiler/driver/Compiler.h"
+#include "runtime/Ptxas.h"
 
 #include <cstdio>
 #include <cstring>
@@ -17,7 +19,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <optional>
 #include <stdexcept>
+#include <vector>
+
+#include <unistd.h>
 
 using namespace tessera;
 
@@ -52,8 +58,10 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
   --arch ARCH          sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a (default sm_90a)
   --backend NAME       llvm (LLVM's NVPTX back-end, the default) or nvrtc (CUDA C++
                        compiled by NVRTC); default: TESSERA_BACKEND, else llvm
-  --emit STAGE         ast | ir | ir-opt | llvm | cuda | ptx (default ptx); cuda is
-                       the CUDA C++ the nvrtc back-end compiles (with either back-end)
+  --emit STAGE         ast | ir | ir-opt | llvm | cuda | ptx | cubin (default ptx); cuda
+                       is the CUDA C++ the nvrtc back-end compiles (with either back-end);
+                       cubin is the PTX compiled by ptxas (as the runtime does: TESSERA_PTXAS,
+                       CUDA_HOME, /usr/local/cuda or PATH), binary, so it needs -o FILE
   --debug              check tl.device_assert and runtime asserts on the device
                        (also TESSERA_DEBUG=1)
   --tensor-cores       fp16/bf16 dots on tensor cores (mma.sync, sm_80+); also
@@ -171,13 +179,25 @@ int commandCompile(int argc, char **argv) {
     else throw std::invalid_argument("unexpected argument '" + arg + "' (only one FILE)");
   }
   if (file.empty()) throw std::invalid_argument("compile needs a kernel FILE (see 'tessera compile --help')");
-  auto stage = parseStage(emit);
-  if (!stage) throw std::invalid_argument("--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx; got '" + emit + "'");
+  const bool cubin = emit == "cubin"; // the PTX, then ptxas
+  auto stage = cubin ? std::optional<Stage>(Stage::PTX) : parseStage(emit);
+  if (!stage)
+    throw std::invalid_argument("--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx, cubin; got '" + emit + "'");
+  if (cubin && (output.empty() || output == "-") && isatty(STDOUT_FILENO))
+    throw std::invalid_argument("--emit cubin writes a binary: give -o FILE (or redirect stdout)");
   if (*stage != Stage::AST) {
     if (kernel.empty()) throw std::invalid_argument("compile needs --kernel NAME");
     if (!haveSignature) throw std::invalid_argument("compile needs --signature (e.g. \"*fp32,*fp32,i32\")");
   }
   CompiledKernel k = compileKernel(loadSource(file), kernel, parseSignature(signature), constexprs, options, *stage);
+  if (cubin) {
+    const rt::PtxasTool *ptxas = rt::findPtxas();
+    if (!ptxas)
+      throw std::runtime_error("--emit cubin needs ptxas: none found (set TESSERA_PTXAS or CUDA_HOME, or put it on PATH)");
+    std::vector<char> bytes = rt::assemblePtx(*ptxas, k.ptx, options.arch, kernel);
+    writeOutput(output, std::string(bytes.begin(), bytes.end()));
+    return 0;
+  }
   writeOutput(output, stageText(k, *stage));
   return 0;
 }

@@ -1,7 +1,10 @@
 """`tessera compile --emit STAGE` stops at that stage and prints it."""
+import os
+import subprocess
+
 import pytest
 
-from conftest import run_cli
+from conftest import CLI, PTXAS, ROOT, run_cli
 
 SOFTMAX = ["compile", "kernels/softmax.py", "--kernel", "softmax_kernel",
            "--signature", "*fp32,*fp32,i32,i32,i32,i32", "--constexpr", "BLOCK_SIZE=1024"]
@@ -51,8 +54,30 @@ def test_ptx_stage_is_ptx():
     assert ".target sm_90a" in out
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_cubin_stage_is_what_ptxas_makes_of_the_ptx(tmp_path, arch):
+    """--emit cubin runs ptxas on the PTX stage, as the runtime does (runtime/Ptxas.cpp)."""
+    cubin = tmp_path / "k.cubin"
+    run_cli(SOFTMAX + ["--arch", arch, "--emit", "cubin", "-o", str(cubin)], check=True)
+    data = cubin.read_bytes()
+    assert data[:4] == b"\x7fELF"
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(emit("ptx", ["--arch", arch]))
+    subprocess.run([str(PTXAS), f"-arch={arch}", str(ptx), "-o", str(tmp_path / "direct.cubin")], check=True)
+    assert data == (tmp_path / "direct.cubin").read_bytes()
+
+
+def test_cubin_stage_without_a_ptxas_is_one_clear_error(tmp_path):
+    env = dict(os.environ, TESSERA_PTXAS=str(tmp_path / "no-ptxas"))
+    proc = subprocess.run([str(CLI)] + SOFTMAX + ["--emit", "cubin", "-o", str(tmp_path / "k.cubin")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (f"tessera: error: TESSERA_PTXAS='{tmp_path / 'no-ptxas'}' is not a ptxas that runs "
+                                   f"(`{tmp_path / 'no-ptxas'} --version` failed or printed no version)")
+
+
 @pytest.mark.parametrize("args,message", [
-    (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx; got 'bogus'"),
+    (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx, cubin; got 'bogus'"),
     (["--arch", "sm_70"], "unsupported architecture 'sm_70'"),
     (["--num-warps", "3"], "num_warps must be a power of 2 between 1 and 32, got 3"),
     (["--constexpr", "BLOCK_SIZE"], "--constexpr needs NAME=VALUE, got 'BLOCK_SIZE'"),
