@@ -1,7 +1,7 @@
 // tl.* debugging and hints: static_print (at compile time, to stderr),
 // device_print and Python's print (on the device, like Triton's), device_assert
 // (only with debug on: CompileOptions::debug, `--debug`, or TESSERA_DEBUG=1),
-// assume, and debug_barrier.
+// assume, debug_barrier, and the pingpong_* turns of two warpgroups.
 #include "dsl/BuiltinArgs.h"
 
 #include <cstdio>
@@ -88,6 +88,15 @@ std::optional<SValue> Specializer::callDebugBuiltin(const std::string &name, Cal
     b_.create(OpCode::Barrier, {}, {});
     return none();
   }
+  // Two warpgroups (num_warps = 8) taking turns, as FlashAttention-3 schedules its
+  // consumers: wait for this warpgroup's turn, issue (say) its wgmmas, pass the turn on.
+  // start lets warpgroup 0 go first; end takes back the last pass.
+  for (const char *kind : {"start", "wait", "pass", "end"})
+    if (name == std::string("lang.pingpong_") + kind) {
+      bind(*this, args, std::string("tl.pingpong_") + kind, {});
+      b_.create(OpCode::Barrier, {}, {}, {{"pingpong", std::string(kind)}});
+      return none();
+    }
   return std::nullopt;
 }
 

@@ -66,10 +66,13 @@ def _load_keys(ptrs, ok, MASKED: tl.constexpr):
 @tessera.jit
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
-                     BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr):
+                     BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr,
+                     PINGPONG: tl.constexpr = False):
     """Keys lo..hi into the running (acc, l_i, m_i) of the rows offs_m. MASK_KEYS: hi may be
     ragged (keys >= N_KV masked); without it every block lies inside N_KV and the step has no
-    mask at all. DIAGONAL masks keys after the row too."""
+    mask at all. DIAGONAL masks keys after the row too. PINGPONG (8 warps: two warpgroups of 64
+    rows): the warpgroups take turns to issue their dots (tl.pingpong_wait / pass), so that one's
+    softmax runs while the other's dots keep the tensor cores busy (FlashAttention-3)."""
     offs_nb = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + offs_nb
@@ -78,14 +81,23 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
         v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
         kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
+        if PINGPONG:
+            tl.pingpong_wait()
         s = tl.dot(q, kt)
+        if PINGPONG:
+            tl.pingpong_pass()
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
         v = _load_keys(v_ptrs, key_ok[:, None], MASK_KEYS)
         acc = acc * alpha[:, None]
-        acc += tl.dot(p.to(v.dtype), v)
+        p = p.to(v.dtype)
+        if PINGPONG:
+            tl.pingpong_wait()
+        acc += tl.dot(p, v)
+        if PINGPONG:
+            tl.pingpong_pass()
     return acc, l_i, m_i
 
 
@@ -133,10 +145,11 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                     stride_ob, stride_oh, stride_on, stride_od,
                     H, H_KV, N_Q, N_KV, sm_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False):
+                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False):
     """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
-    sweep) run first, so the short ones fill the tail."""
+    sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
+    tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -176,13 +189,17 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                                                     stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV,
                                                     qk_scale, BLOCK_M, BLOCK_N, True, CAUSAL)
     else:
+        if PINGPONG:
+            tl.pingpong_start()
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV, qk_scale,
-                                         BLOCK_N, False, False)
+                                         BLOCK_N, False, False, PINGPONG)
         # The blocks the diagonal crosses (causal) or the ragged last one; nothing to their right.
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV, qk_scale,
-                                         BLOCK_N, True, CAUSAL)
+                                         BLOCK_N, True, CAUSAL, PINGPONG)
+        if PINGPONG:
+            tl.pingpong_end()
 
     inv_l = 1.0 / l_i
     out = acc * inv_l[:, None]

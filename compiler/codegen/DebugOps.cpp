@@ -33,7 +33,10 @@ static std::string printfFormat(const ir::Type &t, bool hex) {
 void KernelLowering::lowerDebugOp(ir::Operation &op) {
   switch (op.code) {
   case OpCode::Barrier:
-    barrier();
+    if (op.hasAttr("pingpong"))
+      pingpong(op.stringAttr("pingpong"));
+    else
+      barrier();
     return;
   case OpCode::Assume:
     for (Value *c : lookup(op.operand(0)))

@@ -234,6 +234,7 @@ private:
   // SharedMemory.cpp
   llvm::Value *sharedScratch(uint64_t bytes, const ir::Operation &op); // base pointer
   void barrier();
+  void pingpong(const std::string &kind); // tl.pingpong_*: two warpgroups taking turns
   void fenceProxyAsync(); // fence.proxy.async.shared::cta (generic-proxy writes -> wgmma reads)
   void emitAsm(const std::string &text); // one PTX statement without operands, ordered like memory accesses
   void lowerThroughSharedMemory(ir::Operation &op); // convert_layout, reshape

@@ -31,6 +31,26 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
 
 void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
 
+// Two warpgroups take turns (FlashAttention-3's warp scheduler barriers): named barrier
+// 1 + w is warpgroup w's turn, synced by its 128 threads and arrived at by the other
+// warpgroup's 128 (256 in all). Barrier 0 stays __syncthreads'. The ids are immediates
+// under a predicate (a register id makes ptxas reserve all 16 barriers). Nothing to
+// order unless the program is exactly two warpgroups.
+void KernelLowering::pingpong(const std::string &kind) {
+  if (fn_.numWarps != 8) return;
+  Value *second = b_.CreateICmpUGE(tid_, i32(128)); // warp-uniform: this is warpgroup 1
+  const auto predicated = [&](const std::string &ifFirst, const std::string &ifSecond) {
+    std::string text = "{ .reg .pred p; setp.ne.b32 p, $0, 0;";
+    if (!ifFirst.empty()) text += " @!p " + ifFirst;
+    if (!ifSecond.empty()) text += " @p " + ifSecond;
+    asmCall(text + " }", "r", {b_.CreateZExt(second, b_.getInt32Ty())});
+  };
+  if (kind == "wait") predicated("bar.sync 1, 256;", "bar.sync 2, 256;");
+  else if (kind == "pass") predicated("bar.arrive 2, 256;", "bar.arrive 1, 256;");
+  else if (kind == "start") predicated("", "bar.arrive 1, 256;"); // warpgroup 0 goes first
+  else if (kind == "end") predicated("bar.sync 1, 256;", "");     // takes back the last pass
+}
+
 void KernelLowering::emitAsm(const std::string &text) { asmCall(text, "", {}); }
 
 void KernelLowering::fenceProxyAsync() { emitAsm("fence.proxy.async.shared::cta;"); }

@@ -331,6 +331,12 @@ private:
     case OpCode::Assume:
       return nOperands(1) && nResults(0) && (op.operand(0)->type.isBoolElement() || fail(op, "condition must be i1"));
     case OpCode::Barrier:
+      if (op.hasAttr("pingpong")) {
+        const std::string &kind = op.stringAttr("pingpong");
+        if (kind != "start" && kind != "wait" && kind != "pass" && kind != "end")
+          return fail(op, "pingpong must be start, wait, pass or end");
+      }
+      return nOperands(0) && nResults(0);
     case OpCode::AsyncCommit:
     case OpCode::FenceAsyncShared:
       return nOperands(0) && nResults(0);

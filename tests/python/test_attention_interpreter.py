@@ -153,6 +153,14 @@ def test_default_gpu_blocks(D):
     run_case(B=1, H=2, Hk=1, N=150, Nk=150, D=D, causal=True, config=None)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_pingpong_schedule(causal):
+    """PINGPONG (two warpgroups taking turns: named barriers, nothing on the host) keeps the
+    results; 8 warps, ragged keys (both sweeps run)."""
+    config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=8, PINGPONG=True)
+    run_case(B=1, H=2, Hk=1, N=70, Nk=70, D=32, causal=causal, config=config, backward=False)
+
+
 def test_forward_only_many_heads():
     run_case(B=3, H=6, Hk=3, N=33, Nk=33, D=16, causal=False, backward=False)
 

@@ -347,3 +347,44 @@ def test_overlapped_step_keeps_the_softmax_between_its_waits(D, tmp_path):
     assert len(depbars) == 2 and "0x1" in step[depbars[0]] and "0x0" in step[depbars[1]], [step[i] for i in depbars]
     assert depbars[0] < ex2[0] and ex2[-1] < depbars[1], (depbars, ex2[0], ex2[-1])
     assert not any("PRMT" in line for line in step)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_pingpong_warpgroups_take_turns_around_their_wgmmas(causal, tmp_path):
+    """PINGPONG (D = 128, 128 x 128 blocks, 8 warps): in each key loop, each group of HGMMAs
+    follows this warpgroup's turn (BAR.SYNC 1 or 2, 256 threads) and is followed by the pass
+    to the other (BAR.ARV) before any wait for it (WARPGROUP.DEPBAR), so the other
+    warpgroup may issue while this one waits and runs its softmax. Immediate barrier ids:
+    ptxas reserves three barriers, not all sixteen."""
+    from test_vectorized_access import sass
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": 128, "CAUSAL": causal, "BLOCK_M": 128, "BLOCK_N": 128,
+                                    "PINGPONG": True}, num_warps=8, num_stages=3, target="sm_90a")
+    path = tmp_path / "pp.ptx"
+    path.write_text(k.asm["ptx"])
+    assert "used 3 barriers" in ptxas(k.asm["ptx"], "sm_90a", tmp_path)
+    loops = [body for body in sass_loops(sass(tmp_path, path)) if any("HGMMA" in t for t in body)]
+    assert len(loops) == 2
+    for body in loops:
+        kinds = []
+        for t in body:
+            if "HGMMA" in t:
+                if not kinds or kinds[-1] != "mma":
+                    kinds.append("mma")
+            elif re.search(r"BAR\.SYNC\S* 0x[12], 0x100", t):
+                kinds.append("turn")
+            elif re.search(r"BAR\.ARV 0x[12], 0x100", t):
+                kinds.append("pass")
+            elif "WARPGROUP.DEPBAR" in t:
+                kinds.append("wait")
+        # two warpgroups x (S = Q K^T, then P V): turn, turn (predicated pair), mma, pass, pass
+        squeezed = [x for i, x in enumerate(kinds) if i == 0 or x != kinds[i - 1]]
+        assert squeezed[:5] == ["turn", "mma", "pass", "wait", "turn"], kinds
+        assert squeezed.count("mma") == 2 and squeezed.count("turn") == 2 and squeezed.count("pass") == 2, kinds
+
+
+def test_pingpong_needs_no_overlap():
+    with pytest.raises(tessera.CompilationError, match="OVERLAP and PINGPONG are two schedules"):
+        tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": 64, "CAUSAL": False, "BLOCK_M": 128, "BLOCK_N": 64,
+                                    "PINGPONG": True, "OVERLAP": True}, num_warps=8, target="sm_90a")

@@ -572,6 +572,24 @@ def test_hints_static_checks_casts_and_tl_range(capfd):
 
 
 @tessera.jit(interpret=True)
+def pingpong_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.pingpong_start()
+    for i in range(n):
+        tl.pingpong_wait()
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+        tl.pingpong_pass()
+    tl.pingpong_end()
+
+
+def test_pingpong_turns_order_nothing_on_the_host():
+    # named barriers between two warpgroups; the interpreter runs the block as one
+    x = np.zeros(256, np.float32)
+    pingpong_kernel[(1,)](x, 3, BLOCK=256, num_warps=8)
+    np.testing.assert_array_equal(x, np.full(256, 3, np.float32))
+
+
+@tessera.jit(interpret=True)
 def swizzle_kernel(out_ptr, SIZE_I: tl.constexpr, SIZE_J: tl.constexpr, GROUP: tl.constexpr):
     i = tl.arange(0, SIZE_I)[:, None]
     j = tl.arange(0, SIZE_J)[None, :]

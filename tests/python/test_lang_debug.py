@@ -1,8 +1,8 @@
 """static_print (compile time), device_print / print (vprintf), device_assert
-(only with --debug or TESSERA_DEBUG=1), assume, debug_barrier."""
+(only with --debug or TESSERA_DEBUG=1), assume, debug_barrier, pingpong_*."""
 import pytest
 
-from lang_support import ARCHS, assemble, compile_kernel, run_env
+from lang_support import ARCHS, assemble, compile_error, compile_kernel, run_env
 
 SIG = "*fp32,i32"
 ARGS = ["compile", "tests/python/lang_kernels/debug_ops.py", "--kernel", "debug_kernel", "--signature", SIG,
@@ -36,3 +36,28 @@ def test_debug_ops_in_ir():
     assert ir.count("print ") == 3 and 'prefix = "x"' in ir and "hex = 1" in ir
     assert ir.count("assert ") == 2 and "x must be non-negative" in ir
     assert "assume " in ir and "barrier" in ir
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
+def test_pingpong_is_two_named_barriers_with_eight_warps(tmp_path, arch, backend):
+    """tl.pingpong_*: warpgroup w waits on named barrier 1 + w (its 128 threads sync, the other
+    warpgroup's 128 arrive: 256); start lets warpgroup 0 go first, end takes back the last pass."""
+    ptx = compile_kernel("debug_ops.py", "pingpong_kernel", SIG, {"BLOCK": 256}, arch,
+                         extra=["--num-warps", "8", "--backend", backend])
+    assemble(ptx, arch, tmp_path)
+    for text in ("bar.sync 1, 256", "bar.sync 2, 256", "bar.arrive 1, 256", "bar.arrive 2, 256"):
+        assert text in ptx, text
+    ir = compile_kernel("debug_ops.py", "pingpong_kernel", SIG, {"BLOCK": 256}, emit="ir",
+                        extra=["--num-warps", "8"])
+    for kind in ("start", "wait", "pass", "end"):
+        assert f'barrier {{pingpong = "{kind}"}}' in ir, ir
+
+
+def test_pingpong_without_two_warpgroups_is_nothing():
+    ptx = compile_kernel("debug_ops.py", "pingpong_kernel", SIG, {"BLOCK": 256}, extra=["--num-warps", "4"])
+    assert "bar.arrive" not in ptx and "256;" not in ptx
+
+
+def test_pingpong_takes_no_arguments():
+    assert "tl.pingpong_wait" in compile_error("debug_ops.py", "pingpong_with_argument", SIG, {"BLOCK": 256})

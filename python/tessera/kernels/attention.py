@@ -22,7 +22,8 @@ GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
 (slow, for tests). Block sizes and warps come from CONFIGS (HOPPER_FORWARD for the
 forward on sm_90a) by head dim and causal flag; `config=` overrides any of them (attention_config(D, causal)
 shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages (3 where dots run on
-wgmma, else 2); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
+wgmma, else 2), maxnreg, OVERLAP and PINGPONG (two schedules of the key step,
+kernels/attention.py); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
 DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
 """
 import math
@@ -114,6 +115,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
                     *fwd, stages, maxnreg, overlap = choice
                     break
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
+            "PINGPONG": False,
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
@@ -288,8 +290,8 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         return o, lse
     kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
-                                  OVERLAP=bool(c["OVERLAP"]), num_warps=c["num_warps"], num_stages=c["num_stages"],
-                                  maxnreg=c["maxnreg"])
+                                  OVERLAP=bool(c["OVERLAP"]), PINGPONG=bool(c["PINGPONG"]), num_warps=c["num_warps"],
+                                  num_stages=c["num_stages"], maxnreg=c["maxnreg"])
     return o, lse
 
 

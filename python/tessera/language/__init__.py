@@ -82,6 +82,8 @@ for _name in [
     "make_block_ptr", "advance", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
     "to_tensor", "max_constancy",
+    # tessera's own: two warpgroups taking turns (docs/language.md)
+    "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
     globals()[_name] = _device_only(_name)
 del _name

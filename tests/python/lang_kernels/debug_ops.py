@@ -15,3 +15,21 @@ def debug_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.assume(n > 0)
     tl.debug_barrier()
     tl.store(x_ptr + offs, x + 1)
+
+
+@tessera.jit
+def pingpong_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    # two warpgroups take turns around their stores (tl.pingpong_*)
+    offs = tl.arange(0, BLOCK)
+    tl.pingpong_start()
+    for i in range(n):
+        tl.pingpong_wait()
+        x = tl.load(x_ptr + offs)
+        tl.store(x_ptr + offs, x + 1)
+        tl.pingpong_pass()
+    tl.pingpong_end()
+
+
+@tessera.jit
+def pingpong_with_argument(x_ptr, n, BLOCK: tl.constexpr):
+    tl.pingpong_wait(1)
