@@ -126,25 +126,38 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
 }
 
 // desc.load([o0, o1, ...]): the block of the descriptor's shape at those
-// element offsets.
+// element offsets; desc.store([o0, o1, ...], value) writes one there.
 SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args) {
   const ir::Type &t = desc->type;
-  if (method != "load") error(args.loc, "a tensor descriptor has no method '" + method + "' (it has load)");
-  Bound b = bind(*this, args, "load", {{"offsets", true}});
+  if (method != "load" && method != "store")
+    error(args.loc, "a tensor descriptor has no method '" + method + "' (it has load and store)");
+  const bool store = method == "store";
+  Bound b = store ? bind(*this, args, "store", {{"offsets", true}, {"value", true}})
+                  : bind(*this, args, "load", {{"offsets", true}});
   if (b[0].kind != SValue::Kind::Tuple)
-    error(b.locs[0], "load()'s offsets must be a list or tuple of " + std::to_string(t.descBlock.size()) + " integers");
+    error(b.locs[0], method + "()'s offsets must be a list or tuple of " + std::to_string(t.descBlock.size()) +
+                         " integers");
   if (b[0].elems.size() != t.descBlock.size())
-    error(b.locs[0], "load() takes " + std::to_string(t.descBlock.size()) + " offsets for a " +
+    error(b.locs[0], method + "() takes " + std::to_string(t.descBlock.size()) + " offsets for a " +
                          std::to_string(t.descBlock.size()) + "-D descriptor, got " + std::to_string(b[0].elems.size()));
   std::vector<ir::Value *> operands = {desc};
   const ir::Type i32(ScalarType::I32);
   for (const SValue &o : b[0].elems) {
     ir::Value *v = toIR(o, b.locs[0], &i32);
     if (v->type.isBlock() || !v->type.isIntElement())
-      error(b.locs[0], "load()'s offsets must be integer scalars, got " + v->type.str());
+      error(b.locs[0], method + "()'s offsets must be integer scalars, got " + v->type.str());
     operands.push_back(v->type == i32 ? v : castElement(v, i32));
   }
-  return SValue::ir(b_.op(OpCode::DescLoad, operands, ir::Type(t.scalar).withShape(t.descBlock)));
+  const ir::Type block = ir::Type(t.scalar).withShape(t.descBlock);
+  if (!store) return SValue::ir(b_.op(OpCode::DescLoad, operands, block));
+  ir::Value *value = toIR(b[1], b.locs[1]);
+  if (!value->type.isBlock() || value->type.pointer || value->type.shape != block.shape)
+    error(b.locs[1], "store()'s value must be a block of the descriptor's shape " + block.str() + ", got " +
+                         value->type.str());
+  if (value->type.scalar != t.scalar) value = castElement(value, ir::Type(t.scalar)); // as tl.store converts
+  operands.push_back(value);
+  b_.create(OpCode::DescStore, operands, {});
+  return SValue::constant(ConstexprValue::none());
 }
 
 SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {

@@ -290,6 +290,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
   case OpCode::Load: return lowerLoad(op);
   case OpCode::DescLoad: return lowerDescLoad(op);
+  case OpCode::DescStore: return lowerDescStore(op);
   case OpCode::MbarrierAlloc: return lowerMbarrierAlloc(op);
   case OpCode::AsyncTmaCopy: return lowerAsyncTmaCopy(op);
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);

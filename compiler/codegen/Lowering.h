@@ -206,6 +206,7 @@ private:
                                    llvm::Value *row, llvm::Value *col);
   // Tma.cpp: desc_load through the TMA unit, mbarriers
   void lowerDescLoad(ir::Operation &op);
+  void lowerDescStore(ir::Operation &op);
   void lowerMbarrierAlloc(ir::Operation &op);
   void lowerAsyncTmaCopy(ir::Operation &op);
   void lowerMbarrierWait(ir::Operation &op);

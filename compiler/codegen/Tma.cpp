@@ -1,4 +1,4 @@
-// desc_load: one block read through the TMA unit (Hopper, sm_90+). The
+// desc_load / desc_store: one block read or written through the TMA unit (Hopper, sm_90+). The
 // descriptor is a 128-byte CUtensorMap kernel parameter (__grid_constant__:
 // the TMA unit reads it where the launch put it) that the runtime encodes on
 // the host (runtime/TensorMap.cpp), in boxes of at most 128 bytes per row,
@@ -153,6 +153,50 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   barrier();
   invalidateMbarriers(barSlot, 1);
   define(op.result(), std::move(out));
+}
+
+// desc_store: every thread writes its elements into a swizzled tile in shared
+// memory (the layout desc_load reads), then one thread hands the tile to the TMA
+// unit, box by box, and waits until it has been read before the space is
+// reused. The TMA unit skips the elements outside the tensor.
+//   barrier                                  -- the scratch is free
+//   every thread: its elements into the tile; fence.proxy.async
+//   barrier                                  -- the whole tile is written
+//   thread 0: one cp.async.bulk.tensor store per box; commit; wait_group.read 0
+//   barrier                                  -- the tile has been read
+void KernelLowering::lowerDescStore(ir::Operation &op) {
+  ir::Value *descArg = op.operand(0), *valueArg = op.operands.back();
+  const ir::Type &t = valueArg->type;
+  checkTmaBlock(op, t);
+  const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
+  const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
+  const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024; // as desc_load: the swizzle's alignment
+  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + tileBytes, op), pad);
+
+  barrier();
+  DistributedLayout layout = layoutOf(valueArg, op);
+  const Regs &values = lookup(valueArg);
+  for (unsigned r = 0; r < layout.numRegs(); ++r) { // replicated copies write the same value
+    std::vector<Value *> at = coordinates(layout, r);
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[0], at[1]);
+    b_.CreateStore(toMemory(values[r], t.element()), b_.CreateGEP(b_.getInt8Ty(), base, offset));
+  }
+  fenceProxyAsync(); // generic writes, read by the TMA unit (the async proxy)
+  barrier();
+  Value *desc = lookup(descArg)[0], *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
+  onLeaderThread([&] {
+    const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
+    for (int64_t c = 0; c < cols; c += boxCols) {
+      Value *src = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, c * rows * elemBytes));
+      asmCall("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
+              {desc, b_.CreateAdd(col0, i32(c)), row0, src});
+    }
+    emitAsm("cp.async.bulk.commit_group;");
+    emitAsm("cp.async.bulk.wait_group.read 0;");
+  });
+  barrier();
 }
 
 // ------------------------------------------------- the pipeline's TMA ops

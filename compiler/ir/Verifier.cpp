@@ -167,6 +167,17 @@ private:
       if (r->shape != d.descBlock || r->pointer || r->scalar != d.scalar) return fail(op, "result must be the descriptor's block");
       return true;
     }
+    case OpCode::DescStore: {
+      if (op.operands.empty() || !nResults(0)) return false;
+      const Type &d = op.operand(0)->type;
+      if (!d.isTensorDesc()) return fail(op, "first operand must be a tensor descriptor");
+      if (op.operands.size() != 2 + d.descBlock.size()) return fail(op, "one offset per block dimension, then the value");
+      for (size_t i = 1; i + 1 < op.operands.size(); ++i)
+        if (op.operand(i)->type != Type(ScalarType::I32)) return fail(op, "offsets must be i32 scalars");
+      const Type &v = op.operands.back()->type;
+      if (v.shape != d.descBlock || v.pointer || v.scalar != d.scalar) return fail(op, "value must be the descriptor's block");
+      return true;
+    }
     case OpCode::Store: {
       size_t n = 2 + (op.storeMask() ? 1 : 0);
       if (!nOperands(n) || !nResults(0)) return false;

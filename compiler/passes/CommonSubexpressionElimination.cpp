@@ -15,7 +15,7 @@ namespace {
 // Loads are excluded: a store between two loads may change what they read.
 bool isPure(const Operation &op) {
   switch (op.code) {
-  case OpCode::Load: case OpCode::DescLoad: case OpCode::Store: case OpCode::For: case OpCode::If: case OpCode::While:
+  case OpCode::Load: case OpCode::DescLoad: case OpCode::Store: case OpCode::DescStore: case OpCode::For: case OpCode::If: case OpCode::While:
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
   case OpCode::Assume: case OpCode::Barrier:

@@ -9,6 +9,7 @@ using namespace ir;
 static bool hasSideEffects(const Operation &op) {
   switch (op.code) {
   case OpCode::Store:
+  case OpCode::DescStore:
   case OpCode::For:
   case OpCode::If:
   case OpCode::While:

@@ -77,7 +77,7 @@ bool isIndexMath(OpCode code) {
 
 bool writesMemory(OpCode code) {
   switch (code) {
-  case OpCode::Store: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
+  case OpCode::Store: case OpCode::DescStore: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
   case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::Print: case OpCode::Assert:
     return true;
   default:

@@ -314,6 +314,7 @@ private:
     case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
     case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
+    case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
       return assignElementwise(op);
     case OpCode::Dot:
       if (const LayoutRef *l = seed(op); l && (*l)->kind == Layout::Kind::Mma) {

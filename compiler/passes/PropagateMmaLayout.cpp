@@ -84,7 +84,7 @@ bool isMmaDerived(const LayoutRef &l) {
 
 bool writesMemory(const Operation &op) {
   switch (op.code) {
-  case OpCode::Store: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
+  case OpCode::Store: case OpCode::DescStore: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
   case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::LocalStore:
     return true;
   default:

@@ -9,6 +9,7 @@ The kernels launched here take their PTX from a disk-cache entry these tests
 write (plant(): the launch path's own key, hand-written PTX with the parameter
 declarations the descriptor ABI asks for), so no compiler is involved."""
 import os
+import struct
 
 import pytest
 import torch
@@ -374,3 +375,20 @@ def test_assigning_block_shape_re_encodes(fake):
     assert d.block_shape == (32, 64)
     with pytest.raises(AttributeError):
         del d.block_shape
+
+
+def test_compiled_desc_store_kernel_gets_both_descriptors(fake):
+    """desc.store (the compiler's own code): a kernel reading through one descriptor and
+    writing through another gets both encoded maps, at offsets 0 and 128, and a scalar after."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
+    from tensor_descriptors import desc_store_scaled
+    src = desc(shape=(256, 512), strides=(512, 1), block=(64, 128))
+    dst = desc(ptr=P + (1 << 20), shape=(256, 512), strides=(512, 1), block=(64, 128))
+    ptx = desc_store_scaled.warmup(src, dst, 2.0, BLOCK_M=64, BLOCK_N=128).asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
+    desc_store_scaled[(4, 4)](src, dst, 2.0, BLOCK_M=64, BLOCK_N=128)
+    layout, block = fake.last_layout()
+    assert [entry[:3] for entry in layout] == [(0, 128, 64), (128, 128, 64), (256, 4, 4)]
+    assert block[0:128] == src.tensor_map and block[128:256] == dst.tensor_map
+    assert struct.unpack_from("<f", block, 256)[0] == 2.0

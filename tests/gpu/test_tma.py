@@ -20,7 +20,7 @@ from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
 from kernels.matmul import matmul_tma_kernel  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
-from tensor_descriptors import desc_copy, desc_scaled_sum  # noqa: E402
+from tensor_descriptors import desc_copy, desc_scaled_sum, desc_store_scaled  # noqa: E402
 
 MM = importlib.import_module("tessera.kernels.matmul")
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -55,6 +55,27 @@ def test_desc_copy_matches_torch_with_zero_fill(dtype, shape, block):
     want[:M, :N] = x
     assert torch.equal(out, want)
     assert d.tensor_map is not None and len(d.tensor_map) == 128
+
+
+@pytest.mark.parametrize("dtype,shape,block", [(torch.bfloat16, (200, 296), (64, 128)),
+                                               (torch.float32, (100, 72), (32, 64)),
+                                               (torch.float16, (256, 512), (128, 64))])
+def test_desc_store_writes_only_inside_the_tensor(dtype, shape, block):
+    """desc.store: blocks of x * 2 written through a descriptor over a view inside a bigger,
+    poisoned buffer; the TMA unit clips the ragged edge blocks, so the rest stays poison."""
+    M, N = shape
+    bm, bn = block
+    x = torch.randn(shape, device="cuda").to(dtype)
+    buf = poisoned((M + 8, N + 64), dtype)
+    view = buf[:M, :N]
+    src = tessera.TensorDescriptor.from_tensor(x, list(block))
+    dst = tessera.TensorDescriptor.from_tensor(view, list(block))
+    desc_store_scaled[(tessera.cdiv(M, bm), tessera.cdiv(N, bn))](src, dst, 2.0, BLOCK_M=bm, BLOCK_N=bn)
+    torch.cuda.synchronize()
+    assert torch.equal(view, (x.float() * 2).to(dtype))
+    untouched = poisoned((M + 8, N + 64), dtype)
+    assert torch.equal(buf[M:].contiguous().view(torch.uint8), untouched[M:].contiguous().view(torch.uint8))
+    assert torch.equal(buf[:M, N:].contiguous().view(torch.uint8), untouched[:M, N:].contiguous().view(torch.uint8))
 
 
 def test_desc_loads_in_a_loop():

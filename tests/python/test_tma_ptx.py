@@ -40,6 +40,31 @@ def test_desc_load_is_tma_boxes_of_at_most_128_bytes(dtype, block, boxes, tmp_pa
     assert "mbarrier.inval.shared::cta.b64" in text
 
 
+@pytest.mark.parametrize("dtype,block,boxes", [("bf16", "64,128", 2), ("fp32", "32,32", 1), ("fp32", "16,128", 4)])
+def test_desc_store_is_one_bulk_store_per_box(dtype, block, boxes, tmp_path):
+    """desc.store: the block into the swizzled tile (what desc.load reads), a proxy fence, then
+    thread 0 hands it to the TMA unit box by box and waits until the tile has been read."""
+    m, n = block.split(",")
+    args = ["compile", KERNELS, "--kernel", "desc_store_scaled", "--constexpr", f"BLOCK_M={m}",
+            "--constexpr", f"BLOCK_N={n}", "--signature", f"tensordesc<{dtype}[{block}]>,tensordesc<{dtype}[{block}]>,fp32"]
+    text = compile_ptx(args, tmp_path, "sm_90a")
+    assert text.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == boxes
+    store = text.index("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group")
+    assert text.rindex("fence.proxy.async.shared::cta", 0, store) > text.rindex("st.shared", 0, store)
+    assert text.index("cp.async.bulk.commit_group", store) < text.index("cp.async.bulk.wait_group.read 0", store)
+
+
+def test_desc_store_errors():
+    wrong = run_cli(["compile", KERNELS, "--kernel", "desc_store_wrong_shape", "--constexpr", "BLOCK_M=64",
+                     "--signature", "tensordesc<fp32[64,32]>"])
+    assert wrong.returncode == 1
+    assert "store()'s value must be a block of the descriptor's shape <64x32xf32>, got <64x8xf32>" in wrong.stderr
+    old = run_cli(["compile", KERNELS, "--kernel", "desc_store_scaled", "--constexpr", "BLOCK_M=64", "--constexpr",
+                   "BLOCK_N=128", "--signature", "tensordesc<bf16[64,128]>,tensordesc<bf16[64,128]>,fp32",
+                   "--arch", "sm_80"])
+    assert old.returncode == 1 and "tensor descriptors (TMA) need sm_90 or newer, not sm_80" in old.stderr
+
+
 def test_desc_load_in_a_loop_assembles(tmp_path):
     args = ["compile", KERNELS, "--kernel", "desc_scaled_sum", "--constexpr", "BLOCK_M=32", "--constexpr", "BLOCK_N=64",
             "--signature", "tensordesc<fp16[32,64]>,*fp32:16,i32"]

@@ -101,7 +101,7 @@ TEST(Interpreter, KnowsEveryOpOfOpsDef) {
   // tensor-descriptor argument kind in the interpreter (docs/tma.md, limits):
   // they stop with an error naming the op until then.
   auto expected = [](OpCode code) {
-    return code != OpCode::DescLoad && code != OpCode::MbarrierAlloc && code != OpCode::AsyncTmaCopy &&
+    return code != OpCode::DescLoad && code != OpCode::DescStore && code != OpCode::MbarrierAlloc && code != OpCode::AsyncTmaCopy &&
            code != OpCode::MbarrierWait;
   };
 #define OP(name, text) \

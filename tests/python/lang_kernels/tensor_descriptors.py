@@ -23,3 +23,18 @@ def desc_scaled_sum(in_desc, out_ptr, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl
     rm = tl.arange(0, BLOCK_M)
     rn = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(out_ptr + rm[:, None] * (BLOCK_N * tl.num_programs(0)) + rn[None, :], acc)
+
+
+@tessera.jit
+def desc_store_scaled(in_desc, out_desc, scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # A block in through one descriptor, out through another (desc.store: the TMA unit
+    # writes only the part inside the tensor).
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x = in_desc.load([pid_m * BLOCK_M, pid_n * BLOCK_N])
+    out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], (x.to(tl.float32) * scale).to(x.dtype))
+
+
+@tessera.jit
+def desc_store_wrong_shape(out_desc, BLOCK_M: tl.constexpr):
+    out_desc.store([0, 0], tl.zeros([BLOCK_M, 8], tl.float32))
