@@ -12,6 +12,7 @@ Providers:
   tessera_cpasync    the wrapper with tma=False: the cp.async kernel where TMA would apply (sm_90a)
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
   tessera_tma_raw    matmul_tma_kernel[grid](...) (sm_90a), the default config, descriptors made once
+  tessera_tma_store_raw  matmul_tma_store_kernel: the same with C written by a TMA store (desc.store)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
   triton_wide        the same Triton kernel at 128x256x64, 8 warps, 3 stages (its Hopper pick)
 
@@ -115,7 +116,7 @@ def main(argv=None):
                 k, *x, (default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]), first.num_warps,
                 stages=first.num_stages)
     if tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS:
-        from kernels.matmul import matmul_tma_kernel
+        from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel
 
         def tma_raw(x):
             a, b, c = x
@@ -129,6 +130,20 @@ def main(argv=None):
                                                    BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                                                    num_warps=first.num_warps, num_stages=first.num_stages)
         providers["tessera_tma_raw"] = tma_raw
+
+        def tma_store_raw(x):
+            a, b, c = x
+            M, K = a.shape
+            N = b.shape[1]
+            bm, bn, bk = default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]
+            a_desc = tessera.TensorDescriptor.from_tensor(a, [bm, bk])
+            b_desc = tessera.TensorDescriptor.from_tensor(b, [bk, bn])
+            c_desc = tessera.TensorDescriptor.from_tensor(c, [bm, bn])
+            grid = (tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)
+            return lambda: matmul_tma_store_kernel[grid](a_desc, b_desc, c_desc, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
+                                                         BLOCK_K=bk, GROUP_M=8, num_warps=first.num_warps,
+                                                         num_stages=first.num_stages)
+        providers["tessera_tma_store_raw"] = tma_store_raw
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),

@@ -187,6 +187,20 @@ def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
 
 
 @tessera.jit
+def matmul_tma_store_kernel(a_desc, b_desc, c_desc, M, N, K,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr):
+    """matmul_tma_kernel with C written through a third descriptor (c_desc over C, blocks
+    BLOCK_M x BLOCK_N): the tile goes through shared memory (the ring's space, free after the
+    loop) to a TMA store, which skips what lies outside C, so no masks (issue 8's "epilogue
+    through shared memory and TMA store"). Not used by tk.matmul yet: bench/matmul.py
+    tessera_tma_store_raw times it against matmul_tma_kernel."""
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@tessera.jit
 def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
                                E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                                E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,

@@ -17,7 +17,7 @@ import tessera  # noqa: E402
 import tessera.kernels as tk  # noqa: E402
 import tessera.language as tl  # noqa: E402
 from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
-from kernels.matmul import matmul_tma_kernel  # noqa: E402
+from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
 from tensor_descriptors import desc_copy, desc_scaled_sum, desc_store_scaled  # noqa: E402
@@ -116,6 +116,25 @@ def test_tma_matmul_matches_float64(shape, dtype, config):
     b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
     c = tma_matmul(a, b, config)
     assert_rel_err(c, a.double() @ b.double(), 1e-2, f"{MM.matmul_config_name(config)} {shape}")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_tma_store_matmul_matches_float64(shape, dtype):
+    """matmul_tma_store_kernel: C through desc.store (TMA stores clip the ragged edges)."""
+    M, N, K = shape
+    config = MM.HOPPER_MATMUL_CONFIGS[0]
+    kw = config.kwargs
+    torch.manual_seed(M + N + K)
+    a = torch.randn((M, K), device="cuda").to(DTYPES[dtype])
+    b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
+    c = poisoned((M, N), DTYPES[dtype])
+    descs = [tessera.TensorDescriptor.from_tensor(x, block) for x, block in (
+        (a, [kw["BLOCK_M"], kw["BLOCK_K"]]), (b, [kw["BLOCK_K"], kw["BLOCK_N"]]), (c, [kw["BLOCK_M"], kw["BLOCK_N"]]))]
+    grid = (tessera.cdiv(M, kw["BLOCK_M"]) * tessera.cdiv(N, kw["BLOCK_N"]),)
+    matmul_tma_store_kernel[grid](*descs, M, N, K, **config.all_kwargs())
+    torch.cuda.synchronize()
+    assert_rel_err(c, a.double() @ b.double(), 1e-2, f"tma store {shape}")
 
 
 def test_tma_matmul_fp32_output():

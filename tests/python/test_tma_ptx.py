@@ -141,6 +141,24 @@ def test_tma_matmul_pipeline_ir(tmp_path):
     assert loop.index("barrier\n") < loop.index("async_tma_copy")
 
 
+def test_tma_store_matmul_writes_c_through_the_ring_space(tmp_path):
+    """matmul_tma_store_kernel: C's tile goes through shared memory to TMA stores (UTMASTG)
+    in the ring's space, free after the loop: no more shared memory than matmul_tma_kernel."""
+    from test_vectorized_access import sass
+    sig = "tensordesc<bf16[128,64]>,tensordesc<bf16[64,256]>,tensordesc<bf16[128,256]>,i32,i32,i32"
+    consts = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8)
+    k = tessera.compile("kernels/matmul.py", kernel="matmul_tma_store_kernel", signature=sig, constexprs=consts,
+                        num_warps=8, num_stages=4, target="sm_90a")
+    plain = tessera.compile("kernels/matmul.py", kernel="matmul_tma_kernel", signature=TMA_MATMUL_SIG.format(
+        t="bf16", bm=128, bn=256, bk=64), constexprs=consts, num_warps=8, num_stages=4, target="sm_90a")
+    assert k.metadata.shared == plain.metadata.shared
+    assert k.asm["ptx"].count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4  # 256 columns: 4 boxes
+    ptx = tmp_path / "store.ptx"
+    ptx.write_text(k.asm["ptx"])
+    text = sass(tmp_path, ptx)
+    assert "UTMASTG.2D" in text and "HGMMA.64x256x16.F32.BF16" in text
+
+
 def test_tma_matmul_sass_has_utmaldg_and_hgmma(tmp_path):
     from test_vectorized_access import sass
     ptx = tmp_path / "k.ptx"
