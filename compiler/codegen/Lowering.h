@@ -205,6 +205,8 @@ private:
   llvm::Value *sharedElementOffset(const ir::Layout &tile, int64_t rows, int64_t cols, unsigned elemBytes,
                                    llvm::Value *row, llvm::Value *col);
   // Tma.cpp: desc_load through the TMA unit, mbarriers
+  // desc_load/desc_store's swizzled tile in scratch shared memory, `extraBytes` after it.
+  llvm::Value *tmaScratchTile(ir::Operation &op, uint64_t tileBytes, uint64_t extraBytes);
   void lowerDescLoad(ir::Operation &op);
   void lowerDescStore(ir::Operation &op);
   void lowerMbarrierAlloc(ir::Operation &op);

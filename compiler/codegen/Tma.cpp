@@ -120,6 +120,12 @@ void KernelLowering::invalidateMbarriers(Value *first, int64_t count) {
   });
 }
 
+Value *KernelLowering::tmaScratchTile(ir::Operation &op, uint64_t tileBytes, uint64_t extraBytes) {
+  // A 1024-byte boundary: the 128-byte swizzle repeats every 8 x 128 bytes.
+  const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024;
+  return b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + tileBytes + extraBytes, op), pad);
+}
+
 void KernelLowering::lowerDescLoad(ir::Operation &op) {
   const ir::Type &t = op.result()->type;
   checkTmaBlock(op, t);
@@ -128,10 +134,7 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
 
-  // The tile at a 1024-byte boundary (the swizzle repeats every 8 x 128 bytes), its mbarrier after it.
-  const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024;
-  Value *scratch = sharedScratch(pad + tileBytes + 8, op);
-  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), scratch, pad);
+  Value *base = tmaScratchTile(op, tileBytes, 8); // its mbarrier after it
   Value *barSlot = b_.CreateConstGEP1_64(b_.getInt8Ty(), base, tileBytes);
   Value *bar = sharedAddress32(barSlot);
   Value *desc = lookup(op.operand(0))[0];
@@ -172,8 +175,7 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
   const int64_t rows = t.shape[0], cols = t.shape[1];
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
-  const uint64_t pad = (1024 - reservedShared_ % 1024) % 1024; // as desc_load: the swizzle's alignment
-  Value *base = b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + tileBytes, op), pad);
+  Value *base = tmaScratchTile(op, tileBytes, 0);
 
   barrier();
   DistributedLayout layout = layoutOf(valueArg, op);
