@@ -118,7 +118,9 @@ def main(argv=None):
     if tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS:
         from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel
 
-        def tma_raw(x):
+        def tma_raw(x, store_c=False):
+            """The default config's TMA kernel on descriptors made once; store_c: C through a
+            descriptor too (matmul_tma_store_kernel), else through its pointer."""
             a, b, c = x
             M, K = a.shape
             N = b.shape[1]
@@ -126,24 +128,14 @@ def main(argv=None):
             a_desc = tessera.TensorDescriptor.from_tensor(a, [bm, bk])
             b_desc = tessera.TensorDescriptor.from_tensor(b, [bk, bn])
             grid = (tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)
-            return lambda: matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
-                                                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                                                   num_warps=first.num_warps, num_stages=first.num_stages)
+            meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=first.num_warps,
+                        num_stages=first.num_stages)
+            if store_c:
+                c_desc = tessera.TensorDescriptor.from_tensor(c, [bm, bn])
+                return lambda: matmul_tma_store_kernel[grid](a_desc, b_desc, c_desc, M, N, K, **meta)
+            return lambda: matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **meta)
         providers["tessera_tma_raw"] = tma_raw
-
-        def tma_store_raw(x):
-            a, b, c = x
-            M, K = a.shape
-            N = b.shape[1]
-            bm, bn, bk = default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]
-            a_desc = tessera.TensorDescriptor.from_tensor(a, [bm, bk])
-            b_desc = tessera.TensorDescriptor.from_tensor(b, [bk, bn])
-            c_desc = tessera.TensorDescriptor.from_tensor(c, [bm, bn])
-            grid = (tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)
-            return lambda: matmul_tma_store_kernel[grid](a_desc, b_desc, c_desc, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
-                                                         BLOCK_K=bk, GROUP_M=8, num_warps=first.num_warps,
-                                                         num_stages=first.num_stages)
-        providers["tessera_tma_store_raw"] = tma_store_raw
+        providers["tessera_tma_store_raw"] = lambda x: tma_raw(x, store_c=True)
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),
