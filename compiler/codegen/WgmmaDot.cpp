@@ -83,21 +83,26 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     unsupported(op, "column chunks must start on a swizzle line of B");
 
   Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
-  // A descriptor is built in 32-bit halves joined by one mov.b64 (an asm LLVM cannot widen
-  // back into 64-bit shifts and masks): the low word is the start address field (address >> 4,
-  // bits 0-13; shared addresses are below 2^18, so it needs no mask and adding a byte offset
-  // >> 4 to it never carries into the leading byte offset of bits 16-29), the high word is
-  // constant. So each wgmma's descriptor is the operand's field plus a constant: one add.
+  // An operand's base descriptor is built in 32-bit halves joined by one mov.b64 (an asm LLVM
+  // cannot widen back into 64-bit shifts and masks): the low word is the start address field
+  // (address >> 4, bits 0-13; shared addresses are below 2^18, so it needs no mask and adding a
+  // byte offset >> 4 to it never carries into the leading byte offset of bits 16-29), the high
+  // word is constant. Each wgmma's descriptor is then the base plus a constant, added in 64
+  // bits: ptxas keeps the pair in uniform registers and issues one UIADD3.64 per wgmma
+  // (joining the halves for every wgmma cost a ULEA.HI and two UMOVs each).
   InlineAsm *joinHalves =
       InlineAsm::get(FunctionType::get(i64Ty, {i32Ty, i32Ty}, false), "mov.b64 $0, {$1, $2};", "=l,r,r", false);
-  auto descriptor = [&](Value *field, int64_t offsetBytes, uint64_t bits) {
-    Value *lo = b_.CreateAdd(field, i32((offsetBytes >> 4) + static_cast<int64_t>(bits & 0xFFFFFFFFu)));
+  auto baseDescriptor = [&](Value *field, uint64_t bits) {
+    Value *lo = b_.CreateAdd(field, i32(static_cast<int64_t>(bits & 0xFFFFFFFFu)));
     return b_.CreateCall(joinHalves, {lo, i32(static_cast<int64_t>(bits >> 32))});
+  };
+  auto descriptor = [&](Value *base, int64_t offsetBytes) -> Value * {
+    return offsetBytes ? b_.CreateAdd(base, ConstantInt::get(i64Ty, offsetBytes >> 4)) : base;
   };
   const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
   Value *fieldA = aRegLayout ? nullptr : b_.CreateLShr(sharedAddress32(aBase), 4);
-  Value *fieldB = b_.CreateLShr(sharedAddress32(bBase), 4);
+  Value *descB = baseDescriptor(b_.CreateLShr(sharedAddress32(bBase), 4), bitsB);
   // The warpgroup's first slab row, uniform over its 4 warps (and known so to ptxas, which
   // then keeps A's descriptors in uniform registers).
   Value *group = b_.CreateLShr(uniformWarpIndex(out.dim(0)), 2);
@@ -156,6 +161,8 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
     Value *slabRow = b_.CreateMul(b_.CreateAdd(group, i32(s * groups)), i32(64));
+    // lineA and the constant part are multiples of 16 bytes.
+    Value *descA = aRegs ? nullptr : baseDescriptor(b_.CreateAdd(fieldA, b_.CreateMul(slabRow, i32(lineA / 16))), bitsA);
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       for (int64_t ks = 0; ks < K / 16; ++ks) {
         const int64_t k0 = 16 * ks;
@@ -164,16 +171,14 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
           args = aFragments[s * (K / 16) + ks];
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
-          // lineA and the constant part are multiples of 16 bytes.
-          Value *slabField = b_.CreateAdd(fieldA, b_.CreateMul(slabRow, i32(lineA / 16)));
-          args.push_back(descriptor(slabField, kBlock * M * lineA + kWithin * elemBytes, bitsA));
+          args.push_back(descriptor(descA, kBlock * M * lineA + kWithin * elemBytes));
         }
         int64_t bOffset;
         if (bKMajor)
           bOffset = (k0 / tileB->blockCols) * N * lineB + n0 * lineB + (k0 % tileB->blockCols) * elemBytes;
         else
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
-        args.push_back(descriptor(fieldB, bOffset, bitsB));
+        args.push_back(descriptor(descB, bOffset));
         args.push_back(i32(1));
         for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c) args.push_back(accRegs[regOf(s, j, c)]);

@@ -105,9 +105,10 @@ def test_kernel_uses_tensor_cores_without_spills(kernel, D, causal, arch, dtype,
         assert spilled <= 512, info
     elif arch == "sm_90a" and kernel == "attn_fwd_kernel" and (D == 128 or causal):
         # D = 128: 128 x 128 blocks at 255 registers; D = 64 causal: capped at 128 (two key
-        # sweeps). ptxas parks a value or two across the key loops, never inside one
-        # (test_forward_key_loops_do_not_spill).
-        assert spilled <= 16, info
+        # sweeps). ptxas parks a few values across the key loops, never inside one
+        # (test_forward_key_loops_do_not_spill): at D = 64 causal 5 registers, stored once
+        # before the loops and loaded once after them.
+        assert spilled <= 24, info
     else:
         assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
     if kernel == "attn_fwd_kernel":
@@ -256,12 +257,13 @@ def test_forward_key_loops_do_not_spill(D, causal, tmp_path):
 
 @pytest.mark.parametrize("D, BLOCK_N", [(64, 64), (128, 128)])
 def test_forward_wgmma_descriptors_are_uniform(D, BLOCK_N, tmp_path):
-    """wgmma descriptors (WgmmaDot.cpp) are two 32-bit halves joined by mov.b64, the low word
-    the operand's start field plus a constant per k-step, and the warpgroup's slab comes from a
-    warp index read through shfl.sync.idx: ptxas keeps Q's descriptors in uniform registers for
-    the whole loop, so the key step has no R2UR / register moves feeding the HGMMAs and no
-    64-bit descriptor arithmetic (was 8 R2UR, 13 moves and 5 64-bit shift/add pairs a step at
-    D = 64)."""
+    """wgmma descriptors (WgmmaDot.cpp): an operand's base is two 32-bit halves joined by
+    mov.b64 (the low word its start field), each k-step's descriptor the base plus a constant in
+    64 bits, and the warpgroup's slab comes from a warp index read through shfl.sync.idx: ptxas
+    keeps the descriptors in uniform registers, so the key step has no R2UR / register moves
+    feeding the HGMMAs and no 64-bit shifts (was 8 R2UR, 13 moves and 5 64-bit shift/add pairs a
+    step at D = 64), and at most one uniform move per HGMMA (joining the halves for every wgmma
+    took a ULEA.HI and two UMOVs each: 31 UMOVs for 16 HGMMAs at D = 128)."""
     from test_vectorized_access import sass
     k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
                         constexprs={"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": BLOCK_N, "CAUSAL": False},
@@ -278,7 +280,8 @@ def test_forward_wgmma_descriptors_are_uniform(D, BLOCK_N, tmp_path):
     ops = [re.sub(r"^@!?U?P\w+\s+", "", t).split()[0] for t in loop]
     assert ops.count("HGMMA.64x%dx16.F32.BF16" % D) + ops.count("HGMMA.64x%dx16.F32.BF16" % BLOCK_N) >= D // 16
     assert "R2UR" not in ops, loop
-    assert not any(o.startswith("USHF.R.U64") or o.startswith("UIADD3.X") for o in ops), loop
+    assert not any(o.startswith("USHF.R.U64") for o in ops), loop
+    assert ops.count("UMOV") <= sum(o.startswith("HGMMA") for o in ops), loop
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
