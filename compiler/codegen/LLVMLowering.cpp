@@ -296,6 +296,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
+  case OpCode::LaneReduce: return lowerLaneReduce(op);
   case OpCode::For: case OpCode::If: case OpCode::While: {
     // A region is entered from more than one place (a loop's back edge): what
     // was waited for before it says nothing inside it, nor after it.

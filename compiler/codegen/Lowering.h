@@ -128,8 +128,10 @@ private:
   using Combiner = std::function<std::vector<llvm::Value *>(llvm::ArrayRef<llvm::Value *>, llvm::ArrayRef<llvm::Value *>)>;
   void lowerReduce(ir::Operation &op);
   void lowerReduceCombine(ir::Operation &op);
+  void lowerLaneReduce(ir::Operation &op);
+  // withinThreads: step 1 only (a `partial` sum, compiler/passes/DeferLaneReductions.h).
   std::vector<Regs> reduceAlongAxis(ir::Operation &op, const std::vector<ir::Value *> &inputs,
-                                    const Combiner &combine, bool commutative);
+                                    const Combiner &combine, bool commutative, bool withinThreads = false);
   // Runs a reduce_combine/scan region on scalars a, b; returns its yields.
   std::vector<llvm::Value *> applyCombineRegion(ir::Operation &op, llvm::ArrayRef<llvm::Value *> a,
                                                 llvm::ArrayRef<llvm::Value *> b);

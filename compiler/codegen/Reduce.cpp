@@ -48,13 +48,28 @@ void KernelLowering::lowerReduce(ir::Operation &op) {
   if (kind != "sum" && kind != "max" && kind != "min")
     unsupported(op, "unknown reduction kind '" + kind + "'");
   const ir::Type elem = op.operand(0)->type.element();
+  const bool partial = op.hasAttr("partial") && op.intAttr("partial");
+  if (partial && kind != "sum") unsupported(op, "only a sum can be partial");
   std::vector<Regs> out = reduceAlongAxis(
       op, {op.operand(0)},
       [&](ArrayRef<Value *> a, ArrayRef<Value *> b) {
         return std::vector<Value *>{combine(op, kind, elem, a[0], b[0])};
       },
-      /*commutative=*/true);
+      /*commutative=*/true, /*withinThreads=*/partial);
   define(op.result(), std::move(out[0]));
+}
+
+// The lanes' partial sums of a `partial` reduce (compiler/passes/DeferLaneReductions.h),
+// added up by the same butterfly as step 2 below.
+void KernelLowering::lowerLaneReduce(ir::Operation &op) {
+  if (op.stringAttr("kind") != "sum") unsupported(op, "lane_reduce only sums");
+  const ir::Type elem = op.operand(0)->type.element();
+  Regs regs = lookup(op.operand(0));
+  for (int64_t mask : op.arrayAttr("lane_masks")) {
+    if (mask <= 0 || mask >= static_cast<int64_t>(kWarpSize)) unsupported(op, "lane mask out of range");
+    for (Value *&v : regs) v = combine(op, "sum", elem, v, shuffleXor(v, static_cast<unsigned>(mask)));
+  }
+  define(op.result(), std::move(regs));
 }
 
 void KernelLowering::lowerReduceCombine(ir::Operation &op) {
@@ -88,7 +103,8 @@ std::vector<Value *> KernelLowering::applyCombineRegion(ir::Operation &op, Array
 // argmax's values and indices). A non-commutative combine gets its operands
 // in element order across lanes, so every copy of a result agrees.
 std::vector<Regs> KernelLowering::reduceAlongAxis(ir::Operation &op, const std::vector<ir::Value *> &inputs,
-                                                  const Combiner &combineFn, bool commutative) {
+                                                  const Combiner &combineFn, bool commutative,
+                                                  bool withinThreads) {
   const size_t n = inputs.size();
   DistributedLayout in = layoutOf(inputs[0], op);
   int64_t axisAttr = op.intAttr("axis");
@@ -134,8 +150,12 @@ std::vector<Regs> KernelLowering::reduceAlongAxis(ir::Operation &op, const std::
     }
   }
 
+  // A partial sum stops here: each lane keeps its own (a lane_reduce adds them later).
+  if (withinThreads && m.distinctWarps() > 1) unsupported(op, "a partial sum cannot cross warps");
+  const unsigned lanes = withinThreads ? 1 : m.distinctLanes();
+
   // 2. Across lanes: butterfly over the lane bits that address distinct data.
-  for (unsigned bit = 1; bit < m.distinctLanes(); bit *= 2) {
+  for (unsigned bit = 1; bit < lanes; bit *= 2) {
     Value *isLow = nullptr; // this lane holds the earlier elements of the pair
     if (!commutative)
       isLow = b_.CreateICmpEQ(b_.CreateAnd(laneIndex(m), i32(bit)), i32(0));

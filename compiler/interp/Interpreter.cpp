@@ -19,7 +19,7 @@ bool supports(OpCode code) {
   case OpCode::Select: case OpCode::AddPtr:
   case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs:
   case OpCode::Cast: case OpCode::Bitcast:
-  case OpCode::Load: case OpCode::Store: case OpCode::Reduce:
+  case OpCode::Load: case OpCode::Store: case OpCode::Reduce: case OpCode::LaneReduce:
   case OpCode::For: case OpCode::If: case OpCode::While:
   case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
   case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
@@ -133,8 +133,11 @@ void Executor::exec(const ir::Operation &op) {
   case OpCode::Store:
     evalStore(*this, op);
     return;
-  case OpCode::Reduce:
+  case OpCode::Reduce: // a `partial` sum is whole here: one program holds all its lanes
     set(op.result(), evalReduce(*this, op));
+    return;
+  case OpCode::LaneReduce: // ... so adding the lanes up is nothing more
+    set(op.result(), get(op.operand(0)));
     return;
   case OpCode::For: execFor(op); return;
   case OpCode::If: execIf(op); return;

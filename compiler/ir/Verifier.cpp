@@ -194,7 +194,16 @@ private:
       s.erase(s.begin() + axis);
       if (r->shape != s || r->element() != op.operand(0)->type.element()) return fail(op, "result type is wrong");
       const std::string &kind = op.stringAttr("kind");
+      if (op.hasAttr("partial") && op.intAttr("partial") && kind != "sum") return fail(op, "only a sum can be partial");
       return kind == "sum" || kind == "max" || kind == "min" || fail(op, "unknown kind '" + kind + "'");
+    }
+    case OpCode::LaneReduce: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      if (op.operand(0)->type != *r) return fail(op, "result type must be the operand's");
+      if (op.stringAttr("kind") != "sum") return fail(op, "kind must be sum");
+      for (int64_t m : op.arrayAttr("lane_masks"))
+        if (m <= 0 || m >= 32) return fail(op, "lane masks must be in 1..31");
+      return true;
     }
     case OpCode::For: {
       if (op.operands.size() < 3 || op.regions.size() != 1) return fail(op, "needs lb, ub, step and one region");

@@ -9,6 +9,7 @@
 #include "compiler/passes/Coalesce.h"
 #include "compiler/passes/CommonSubexpressionElimination.h"
 #include "compiler/passes/DeadCodeElimination.h"
+#include "compiler/passes/DeferLaneReductions.h"
 #include "compiler/passes/DeferWgmmaWaits.h"
 #include "compiler/passes/Fusion.h"
 #include "compiler/passes/LayoutAssignment.h"
@@ -71,8 +72,8 @@ const std::vector<std::string> &passNames() {
   static const std::vector<std::string> names = {"canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                                                  "axis-analysis", "layout-assignment", "coalesce",
                                                  "remove-layout-conversions", "accelerate-dot",
-                                                 "propagate-mma-layout", "pipeline", "fusion",
-                                                 "defer-wgmma-waits"};
+                                                 "propagate-mma-layout", "pipeline", "defer-lane-reductions",
+                                                 "fusion", "defer-wgmma-waits"};
   return names;
 }
 
@@ -92,6 +93,7 @@ void runPipeline(ir::Function &fn, const PipelineOptions &options) {
    (runPass("accelerate-dot", [&](ir::Function &f) { accelerateDot(f, options.arch, options.wgmma); }, fn, options) &&
     runPass("propagate-mma-layout", propagateMmaLayout, fn, options) &&
     runPass("pipeline", [&](ir::Function &f) { pipelineLoops(f, options.numStages); }, fn, options))) &&
+  runPass("defer-lane-reductions", deferLaneReductions, fn, options) &&
   runPass("fusion", fuseElementwiseChains, fn, options) &&
   runPass("defer-wgmma-waits", deferWgmmaWaits, fn, options);
 }

@@ -116,6 +116,6 @@ def test_dump_ir_prints_every_pass_in_order():
     headers = [line.split(" (")[0] for line in proc.stderr.splitlines() if line.startswith("// ----- IR after ")]
     passes = [h[len("// ----- IR after "):] for h in headers]
     assert passes == ["canonicalize", "common-subexpression-elimination", "dead-code-elimination",
-                      "axis-analysis", "layout-assignment", "coalesce", "remove-layout-conversions", "fusion",
-                      "defer-wgmma-waits"]
+                      "axis-analysis", "layout-assignment", "coalesce", "remove-layout-conversions",
+                      "defer-lane-reductions", "fusion", "defer-wgmma-waits"]
     assert "kernel @softmax_kernel(" in proc.stderr
