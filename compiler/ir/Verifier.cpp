@@ -396,9 +396,13 @@ private:
         if (op.operand(i)->type != Type(ScalarType::I32)) return fail(op, "offsets must be i32 scalars");
       const Value *buf = op.operand(1 + rank);
       if (!isBuffer(buf)) return fail(op, "the destination is not a local_alloc");
-      if (buf->type.element() != Type(d.scalar) ||
-          std::vector<int64_t>(buf->type.shape.begin() + 1, buf->type.shape.end()) != d.descBlock)
-        return fail(op, "one stage of the buffer must be the descriptor's block");
+      // A stage holds the block, or (a buffer of transposed tiles: the block's rows are
+      // the columns of the B operand read from it) its transpose.
+      const std::vector<int64_t> stageShape(buf->type.shape.begin() + 1, buf->type.shape.end());
+      const bool transposedTiles = buf->layout && buf->layout->transposed;
+      if (buf->type.element() != Type(d.scalar) || d.descBlock.size() != 2 ||
+          stageShape != (transposedTiles ? std::vector<int64_t>{d.descBlock[1], d.descBlock[0]} : d.descBlock))
+        return fail(op, "one stage of the buffer must be the descriptor's block (transposed in a transposed tile)");
       if (op.operand(2 + rank)->type != Type(ScalarType::I32) || op.operand(4 + rank)->type != Type(ScalarType::I1))
         return fail(op, "stage must be i32 and pred i1");
       return isMbarriers(op.operand(3 + rank)) || fail(op, "operand after the stage is not an mbarrier_alloc");

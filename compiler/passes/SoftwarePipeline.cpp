@@ -55,7 +55,10 @@
 //
 // One thread issues the copies, so they go at the end of the body, S-1
 // iterations ahead; nothing is copied past the end (no iteration waits for
-// it), and the TMA unit fills what lies outside the tensor with zeros.
+// it), and the TMA unit fills what lies outside the tensor with zeros. A
+// block that reaches the dot through trans (attention's K for S = Q K^T) is
+// staged too: the TMA unit writes its rows as they are, which is the K-major
+// tile wgmma reads the transposed B from (the buffer holds [cols x rows]).
 //
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
@@ -107,6 +110,7 @@ struct Candidate {
   unsigned opIdx;
   unsigned mmaVersion; // of the dots it feeds
   Value *buffer = nullptr;
+  Operation *trans = nullptr; // desc_load -> trans -> B: the block's rows are B's columns
 };
 
 
@@ -352,18 +356,38 @@ private:
 
   // desc_load -> convert_layout -> #dot_op of wgmma dots only, with a
   // descriptor from outside the loop and offsets computable at another iteration.
+  // desc_load -> trans -> convert_layout -> B also (attention's K block for
+  // S = Q K^T): the TMA unit writes the block's rows as they are, which is
+  // the K-major tile wgmma reads B^T from (the layout cp.async gives a B read
+  // along its dim 0, allocateBuffers).
   std::vector<Candidate> findTmaCandidates() {
     std::vector<Candidate> found;
     for (auto &op : body_->ops) {
-      Operation *load = loadFeedingDotOperand(*op, OpCode::DescLoad);
-      if (!load) continue;
+      Operation *trans = transposedBFeeding(*op);
+      Operation *load = trans ? trans->operand(0)->definingOp : loadFeedingDotOperand(*op, OpCode::DescLoad);
+      if (!load || (trans && (load->code != OpCode::DescLoad || load->parent != body_ ||
+                              countUses(fn_.body, load->result()) != 1)))
+        continue;
       Value *loaded = load->result();
       if (definedInBody(load->operand(0)) || loaded->type.rank() != 2 || feedsOnlyMmaDots(*op) != 3) continue;
       bool clonable = true;
       for (size_t i = 1; i < load->operands.size(); ++i) clonable = clonable && canClone(load->operand(i));
-      if (clonable) found.push_back({load, op.get(), op->result()->layout->opIdx, 3});
+      if (clonable) found.push_back({load, op.get(), op->result()->layout->opIdx, 3, nullptr, trans});
     }
     return found;
+  }
+
+  // The trans {order = [1, 0]} (read once, in the body) that `op`, a convert_layout to
+  // a #dot_op B operand, converts; else null.
+  Operation *transposedBFeeding(Operation &op) {
+    if (op.code != OpCode::ConvertLayout || !op.result()->layout ||
+        op.result()->layout->kind != Layout::Kind::DotOperand || op.result()->layout->opIdx != 1)
+      return nullptr;
+    Operation *trans = op.operand(0)->definingOp;
+    if (!trans || trans->code != OpCode::Trans || trans->parent != body_ ||
+        countUses(fn_.body, trans->result()) != 1 || trans->arrayAttr("order") != std::vector<int64_t>{1, 0})
+      return nullptr;
+    return trans;
   }
 
   Value *clone(Value *v, Builder &b, const Shift &shift, std::map<const Value *, Value *> &memo) {
@@ -429,15 +453,15 @@ private:
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     for (Candidate &c : cs) {
-      const Type &t = c.load->result()->type;
+      const Type &t = (c.trans ? c.trans : c.load)->result()->type;
       b.setLoc(c.load->loc);
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages_, t.shape[0], t.shape[1]}));
       // B read along its dim 0 (a column-major matrix, K^T through strides)
       // is stored transposed, so that cp.async still moves 16-byte runs. The
-      // TMA unit writes blocks as they are.
+      // TMA unit writes blocks as they are: transposed when trans makes B of them.
       const LayoutRef &l = c.load->operand(0)->layout;
-      const bool transposed = c.load->code == OpCode::Load && c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked &&
-                              l->order[0] == 0;
+      const bool transposed = c.trans || (c.load->code == OpCode::Load && c.opIdx == 1 && l &&
+                                          l->kind == Layout::Kind::Blocked && l->order[0] == 0);
       c.buffer->layout =
           Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
     }
