@@ -36,6 +36,9 @@ SWEEP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 64, 8, 3, None), (128
 SWEEP_OVERLAP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 128, 8, 2, None), (128, 128, 8, 3, None)]
 # --sweep: with PINGPONG (the two warpgroups of an 8-warp program take turns to issue their dots).
 SWEEP_PINGPONG = [(128, 64, 8, 3, 128), (128, 64, 8, 3, None), (128, 128, 8, 3, None)]
+# --sweep: with TMA (K and V through tensor descriptors and an mbarrier ring, kernels/attention.py).
+SWEEP_TMA = [(64, 64, 4, 3, 128), (64, 64, 4, 4, 128), (128, 64, 8, 3, 128), (128, 128, 8, 3, None),
+             (128, 128, 8, 2, None)]
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
@@ -126,12 +129,12 @@ def providers(sweep=False):
            "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, None), ("tessera_ov_", SWEEP_OVERLAP, "OVERLAP"),
-                                        ("tessera_pp_", SWEEP_PINGPONG, "PINGPONG")):
+                                        ("tessera_pp_", SWEEP_PINGPONG, "PINGPONG"), ("tessera_tma_", SWEEP_TMA, "TMA")):
             for bm, bn, w, st, regs in table:
                 name = f"{prefix}{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "")
                 out[name] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st,
                                               "OVERLAP": schedule == "OVERLAP", "PINGPONG": schedule == "PINGPONG",
-                                              "maxnreg": regs})
+                                              "TMA": schedule == "TMA", "maxnreg": regs})
     if sweep == "bwd":
         for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
             out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({

@@ -67,20 +67,24 @@ def _load_keys(ptrs, ok, MASKED: tl.constexpr):
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr,
-                     PINGPONG: tl.constexpr = False):
+                     PINGPONG: tl.constexpr = False, TMA: tl.constexpr = False, kv_row0=0):
     """Keys lo..hi into the running (acc, l_i, m_i) of the rows offs_m. MASK_KEYS: hi may be
     ragged (keys >= N_KV masked); without it every block lies inside N_KV and the step has no
     mask at all. DIAGONAL masks keys after the row too. PINGPONG (8 warps: two warpgroups of 64
     rows): the warpgroups take turns to issue their dots (tl.pingpong_wait / pass), so that one's
-    softmax runs while the other's dots keep the tensor cores busy (FlashAttention-3)."""
+    softmax runs while the other's dots keep the tensor cores busy (FlashAttention-3). TMA:
+    k_base and v_base are tensor descriptors over the (rows, HEAD_DIM) view of K and V, this
+    head's keys from row kv_row0 on, read through the TMA unit (every block inside N_KV)."""
     offs_nb = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + offs_nb
         key_ok = offs_n < N_KV
-        # K^T as a [HEAD_DIM, BLOCK_N] block straight from its strides: no transpose.
-        kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
+        if TMA:
+            kt = tl.trans(k_base.load([kv_row0 + start_n, 0]))
+        else:
+            # K^T as a [HEAD_DIM, BLOCK_N] block straight from its strides: no transpose.
+            kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
+            kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
         if PINGPONG:
             tl.pingpong_wait()
         s = tl.dot(q, kt)
@@ -90,7 +94,11 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
-        v = _load_keys(v_ptrs, key_ok[:, None], MASK_KEYS)
+        if TMA:
+            v = v_base.load([kv_row0 + start_n, 0])
+        else:
+            v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+            v = _load_keys(v_ptrs, key_ok[:, None], MASK_KEYS)
         acc = acc * alpha[:, None]
         p = p.to(v.dtype)
         if PINGPONG:
@@ -145,11 +153,16 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                     stride_ob, stride_oh, stride_on, stride_od,
                     H, H_KV, N_Q, N_KV, sm_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False):
+                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False,
+                    TMA: tl.constexpr = False):
     """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
-    sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps."""
+    sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps.
+    TMA (Hopper): K and V are tensor descriptors over their (B * H_KV * N_KV, HEAD_DIM) view
+    (contiguous heads), blocks [BLOCK_N, HEAD_DIM], N_KV a multiple of BLOCK_N; the K/V strides
+    are then unused."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
+    tl.static_assert(not (OVERLAP and TMA), "OVERLAP reads K and V through pointers")
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -158,8 +171,14 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     off_h = (off_bh % H).to(tl.int64)
     off_hkv = off_h // (H // H_KV)
     q_base = Q + off_b * stride_qb + off_h * stride_qh
-    k_base = K + off_b * stride_kb + off_hkv * stride_kh
-    v_base = V + off_b * stride_vb + off_hkv * stride_vh
+    if TMA:
+        k_base = K
+        v_base = V
+        kv_row0 = ((off_b * H_KV + off_hkv) * N_KV).to(tl.int32)
+    else:
+        k_base = K + off_b * stride_kb + off_hkv * stride_kh
+        v_base = V + off_b * stride_vb + off_hkv * stride_vh
+        kv_row0 = 0
     o_base = O + off_b * stride_ob + off_h * stride_oh
 
     start_m = pid_m * BLOCK_M
@@ -193,11 +212,11 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
             tl.pingpong_start()
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV, qk_scale,
-                                         BLOCK_N, False, False, PINGPONG)
+                                         BLOCK_N, False, False, PINGPONG, TMA, kv_row0)
         # The blocks the diagonal crosses (causal) or the ragged last one; nothing to their right.
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV, qk_scale,
-                                         BLOCK_N, True, CAUSAL, PINGPONG)
+                                         BLOCK_N, True, CAUSAL, PINGPONG, TMA, kv_row0)
         if PINGPONG:
             tl.pingpong_end()
 

@@ -157,6 +157,44 @@ def test_pingpong_forward(NQ, NKV, D, BLOCK_N, causal):
     assert err <= TOL and lse_err <= 1e-2, f"NQ={NQ} NKV={NKV} D={D}: O rel err {err:.2e}, LSE {lse_err:.2e} (seed {seed})"
 
 
+TMA_CASES = [(64, 64, 4, 128), (128, 128, 8, None), (128, 64, 8, 128)]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+                    reason="TMA needs sm_90")
+@pytest.mark.parametrize("BLOCK_M, BLOCK_N, warps, maxnreg", TMA_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("NQ, NKV, H, H_KV", [(1000, 1024, 4, 2), (256, 256, 2, 2), (4096, 4096, 2, 1)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, causal):
+    """TMA: K and V read through tensor descriptors over their (B * H_KV * N_KV, D) view into an
+    mbarrier ring (compiler/passes/SoftwarePipeline.cpp; K's block transposed into wgmma's K-major
+    B tile): ragged query blocks, GQA (the rows of another head start at (b * H_KV + h) * N_KV)."""
+    seed = fresh_seed()
+    q = torch.randn((2, H, NQ, D), device="cuda").to(torch.bfloat16)
+    k, v = (torch.randn((2, H_KV, NKV, D), device="cuda").to(torch.bfloat16) for _ in range(2))
+    config = {"TMA": True, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg}
+    o, lse = tk.attention_forward(q, k, v, causal, config=config)
+    torch.cuda.synchronize()
+    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, D ** -0.5, "bhnd")
+    err = rel_err(o, ro)
+    lse_err = (lse.double() - rlse).abs().max().item()
+    assert err <= TOL and lse_err <= 1e-2, f"NQ={NQ} NKV={NKV} D={D}: O rel err {err:.2e}, LSE {lse_err:.2e} (seed {seed})"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+                    reason="TMA needs sm_90")
+def test_tma_forward_refuses_what_it_cannot_read():
+    """TMA=True asked for K/V it cannot read through a (rows, D) descriptor: one error saying why."""
+    q = torch.randn((1, 2, 256, 64), device="cuda").to(torch.bfloat16)
+    kv = torch.randn((1, 256, 2, 64), device="cuda").to(torch.bfloat16)
+    with pytest.raises(ValueError, match="packed as"):  # a (B, N, H, D) buffer seen as (B, H, N, D)
+        tk.attention_forward(q, kv.transpose(1, 2), kv.transpose(1, 2), config={"TMA": True})
+    k = torch.randn((1, 2, 200, 64), device="cuda").to(torch.bfloat16)
+    with pytest.raises(ValueError, match="multiple of BLOCK_N"):
+        tk.attention_forward(q, k, k, config={"TMA": True})
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_default_forward_takes_the_by_keys_entries(causal):
     """D128 with 1000 keys takes HOPPER_FORWARD_BY_KEYS's 64 x 64 blocks on sm_90a (the

@@ -391,3 +391,34 @@ def test_pingpong_needs_no_overlap():
         tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=signature("attn_fwd_kernel", "bf16"),
                         constexprs={"HEAD_DIM": 64, "CAUSAL": False, "BLOCK_M": 128, "BLOCK_N": 64,
                                     "PINGPONG": True, "OVERLAP": True}, num_warps=8, target="sm_90a")
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D, BLOCK_M, BLOCK_N, warps, maxnreg", [(64, 64, 64, 4, 128), (128, 128, 128, 8, None)])
+def test_tma_forward_key_loops_take_k_and_v_from_the_tma_unit(D, BLOCK_M, BLOCK_N, warps, maxnreg, causal, tmp_path):
+    """TMA=True: both key sweeps read K and V through the TMA unit (UTMALDG from one elected
+    thread, completion on the stage's mbarrier) straight into the wgmma tiles, K's block as the
+    K-major B of S = Q K^T: no cp.async (LDGSTS) and no K/V address arithmetic in the key loops,
+    no spills, and the step is shorter than the cp.async one."""
+    from test_vectorized_access import sass
+    sig = signature("attn_fwd_kernel", "bf16").split(",")
+    sig[1] = sig[2] = f"tensordesc<bf16[{BLOCK_N},{D}]>"
+    constexprs = {"HEAD_DIM": D, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": causal}
+    compiled = {tma: tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel",
+                                     signature=",".join(sig) if tma else signature("attn_fwd_kernel", "bf16"),
+                                     constexprs=dict(constexprs, TMA=tma), num_warps=warps, num_stages=3,
+                                     target="sm_90a", maxnreg=maxnreg) for tma in (False, True)}
+    steps = {}
+    for tma, k in compiled.items():
+        path = tmp_path / f"fwd{int(tma)}.ptx"
+        path.write_text(k.asm["ptx"])
+        loops = [body for body in sass_loops(sass(tmp_path, path)) if any("HGMMA" in t for t in body)]
+        steps[tma] = min(len(body) for body in loops)
+        if tma:
+            key_loops = [body for body in loops if any("UTMALDG" in t for t in body)]
+            assert len(key_loops) >= 2, loops
+            for body in key_loops:
+                assert not [t for t in body if "LDGSTS" in t or re.match(r"(@!?P\w+\s+)?(LDL|STL)", t)], body
+    assert steps[True] < steps[False], steps
+    info = ptxas(compiled[True].asm["ptx"], "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in info or D == 128 or causal, info

@@ -23,7 +23,8 @@ GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
 forward on sm_90a) by head dim and causal flag; `config=` overrides any of them (attention_config(D, causal)
 shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages (3 where dots run on
 wgmma, else 2), maxnreg, OVERLAP and PINGPONG (two schedules of the key step,
-kernels/attention.py); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
+kernels/attention.py), TMA (K and V through tensor descriptors, Hopper, for K/V packed as
+(B, H_KV, N_KV, D) with N_KV a multiple of BLOCK_N); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
 DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
 """
 import math
@@ -94,28 +95,48 @@ HOPPER_FORWARD_BY_KEYS = {
 }
 
 
-def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None):
+# Where K and V can be read through TMA descriptors (sm_90a; K and V packed as (B, H_KV, N_KV, D),
+# N_KV a multiple of BLOCK_N: attention_forward checks), the forward takes these blocks with
+# TMA=True, before HOPPER_FORWARD_BY_KEYS (bench/attention.py --sweep, H100, 2026-11-22, bf16
+# TFLOP/s at N = 1k/4k/16k, same run, Triton on the same source and blocks in brackets):
+# D = 128, 128 x 128 / 8 warps / 3 stages: 446/590/618 (403/508/532), causal 300/496/612
+# (277/435/527); D = 64, 64 x 64 / 4 warps / 3 stages / 128 registers: 395/446/444
+# (407/461/462), causal 306/409/418 (309/413/430). D = 128 causal up to 1024 keys keeps the
+# 64 x 64 pointer blocks (319 vs 300).
+HOPPER_FORWARD_TMA = {
+    (64, False): (64, 64, 4, 3, 128), (64, True): (64, 64, 4, 3, 128),
+    (128, False): (128, 128, 8, 3, None), (128, True): (128, 128, 8, 3, None),
+}
+HOPPER_FORWARD_TMA_UP_TO_KEYS = {(128, True): 1024}  # fewer keys: HOPPER_FORWARD(_BY_KEYS)
+
+
+def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None, tma=False):
     """The launch configuration for this head dim and causal flag (a fresh dict). keys: the
     number of keys, which picks HOPPER_FORWARD_BY_KEYS's entries where they apply (None:
     never). wgmma: the table for GPUs whose dots run on wgmma (sm_90a); None asks the current
-    device. modifiers:
+    device. tma: K and V can be read through TMA descriptors (attention_forward decides), which
+    picks HOPPER_FORWARD_TMA's entries with TMA=True where they apply. modifiers:
     for the forward with score_mod/mask_mod/kv_range, which keeps CONFIGS' blocks (its
     modifiers' gathers take shared scratch that HOPPER_FORWARD's wider steps overflow)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
-    stages, overlap, maxnreg = 2, False, None
+    stages, overlap, maxnreg, use_tma = 2, False, None, False
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
         dkdv, dq = HOPPER_BACKWARD[head_dim]
+        key = (head_dim, bool(causal))
         if not modifiers:
-            *fwd, stages, maxnreg = HOPPER_FORWARD[(head_dim, bool(causal))]
-            for choice, lo, hi in HOPPER_FORWARD_BY_KEYS.get((head_dim, bool(causal)), ()):
+            *fwd, stages, maxnreg = HOPPER_FORWARD[key]
+            use_tma = tma and key in HOPPER_FORWARD_TMA and (keys is None or keys > HOPPER_FORWARD_TMA_UP_TO_KEYS.get(key, 0))
+            if use_tma:
+                *fwd, stages, maxnreg = HOPPER_FORWARD_TMA[key]
+            for choice, lo, hi in () if use_tma else HOPPER_FORWARD_BY_KEYS.get(key, ()):
                 if keys is not None and lo <= keys <= hi:
                     *fwd, stages, maxnreg, overlap = choice
                     break
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
-            "PINGPONG": False,
+            "PINGPONG": False, "TMA": use_tma,
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
@@ -207,8 +228,8 @@ def _check(q, k, v, layout):
     return B, H, Hk, N, Nk, D
 
 
-def _config(D, causal, config, modifiers=False, keys=None):
-    c = attention_config(D, causal, modifiers=modifiers, keys=keys)
+def _config(D, causal, config, modifiers=False, keys=None, tma=False):
+    c = attention_config(D, causal, modifiers=modifiers, keys=keys, tma=tma)
     if config:
         unknown = set(config) - set(c)
         if unknown:
@@ -268,7 +289,15 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         sm_scale = 1.0 / math.sqrt(D)
     if not sm_scale > 0:  # the kernel scales each row's maximum raw score (_online_softmax)
         raise ValueError(f"attention: sm_scale must be positive, got {sm_scale}")
-    c = _config(D, causal, config, mods, keys=Nk)
+    # TMA where the table has blocks for it and K/V allow it; asked for by config, it must apply.
+    tma_blocks = HOPPER_FORWARD_TMA.get((D, bool(causal)))
+    tma_ok = (not mods and tma_blocks is not None and
+              _tma_problem(q, k, v, _dims(k, layout)[1], _dims(v, layout)[1], (B, Hk, Nk, D),
+                           {"OVERLAP": False, "BLOCK_N": tma_blocks[1]}) is None)
+    c = _config(D, causal, config, mods, keys=Nk, tma=tma_ok)
+    if c["TMA"] and not (config and config.get("TMA")):
+        if _tma_problem(q, k, v, _dims(k, layout)[1], _dims(v, layout)[1], (B, Hk, Nk, D), c):
+            c["TMA"] = False  # the config's other choices (OVERLAP, BLOCK_N) rule it out
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
@@ -288,11 +317,39 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
                                           KV_RANGE=kv_range, NUM_ARGS=num_args,
                                           num_warps=c["num_warps"], num_stages=c["num_stages"])
         return o, lse
-    kern["attn_fwd_kernel"][grid](q, k, v, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
+    kk, vv = k, v
+    if c["TMA"]:
+        problem = _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), c)
+        if problem:
+            raise ValueError(f"attention: config TMA=True needs {problem}")
+        kk, vv = (_key_descriptor(x, B * Hk * Nk, D, c["BLOCK_N"]) for x in (k, v))
+    kern["attn_fwd_kernel"][grid](q, kk, vv, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
-                                  OVERLAP=bool(c["OVERLAP"]), PINGPONG=bool(c["PINGPONG"]), num_warps=c["num_warps"],
-                                  num_stages=c["num_stages"], maxnreg=c["maxnreg"])
+                                  OVERLAP=bool(c["OVERLAP"]), PINGPONG=bool(c["PINGPONG"]), TMA=bool(c["TMA"]),
+                                  num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=c["maxnreg"])
     return o, lse
+
+
+def _tma_problem(q, k, v, sk, sv, dims, c):
+    """Why K and V cannot be read through TMA descriptors over their (B * H_KV * N_KV, D) view
+    (kernels/attention.py, TMA), or None."""
+    B, Hk, Nk, D = dims
+    if not _on_gpu(q) or not wgmma_target():
+        return "a GPU whose dots run on wgmma (sm_90a)"
+    if c["OVERLAP"]:
+        return "OVERLAP off (it reads K and V through pointers)"
+    if Nk % c["BLOCK_N"]:
+        return f"a number of keys that is a multiple of BLOCK_N ({Nk} keys, BLOCK_N {c['BLOCK_N']})"
+    packed = (Hk * Nk * D, Nk * D, D, 1)
+    for name, x, strides in (("k", k, sk), ("v", v, sv)):
+        if tuple(strides) != packed or x.data_ptr() % 16:
+            return f"{name} packed as (B, H_KV, N_KV, D) in memory, 16-byte aligned (strides {tuple(strides)})"
+    return None
+
+
+def _key_descriptor(x, rows, D, block_n):
+    from ..tensor_descriptor import TensorDescriptor
+    return TensorDescriptor(x, shape=[rows, D], strides=[D, 1], block_shape=[block_n, D])
 
 
 def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout="bhnd", config=None):
