@@ -38,7 +38,7 @@ SWEEP_OVERLAP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 128, 8, 2, No
 SWEEP_PINGPONG = [(128, 64, 8, 3, 128), (128, 64, 8, 3, None), (128, 128, 8, 3, None)]
 # --sweep: with TMA (K and V through tensor descriptors and an mbarrier ring, kernels/attention.py).
 SWEEP_TMA = [(64, 64, 4, 3, 128), (64, 64, 4, 4, 128), (128, 64, 8, 3, 128), (128, 128, 8, 3, None),
-             (128, 128, 8, 2, None)]
+             (128, 128, 8, 2, None), (128, 64, 8, 3, None)]
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
