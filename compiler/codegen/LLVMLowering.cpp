@@ -294,6 +294,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::MbarrierAlloc: return lowerMbarrierAlloc(op);
   case OpCode::AsyncTmaCopy: return lowerAsyncTmaCopy(op);
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);
+  case OpCode::MbarrierArrive: return lowerMbarrierArrive(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
   case OpCode::LaneReduce: return lowerLaneReduce(op);

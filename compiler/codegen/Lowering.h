@@ -214,6 +214,7 @@ private:
   void lowerMbarrierAlloc(ir::Operation &op);
   void lowerAsyncTmaCopy(ir::Operation &op);
   void lowerMbarrierWait(ir::Operation &op);
+  void lowerMbarrierArrive(ir::Operation &op);
   void lowerMbarrierDealloc(ir::Operation &dealloc); // local_dealloc of mbarrier_alloc
   void checkTmaBlock(ir::Operation &op, const ir::Type &block);
   // (Thread 0) expect the block's bytes on `bar`, then copy the block at (row0, col0) into `tile`.

@@ -25,6 +25,7 @@
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tessera::codegen {
 
@@ -238,7 +239,31 @@ void KernelLowering::lowerAsyncTmaCopy(ir::Operation &op) {
 }
 
 void KernelLowering::lowerMbarrierWait(ir::Operation &op) {
-  waitMbarrier(mbarrierAddress(op, op.operand(0), op.operand(1)), lookup(op.operand(2))[0]);
+  Value *bar = mbarrierAddress(op, op.operand(0), op.operand(1)), *parity = lookup(op.operand(2))[0];
+  if (!(op.hasAttr("leader") && op.intAttr("leader"))) return waitMbarrier(bar, parity);
+  // The copying thread's whole warp waits: a branch the warp takes together keeps what
+  // ptxas knows to be warp-uniform (the loop's stage, wgmma descriptors) in uniform registers.
+  Value *warp0 = inEntry("uwarp0", [&](IRBuilder<> &eb) {
+    Value *warp = eb.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_idx_i32, {},
+                                     {eb.getInt32(-1), warp_, eb.getInt32(0), eb.getInt32(kWarpSize - 1)});
+    return eb.CreateZExt(eb.CreateICmpEQ(warp, eb.getInt32(0)), eb.getInt32Ty());
+  });
+  BasicBlock *wait = BasicBlock::Create(ctx_, "mbarrier.leader", kernel_);
+  BasicBlock *after = BasicBlock::Create(ctx_, "mbarrier.led", kernel_);
+  b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpNE(warp0, i32(0)), lookup(op.operand(3))[0]), wait, after);
+  b_.SetInsertPoint(wait);
+  waitMbarrier(bar, parity);
+  b_.CreateBr(after);
+  b_.SetInsertPoint(after);
+}
+
+void KernelLowering::lowerMbarrierArrive(ir::Operation &op) {
+  // Every thread arrives (the barrier counts threads): no branch, so ptxas still sees the
+  // loop's values as warp-uniform after it (a lane-0-only arrival made it move wgmma
+  // descriptors through R2UR every step).
+  Value *bar = mbarrierAddress(op, op.operand(0), op.operand(1));
+  asmCall("{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [$0];\n}", "r,r",
+          {bar, b_.CreateZExt(lookup(op.operand(2))[0], b_.getInt32Ty())});
 }
 
 } // namespace tessera::codegen

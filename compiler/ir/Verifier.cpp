@@ -381,11 +381,21 @@ private:
         return fail(op, "mbarriers are <stages x 1 x 1 x i64>");
       return op.intAttr("arrivals") >= 1 || fail(op, "arrivals must be >= 1");
     }
-    case OpCode::MbarrierWait:
-      if (!nOperands(3) || !nResults(0)) return false;
+    case OpCode::MbarrierWait: {
+      const bool leader = op.hasAttr("leader") && op.intAttr("leader");
+      if (op.operands.size() != (leader ? 4u : 3u)) return fail(op, leader ? "expects (mbarriers, stage, phase, pred)"
+                                                                           : "expects (mbarriers, stage, phase)");
+      if (!nResults(0)) return false;
       if (!isMbarriers(op.operand(0))) return fail(op, "operand 0 is not an mbarrier_alloc");
+      if (leader && op.operand(3)->type != Type(ScalarType::I1)) return fail(op, "pred must be i1");
       return (op.operand(1)->type == Type(ScalarType::I32) && op.operand(2)->type == Type(ScalarType::I32)) ||
              fail(op, "stage and phase must be i32");
+    }
+    case OpCode::MbarrierArrive:
+      if (!nOperands(3) || !nResults(0)) return false;
+      if (!isMbarriers(op.operand(0))) return fail(op, "operand 0 is not an mbarrier_alloc");
+      return (op.operand(1)->type == Type(ScalarType::I32) && op.operand(2)->type == Type(ScalarType::I1)) ||
+             fail(op, "stage must be i32 and pred i1");
     case OpCode::AsyncTmaCopy: {
       if (op.operands.empty() || !nResults(0)) return false;
       const Type &d = op.operand(0)->type;

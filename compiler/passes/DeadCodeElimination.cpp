@@ -26,6 +26,7 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::AsyncCopy:
   case OpCode::AsyncTmaCopy:
   case OpCode::MbarrierWait:
+  case OpCode::MbarrierArrive:
   case OpCode::LocalStore:
   case OpCode::AsyncCommit:
   case OpCode::FenceAsyncShared:

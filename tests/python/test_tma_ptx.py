@@ -117,15 +117,21 @@ def tma_matmul_args(bm=128, bn=256, bk=64, warps=8, stages=4, t="bf16"):
                                                    (128, 128, 32, 4, 3)])
 def test_tma_matmul_is_an_mbarrier_ring(bm, bn, bk, warps, stages, tmp_path):
     """S-1 stages copied before the loop and one per iteration, each block in <=128-byte
-    boxes on the stage's mbarrier; no cp.async and no register staging of the operands."""
+    boxes on the stage's mbarrier; no cp.async and no register staging of the operands. With
+    two warpgroups a second mbarrier per stage says every thread is done with it (all 256
+    arrive), instead of a CTA barrier each iteration."""
     text = compile_ptx(tma_matmul_args(bm, bn, bk, warps, stages), tmp_path)
     row_bytes = 128 // 2
     boxes = -(-bk // row_bytes) + -(-bn // row_bytes)  # A's K columns, B's N columns
+    rings = 2 if warps > 4 else 1
     assert text.count("cp.async.bulk.tensor.2d") == boxes * stages  # (S-1) prologue copies + the loop's
-    assert text.count("mbarrier.init.shared::cta.b64") == stages
+    assert text.count("mbarrier.init.shared::cta.b64") == rings * stages
     assert re.search(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 2;", text)  # A and B arrive on one barrier
     assert text.count("mbarrier.arrive.expect_tx") == 2 * stages
-    assert text.count("mbarrier.inval.shared::cta.b64") == stages
+    assert text.count("mbarrier.inval.shared::cta.b64") == rings * stages
+    assert ("mbarrier.arrive.shared::cta.b64" in text) == (warps > 4)
+    if warps > 4:
+        assert re.search(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], " + str(32 * warps) + ";", text)
     assert "cp.async.cg" not in text and "cp.async.ca" not in text
     assert "wgmma.mma_async" in text
 
@@ -137,8 +143,15 @@ def test_tma_matmul_pipeline_ir(tmp_path):
     assert body.count("async_tma_copy") == 8  # 3 stages ahead for A and B, then one pair per iteration
     assert "desc_load" not in body
     loop = body[body.index(" for "):body.index("dot_wait")]
-    assert loop.index("mbarrier_wait") < loop.index("local_load") < loop.index("= dot ") < loop.index("barrier\n")
-    assert loop.index("barrier\n") < loop.index("async_tma_copy")
+    # 8 warps: every thread arrives on the stage read last iteration, the copying warp waits for
+    # all of them ({leader = 1}), then the copies (4 warps: a barrier instead).
+    assert "mbarrier_alloc {arrivals = 256} : <4x1x1xi64>" in body
+    assert loop.index("mbarrier_wait") < loop.index("local_load") < loop.index("= dot ") < loop.index("mbarrier_arrive")
+    assert loop.index("mbarrier_arrive") < loop.index("leader = 1") < loop.index("async_tma_copy")
+    assert "barrier\n" not in loop.replace("mbarrier", "")
+    four = run_cli(tma_matmul_args(128, 128, 64, 4, 3) + ["--emit", "ir-opt", "--stop-after", "pipeline"], check=True)
+    loop4 = four.stdout[four.stdout.index(" for "):four.stdout.index("dot_wait")]
+    assert "mbarrier_arrive" not in loop4 and loop4.index("  barrier\n") < loop4.index("async_tma_copy")
 
 
 def test_tma_store_matmul_writes_c_through_the_ring_space(tmp_path):
@@ -222,10 +235,11 @@ def test_tma_epilogue_matmul_is_an_mbarrier_ring_without_spills(config, t, tmp_p
     text, ir, report = compile_tma_epilogue(config, t, tmp_path)
     kw, stages = config.kwargs, config.num_stages
     boxes = -(-kw["BLOCK_K"] // 64) + -(-kw["BLOCK_N"] // 64)  # 128-byte boxes of A's K and B's N columns
+    rings = 2 if config.num_warps > 4 else 1  # several warpgroups: an "empty" mbarrier per stage too
     assert text.count("cp.async.bulk.tensor.2d") == boxes * stages
-    assert text.count("mbarrier.init.shared::cta.b64") == stages
+    assert text.count("mbarrier.init.shared::cta.b64") == rings * stages
     assert text.count("mbarrier.arrive.expect_tx") == 2 * stages
-    assert text.count("mbarrier.inval.shared::cta.b64") == stages
+    assert text.count("mbarrier.inval.shared::cta.b64") == rings * stages
     assert "cp.async.cg" not in text and "cp.async.ca" not in text
     assert "wgmma.mma_async" in text
     assert "C7514" not in report, report

@@ -102,7 +102,7 @@ TEST(Interpreter, KnowsEveryOpOfOpsDef) {
   // they stop with an error naming the op until then.
   auto expected = [](OpCode code) {
     return code != OpCode::DescLoad && code != OpCode::DescStore && code != OpCode::MbarrierAlloc && code != OpCode::AsyncTmaCopy &&
-           code != OpCode::MbarrierWait;
+           code != OpCode::MbarrierWait && code != OpCode::MbarrierArrive;
   };
 #define OP(name, text) \
   EXPECT_EQ(interp::supports(OpCode::name), expected(OpCode::name)) << "the interpreter and '" << text << "'";
