@@ -365,38 +365,39 @@ def test_fp8_casts(e5):
 
 # ------------------------------------------------------------------ loop-carried sums
 
-LANE_SUMS = ["online_sum", "sum_read_in_loop", "sum_from_one", "sum_plus_one", "sum_squared"]
+LANE_SUMS = ["online", "read_in_loop", "from_one", "plus_one", "squared"]
 
 
-def _lane_sums_kernels():
+def _lane_sums_kernel():
     import importlib.util
     import pathlib
     path = pathlib.Path(__file__).resolve().parents[1] / "python" / "lang_kernels" / "lane_sums.py"
     spec = importlib.util.spec_from_file_location("lane_sums", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    return module.row_sums
 
 
 @pytest.mark.parametrize("block", [16, 32, 64])
-@pytest.mark.parametrize("name", LANE_SUMS)
-def test_loop_carried_row_sums(name, block):
-    """Online-softmax row sums over the loop (tests/python/lang_kernels/lane_sums.py): online_sum
+@pytest.mark.parametrize("variant", LANE_SUMS)
+def test_loop_carried_row_sums(variant, block):
+    """Online-softmax row sums over the loop (tests/python/lang_kernels/lane_sums.py): "online"
     keeps per-lane partial sums through its loop at BLOCK 16 and 32 (defer-lane-reductions),
-    the others and BLOCK 64 (a sum across warps) reduce whole each step; all against float64."""
-    kernel = getattr(_lane_sums_kernels(), name)
+    the other variants and BLOCK 64 (a sum across warps) reduce whole each step; all against
+    float64."""
+    kernel = _lane_sums_kernel()
     n = 4 * block
     x = torch.randn(128, n, device="cuda", dtype=torch.float32) * 4
     out = poisoned(256, torch.float32)
-    run(kernel, (1,), x, out, n, BLOCK=block, num_warps=4)
+    run(kernel, (1,), x, out, n, BLOCK=block, VARIANT=variant, num_warps=4)
     xd = x.double() * 1.0
     blocks = xd.view(128, 4, block)
     m = torch.full((128,), -math.inf, dtype=torch.float64, device="cuda")
-    l = torch.full((128,), 1.0 if name == "sum_from_one" else 0.0, dtype=torch.float64, device="cuda")
+    l = torch.full((128,), 1.0 if variant == "from_one" else 0.0, dtype=torch.float64, device="cuda")
     for j in range(4):
         m_new = torch.maximum(m, blocks[:, j].max(dim=1).values)
         s = torch.exp2(blocks[:, j] - m_new[:, None]).sum(dim=1)
-        l = l * torch.exp2(m - m_new) + (s * s if name == "sum_squared" else s) + (1.0 if name == "sum_plus_one" else 0.0)
+        l = l * torch.exp2(m - m_new) + (s * s if variant == "squared" else s) + (1.0 if variant == "plus_one" else 0.0)
         m = m_new
-    assert_rel_err(out[:128], l, 1e-5, f"{name} sums")
-    assert_rel_err(out[128:], m, 1e-7, f"{name} maxima")
+    assert_rel_err(out[:128], l, 1e-5, f"{variant} sums")
+    assert_rel_err(out[128:], m, 1e-7, f"{variant} maxima")
