@@ -268,10 +268,19 @@ std::string Printer::run() {
   taken_.insert(kernel_);
   nameValues();
 
-  // Parameters; 16-byte (or more) aligned pointers say so.
+  // Parameters; 16-byte (or more) aligned pointers say so. A tensor descriptor (byval)
+  // stays in the parameter space, where the TMA unit reads it (__grid_constant__): the
+  // kernel takes its address, as the LLVM form does.
   std::string params, prologue;
   for (const Argument &a : fn_.args()) {
     const std::string &name = names_.at(&a);
+    if (a.hasByValAttr()) {
+      need("tensor_map");
+      const std::string param = uniqueName(name + "_map", taken_);
+      params += (params.empty() ? "" : ", ") + std::string("const __grid_constant__ tsr_tensor_map ") + param;
+      prologue += "  unsigned char *" + name + " = (unsigned char *)&" + param + ";\n";
+      continue;
+    }
     params += (params.empty() ? "" : ", ") + cType(a.getType()) + (a.getType()->isPointerTy() ? "" : " ") + name;
     if (a.getType()->isPointerTy())
       if (MaybeAlign align = a.getParamAlign(); align && align->value() >= 16)

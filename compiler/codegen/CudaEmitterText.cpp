@@ -155,6 +155,8 @@ const Helper kHelpers[] = {
               "  return y;\n"
               "}\n"},
     {"vprintf", "extern \"C\" __device__ int vprintf(const char *format, const char *arguments);\n"},
+    // A CUtensorMap kernel parameter (docs/tma.md): 128 opaque bytes, 64-byte aligned.
+    {"tensor_map", "struct __align__(64) tsr_tensor_map { unsigned long long words[16]; };\n"},
 };
 
 } // namespace

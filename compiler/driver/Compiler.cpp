@@ -181,10 +181,6 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
   cg.cuda = nvrtc || stopAfter == Stage::CUDA;
-  for (const ArgSpec &a : signature)
-    if (a.type.isTensorDesc() && cg.cuda)
-      throw std::invalid_argument("tensor descriptor arguments (" + a.type.str() +
-                                  ") need the llvm back-end; the CUDA C++ printer does not handle them yet");
   codegen::CodegenResult result;
   try {
     result = codegen::generate(*fn, cg, stopAfter == Stage::PTX && !cg.cuda);
