@@ -4,8 +4,8 @@ tests/tools/fake_libcuda.c). Put tests/tools/fake_torch first on PYTHONPATH
 in a process of its own: it is `torch` to that process.
 
 Only what tessera's launch path reads exists: torch.Tensor with is_cuda,
-dtype, device, data_ptr(), element_size(), get_device() and (when given) shape and
-stride(); dtype singletons;
+dtype, device, data_ptr(), element_size(), get_device(), transpose() and (when
+given) shape and stride(); torch.empty (a fresh fake address); dtype singletons;
 torch._C._cuda_getCurrentRawStream(device); and torch.cuda.is_available()
 (False: tessera's autotuner then times with the runtime's own events) and
 torch.cuda.synchronize(). Tensors hold no memory: a
@@ -52,6 +52,12 @@ class device:
     def __repr__(self):
         return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None else ")")
 
+    def __eq__(self, other):
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
 
 class Tensor:
     def __init__(self, ptr, dtype=float32, device="cuda", index=0, shape=None, strides=None):
@@ -93,6 +99,29 @@ class Tensor:
 
     def get_device(self):
         return self._device.index if self._device.type == "cuda" else -1
+
+    def transpose(self, dim0, dim1):
+        """A view with two dims swapped (shape and strides), as torch's."""
+        shape, strides = list(self._shape), list(self._strides)
+        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+        strides[dim0], strides[dim1] = strides[dim1], strides[dim0]
+        return Tensor(self._ptr, self._dtype, self._device.type, self._device.index or 0, shape, strides)
+
+
+_next_ptr = [0x7E0000000000]  # torch.empty's "allocations": fresh, 256-byte aligned, never dereferenced
+
+
+def empty(shape, dtype=float32, device="cuda"):
+    """A contiguous tensor at a fresh fake address (no memory behind it)."""
+    shape = tuple(shape)
+    count = 1
+    for n in shape:
+        count *= n
+    ptr = _next_ptr[0]
+    _next_ptr[0] += (count * _ITEMSIZE.get(dtype._name, 4) + 255) // 256 * 256 + 256
+    kind = device.type if isinstance(device, globals()["device"]) else str(device).split(":")[0]
+    index = device.index if isinstance(device, globals()["device"]) else 0
+    return Tensor(ptr, dtype, kind, index or 0, shape)
 
 
 class _CModule:
