@@ -128,6 +128,15 @@ bool readsValue(Operation &op, const Value *v) {
   return found;
 }
 
+bool isZeroConstant(const Value *v) {
+  const Operation *d = v->definingOp;
+  if (!d) return false;
+  if (d->code == OpCode::Splat || d->code == OpCode::Broadcast || d->code == OpCode::ConvertLayout)
+    return isZeroConstant(d->operand(0));
+  if (d->code != OpCode::Constant) return false;
+  return d->isFloatConstant() ? d->floatAttr("value") == 0.0 : d->intAttr("value") == 0;
+}
+
 bool isWgmmaDot(const Operation &op) {
   const Value *r = op.results.empty() ? nullptr : op.result();
   return op.code == OpCode::Dot && r && r->layout && r->layout->kind == Layout::Kind::Mma &&

@@ -139,6 +139,8 @@ unsigned countUses(Block &block, const Value *v);
 bool readsValue(Operation &op, const Value *v);
 // A dot laid out for Hopper's wgmma (its result in the mma v3 layout).
 bool isWgmmaDot(const Operation &op);
+// A zero constant, possibly splat, broadcast or converted to another layout.
+bool isZeroConstant(const Value *v);
 // `op`'s place in its parent block's list (for inserting before/after it or erasing it).
 std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
 

@@ -31,12 +31,6 @@ std::optional<std::vector<int64_t>> laneMasksOf(const Value *x, int64_t axis) {
   }
 }
 
-bool isZeroConstant(const Value *v) {
-  const Operation *op = v->definingOp;
-  if (!op || op->code != OpCode::Constant) return false;
-  return op->isFloatConstant() ? op->floatAttr("value") == 0.0 : op->intAttr("value") == 0;
-}
-
 // One loop-carried value's update, checked: the ops that compute it from
 // partial sums (the reduces among them) and the lanes they combine.
 class CarriedSum {

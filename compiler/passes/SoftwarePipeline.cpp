@@ -78,7 +78,6 @@
 #include "compiler/passes/DeadCodeElimination.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <vector>
@@ -88,15 +87,6 @@ namespace tessera::passes {
 using namespace ir;
 
 namespace {
-
-bool isZero(const Value *v) {
-  const Operation *d = v->definingOp;
-  if (!d) return false;
-  if (d->code == OpCode::Splat || d->code == OpCode::Broadcast || d->code == OpCode::ConvertLayout)
-    return isZero(d->operand(0));
-  if (d->code != OpCode::Constant) return false;
-  return d->isFloatConstant() ? d->floatAttr("value") == 0.0 : d->intAttr("value") == 0;
-}
 
 // Cheap ops without side effects that address computations are made of.
 bool isClonable(const Operation &op) {
@@ -340,10 +330,14 @@ private:
     if (op.code != OpCode::ConvertLayout || !op.result()->layout ||
         op.result()->layout->kind != Layout::Kind::DotOperand)
       return nullptr;
-    Operation *load = op.operand(0)->definingOp;
-    if (!load || load->code != code || load->parent != body_ || countUses(fn_.body, load->result()) != 1)
-      return nullptr;
-    return load;
+    return readOnceInBody(op.operand(0), code);
+  }
+
+  // The `code` op of the body that defines v, which nothing else reads; else null.
+  Operation *readOnceInBody(Value *v, OpCode code) {
+    Operation *def = v->definingOp;
+    if (!def || def->code != code || def->parent != body_ || countUses(fn_.body, v) != 1) return nullptr;
+    return def;
   }
 
   std::vector<Candidate> findCandidates() {
@@ -354,7 +348,7 @@ private:
       Value *loaded = load->result();
       if (!stageableType(loaded->type)) continue;
       if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
-      if (load->loadOther() && !isZero(load->loadOther())) continue;
+      if (load->loadOther() && !isZeroConstant(load->loadOther())) continue;
       const unsigned opIdx = op->result()->layout->opIdx;
       const unsigned version = feedsOnlyMmaDots(*op);
       if (!version) continue;
@@ -374,10 +368,9 @@ private:
     std::vector<Candidate> found;
     for (auto &op : body_->ops) {
       Operation *trans = transposedBFeeding(*op);
-      Operation *load = trans ? trans->operand(0)->definingOp : loadFeedingDotOperand(*op, OpCode::DescLoad);
-      if (!load || (trans && (load->code != OpCode::DescLoad || load->parent != body_ ||
-                              countUses(fn_.body, load->result()) != 1)))
-        continue;
+      Operation *load = trans ? readOnceInBody(trans->operand(0), OpCode::DescLoad)
+                              : loadFeedingDotOperand(*op, OpCode::DescLoad);
+      if (!load) continue;
       Value *loaded = load->result();
       if (definedInBody(load->operand(0)) || loaded->type.rank() != 2 || feedsOnlyMmaDots(*op) != 3) continue;
       bool clonable = true;
@@ -393,11 +386,8 @@ private:
     if (op.code != OpCode::ConvertLayout || !op.result()->layout ||
         op.result()->layout->kind != Layout::Kind::DotOperand || op.result()->layout->opIdx != 1)
       return nullptr;
-    Operation *trans = op.operand(0)->definingOp;
-    if (!trans || trans->code != OpCode::Trans || trans->parent != body_ ||
-        countUses(fn_.body, trans->result()) != 1 || trans->arrayAttr("order") != std::vector<int64_t>{1, 0})
-      return nullptr;
-    return trans;
+    Operation *trans = readOnceInBody(op.operand(0), OpCode::Trans);
+    return trans && trans->arrayAttr("order") == std::vector<int64_t>{1, 0} ? trans : nullptr;
   }
 
   Value *clone(Value *v, Builder &b, const Shift &shift, std::map<const Value *, Value *> &memo) {
@@ -497,14 +487,18 @@ private:
     }
   }
 
-  // In the body at b's insertion point: the copies of iteration iv + ahead
-  // into stage + ahead mod S.
-  void emitCopiesAhead(const std::vector<Candidate> &cs, Builder &b, Value *stage, int64_t ahead, CopyEmitter emit) {
+  // stage + ahead mod S, at b's insertion point.
+  Value *stageAhead(Builder &b, Value *stage, int64_t ahead) {
     const Type i32(ScalarType::I32);
     Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead, i32)}, i32);
     Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
                         {{"predicate", std::string("ge")}});
-    Value *target = b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+    return b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+  }
+
+  // In the body at b's insertion point: the copies of iteration iv + ahead
+  // into `target` (stageAhead(stage, ahead)).
+  void emitCopiesAhead(const std::vector<Candidate> &cs, Builder &b, Value *target, int64_t ahead, CopyEmitter emit) {
     std::map<const Value *, Value *> memo;
     Shift shift;
     shift.iv = b.op(OpCode::Add, {body_->args[0].get(), b.intConstant(ahead * step_, ivType())}, ivType());
@@ -552,7 +546,7 @@ private:
     // The stage `ahead` from this one: read last iteration (everyone is past
     // it: the barrier), or, with async dots, two iterations ago (its wgmmas
     // are done: each thread waited for them before the barrier).
-    emitCopiesAhead(cs, b, stage, ahead_, &LoopPipeliner::emitCopies);
+    emitCopiesAhead(cs, b, stageAhead(b, stage, ahead_), ahead_, &LoopPipeliner::emitCopies);
   }
 
   void allocateMbarriers(size_t blocksPerStage) {
@@ -608,6 +602,7 @@ private:
     b.create(OpCode::MbarrierWait, {mbarriers_, stage, phase}, {});
     // The end of the body: refill the stage read one iteration ago.
     b.setInsertionPoint(body_, positionOf(*body_->terminator()));
+    Value *previous = stageAhead(b, stage, stages_ - 1);
     if (!emptyMbarriers_) {
       b.create(OpCode::Barrier, {}, {});
     } else {
@@ -615,16 +610,14 @@ private:
       // waited for above) and says so; the thread that copies waits for all of them, the
       // other warps go on. Iteration 0 refills the stage no iteration has read yet.
       const Type i32(ScalarType::I32), i1(ScalarType::I1);
-      Value *first = b.op(OpCode::Cmp, {stage, b.intConstant(0, i32)}, i1, {{"predicate", std::string("eq")}});
-      Value *previous = b.op(OpCode::Select, {first, b.intConstant(stages_ - 1, i32),
-                                              b.op(OpCode::Sub, {stage, b.intConstant(1, i32)}, i32)}, i32);
       Value *notFirst = b.op(OpCode::Cmp, {body_->args[0].get(), loop_.operand(0)}, i1, {{"predicate", std::string("ne")}});
       b.create(OpCode::MbarrierArrive, {emptyMbarriers_, previous, notFirst}, {});
       // The previous iteration's phase: this one's, unflipped where the stage wrapped to 0.
-      Value *parity = b.op(OpCode::Xor, {phase, b.op(OpCode::Cast, {first}, i32)}, i32);
+      Value *wrapped = b.op(OpCode::Cmp, {stage, b.intConstant(0, i32)}, i1, {{"predicate", std::string("eq")}});
+      Value *parity = b.op(OpCode::Xor, {phase, b.op(OpCode::Cast, {wrapped}, i32)}, i32);
       b.create(OpCode::MbarrierWait, {emptyMbarriers_, previous, parity, notFirst}, {}, {{"leader", int64_t{1}}});
     }
-    emitCopiesAhead(cs, b, stage, stages_ - 1, &LoopPipeliner::emitTmaCopies);
+    emitCopiesAhead(cs, b, previous, stages_ - 1, &LoopPipeliner::emitTmaCopies);
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {
