@@ -115,16 +115,22 @@ Value *KernelLowering::warpIndex(const DimMap &m) {
                  });
 }
 
+Value *KernelLowering::uniformWarp() {
+  return inEntry("uwarp", [&](IRBuilder<> &eb) {
+    // Lane 0's warp number, read through a shuffle: ptxas then knows it is the same in
+    // every lane and keeps what is computed from it in uniform registers.
+    return eb.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_idx_i32, {},
+                              {eb.getInt32(-1), warp_, eb.getInt32(0), eb.getInt32(kWarpSize - 1)}, nullptr,
+                              "warp.u");
+  });
+}
+
 Value *KernelLowering::uniformWarpIndex(const DimMap &m) {
   if (m.warpsPerCTA == 1)
     return i32(0);
+  Value *warp = uniformWarp();
   return inEntry("uwarp/" + std::to_string(m.warpStride) + "/" + std::to_string(m.warpsPerCTA),
                  [&](IRBuilder<> &eb) {
-                   // Lane 0's warp number, read through a shuffle: ptxas then knows it is the
-                   // same in every lane and keeps what is computed from it in uniform registers.
-                   Value *warp = eb.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_idx_i32, {},
-                                                    {eb.getInt32(-1), warp_, eb.getInt32(0),
-                                                     eb.getInt32(kWarpSize - 1)});
                    Value *shifted = eb.CreateLShr(warp, log2Exact(m.warpStride));
                    return eb.CreateAnd(shifted, m.warpsPerCTA - 1, "warp.uidx");
                  });

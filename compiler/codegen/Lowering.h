@@ -78,6 +78,7 @@ private:
   llvm::Value *warpIndex(const DimMap &m);
   // warpIndex read from lane 0 with shfl.sync.idx, so that ptxas treats it (and the
   // wgmma descriptors made from it) as warp-uniform.
+  llvm::Value *uniformWarp(); // the warp number, known to ptxas as warp-uniform
   llvm::Value *uniformWarpIndex(const DimMap &m);
   llvm::Value *threadOffset(const DimMap &m);
   // Value coordinates (i32) of register `reg` of this thread.
@@ -230,6 +231,7 @@ private:
   void asmCall(const std::string &text, const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
   // body runs in thread 0 only (and only where `also`, an i1, holds)
   void onLeaderThread(const std::function<void()> &body, llvm::Value *also = nullptr);
+  void onlyWhere(llvm::Value *cond, const std::function<void()> &body, const char *name); // if (cond) body
   void waitMbarrier(llvm::Value *bar, llvm::Value *parity); // spins on try_wait.parity
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);

@@ -25,7 +25,6 @@
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
-#include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tessera::codegen {
 
@@ -57,15 +56,19 @@ void KernelLowering::asmCall(const std::string &text, const std::string &constra
   b_.CreateCall(statement, args);
 }
 
-void KernelLowering::onLeaderThread(const std::function<void()> &body, Value *also) {
-  BasicBlock *leader = BasicBlock::Create(ctx_, "tma.leader", kernel_);
-  BasicBlock *after = BasicBlock::Create(ctx_, "tma.after", kernel_);
-  Value *first = b_.CreateICmpEQ(tid_, i32(0));
-  b_.CreateCondBr(also ? b_.CreateAnd(first, also) : first, leader, after);
-  b_.SetInsertPoint(leader);
+void KernelLowering::onlyWhere(Value *cond, const std::function<void()> &body, const char *name) {
+  BasicBlock *then = BasicBlock::Create(ctx_, name, kernel_);
+  BasicBlock *after = BasicBlock::Create(ctx_, std::string(name) + ".after", kernel_);
+  b_.CreateCondBr(cond, then, after);
+  b_.SetInsertPoint(then);
   body();
   b_.CreateBr(after);
   b_.SetInsertPoint(after);
+}
+
+void KernelLowering::onLeaderThread(const std::function<void()> &body, Value *also) {
+  Value *first = b_.CreateICmpEQ(tid_, i32(0));
+  onlyWhere(also ? b_.CreateAnd(first, also) : first, body, "tma.leader");
 }
 
 void KernelLowering::waitMbarrier(Value *bar, Value *parity) {
@@ -243,18 +246,8 @@ void KernelLowering::lowerMbarrierWait(ir::Operation &op) {
   if (!(op.hasAttr("leader") && op.intAttr("leader"))) return waitMbarrier(bar, parity);
   // The copying thread's whole warp waits: a branch the warp takes together keeps what
   // ptxas knows to be warp-uniform (the loop's stage, wgmma descriptors) in uniform registers.
-  Value *warp0 = inEntry("uwarp0", [&](IRBuilder<> &eb) {
-    Value *warp = eb.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_idx_i32, {},
-                                     {eb.getInt32(-1), warp_, eb.getInt32(0), eb.getInt32(kWarpSize - 1)});
-    return eb.CreateZExt(eb.CreateICmpEQ(warp, eb.getInt32(0)), eb.getInt32Ty());
-  });
-  BasicBlock *wait = BasicBlock::Create(ctx_, "mbarrier.leader", kernel_);
-  BasicBlock *after = BasicBlock::Create(ctx_, "mbarrier.led", kernel_);
-  b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpNE(warp0, i32(0)), lookup(op.operand(3))[0]), wait, after);
-  b_.SetInsertPoint(wait);
-  waitMbarrier(bar, parity);
-  b_.CreateBr(after);
-  b_.SetInsertPoint(after);
+  Value *warp0 = b_.CreateICmpEQ(uniformWarp(), i32(0));
+  onlyWhere(b_.CreateAnd(warp0, lookup(op.operand(3))[0]), [&] { waitMbarrier(bar, parity); }, "mbarrier.leader");
 }
 
 void KernelLowering::lowerMbarrierArrive(ir::Operation &op) {
