@@ -128,14 +128,15 @@ def providers(sweep=False):
     out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
            "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider}
     if sweep == "fwd":
-        for prefix, table, schedule in (("tessera_", SWEEP, None), ("tessera_ov_", SWEEP_OVERLAP, "OVERLAP"),
-                                        ("tessera_pp_", SWEEP_PINGPONG, "PINGPONG"), ("tessera_tma_", SWEEP_TMA, "TMA"),
-                                        ("tessera_tmapp_", SWEEP_PINGPONG, "TMA PINGPONG")):
+        for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
+                                        ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),
+                                        ("tessera_tma_", SWEEP_TMA, ("TMA",)),
+                                        ("tessera_tmapp_", SWEEP_PINGPONG, ("TMA", "PINGPONG"))):
             for bm, bn, w, st, regs in table:
                 name = f"{prefix}{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "")
                 out[name] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st,
-                                              "OVERLAP": schedule == "OVERLAP", "PINGPONG": "PINGPONG" in str(schedule),
-                                              "TMA": "TMA" in str(schedule), "maxnreg": regs})
+                                              "OVERLAP": "OVERLAP" in schedule, "PINGPONG": "PINGPONG" in schedule,
+                                              "TMA": "TMA" in schedule, "maxnreg": regs})
     if sweep == "bwd":
         for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
             out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({

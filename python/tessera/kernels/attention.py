@@ -289,15 +289,16 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         sm_scale = 1.0 / math.sqrt(D)
     if not sm_scale > 0:  # the kernel scales each row's maximum raw score (_online_softmax)
         raise ValueError(f"attention: sm_scale must be positive, got {sm_scale}")
+    _, sk = _dims(k, layout)
+    _, sv = _dims(v, layout)
     # TMA where the table has blocks for it and K/V allow it; asked for by config, it must apply.
     tma_blocks = HOPPER_FORWARD_TMA.get((D, bool(causal)))
     tma_ok = (not mods and tma_blocks is not None and
-              _tma_problem(q, k, v, _dims(k, layout)[1], _dims(v, layout)[1], (B, Hk, Nk, D),
-                           {"OVERLAP": False, "BLOCK_N": tma_blocks[1]}) is None)
+              _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), {"OVERLAP": False, "BLOCK_N": tma_blocks[1]}) is None)
     c = _config(D, causal, config, mods, keys=Nk, tma=tma_ok)
-    if c["TMA"] and not (config and config.get("TMA")):
-        if _tma_problem(q, k, v, _dims(k, layout)[1], _dims(v, layout)[1], (B, Hk, Nk, D), c):
-            c["TMA"] = False  # the config's other choices (OVERLAP, BLOCK_N) rule it out
+    tma_problem = _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), c) if c["TMA"] else None
+    if tma_problem and not (config and config.get("TMA")):
+        c["TMA"] = False  # the config's other choices (OVERLAP, BLOCK_N) rule it out
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
@@ -306,8 +307,6 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         raise ValueError("attention: k and v have no rows (every softmax would be empty)")
     kern = _kernels(not _on_gpu(q))
     _, sq = _dims(q, layout)
-    _, sk = _dims(k, layout)
-    _, sv = _dims(v, layout)
     _, so = _dims(o, layout)
     grid = (_cdiv(N, c["BLOCK_M"]), B * H)
     if mods:
@@ -319,9 +318,8 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         return o, lse
     kk, vv = k, v
     if c["TMA"]:
-        problem = _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), c)
-        if problem:
-            raise ValueError(f"attention: config TMA=True needs {problem}")
+        if tma_problem:
+            raise ValueError(f"attention: config TMA=True needs {tma_problem}")
         kk, vv = (_key_descriptor(x, B * Hk * Nk, D, c["BLOCK_N"]) for x in (k, v))
     kern["attn_fwd_kernel"][grid](q, kk, vv, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
