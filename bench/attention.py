@@ -131,6 +131,7 @@ def providers(sweep=False):
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),
                                         ("tessera_tma_", SWEEP_TMA, ("TMA",)),
+                                        ("tessera_tmaov_", SWEEP_TMA, ("TMA", "OVERLAP")),
                                         ("tessera_tmapp_", SWEEP_PINGPONG, ("TMA", "PINGPONG"))):
             for bm, bn, w, st, regs in table:
                 name = f"{prefix}{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "")

@@ -113,24 +113,31 @@ def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
 def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                 offs_m, offs_d, lo, hi, N_KV, qk_scale,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr,
-                                DIAGONAL: tl.constexpr):
+                                DIAGONAL: tl.constexpr, TMA: tl.constexpr = False, kv_row0=0):
     """_fwd_block_sweep with the two dots of a step in flight together (FlashAttention-3's
     intra-warpgroup overlap): step j issues S_j = Q K_j^T and then P_{j-1} V_{j-1} before it
     reads S_j, so on wgmma the softmax of block j runs while the tensor cores do P_{j-1} V_{j-1}
     (compiler/passes/DeferWgmmaWaits.h). P_{j-1} is carried in registers; the first step's
-    P is zeros, and the last block's P V follows the loop."""
+    P is zeros, and the last block's P V follows the loop. TMA: as in _fwd_block_sweep."""
     offs_nb = tl.arange(0, BLOCK_N)
     p = tl.zeros([BLOCK_M, BLOCK_N], q.dtype)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + offs_nb
         key_ok = offs_n < N_KV
-        kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
         # The block before (the first step's P is zeros: any in-range block will do).
-        offs_p = tl.maximum(start_n - BLOCK_N, lo) + offs_nb
-        v_ptrs = v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
+        start_p = tl.maximum(start_n - BLOCK_N, lo)
+        offs_p = start_p + offs_nb
+        if TMA:
+            kt = tl.trans(k_base.load([kv_row0 + start_n, 0]))
+        else:
+            kt_ptrs = k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn
+            kt = _load_keys(kt_ptrs, key_ok[None, :], MASK_KEYS)
         s = tl.dot(q, kt)
-        v = _load_keys(v_ptrs, (offs_p < N_KV)[:, None], MASK_KEYS)
+        if TMA:
+            v = v_base.load([kv_row0 + start_p, 0])
+        else:
+            v_ptrs = v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd
+            v = _load_keys(v_ptrs, (offs_p < N_KV)[:, None], MASK_KEYS)
         acc = tl.dot(p, v, acc)
         keep = key_ok[None, :]
         if DIAGONAL:
@@ -138,10 +145,17 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         p32, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
         acc = acc * alpha[:, None]
         p = p32.to(q.dtype)
-    offs_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N + offs_nb
-    v = _load_keys(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                   (offs_p < N_KV)[:, None], True)
-    acc = tl.dot(p, v, acc)
+    start_p = lo + tl.maximum(hi - 1 - lo, 0) // BLOCK_N * BLOCK_N
+    if TMA:
+        # An empty sweep (lo == hi) reads no block: its P is zeros, but V beyond this head's
+        # keys need not be finite.
+        if hi > lo:
+            acc = tl.dot(p, v_base.load([kv_row0 + start_p, 0]), acc)
+    else:
+        offs_p = start_p + offs_nb
+        v = _load_keys(v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                       (offs_p < N_KV)[:, None], True)
+        acc = tl.dot(p, v, acc)
     return acc, l_i, m_i
 
 
@@ -162,7 +176,6 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     are then unused."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
-    tl.static_assert(not (OVERLAP and TMA), "OVERLAP reads K and V through pointers")
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -203,10 +216,10 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     if OVERLAP:
         acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                                     stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV,
-                                                    qk_scale, BLOCK_M, BLOCK_N, False, False)
+                                                    qk_scale, BLOCK_M, BLOCK_N, False, False, TMA, kv_row0)
         acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                                     stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV,
-                                                    qk_scale, BLOCK_M, BLOCK_N, True, CAUSAL)
+                                                    qk_scale, BLOCK_M, BLOCK_N, True, CAUSAL, TMA, kv_row0)
     else:
         if PINGPONG:
             tl.pingpong_start()

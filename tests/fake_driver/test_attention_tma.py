@@ -62,6 +62,10 @@ def test_tma_asked_for_on_inputs_it_cannot_read_is_an_error(fake):
     with pytest.raises(ValueError, match=r"k packed as \(B, H_KV, N_KV, D\)"):
         tk.attention_forward(torch.empty((1, 2, 256, 64), dtype=torch.bfloat16), buffer.transpose(1, 2),
                              buffer.transpose(1, 2), config={"TMA": True})
-    with pytest.raises(ValueError, match="OVERLAP off"):
-        q, k, v = qkv(1, 2, 2, 256, 256, 64)
-        tk.attention_forward(q, k, v, config={"TMA": True, "OVERLAP": True})
+
+
+def test_overlap_reads_through_the_descriptors_too(fake):
+    q, k, v = qkv(1, 2, 2, 256, 256, 64)
+    maps = fake.tensor_map_count
+    tk.attention_forward(q, k, v, config={"TMA": True, "OVERLAP": True})
+    assert fake.tensor_map_count == maps + 2

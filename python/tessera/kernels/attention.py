@@ -334,8 +334,6 @@ def _tma_problem(q, k, v, sk, sv, dims, c):
     B, Hk, Nk, D = dims
     if not _on_gpu(q) or not wgmma_target():
         return "a GPU whose dots run on wgmma (sm_90a)"
-    if c["OVERLAP"]:
-        return "OVERLAP off (it reads K and V through pointers)"
     if Nk % c["BLOCK_N"]:
         return f"a number of keys that is a multiple of BLOCK_N ({Nk} keys, BLOCK_N {c['BLOCK_N']})"
     packed = (Hk * Nk * D, Nk * D, D, 1)
