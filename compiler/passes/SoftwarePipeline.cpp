@@ -61,6 +61,11 @@
 //                   iv != lb) {leader = 1}       -- the copying warp only
 //     async_tma_copy(...)
 //
+// Blocks that only a later dot of the body reads (attention's V, read by
+// P V after the softmax) get a second ring (formRings): own mbarriers, waited
+// for just before that dot, and a stage fewer where that fits one more
+// program on an SM (the 64 x 64 / 4-warp attention forward: 4 instead of 3).
+//
 // One thread issues the copies, so they go at the end of the body, S-1
 // iterations ahead; nothing is copied past the end (no iteration waits for
 // it), and the TMA unit fills what lies outside the tensor with zeros. A
@@ -110,6 +115,16 @@ struct Candidate {
   unsigned mmaVersion; // of the dots it feeds
   Value *buffer = nullptr;
   Operation *trans = nullptr; // desc_load -> trans -> B: the block's rows are B's columns
+  Value *mbarriers = nullptr; // TMA: its ring's "full" mbarriers
+};
+
+// Blocks staged by the TMA unit with one stage counter, one phase and one
+// set of mbarriers.
+struct TmaRing {
+  std::vector<Candidate> cs;
+  unsigned stages;
+  Value *full = nullptr, *empty = nullptr; // mbarriers: a stage has landed / been read by every warp
+  Value *stage = nullptr, *phase = nullptr;
 };
 
 
@@ -130,21 +145,30 @@ public:
     if (!asyncDots.empty()) ahead_ = stages_ - 2;
     Value *stage = nullptr;
     if (!candidates.empty()) {
-      allocateBuffers(candidates);
+      allocateBuffers(candidates, stages_);
       emitPrologue(candidates, ahead_, &LoopPipeliner::emitCopies);
     }
-    if (!tma.empty()) {
-      allocateBuffers(tma);
-      allocateMbarriers(tma.size());
-      emitPrologue(tma, stages_ - 1, &LoopPipeliner::emitTmaCopies);
+    std::vector<Candidate> others = invariants;
+    others.insert(others.end(), candidates.begin(), candidates.end());
+    std::vector<TmaRing> rings = formRings(std::move(tma), others);
+    for (TmaRing &r : rings) {
+      allocateBuffers(r.cs, r.stages);
+      allocateMbarriers(r);
+      emitPrologue(r.cs, r.stages - 1, &LoopPipeliner::emitTmaCopies);
     }
-    if (!candidates.empty() || !tma.empty()) stage = addStageCounter();
+    // The cp.async copies and the first ring share one stage counter (same stage count).
+    if (!candidates.empty() || !rings.empty()) stage = addStageCounter(stages_);
+    for (TmaRing &r : rings) {
+      r.stage = &r == &rings.front() ? stage : addStageCounter(r.stages);
+      r.phase = addPhaseCounter(r.stage, r.stages);
+    }
     if (!candidates.empty()) emitLoopHead(candidates, stage);
-    if (!tma.empty()) emitTmaLoop(tma, stage, addPhaseCounter(stage));
     for (Candidate &c : candidates) readFromBuffer(c, stage);
-    for (Candidate &c : tma) readFromBuffer(c, stage);
-    candidates.insert(candidates.end(), tma.begin(), tma.end());
-    emitEpilogue(candidates, invariants);
+    for (TmaRing &r : rings)
+      for (Candidate &c : r.cs) readFromBuffer(c, r.stage);
+    for (TmaRing &r : rings) waitForRing(r, &r == &rings.front());
+    refillRings(rings);
+    emitEpilogue(!candidates.empty());
     for (Operation *dot : asyncDots) waitAfterLoop(*dot);
     return true;
   }
@@ -162,8 +186,7 @@ private:
   unsigned stages_;
   unsigned ahead_ = stages_ - 1; // iterations the copies run ahead
   int64_t step_ = 0;
-  Value *mbarriers_ = nullptr; // of the TMA ring: a stage has landed
-  Value *emptyMbarriers_ = nullptr; // a stage has been read by every warp
+  std::vector<Value *> allocations_; // buffers and mbarriers, in the order allocated
   std::map<const Value *, bool> clonable_, invariant_;
 
   Type ivType() const { return loop_.operand(0)->type; }
@@ -271,6 +294,7 @@ private:
       const Type &t = x->type;
       c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
       c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
+      allocations_.push_back(c.buffer);
       b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
     }
     if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
@@ -449,13 +473,14 @@ private:
     b.create(OpCode::AsyncCommit, {}, {});
   }
 
-  void allocateBuffers(std::vector<Candidate> &cs) {
+  void allocateBuffers(std::vector<Candidate> &cs, unsigned stages) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     for (Candidate &c : cs) {
       const Type &t = (c.trans ? c.trans : c.load)->result()->type;
       b.setLoc(c.load->loc);
-      c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages_, t.shape[0], t.shape[1]}));
+      c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages, t.shape[0], t.shape[1]}));
+      allocations_.push_back(c.buffer);
       // B read along its dim 0 (a column-major matrix, K^T through strides)
       // is stored transposed, so that cp.async still moves 16-byte runs. The
       // TMA unit writes blocks as they are: transposed when trans makes B of them.
@@ -487,17 +512,17 @@ private:
     }
   }
 
-  // stage + ahead mod S, at b's insertion point.
-  Value *stageAhead(Builder &b, Value *stage, int64_t ahead) {
+  // stage + ahead mod stages, at b's insertion point.
+  Value *stageAhead(Builder &b, Value *stage, int64_t ahead, unsigned stages) {
     const Type i32(ScalarType::I32);
     Value *sum = b.op(OpCode::Add, {stage, b.intConstant(ahead, i32)}, i32);
-    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+    Value *wraps = b.op(OpCode::Cmp, {sum, b.intConstant(stages, i32)}, Type(ScalarType::I1),
                         {{"predicate", std::string("ge")}});
-    return b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages_, i32)}, i32), sum}, i32);
+    return b.op(OpCode::Select, {wraps, b.op(OpCode::Sub, {sum, b.intConstant(stages, i32)}, i32), sum}, i32);
   }
 
   // In the body at b's insertion point: the copies of iteration iv + ahead
-  // into `target` (stageAhead(stage, ahead)).
+  // into `target` (stageAhead(stage, ahead, S)).
   void emitCopiesAhead(const std::vector<Candidate> &cs, Builder &b, Value *target, int64_t ahead, CopyEmitter emit) {
     std::map<const Value *, Value *> memo;
     Shift shift;
@@ -521,16 +546,16 @@ private:
     return arg;
   }
 
-  Value *addStageCounter() {
+  Value *addStageCounter(unsigned stages) {
     const Type i32(ScalarType::I32);
     Value *stage = addIterArg(i32, "stage");
-    // stage + 1 mod S, passed on by the yield
+    // stage + 1 mod stages, passed on by the yield
     Operation *yield = body_->terminator();
     Builder b(body_);
     b.setLoc(loop_.loc);
     b.setInsertionPoint(body_, positionOf(*yield));
     Value *plus = b.op(OpCode::Add, {stage, b.intConstant(1, i32)}, i32);
-    Value *wrap = b.op(OpCode::Cmp, {plus, b.intConstant(stages_, i32)}, Type(ScalarType::I1),
+    Value *wrap = b.op(OpCode::Cmp, {plus, b.intConstant(stages, i32)}, Type(ScalarType::I1),
                        {{"predicate", std::string("eq")}});
     yield->operands.push_back(b.op(OpCode::Select, {wrap, b.intConstant(0, i32), plus}, i32));
     return stage;
@@ -546,23 +571,26 @@ private:
     // The stage `ahead` from this one: read last iteration (everyone is past
     // it: the barrier), or, with async dots, two iterations ago (its wgmmas
     // are done: each thread waited for them before the barrier).
-    emitCopiesAhead(cs, b, stageAhead(b, stage, ahead_), ahead_, &LoopPipeliner::emitCopies);
+    emitCopiesAhead(cs, b, stageAhead(b, stage, ahead_, stages_), ahead_, &LoopPipeliner::emitCopies);
   }
 
-  void allocateMbarriers(size_t blocksPerStage) {
+  void allocateMbarriers(TmaRing &r) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
-    mbarriers_ = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({stages_, 1, 1}),
-                      {{"arrivals", static_cast<int64_t>(blocksPerStage)}});
+    r.full = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({r.stages, 1, 1}),
+                  {{"arrivals", static_cast<int64_t>(r.cs.size())}});
+    allocations_.push_back(r.full);
+    for (Candidate &c : r.cs) c.mbarriers = r.full;
     // With several warpgroups, a stage is free again once every thread has arrived on its
     // "empty" mbarrier: only the copying warp waits for that, where a barrier would hold
     // every warpgroup to the slowest each step (D128 128 x 128 / 8 warps +1.5-2.5 %). One
     // warpgroup moves in step anyway (its wgmmas are collective), and there the barrier is
     // cheaper than the arrivals (D64 64 x 64 / 4 warps 1-5 % slower with them).
     if (fn_.numWarps <= 4) return;
-    emptyMbarriers_ = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({stages_, 1, 1}),
-                           {{"arrivals", static_cast<int64_t>(fn_.numWarps) * 32}});
+    r.empty = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({r.stages, 1, 1}),
+                   {{"arrivals", static_cast<int64_t>(fn_.numWarps) * 32}});
+    allocations_.push_back(r.empty);
   }
 
   // The TMA copies of iteration `shift.iv` into `stage`.
@@ -574,50 +602,134 @@ private:
       b.setLoc(c.load->loc);
       std::vector<Value *> operands = {c.load->operand(0)};
       for (size_t i = 1; i < c.load->operands.size(); ++i) operands.push_back(clone(c.load->operand(i), b, shift, memo));
-      operands.insert(operands.end(), {c.buffer, stage, mbarriers_, pred});
+      operands.insert(operands.end(), {c.buffer, stage, c.mbarriers, pred});
       b.create(OpCode::AsyncTmaCopy, operands, {});
     }
   }
 
+  // The first reader of v in the body, else null.
+  Operation *firstReader(const Value *v) {
+    for (auto &op : body_->ops)
+      if (readsValue(*op, v)) return op.get();
+    return nullptr;
+  }
+
+  // The TMA candidates as rings. The blocks of the body's first staged dot
+  // (attention's K for S = Q K^T, both operands of a GEMM) form the first
+  // ring, waited for at the top of the body. Blocks that only a later dot
+  // reads (attention's V for P V, after the softmax) can form a second ring
+  // with its own mbarriers, waited for just before that dot, and a stage
+  // fewer: its copies still go at the end of the body, so a block has the
+  // part of the step before its dot to land in. That is done where it fits
+  // one more program on an SM: the 64 x 64 / 4-warp attention forward's Q
+  // tile and 3 stages of K and V fill the 56 KB a quarter of the SM leaves
+  // exactly, so its mbarriers cost a program (3 instead of 4).
+  std::vector<TmaRing> formRings(std::vector<Candidate> tma, const std::vector<Candidate> &others) {
+    // (others' convert ops are gone: readFromBuffer replaced them)
+    std::vector<TmaRing> rings;
+    if (tma.empty()) return rings;
+    std::stable_sort(tma.begin(), tma.end(), [&](const Candidate &a, const Candidate &b) {
+      return positionIndex(a.convert) < positionIndex(b.convert);
+    });
+    Operation *firstDot = firstReader(tma.front().convert->result());
+    TmaRing first{{}, stages_}, later{{}, stages_ - 1};
+    for (Candidate &c : tma) (firstReader(c.convert->result()) == firstDot ? first : later).cs.push_back(c);
+    uint64_t fixed = 0; // the buffers already allocated: invariant tiles, cp.async rings
+    for (const Candidate &c : others) fixed += alignedBytes(c.buffer->type);
+    const bool split = stages_ >= 3 && !later.cs.empty() &&
+                       programsPerSm(fixed + ringBytes(first) + ringBytes(later)) >
+                           programsPerSm(fixed + ringBytes(first) + ringBytes({later.cs, stages_}));
+    if (!split) {
+      first.cs.insert(first.cs.end(), later.cs.begin(), later.cs.end());
+      later.cs.clear();
+    }
+    rings.push_back(std::move(first));
+    if (!later.cs.empty()) rings.push_back(std::move(later));
+    return rings;
+  }
+
+  // Shared memory of a buffer of type t, at 1024-byte alignment (128-byte swizzle).
+  static uint64_t alignedBytes(const Type &t) {
+    uint64_t bytes = bitWidth(t.scalar) / 8;
+    for (int64_t n : t.shape) bytes *= static_cast<uint64_t>(n);
+    return (bytes + 1023) / 1024 * 1024;
+  }
+
+  uint64_t ringBytes(const TmaRing &r) const {
+    uint64_t bytes = 8ull * r.stages * (fn_.numWarps > 4 ? 2 : 1); // full (and empty) mbarriers
+    for (const Candidate &c : r.cs) {
+      const Type &t = (c.trans ? c.trans : c.load)->result()->type;
+      bytes += alignedBytes(t.withShape({r.stages, t.shape[0], t.shape[1]}));
+    }
+    return bytes;
+  }
+
+  // Programs of this many bytes of shared memory an sm_90 SM holds (228 KB, 1 KB of
+  // each program's kept by the driver; at most 64 warps).
+  unsigned programsPerSm(uint64_t bytes) const {
+    const uint64_t bySharedMemory = 228 * 1024 / (bytes + 1024);
+    return static_cast<unsigned>(std::min<uint64_t>(bySharedMemory, 64 / std::max(1u, fn_.numWarps)));
+  }
+
+  size_t positionIndex(Operation *op) {
+    return static_cast<size_t>(std::distance(body_->ops.begin(), positionOf(*op)));
+  }
+
   // phase: the parity of the stage's completed phases, flipped each time the
   // stage counter wraps.
-  Value *addPhaseCounter(Value *stage) {
+  Value *addPhaseCounter(Value *stage, unsigned stages) {
     const Type i32(ScalarType::I32);
     Value *phase = addIterArg(i32, "phase");
     Operation *yield = body_->terminator();
     Builder b(body_);
     b.setInsertionPoint(body_, positionOf(*yield));
     b.setLoc(loop_.loc);
-    Value *wrap = b.op(OpCode::Cmp, {stage, b.intConstant(stages_ - 1, i32)}, Type(ScalarType::I1),
+    Value *wrap = b.op(OpCode::Cmp, {stage, b.intConstant(stages - 1, i32)}, Type(ScalarType::I1),
                        {{"predicate", std::string("eq")}});
     Value *flip = b.op(OpCode::Cast, {wrap}, i32);
     yield->operands.push_back(b.op(OpCode::Xor, {phase, flip}, i32));
     return phase;
   }
 
-  void emitTmaLoop(const std::vector<Candidate> &cs, Value *stage, Value *phase) {
+  // Every thread waits for its stage to land: the first ring at the top of
+  // the body, a later one just before the body first reads its buffers.
+  void waitForRing(const TmaRing &r, bool atTop) {
     Builder b(body_);
-    b.setInsertionPoint(body_, body_->ops.begin());
+    auto at = body_->ops.begin();
+    if (!atTop)
+      at = std::find_if(body_->ops.begin(), body_->ops.end(), [&](auto &op) {
+        return op->code == OpCode::LocalLoad && std::any_of(r.cs.begin(), r.cs.end(), [&](const Candidate &c) {
+          return op->operand(0) == c.buffer;
+        });
+      });
+    b.setInsertionPoint(body_, at);
     b.setLoc(loop_.loc);
-    b.create(OpCode::MbarrierWait, {mbarriers_, stage, phase}, {});
-    // The end of the body: refill the stage read one iteration ago.
+    b.create(OpCode::MbarrierWait, {r.full, r.stage, r.phase}, {});
+  }
+
+  // The end of the body: each ring refills the stage it read one iteration ago.
+  void refillRings(const std::vector<TmaRing> &rings) {
+    if (rings.empty()) return;
+    Builder b(body_);
     b.setInsertionPoint(body_, positionOf(*body_->terminator()));
-    Value *previous = stageAhead(b, stage, stages_ - 1);
-    if (!emptyMbarriers_) {
-      b.create(OpCode::Barrier, {}, {});
-    } else {
-      // Each warp is done with that stage (its dots of the iteration before have been
-      // waited for above) and says so; the thread that copies waits for all of them, the
-      // other warps go on. Iteration 0 refills the stage no iteration has read yet.
-      const Type i32(ScalarType::I32), i1(ScalarType::I1);
-      Value *notFirst = b.op(OpCode::Cmp, {body_->args[0].get(), loop_.operand(0)}, i1, {{"predicate", std::string("ne")}});
-      b.create(OpCode::MbarrierArrive, {emptyMbarriers_, previous, notFirst}, {});
-      // The previous iteration's phase: this one's, unflipped where the stage wrapped to 0.
-      Value *wrapped = b.op(OpCode::Cmp, {stage, b.intConstant(0, i32)}, i1, {{"predicate", std::string("eq")}});
-      Value *parity = b.op(OpCode::Xor, {phase, b.op(OpCode::Cast, {wrapped}, i32)}, i32);
-      b.create(OpCode::MbarrierWait, {emptyMbarriers_, previous, parity, notFirst}, {}, {{"leader", int64_t{1}}});
+    b.setLoc(loop_.loc);
+    if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
+    for (const TmaRing &r : rings) {
+      Value *previous = stageAhead(b, r.stage, r.stages - 1, r.stages);
+      if (r.empty) {
+        // Each warp is done with that stage (its dots of the iteration before have been
+        // waited for above) and says so; the thread that copies waits for all of them, the
+        // other warps go on. Iteration 0 refills the stage no iteration has read yet.
+        const Type i32(ScalarType::I32), i1(ScalarType::I1);
+        Value *notFirst = b.op(OpCode::Cmp, {body_->args[0].get(), loop_.operand(0)}, i1, {{"predicate", std::string("ne")}});
+        b.create(OpCode::MbarrierArrive, {r.empty, previous, notFirst}, {});
+        // The previous iteration's phase: this one's, unflipped where the stage wrapped to 0.
+        Value *wrapped = b.op(OpCode::Cmp, {r.stage, b.intConstant(0, i32)}, i1, {{"predicate", std::string("eq")}});
+        Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wrapped}, i32)}, i32);
+        b.create(OpCode::MbarrierWait, {r.empty, previous, parity, notFirst}, {}, {{"leader", int64_t{1}}});
+      }
+      emitCopiesAhead(r.cs, b, previous, r.stages - 1, &LoopPipeliner::emitTmaCopies);
     }
-    emitCopiesAhead(cs, b, previous, stages_ - 1, &LoopPipeliner::emitTmaCopies);
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {
@@ -631,23 +743,16 @@ private:
     body_->ops.erase(positionOf(*c.convert));
   }
 
-  void emitEpilogue(const std::vector<Candidate> &ring, const std::vector<Candidate> &invariants) {
+  void emitEpilogue(bool cpAsync) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, std::next(positionOf(loop_)));
     b.setLoc(loop_.loc);
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.
-    const bool cpAsync = std::any_of(ring.begin(), ring.end(), [](const Candidate &c) {
-      return c.load->code == OpCode::Load;
-    });
     if (cpAsync) b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
     b.create(OpCode::Barrier, {}, {});
     // Freed in reverse order of allocation (codegen stacks them).
-    if (emptyMbarriers_) b.create(OpCode::LocalDealloc, {emptyMbarriers_}, {});
-    if (mbarriers_) b.create(OpCode::LocalDealloc, {mbarriers_}, {});
-    for (auto it = ring.rbegin(); it != ring.rend(); ++it) b.create(OpCode::LocalDealloc, {it->buffer}, {});
-    for (auto it = invariants.rbegin(); it != invariants.rend(); ++it)
-      b.create(OpCode::LocalDealloc, {it->buffer}, {});
+    for (auto it = allocations_.rbegin(); it != allocations_.rend(); ++it) b.create(OpCode::LocalDealloc, {*it}, {});
   }
 };
 

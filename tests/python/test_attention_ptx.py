@@ -399,7 +399,7 @@ def test_tma_forward_key_loops_take_k_and_v_from_the_tma_unit(D, BLOCK_M, BLOCK_
     """TMA=True: both key sweeps read K and V through the TMA unit (UTMALDG from one elected
     thread, completion on the stage's mbarrier) straight into the wgmma tiles, K's block as the
     K-major B of S = Q K^T: no cp.async (LDGSTS) and no K/V address arithmetic in the key loops,
-    no spills, and the step is shorter than the cp.async one."""
+    no spills, and (D128, one ring) the step is shorter than the cp.async one."""
     from test_vectorized_access import sass
     sig = signature("attn_fwd_kernel", "bf16").split(",")
     sig[1] = sig[2] = f"tensordesc<bf16[{BLOCK_N},{D}]>"
@@ -419,6 +419,33 @@ def test_tma_forward_key_loops_take_k_and_v_from_the_tma_unit(D, BLOCK_M, BLOCK_
             assert len(key_loops) >= 2, loops
             for body in key_loops:
                 assert not [t for t in body if "LDGSTS" in t or re.match(r"(@!?P\w+\s+)?(LDL|STL)", t)], body
-    assert steps[True] < steps[False], steps
+    # D64: V's own ring (its wait, stage and phase: 303 vs 287) buys a fourth program an SM.
+    assert steps[True] < steps[False] or D == 64, steps
     info = ptxas(compiled[True].asm["ptx"], "sm_90a", tmp_path)
     assert "0 bytes spill stores" in info or D == 128 or causal, info
+
+
+@pytest.mark.parametrize("D, BLOCK, warps, stages, v_stages", [(64, 64, 4, 3, 2), (64, 64, 4, 4, 4), (128, 128, 8, 3, 3)])
+def test_tma_forward_v_ring_takes_a_stage_fewer_where_it_fits_another_program(D, BLOCK, warps, stages, v_stages):
+    """V, read by P V after the softmax, gets its own ring (its own mbarriers, waited for just
+    before P V) with a stage fewer where that fits one more program on an SM: 64 x 64 / 4 warps /
+    3 stages needs 57 344 bytes of tiles (Q, 3 K, 3 V), exactly a quarter of the SM less the
+    driver's 1 KB, so its mbarriers would cost a program (3 instead of 4). 4 stages (3 programs
+    either way) and D128 (one program either way) keep one ring."""
+    sig = signature("attn_fwd_kernel", "bf16").split(",")
+    sig[1] = sig[2] = f"tensordesc<bf16[{BLOCK},{D}]>"
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=",".join(sig),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "CAUSAL": False, "TMA": True},
+                        num_warps=warps, num_stages=stages, target="sm_90a", maxnreg=128 if D == 64 else None)
+    ir = k.asm["ir-opt"]
+    rings = re.findall(rf"local_alloc : <(\d+)x{BLOCK}x{D}xbf16>", ir)
+    full = re.findall(r"mbarrier_alloc \{arrivals = (\d+)\} : <(\d+)x1x1xi64>", ir)
+    assert rings == [str(x) for x in (1, stages, v_stages)] * 2, rings  # Q, K, V in each key sweep
+    if v_stages == stages:
+        assert [a for a, _ in full if a != str(warps * 32)] == ["2", "2"], full  # one ring: K and V land together
+    else:
+        assert full == [("1", str(stages)), ("1", str(v_stages))] * 2, full
+        loop = ir[ir.index("for "):]
+        waits = [m.start() for m in re.finditer(r"mbarrier_wait", loop)]
+        dots = [m.start() for m in re.finditer(r"= dot ", loop)]
+        assert waits[0] < dots[0] < waits[1] < dots[1], "V's wait goes between the two dots"
