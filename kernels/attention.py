@@ -126,7 +126,6 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         key_ok = offs_n < N_KV
         # The block before (the first step's P is zeros: any in-range block will do).
         start_p = tl.maximum(start_n - BLOCK_N, lo)
-        offs_p = start_p + offs_nb
         if TMA:
             kt = tl.trans(k_base.load([kv_row0 + start_n, 0]))
         else:
@@ -136,6 +135,7 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
         if TMA:
             v = v_base.load([kv_row0 + start_p, 0])
         else:
+            offs_p = start_p + offs_nb
             v_ptrs = v_base + offs_p[:, None] * stride_vn + offs_d[None, :] * stride_vd
             v = _load_keys(v_ptrs, (offs_p < N_KV)[:, None], MASK_KEYS)
         acc = tl.dot(p, v, acc)

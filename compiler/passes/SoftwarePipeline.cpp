@@ -150,7 +150,7 @@ public:
     }
     std::vector<Candidate> others = invariants;
     others.insert(others.end(), candidates.begin(), candidates.end());
-    std::vector<TmaRing> rings = formRings(std::move(tma), others);
+    std::vector<TmaRing> rings = formRings(tma, others);
     for (TmaRing &r : rings) {
       allocateBuffers(r.cs, r.stages);
       allocateMbarriers(r);
@@ -473,13 +473,19 @@ private:
     b.create(OpCode::AsyncCommit, {}, {});
   }
 
+  // `stages` tiles of the block c stages (transposed by trans where it has one).
+  static Type ringType(const Candidate &c, unsigned stages) {
+    const Type &t = (c.trans ? c.trans : c.load)->result()->type;
+    return t.withShape({stages, t.shape[0], t.shape[1]});
+  }
+
   void allocateBuffers(std::vector<Candidate> &cs, unsigned stages) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     for (Candidate &c : cs) {
       const Type &t = (c.trans ? c.trans : c.load)->result()->type;
       b.setLoc(c.load->loc);
-      c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({stages, t.shape[0], t.shape[1]}));
+      c.buffer = b.op(OpCode::LocalAlloc, {}, ringType(c, stages));
       allocations_.push_back(c.buffer);
       // B read along its dim 0 (a column-major matrix, K^T through strides)
       // is stored transposed, so that cp.async still moves 16-byte runs. The
@@ -574,6 +580,9 @@ private:
     emitCopiesAhead(cs, b, stageAhead(b, stage, ahead_, stages_), ahead_, &LoopPipeliner::emitCopies);
   }
 
+  // Programs of more than one warpgroup free a TMA stage through "empty" mbarriers (allocateMbarriers).
+  bool hasEmptyMbarriers() const { return fn_.numWarps > 4; }
+
   void allocateMbarriers(TmaRing &r) {
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
@@ -587,7 +596,7 @@ private:
     // every warpgroup to the slowest each step (D128 128 x 128 / 8 warps +1.5-2.5 %). One
     // warpgroup moves in step anyway (its wgmmas are collective), and there the barrier is
     // cheaper than the arrivals (D64 64 x 64 / 4 warps 1-5 % slower with them).
-    if (fn_.numWarps <= 4) return;
+    if (!hasEmptyMbarriers()) return;
     r.empty = b.op(OpCode::MbarrierAlloc, {}, Type(ScalarType::I64).withShape({r.stages, 1, 1}),
                    {{"arrivals", static_cast<int64_t>(fn_.numWarps) * 32}});
     allocations_.push_back(r.empty);
@@ -607,13 +616,6 @@ private:
     }
   }
 
-  // The first reader of v in the body, else null.
-  Operation *firstReader(const Value *v) {
-    for (auto &op : body_->ops)
-      if (readsValue(*op, v)) return op.get();
-    return nullptr;
-  }
-
   // The TMA candidates as rings. The blocks of the body's first staged dot
   // (attention's K for S = Q K^T, both operands of a GEMM) form the first
   // ring, waited for at the top of the body. Blocks that only a later dot
@@ -624,17 +626,18 @@ private:
   // one more program on an SM: the 64 x 64 / 4-warp attention forward's Q
   // tile and 3 stages of K and V fill the 56 KB a quarter of the SM leaves
   // exactly, so its mbarriers cost a program (3 instead of 4).
-  std::vector<TmaRing> formRings(std::vector<Candidate> tma, const std::vector<Candidate> &others) {
-    // (others' convert ops are gone: readFromBuffer replaced them)
+  // `others`: the candidates whose buffers are allocated already (invariant tiles, cp.async rings).
+  std::vector<TmaRing> formRings(const std::vector<Candidate> &tma, const std::vector<Candidate> &others) {
     std::vector<TmaRing> rings;
     if (tma.empty()) return rings;
-    std::stable_sort(tma.begin(), tma.end(), [&](const Candidate &a, const Candidate &b) {
-      return positionIndex(a.convert) < positionIndex(b.convert);
-    });
-    Operation *firstDot = firstReader(tma.front().convert->result());
+    // The first op of the body that reads a staged block (its convert) is the first dot.
+    auto readsABlock = [&](auto &op) {
+      return std::any_of(tma.begin(), tma.end(), [&](const Candidate &c) { return readsValue(*op, c.convert->result()); });
+    };
+    Operation *firstDot = std::find_if(body_->ops.begin(), body_->ops.end(), readsABlock)->get();
     TmaRing first{{}, stages_}, later{{}, stages_ - 1};
-    for (Candidate &c : tma) (firstReader(c.convert->result()) == firstDot ? first : later).cs.push_back(c);
-    uint64_t fixed = 0; // the buffers already allocated: invariant tiles, cp.async rings
+    for (const Candidate &c : tma) (readsValue(*firstDot, c.convert->result()) ? first : later).cs.push_back(c);
+    uint64_t fixed = 0;
     for (const Candidate &c : others) fixed += alignedBytes(c.buffer->type);
     const bool split = stages_ >= 3 && !later.cs.empty() &&
                        programsPerSm(fixed + ringBytes(first) + ringBytes(later)) >
@@ -656,11 +659,8 @@ private:
   }
 
   uint64_t ringBytes(const TmaRing &r) const {
-    uint64_t bytes = 8ull * r.stages * (fn_.numWarps > 4 ? 2 : 1); // full (and empty) mbarriers
-    for (const Candidate &c : r.cs) {
-      const Type &t = (c.trans ? c.trans : c.load)->result()->type;
-      bytes += alignedBytes(t.withShape({r.stages, t.shape[0], t.shape[1]}));
-    }
+    uint64_t bytes = 8ull * r.stages * (hasEmptyMbarriers() ? 2 : 1); // full (and empty) mbarriers
+    for (const Candidate &c : r.cs) bytes += alignedBytes(ringType(c, r.stages));
     return bytes;
   }
 
@@ -669,10 +669,6 @@ private:
   unsigned programsPerSm(uint64_t bytes) const {
     const uint64_t bySharedMemory = 228 * 1024 / (bytes + 1024);
     return static_cast<unsigned>(std::min<uint64_t>(bySharedMemory, 64 / std::max(1u, fn_.numWarps)));
-  }
-
-  size_t positionIndex(Operation *op) {
-    return static_cast<size_t>(std::distance(body_->ops.begin(), positionOf(*op)));
   }
 
   // phase: the parity of the stage's completed phases, flipped each time the

@@ -294,11 +294,11 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
     # TMA where the table has blocks for it and K/V allow it; asked for by config, it must apply.
     tma_blocks = HOPPER_FORWARD_TMA.get((D, bool(causal)))
     tma_ok = (not mods and tma_blocks is not None and
-              _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), {"OVERLAP": False, "BLOCK_N": tma_blocks[1]}) is None)
+              _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), {"BLOCK_N": tma_blocks[1]}) is None)
     c = _config(D, causal, config, mods, keys=Nk, tma=tma_ok)
     tma_problem = _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), c) if c["TMA"] else None
     if tma_problem and not (config and config.get("TMA")):
-        c["TMA"] = False  # the config's other choices (OVERLAP, BLOCK_N) rule it out
+        c["TMA"] = False  # the config's BLOCK_N rules it out
     o = _empty(q, tuple(q.shape))
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
