@@ -38,7 +38,11 @@ SWEEP_OVERLAP = [(128, 64, 8, 3, 128), (128, 64, 8, 4, 128), (128, 128, 8, 2, No
 SWEEP_PINGPONG = [(128, 64, 8, 3, 128), (128, 64, 8, 3, None), (128, 128, 8, 3, None)]
 # --sweep: with TMA (K and V through tensor descriptors and an mbarrier ring, kernels/attention.py).
 SWEEP_TMA = [(64, 64, 4, 3, 128), (64, 64, 4, 4, 128), (128, 64, 8, 3, 128), (128, 128, 8, 3, None),
-             (128, 128, 8, 2, None), (128, 64, 8, 3, None)]
+             (128, 128, 8, 2, None), (128, 64, 8, 3, None), (64, 128, 4, 2, None), (64, 128, 4, 3, None), (64, 128, 4, 2, 168)]
+# --sweep: Triton on the same source with other blocks (BLOCK_M, BLOCK_N, warps, stages), to see
+# whether the blocks the table gives both compilers are Triton's best too.
+SWEEP_TRITON = [(64, 128, 4, 2), (64, 128, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3),
+                (128, 64, 4, 3)]
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
@@ -71,7 +75,7 @@ def triton_forward(q, k, v, o, lse, causal, config):
     triton_kernels().attn_fwd_kernel[grid](
         q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, k.shape[1], N, k.shape[2],
         D ** -0.5, HEAD_DIM=D, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], CAUSAL=causal,
-        num_warps=config["num_warps"], num_stages=3)
+        num_warps=config["num_warps"], num_stages=config.get("num_stages", 3))
 
 
 def torch_sdpa(q, k, v, causal, backend="FLASH_ATTENTION"):
@@ -113,20 +117,25 @@ def providers(sweep=False):
             return lambda: torch.autograd.grad(o, (q, k, v), x["do"], retain_graph=True)
         return make
 
-    def triton_provider(x):
-        q = x["q"]
-        o = torch.empty_like(q)
-        lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
-        config = tk.attention_config(q.shape[-1], x["causal"])
+    def triton_provider(blocks=None):
+        def make(x):
+            q = x["q"]
+            o = torch.empty_like(q)
+            lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
+            config = tk.attention_config(q.shape[-1], x["causal"])
+            config["num_stages"] = 3
+            if blocks:
+                config.update(zip(("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"), blocks))
 
-        def run():
-            triton_forward(q, x["k"], x["v"], o, lse, x["causal"], config)
-            return o
-        return run
+            def run():
+                triton_forward(q, x["k"], x["v"], o, lse, x["causal"], config)
+                return o
+            return run
+        return make
 
     # "torch" is SDPA's flash back-end (FlashAttention-2); "cudnn" its cuDNN back-end.
     out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
-           "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider}
+           "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider()}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),
@@ -138,6 +147,8 @@ def providers(sweep=False):
                 out[name] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st,
                                               "OVERLAP": "OVERLAP" in schedule, "PINGPONG": "PINGPONG" in schedule,
                                               "TMA": "TMA" in schedule, "maxnreg": regs})
+        for bm, bn, w, st in SWEEP_TRITON:
+            out[f"triton_{bm}x{bn}w{w}s{st}"] = triton_provider((bm, bn, w, st))
     if sweep == "bwd":
         for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
             out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({

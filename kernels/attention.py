@@ -174,7 +174,6 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     TMA (Hopper): K and V are tensor descriptors over their (B * H_KV * N_KV, HEAD_DIM) view
     (contiguous heads), blocks [BLOCK_N, HEAD_DIM], N_KV a multiple of BLOCK_N; the K/V strides
     are then unused."""
-    tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
     pid_m = tl.program_id(0)
     if CAUSAL:
@@ -208,7 +207,7 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     # Key blocks wholly inside N_KV (and, causal, wholly left of the diagonal: every key <=
     # every row) need no mask; the ragged last block and the diagonal blocks do.
     if CAUSAL:
-        hi_free = tl.minimum(start_m, N_KV // BLOCK_N * BLOCK_N)
+        hi_free = tl.minimum(start_m // BLOCK_N * BLOCK_N, N_KV // BLOCK_N * BLOCK_N)
         hi = tl.minimum(start_m + BLOCK_M, N_KV)
     else:
         hi_free = N_KV // BLOCK_N * BLOCK_N

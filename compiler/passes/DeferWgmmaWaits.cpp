@@ -12,7 +12,7 @@ namespace {
 // Ops the wait must stay before (see the header).
 bool stopsTheWait(const Operation &op) {
   switch (op.code) {
-  case OpCode::LocalStore: case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::LocalDealloc:
+  case OpCode::LocalStore: case OpCode::AsyncCopy: case OpCode::LocalDealloc:
     return true;
   default:
     return !op.regions.empty() || &op == op.parent->terminator();

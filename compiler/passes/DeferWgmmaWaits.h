@@ -10,9 +10,12 @@
 // dots before reading S (kernels/attention.py).
 //
 // The wait never moves past an op with regions (its commits and waits are
-// not counted), a write to shared memory (local_store, async copies, which
+// not counted), a write to shared memory (local_store, cp.async copies, which
 // might overwrite what the wgmmas read), a local_dealloc, or the block's
-// terminator; it goes before the first of those instead.
+// terminator; it goes before the first of those instead. The pipeline pass's
+// TMA copies (async_tma_copy) write a stage that no wgmma in flight reads
+// (SoftwarePipeline.cpp, refillRings), and the wait moves past them: the
+// copying thread issues them in the shadow of S = Q·Kᵀ.
 #pragma once
 
 #include "compiler/ir/IR.h"

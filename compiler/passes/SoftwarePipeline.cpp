@@ -42,20 +42,23 @@
 // wgmma tile layout with one mbarrier per stage:
 //
 //   buf = local_alloc; bars = mbarrier_alloc <S> (arrivals: one per block)
-//   for d in 0 .. S-2: async_tma_copy(desc, offsets(lb + d*s), buf, d, bars, lb + d*s < ub)
+//   for d in 0 .. A-1: async_tma_copy(desc, offsets(lb + d*s), buf, d, bars, lb + d*s < ub)
 //   for iv ... iter_args(..., stage = 0, phase = 0):
 //     mbarrier_wait(bars, stage, phase)          -- stage `stage` has landed
-//     ... dot(local_load(buf, stage), ...) ...
-//     barrier                                    -- every warp is past the dots of
-//                                                -- the iteration before (an async
-//                                                -- dot waited for them above)
-//     async_tma_copy(..., iv + (S-1)*s, buf, stage - 1 mod S, bars, pred)
+//     x = dot(local_load(buf, stage), ...)       -- the body's first dot
+//     barrier                                    -- every warp is past the dots that
+//                                                -- read stage + A mod S
+//     async_tma_copy(..., iv + A*s, buf, stage + A mod S, bars, pred)
+//     ... wait for x, the rest of the body ...
 //     yield ..., stage + 1 mod S, phase ^ (stage + 1 == S)
 //   barrier; local_dealloc bars (invalidated); local_dealloc buf
 //
-// With more than one warpgroup the loop's barrier becomes a second ring of
-// "empty" mbarriers (arrivals: every thread), so that no warpgroup waits for
-// the slowest each iteration:
+// A = S-1 (the stage read last iteration) where every dot that reads the
+// ring has been waited for by then; A = S-2 where a later async dot reads
+// it (attention's P V, running on into the next iteration). With more than
+// one warpgroup the copies go at the end of the body (A = S-1) and the
+// barrier becomes a second ring of "empty" mbarriers (arrivals: every
+// thread), so that no warpgroup waits for the slowest each iteration:
 //     mbarrier_arrive(empty, stage - 1 mod S, iv != lb)      -- every thread
 //     mbarrier_wait(empty, stage - 1 mod S, parity of the last iteration,
 //                   iv != lb) {leader = 1}       -- the copying warp only
@@ -66,9 +69,9 @@
 // for just before that dot, and a stage fewer where that fits one more
 // program on an SM (the 64 x 64 / 4-warp attention forward: 4 instead of 3).
 //
-// One thread issues the copies, so they go at the end of the body, S-1
-// iterations ahead; nothing is copied past the end (no iteration waits for
-// it), and the TMA unit fills what lies outside the tensor with zeros. A
+// One thread issues the copies; nothing is copied past the end (no
+// iteration waits for it), and the TMA unit fills what lies outside the
+// tensor with zeros. A
 // block that reaches the dot through trans (attention's K for S = Q K^T) is
 // staged too: the TMA unit writes its rows as they are, which is the K-major
 // tile wgmma reads the transposed B from (the buffer holds [cols x rows]).
@@ -123,6 +126,7 @@ struct Candidate {
 struct TmaRing {
   std::vector<Candidate> cs;
   unsigned stages;
+  unsigned ahead = 0; // iterations its copies run ahead (refillRings)
   Value *full = nullptr, *empty = nullptr; // mbarriers: a stage has landed / been read by every warp
   Value *stage = nullptr, *phase = nullptr;
 };
@@ -154,7 +158,7 @@ public:
     for (TmaRing &r : rings) {
       allocateBuffers(r.cs, r.stages);
       allocateMbarriers(r);
-      emitPrologue(r.cs, r.stages - 1, &LoopPipeliner::emitTmaCopies);
+      emitPrologue(r.cs, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
     // The cp.async copies and the first ring share one stage counter (same stage count).
     if (!candidates.empty() || !rings.empty()) stage = addStageCounter(stages_);
@@ -187,6 +191,7 @@ private:
   unsigned ahead_ = stages_ - 1; // iterations the copies run ahead
   int64_t step_ = 0;
   std::vector<Value *> allocations_; // buffers and mbarriers, in the order allocated
+  Operation *firstDot_ = nullptr;    // the body's first dot that reads a TMA-staged block
   std::map<const Value *, bool> clonable_, invariant_;
 
   Type ivType() const { return loop_.operand(0)->type; }
@@ -621,8 +626,8 @@ private:
   // ring, waited for at the top of the body. Blocks that only a later dot
   // reads (attention's V for P V, after the softmax) can form a second ring
   // with its own mbarriers, waited for just before that dot, and a stage
-  // fewer: its copies still go at the end of the body, so a block has the
-  // part of the step before its dot to land in. That is done where it fits
+  // fewer: a block is copied in the step that reads it, after the first dot
+  // (refillRings), and has the part of the step before its dot to land in. That is done where it fits
   // one more program on an SM: the 64 x 64 / 4-warp attention forward's Q
   // tile and 3 stages of K and V fill the 56 KB a quarter of the SM leaves
   // exactly, so its mbarriers cost a program (3 instead of 4).
@@ -634,9 +639,9 @@ private:
     auto readsABlock = [&](auto &op) {
       return std::any_of(tma.begin(), tma.end(), [&](const Candidate &c) { return readsValue(*op, c.convert->result()); });
     };
-    Operation *firstDot = std::find_if(body_->ops.begin(), body_->ops.end(), readsABlock)->get();
+    firstDot_ = std::find_if(body_->ops.begin(), body_->ops.end(), readsABlock)->get();
     TmaRing first{{}, stages_}, later{{}, stages_ - 1};
-    for (const Candidate &c : tma) (readsValue(*firstDot, c.convert->result()) ? first : later).cs.push_back(c);
+    for (const Candidate &c : tma) (readsValue(*firstDot_, c.convert->result()) ? first : later).cs.push_back(c);
     uint64_t fixed = 0;
     for (const Candidate &c : others) fixed += alignedBytes(c.buffer->type);
     const bool split = stages_ >= 3 && !later.cs.empty() &&
@@ -648,7 +653,21 @@ private:
     }
     rings.push_back(std::move(first));
     if (!later.cs.empty()) rings.push_back(std::move(later));
+    for (TmaRing &r : rings) r.ahead = r.stages - (hasEmptyMbarriers() || doneAtFirstDot(r) ? 1 : 2);
     return rings;
+  }
+
+  // Every dot that reads r's blocks has been waited for, in every iteration before, once
+  // the first dot is issued: it waits within its own iteration (not async), or it is the
+  // first dot, whose wgmmas, async, wait for the group before them when issued.
+  bool doneAtFirstDot(const TmaRing &r) const {
+    bool done = true;
+    for (const Candidate &c : r.cs)
+      walk(fn_.body, [&](Operation &user) {
+        if (readsValue(user, c.convert->result()))
+          done = done && (&user == firstDot_ || !(user.hasAttr("async") && user.intAttr("async")));
+      });
+    return done;
   }
 
   // Shared memory of a buffer of type t, at 1024-byte alignment (128-byte swizzle).
@@ -703,15 +722,23 @@ private:
     b.create(OpCode::MbarrierWait, {r.full, r.stage, r.phase}, {});
   }
 
-  // The end of the body: each ring refills the stage it read one iteration ago.
+  // The copies of iteration iv + ahead into the stage a ring read `stages - ahead`
+  // iterations ago. One warpgroup: right after the first dot is issued, behind a barrier
+  // (every warp has waited for that stage's dots), so the copying warp issues them while
+  // the tensor cores work on that dot; issued at the end of the body they held that warp
+  // back, and the other warps waited for it at the next dot (a wgmma needs the whole
+  // warpgroup). The stage is one the ring read last iteration where its dots are done by
+  // then (doneAtFirstDot: attention's K, a GEMM's A and B), else two iterations ago
+  // (attention's V, whose P V runs on into the next step). Several warpgroups: at the end
+  // of the body, each ring the stage it read last iteration, freed by "empty" mbarriers.
   void refillRings(const std::vector<TmaRing> &rings) {
     if (rings.empty()) return;
     Builder b(body_);
-    b.setInsertionPoint(body_, positionOf(*body_->terminator()));
+    b.setInsertionPoint(body_, rings.front().empty ? positionOf(*body_->terminator()) : std::next(positionOf(*firstDot_)));
     b.setLoc(loop_.loc);
     if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
     for (const TmaRing &r : rings) {
-      Value *previous = stageAhead(b, r.stage, r.stages - 1, r.stages);
+      Value *previous = stageAhead(b, r.stage, r.ahead, r.stages);
       if (r.empty) {
         // Each warp is done with that stage (its dots of the iteration before have been
         // waited for above) and says so; the thread that copies waits for all of them, the
@@ -724,7 +751,7 @@ private:
         Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wrapped}, i32)}, i32);
         b.create(OpCode::MbarrierWait, {r.empty, previous, parity, notFirst}, {}, {{"leader", int64_t{1}}});
       }
-      emitCopiesAhead(r.cs, b, previous, r.stages - 1, &LoopPipeliner::emitTmaCopies);
+      emitCopiesAhead(r.cs, b, previous, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
   }
 

@@ -24,7 +24,7 @@ def test_the_device_takes_the_tma_table():
     assert not tk.attention_config(128, wgmma=True)["TMA"]  # only where the caller says K/V allow it
 
 
-@pytest.mark.parametrize("D, block_n", [(64, 64), (128, 128)])
+@pytest.mark.parametrize("D, block_n", [(64, 128), (128, 128)])
 def test_packed_keys_go_through_two_descriptors(fake, D, block_n):
     B, H, Hk, N, Nk = 2, 4, 2, 300, 2048  # D128 causal up to 1024 keys keeps the pointer kernel
     q, k, v = qkv(B, H, Hk, N, Nk, D)
@@ -38,6 +38,16 @@ def test_packed_keys_go_through_two_descriptors(fake, D, block_n):
     assert m["global_dim"] == (D, B * Hk * Nk)  # innermost first
     assert m["global_strides"] == (2 * D,)  # bytes
     assert m["box_dim"] == (min(D, 64), block_n)
+
+
+def test_d64_causal_up_to_1024_keys_takes_64_key_blocks(fake):
+    q, k, v = qkv(1, 2, 2, 256, 1024, 64)  # HOPPER_FORWARD_TMA_BY_KEYS: 64 x 64 / 4 warps / 3 stages
+    maps = fake.tensor_map_count
+    tk.attention_forward(q, k, v, causal=True)
+    assert fake.tensor_map_count == maps + 2 and fake.last_tensor_map()["box_dim"] == (64, 64)
+    assert fake.last()["grid"][0] == 256 // 64
+    tk.attention_forward(q, k, v)  # not causal: 128-key blocks
+    assert fake.last_tensor_map()["box_dim"] == (64, 128)
 
 
 def test_ragged_keys_and_unpacked_heads_take_the_pointer_kernel(fake):

@@ -157,27 +157,28 @@ def test_pingpong_forward(NQ, NKV, D, BLOCK_N, causal):
     assert err <= TOL and lse_err <= 1e-2, f"NQ={NQ} NKV={NKV} D={D}: O rel err {err:.2e}, LSE {lse_err:.2e} (seed {seed})"
 
 
-TMA_CASES = [(64, 64, 4, 128), (128, 128, 8, None), (128, 64, 8, 128)]
+TMA_CASES = [(64, 64, 4, 128, 3), (64, 128, 4, None, 2), (128, 128, 8, None, 3), (128, 64, 8, 128, 3)]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
                     reason="TMA needs sm_90")
-@pytest.mark.parametrize("BLOCK_M, BLOCK_N, warps, maxnreg", TMA_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("BLOCK_M, BLOCK_N, warps, maxnreg, stages", TMA_CASES, ids=lambda c: str(c))
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("NQ, NKV, H, H_KV", [(1000, 1024, 4, 2), (256, 256, 2, 2), (4096, 4096, 2, 1),
                                               (700, 256, 2, 1)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("overlap", [False, True], ids=["", "overlap"])
-def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, causal, overlap):
+def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stages, causal, overlap):
     """TMA: K and V read through tensor descriptors over their (B * H_KV * N_KV, D) view into an
     mbarrier ring (compiler/passes/SoftwarePipeline.cpp; K's block transposed into wgmma's K-major
     B tile): ragged query blocks, GQA (the rows of another head start at (b * H_KV + h) * N_KV),
-    more queries than keys (causal: empty sweeps). OVERLAP with TMA: V of the block before."""
+    more queries than keys (causal: empty sweeps), key steps wider than the query block (a
+    query block starts inside a key block). OVERLAP with TMA: V of the block before."""
     seed = fresh_seed()
     q = torch.randn((2, H, NQ, D), device="cuda").to(torch.bfloat16)
     k, v = (torch.randn((2, H_KV, NKV, D), device="cuda").to(torch.bfloat16) for _ in range(2))
     config = {"TMA": True, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg,
-              "OVERLAP": overlap}
+              "num_stages": stages, "OVERLAP": overlap}
     o, lse = tk.attention_forward(q, k, v, causal, config=config)
     torch.cuda.synchronize()
     ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, D ** -0.5, "bhnd")

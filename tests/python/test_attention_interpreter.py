@@ -147,6 +147,17 @@ def test_other_block_shapes(causal):
     run_case(B=1, H=2, Hk=1, N=72, Nk=72, D=16, causal=causal, config=config)
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_key_steps_wider_than_the_query_block(causal, overlap):
+    """Forward key steps wider than its query block (BLOCK_N > BLOCK_M): causal, a query block
+    starts inside a key block, so the unmasked sweep stops at the key block before it and the
+    masked one covers the rest; ragged keys, fewer queries than keys and more."""
+    config = dict(BLOCK_M=16, BLOCK_N=32, OVERLAP=overlap)
+    for n, nk in ((72, 72), (40, 88), (88, 40)):
+        run_case(B=1, H=2, Hk=1, N=n, Nk=nk, D=16, causal=causal, config=config, backward=False)
+
+
 @pytest.mark.parametrize("D", [32, 64])
 def test_default_gpu_blocks(D):
     """The configuration the GPU uses (attention_config), in the interpreter."""
@@ -184,7 +195,7 @@ def test_config_table():
     for d in (16, 32, 64, 128):
         for causal in (False, True):
             c = tk.attention_config(d, causal)
-            assert c["BLOCK_M"] % c["BLOCK_N"] == 0
+            assert c["BLOCK_M"] % 16 == 0 and c["BLOCK_N"] % 16 == 0
     with pytest.raises(ValueError, match="head dim"):
         tk.attention_config(96)
     # On sm_90a the D = 64 forward is capped at 128 registers (two 8-warp CTAs an SM).
@@ -205,7 +216,7 @@ def test_sm_scale_must_be_positive(sm_scale):
     (dict(k_heads=4), "multiple"),
     (dict(D=24), "head dim"),
     (dict(config={"BLOCK_Q": 64}), "unknown config"),
-    (dict(config={"BLOCK_M": 48, "BLOCK_N": 32}), "multiple of BLOCK_N"),
+    (dict(config={"BLOCK_M": 48, "BLOCK_N": 32}), "BLOCK_M must be a power of two"),
 ])
 def test_bad_arguments(bad, match):
     D = bad.get("D", 16)

@@ -425,6 +425,40 @@ def test_tma_forward_key_loops_take_k_and_v_from_the_tma_unit(D, BLOCK_M, BLOCK_
     assert "0 bytes spill stores" in info or D == 128 or causal, info
 
 
+@pytest.mark.parametrize("D, BLOCK_M, BLOCK_N, warps, stages, ahead", [
+    (64, 64, 64, 4, 3, {"K": 2, "V": 0}),     # K's ring: the stage S read last step; V's: P V runs on
+    (64, 64, 128, 4, 2, {"K": 1, "V": 1}),    # one ring, no async dot: the stage read last step
+    (64, 64, 64, 4, 4, {"K": 2, "V": 2}),     # one ring that P V reads: two steps ago
+    (128, 128, 128, 8, 3, {"K": 2, "V": 2}),  # two warpgroups: at the end of the step, as before
+])
+def test_tma_copies_go_under_the_first_dot(D, BLOCK_M, BLOCK_N, warps, stages, ahead):
+    """One warpgroup: the ring's copies are issued right after S = Q K^T's wgmmas (behind a
+    barrier) and before S is waited for, so the copying warp works while the tensor cores do;
+    at the end of the step it held the warpgroup's next wgmma back (D64 +6-9 %). How far ahead
+    they go shows in the prologue: one copy a block per step ahead. Two warpgroups keep the
+    copies at the end of the step behind their "empty" mbarriers."""
+    sig = signature("attn_fwd_kernel", "bf16").split(",")
+    sig[1] = sig[2] = f"tensordesc<bf16[{BLOCK_N},{D}]>"
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=",".join(sig),
+                        constexprs={"HEAD_DIM": D, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "CAUSAL": False, "TMA": True},
+                        num_warps=warps, num_stages=stages, target="sm_90a")
+    ir = k.asm["ir-opt"]
+    head, loop = ir[:ir.index("for ")], ir[ir.index("for "):]
+    head = head[head.rindex("local_alloc : <1x"):]  # the first sweep's prologue, after Q's tile
+    assert {name: len(re.findall(rf"async_tma_copy %{name},", head)) for name in "KV"} == ahead
+    loop = loop[:loop.index("yield")]
+    first_dot = loop.index("= dot ")
+    copies = [m.start() for m in re.finditer(r"async_tma_copy", loop)]
+    assert len(copies) == 2, loop
+    if warps == 4:
+        assert "deferred = 1" in loop[first_dot:loop.index("\n", first_dot)], loop  # S is waited for below
+        s_wait = loop.index("dot_wait", first_dot)
+        assert first_dot < loop.index("barrier", first_dot) < copies[0] < copies[1] < s_wait, loop
+        assert "mbarrier_arrive" not in loop
+    else:
+        assert copies[0] > loop.rindex("= dot ") and "mbarrier_arrive" in loop
+
+
 @pytest.mark.parametrize("D, BLOCK, warps, stages, v_stages", [(64, 64, 4, 3, 2), (64, 64, 4, 4, 4), (128, 128, 8, 3, 3)])
 def test_tma_forward_v_ring_takes_a_stage_fewer_where_it_fits_another_program(D, BLOCK, warps, stages, v_stages):
     """V, read by P V after the softmax, gets its own ring (its own mbarriers, waited for just

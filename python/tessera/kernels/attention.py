@@ -36,7 +36,7 @@ LAYOUTS = ("bhnd", "bnhd")
 HEAD_DIMS = (16, 32, 64, 128)
 
 # Launch configurations by head dim (the same for causal and not, so far):
-#   forward:  BLOCK_M query rows per program, BLOCK_N keys per step (BLOCK_M % BLOCK_N == 0);
+#   forward:  BLOCK_M query rows per program, BLOCK_N keys per step;
 #   dK/dV:    DKDV_BLOCK_N keys per program, DKDV_BLOCK_M queries per step;
 #   dQ:       DQ_BLOCK_M queries per program, DQ_BLOCK_N keys per step.
 # Chosen so that ptxas allocates no spills on sm_80 and sm_90a (the fp32 accumulators -
@@ -97,17 +97,21 @@ HOPPER_FORWARD_BY_KEYS = {
 
 # Where K and V can be read through TMA descriptors (sm_90a; K and V packed as (B, H_KV, N_KV, D),
 # N_KV a multiple of BLOCK_N: attention_forward checks), the forward takes these blocks with
-# TMA=True, before HOPPER_FORWARD_BY_KEYS (bench/attention.py --sweep, H100, 2026-11-22, bf16
-# TFLOP/s at N = 1k/4k/16k, same run, Triton on the same source and blocks in brackets):
-# D = 128, 128 x 128 / 8 warps / 3 stages: 446/590/618 (403/508/532), causal 300/496/612
-# (277/435/527); D = 64, 64 x 64 / 4 warps / 3 stages / 128 registers: 395/446/444
-# (407/461/462), causal 306/409/418 (309/413/430). D = 128 causal up to 1024 keys keeps the
-# 64 x 64 pointer blocks (319 vs 300).
+# TMA=True, before HOPPER_FORWARD_BY_KEYS (bench/attention.py --sweep, H100, bf16 TFLOP/s at
+# N = 1k/4k/16k, same run, Triton on the same source with its best blocks, HOPPER_FORWARD's, in
+# brackets). D = 128 (2026-11-22), 128 x 128 / 8 warps / 3 stages: 446/590/618 (403/508/532),
+# causal 300/496/612 (277/435/527); causal up to 1024 keys keeps the 64 x 64 pointer blocks
+# (319 vs 300). D = 64 (2026-11-23, the copies issued under S = Q K^T, docs/tma.md), 64 x 128 /
+# 4 warps / 2 stages: 459/507/490 (407/447/432), causal 319/463/460 (308/417/402); causal up to
+# 1024 keys 64 x 64 / 4 warps / 3 stages / 128 registers (HOPPER_FORWARD_TMA_BY_KEYS): 325 vs 319.
 HOPPER_FORWARD_TMA = {
-    (64, False): (64, 64, 4, 3, 128), (64, True): (64, 64, 4, 3, 128),
+    (64, False): (64, 128, 4, 2, None), (64, True): (64, 128, 4, 2, None),
     (128, False): (128, 128, 8, 3, None), (128, True): (128, 128, 8, 3, None),
 }
 HOPPER_FORWARD_TMA_UP_TO_KEYS = {(128, True): 1024}  # fewer keys: HOPPER_FORWARD(_BY_KEYS)
+# (D, causal): [((BLOCK_M, BLOCK_N, warps, stages, maxnreg), from keys, up to keys)], as
+# HOPPER_FORWARD_BY_KEYS, for the TMA blocks.
+HOPPER_FORWARD_TMA_BY_KEYS = {(64, True): [((64, 64, 4, 3, 128), 0, 1024)]}
 
 
 def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None, tma=False):
@@ -131,6 +135,10 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
             use_tma = tma and key in HOPPER_FORWARD_TMA and (keys is None or keys > HOPPER_FORWARD_TMA_UP_TO_KEYS.get(key, 0))
             if use_tma:
                 *fwd, stages, maxnreg = HOPPER_FORWARD_TMA[key]
+                for choice, lo, hi in HOPPER_FORWARD_TMA_BY_KEYS.get(key, ()):
+                    if keys is not None and lo <= keys <= hi:
+                        *fwd, stages, maxnreg = choice
+                        break
             for choice, lo, hi in () if use_tma else HOPPER_FORWARD_BY_KEYS.get(key, ()):
                 if keys is not None and lo <= keys <= hi:
                     *fwd, stages, maxnreg, overlap = choice
@@ -235,8 +243,9 @@ def _config(D, causal, config, modifiers=False, keys=None, tma=False):
         if unknown:
             raise ValueError(f"attention: unknown config keys {sorted(unknown)} (known: {sorted(c)})")
         c.update(config)
-    if c["BLOCK_M"] % c["BLOCK_N"]:
-        raise ValueError("attention: BLOCK_M must be a multiple of BLOCK_N")
+    for key in ("BLOCK_M", "BLOCK_N"):
+        if c[key] < 16 or c[key] & (c[key] - 1):
+            raise ValueError(f"attention: {key} must be a power of two of at least 16 (got {c[key]})")
     return c
 
 
@@ -292,9 +301,9 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
     _, sk = _dims(k, layout)
     _, sv = _dims(v, layout)
     # TMA where the table has blocks for it and K/V allow it; asked for by config, it must apply.
-    tma_blocks = HOPPER_FORWARD_TMA.get((D, bool(causal)))
-    tma_ok = (not mods and tma_blocks is not None and
-              _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), {"BLOCK_N": tma_blocks[1]}) is None)
+    tma_blocks = None if mods else attention_config(D, causal, keys=Nk, tma=True)
+    tma_ok = (tma_blocks is not None and tma_blocks["TMA"] and
+              _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), tma_blocks) is None)
     c = _config(D, causal, config, mods, keys=Nk, tma=tma_ok)
     tma_problem = _tma_problem(q, k, v, sk, sv, (B, Hk, Nk, D), c) if c["TMA"] else None
     if tma_problem and not (config and config.get("TMA")):
