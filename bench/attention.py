@@ -12,6 +12,9 @@ TFLOP/s: forward 4 * B * H * N^2 * D (two matmuls), backward 2.5x that, both hal
 when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
+Provider tessera_autotuned: tk.attention_forward(..., autotune=True), tuned in its first
+(checking) call, so the timed runs launch the winner.
+
     python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,cudnn,triton]
                                [--sweep]   # also time other tessera block configs
                                [--fwd-only | --bwd-only] [--bf16-only] [--head-dims 64]
@@ -100,10 +103,11 @@ def providers(sweep=False):
     import torch
     import tessera.kernels as tk
 
-    def tessera_provider(config=None):
+    def tessera_provider(config=None, autotune=False):
         def make(x):
             if x["mode"] == "fwd":
-                return lambda: tk.attention_forward(x["q"], x["k"], x["v"], x["causal"], config=config)[0]
+                return lambda: tk.attention_forward(x["q"], x["k"], x["v"], x["causal"], config=config,
+                                                    autotune=autotune)[0]
             o, lse = tk.attention_forward(x["q"], x["k"], x["v"], x["causal"], config=config)
             return lambda: tk.attention_backward(x["do"], x["q"], x["k"], x["v"], o, lse, x["causal"], config=config)
         return make
@@ -135,7 +139,8 @@ def providers(sweep=False):
 
     # "torch" is SDPA's flash back-end (FlashAttention-2); "cudnn" its cuDNN back-end.
     out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
-           "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider()}
+           "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider(),
+           "tessera_autotuned": tessera_provider(autotune=True)}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),

@@ -12,7 +12,10 @@ results that persist across processes.
     kernel.tune(x, out, n, grid=grid)   # tunes (or loads) without launching; returns the Config
 
 The tuning key is the values of the `key` arguments plus the dtypes of every
-tensor argument. For a new key, the configs left after `prune_configs_by`
+tensor argument. A key entry may also be a pair (name, f): the argument's value
+goes through f first, so that sizes can share a tuning by bucket (a tessera
+extension: `("N", lambda n: 1 << (n - 1).bit_length())`, named functions read
+better in the stored results). For a new key, the configs left after `prune_configs_by`
 are compiled in parallel (threads; the C++ compiler releases the GIL), the
 ones that fail (compile errors, too much shared memory, ...) are skipped
 with their reason, and the rest are timed with CUDA events (torch's when
@@ -361,7 +364,11 @@ class Autotuner(KernelInterface):
         return named
 
     def tuning_key(self, named):
-        key = [_jsonable(named[k]) for k in self.keys if k in named]
+        key = []
+        for entry in self.keys:
+            name, f = (entry, None) if isinstance(entry, str) else entry
+            if name in named:
+                key.append(_jsonable(f(named[name]) if f else named[name]))
         for name in self.arg_names:
             arg = named.get(name)
             if hasattr(arg, "dtype"):
@@ -369,6 +376,10 @@ class Autotuner(KernelInterface):
             elif hasattr(arg, "__cuda_array_interface__"):
                 key.append(str(arg.__cuda_array_interface__.get("typestr")))
         return tuple(key)
+
+    def key_names(self):
+        """The key's entries as text: a name, or name:function for a (name, f) pair."""
+        return [e if isinstance(e, str) else f"{e[0]}:{getattr(e[1], '__name__', 'f')}" for e in self.keys]
 
     def _identity(self, key):
         jit = _base_jit(self.fn)
@@ -378,7 +389,7 @@ class Autotuner(KernelInterface):
         except ImportError:
             version = "unknown"
         return {"kernel": jit.__name__, "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
-                "key": list(key), "key_names": self.keys + ["dtypes..."], "device": _device_name(),
+                "key": list(key), "key_names": self.key_names() + ["dtypes..."], "device": _device_name(),
                 "tessera": version}
 
     def _result_path(self, identity):

@@ -79,3 +79,34 @@ def test_overlap_reads_through_the_descriptors_too(fake):
     maps = fake.tensor_map_count
     tk.attention_forward(q, k, v, config={"TMA": True, "OVERLAP": True})
     assert fake.tensor_map_count == maps + 2
+
+
+def test_autotuned_forward_times_the_candidates_and_launches_the_winner(fake):
+    """autotune=True: @tessera.autotune times AUTOTUNE_FORWARD (the table's blocks first) on K/V
+    descriptors whose block shape each config's pre_hook sets, keyed by the power-of-two bucket
+    of the number of keys, and launches the winner; a config with it is an error."""
+    import sys
+    A = sys.modules["tessera.kernels.attention"]
+    q, k, v = qkv(1, 4, 2, 256, 1536, 64)  # a multiple of 128 keys: every candidate applies
+    tk.attention_forward(q, k, v, causal=True, autotune=True)
+    tuner = tk.attention_forward_autotuner(True, 64, True)
+    assert set(c.kwargs["BLOCK_N"] for c in tuner.configs_timings) == {64, 128}
+    assert len(tuner.configs_timings) == len(A.AUTOTUNE_FORWARD) and not tuner.failures
+    assert tuner.configs[0].kwargs == {"BLOCK_M": 64, "BLOCK_N": 128}  # HOPPER_FORWARD_TMA's D64 entry
+    best = tuner.best_config
+    last = fake.last()
+    assert last["kernel"] == "attn_fwd_kernel" and last["grid"][0] == 256 // best.kwargs["BLOCK_M"]
+    assert fake.last_tensor_map()["box_dim"] == (64, best.kwargs["BLOCK_N"])
+    timed = tuner.bench_count
+    k2, v2 = (torch.empty((1, 2, 2048, 64), dtype=torch.bfloat16) for _ in range(2))
+    tk.attention_forward(q, k2, v2, causal=True, autotune=True)  # 2048 keys: the same bucket
+    assert tuner.bench_count == timed
+    q4 = torch.empty((64, 4, 256, 64), dtype=torch.bfloat16)  # 64 times the query rows: tuned again
+    k4, v4 = (torch.empty((64, 2, 2048, 64), dtype=torch.bfloat16) for _ in range(2))
+    tk.attention_forward(q4, k4, v4, causal=True, autotune=True)
+    assert tuner.bench_count == timed + len(A.AUTOTUNE_FORWARD)
+    q3, k3, v3 = qkv(1, 4, 2, 256, 960, 64)  # 960 keys: only the 64-key blocks read whole blocks
+    tk.attention_forward(q3, k3, v3, causal=True, autotune=True)
+    assert {c.kwargs["BLOCK_N"] for c in tuner.configs_timings} == {64}
+    with pytest.raises(ValueError, match="pass one"):
+        tk.attention_forward(q, k, v, autotune=True, config={"BLOCK_M": 64})

@@ -188,6 +188,26 @@ def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stag
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+                    reason="the autotuned forward's candidates are sm_90a's")
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("N", [1000, 1024])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_autotuned_forward(N, D, causal):
+    """autotune=True: every candidate left after pruning (TMA: whole blocks of keys) is timed on
+    this GPU, and the winner's output matches the reference (1000 keys: the pointer kernel)."""
+    seed = fresh_seed()
+    q, k, v = (torch.randn((2, 4, N, D), device="cuda").to(torch.bfloat16) for _ in range(3))
+    o, lse = tk.attention_forward(q, k, v, causal, autotune=True)
+    torch.cuda.synchronize()
+    tuner = tk.attention_forward_autotuner(N % 64 == 0, D, causal)
+    assert tuner.best_config in tuner.configs and not tuner.failures, tuner.failures
+    assert set(tuner.configs_timings) == set(tuner.configs)  # 1024 keys: whole blocks for every candidate
+    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, D ** -0.5, "bhnd")
+    err, lse_err = rel_err(o, ro), (lse.double() - rlse).abs().max().item()
+    assert err <= TOL and lse_err <= 1e-2, f"N={N} D={D}: O rel err {err:.2e}, LSE {lse_err:.2e} (seed {seed})"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
                     reason="TMA needs sm_90")
 def test_tma_forward_refuses_what_it_cannot_read():
     """TMA=True asked for K/V it cannot read through a (rows, D) descriptor: one error saying why."""

@@ -98,6 +98,22 @@ def test_the_key_has_the_key_arguments_and_the_tensor_dtypes(cache):
     assert len(timer.calls) == 12 and len(stored(cache)) == 3
 
 
+def test_a_key_entry_can_bucket_its_argument(cache):
+    """key=[("n", f)]: arguments with the same f(n) share one tuning (tessera extension)."""
+    def pow2(n):
+        return 1 << (n - 1).bit_length()
+    timer = FakeTimer(TIMES)
+    t = Autotuner(scale_kernel, CONFIGS, key=[("n", pow2)], do_bench=timer)
+    t.tune(*args(3000), grid=(1,))
+    t.tune(*args(4096), grid=(1,))
+    assert len(timer.calls) == 4
+    t.tune(*args(4097), grid=(1,))
+    assert len(timer.calls) == 8
+    results = sorted(stored(cache), key=lambda r: r["key"][0])
+    assert [r["key"][0] for r in results] == [4096, 8192]
+    assert results[0]["key_names"] == ["n:pow2", "dtypes..."]
+
+
 def test_failing_configs_are_skipped_with_their_reason(cache):
     configs = CONFIGS + [Config({"BLOCK": 256}, num_warps=3), Config({"BLOCK": 100})]
     t, timer = tuner(configs=configs, times={**TIMES, 100: 0.01})

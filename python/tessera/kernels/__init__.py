@@ -17,7 +17,7 @@ kernels/attention.py (docs/attention.md).
 tables is importlib.import_module("tessera.kernels.matmul"), and its tables
 are exported here too.
 """
-from .attention import attention, attention_backward, attention_config, attention_forward
+from .attention import attention, attention_backward, attention_config, attention_forward, attention_forward_autotuner
 from .layernorm import layer_norm, layer_norm_config
 from .matmul import (MATMUL_CONFIGS, HOPPER_MATMUL_CONFIGS, HOPPER_EPILOGUE_EXTRA_CONFIGS, matmul_configs, MATMUL_DTYPES, matmul, matmul_autotuner, matmul_config_name,
                      matmul_tma_autotuner, matmul_last_autotuner, matmul_epilogue_autotuner, parse_matmul_config)
@@ -26,4 +26,5 @@ from .softmax import softmax, softmax_config
 __all__ = ["softmax", "softmax_config", "layer_norm", "layer_norm_config", "matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS",
            "HOPPER_EPILOGUE_EXTRA_CONFIGS", "matmul_configs",
            "MATMUL_DTYPES", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner", "matmul_epilogue_autotuner",
-           "matmul_config_name", "parse_matmul_config", "attention", "attention_forward", "attention_backward", "attention_config"]
+           "matmul_config_name", "parse_matmul_config", "attention", "attention_forward", "attention_backward", "attention_config",
+           "attention_forward_autotuner"]

@@ -114,6 +114,30 @@ HOPPER_FORWARD_TMA_UP_TO_KEYS = {(128, True): 1024}  # fewer keys: HOPPER_FORWAR
 HOPPER_FORWARD_TMA_BY_KEYS = {(64, True): [((64, 64, 4, 3, 128), 0, 1024)]}
 
 
+# autotune=True (sm_90a, the forward without modifiers): the candidates @tessera.autotune times
+# per (head dim, causal, TMA, dtypes, power-of-two buckets of the number of keys and of the query
+# rows of all heads, which set how many programs fill the GPU), each
+# (BLOCK_M, BLOCK_N, warps, stages, maxnreg); the table's choice for that key is timed first, so
+# that a tie keeps it. TMA candidates need the number of keys to be a multiple of BLOCK_N.
+AUTOTUNE_FORWARD = [(64, 128, 4, 2, None), (64, 64, 4, 3, 128), (128, 128, 8, 3, None), (128, 64, 8, 3, 128)]
+AUTOTUNE_MAX_KEYS_BUCKET = 16384  # longer sweeps share the 16384 tuning
+AUTOTUNE_QUERY_ROWS = (4096, 262144)  # query rows (B * H * N_Q) bucketed within these bounds
+
+
+def keys_bucket(n_kv):
+    """The autotuned forward's key for N_KV keys: the next power of two, at least 256, at most
+    AUTOTUNE_MAX_KEYS_BUCKET (so a training run's changing lengths tune a handful of times)."""
+    return min(max(256, 1 << (max(1, n_kv) - 1).bit_length()), AUTOTUNE_MAX_KEYS_BUCKET)
+
+
+def query_rows_bucket(q):
+    """The autotuned forward's key for the query tensor: B * H * N_Q rows, to a power of two
+    within AUTOTUNE_QUERY_ROWS (a small batch and a large one fill the GPU differently)."""
+    rows = max(1, math.prod(q.shape[:-1]))
+    lo, hi = AUTOTUNE_QUERY_ROWS
+    return min(max(lo, 1 << (rows - 1).bit_length()), hi)
+
+
 def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=None, tma=False):
     """The launch configuration for this head dim and causal flag (a fresh dict). keys: the
     number of keys, which picks HOPPER_FORWARD_BY_KEYS's entries where they apply (None:
@@ -282,11 +306,15 @@ def _check_mod(name, fn):
 
 
 def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", config=None, *,
-                      score_mod=None, mask_mod=None, kv_range=None, mod_args=()):
+                      score_mod=None, mask_mod=None, kv_range=None, mod_args=(), autotune=False):
     """(O, LSE): O like q (contiguous in `layout`), LSE (B, H, N) fp32, natural log.
     score_mod / mask_mod / kv_range: @jit modifiers (attn_fwd_mod_kernel, docs/fusion.md);
-    rows that see no key then get O = 0, LSE = -inf."""
+    rows that see no key then get O = 0, LSE = -inf. autotune=True: the blocks are
+    @tessera.autotune's choice among AUTOTUNE_FORWARD (attention_forward_autotuner) where dots run on
+    wgmma (sm_90a) and there are no modifiers; elsewhere the table's."""
     B, H, Hk, N, Nk, D = _check(q, k, v, layout)
+    if autotune and config:
+        raise ValueError("attention: config and autotune=True both choose the blocks: pass one")
     mods = score_mod is not None or mask_mod is not None or kv_range is not None
     if mods:
         for name, fn in (("score_mod", score_mod), ("mask_mod", mask_mod), ("kv_range", kv_range)):
@@ -325,6 +353,14 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
                                           KV_RANGE=kv_range, NUM_ARGS=num_args,
                                           num_warps=c["num_warps"], num_stages=c["num_stages"])
         return o, lse
+    if autotune and _on_gpu(q) and wgmma_target():
+        tma = (D, bool(causal)) in HOPPER_FORWARD_TMA and _tma_problem(
+            q, k, v, sk, sv, (B, Hk, Nk, D), {"BLOCK_N": min(x[1] for x in AUTOTUNE_FORWARD)}) is None
+        kk, vv = ((_key_descriptor(x, B * Hk * Nk, D, 64) for x in (k, v)) if tma else (k, v))
+        attention_forward_autotuner(tma, D, causal)[lambda meta: (_cdiv(N, meta["BLOCK_M"]), B * H)](
+            q, kk, vv, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
+            HEAD_DIM=D, CAUSAL=bool(causal), OVERLAP=False, PINGPONG=False, TMA=tma)
+        return o, lse
     kk, vv = k, v
     if c["TMA"]:
         if tma_problem:
@@ -350,6 +386,42 @@ def _tma_problem(q, k, v, sk, sv, dims, c):
         if tuple(strides) != packed or x.data_ptr() % 16:
             return f"{name} packed as (B, H_KV, N_KV, D) in memory, 16-byte aligned (strides {tuple(strides)})"
     return None
+
+
+def _prune_forward(configs, named, **_):
+    """TMA candidates read whole blocks of keys: N_KV must be a multiple of BLOCK_N."""
+    if not named.get("TMA"):
+        return configs
+    return [c for c in configs if named["N_KV"] % c.kwargs["BLOCK_N"] == 0]
+
+
+def _tma_block_shapes(nargs):
+    """Config pre_hook of the TMA forward: K's and V's descriptors read [BLOCK_N, HEAD_DIM] blocks."""
+    for name in ("K", "V"):
+        nargs[name].block_shape = (nargs["BLOCK_N"], nargs["HEAD_DIM"])
+
+
+def attention_forward_autotuner(tma, D, causal):
+    """The tessera.Autotuner of attn_fwd_kernel for autotune=True (TMA: K and V as descriptors):
+    AUTOTUNE_FORWARD, the table's blocks for (D, causal) first; keyed on HEAD_DIM, CAUSAL, TMA,
+    keys_bucket(N_KV) and query_rows_bucket(Q) (and the dtypes). .best_config is the config of its
+    last launch."""
+    from ..autotune import Config, autotune
+    key = ("forward_autotuner", bool(tma), D, bool(causal))
+    if key not in _tuners:
+        c = attention_config(D, causal, wgmma=True, tma=tma)
+        table = (c["BLOCK_M"], c["BLOCK_N"], c["num_warps"], c["num_stages"], c["maxnreg"])
+        order = [table] + [x for x in AUTOTUNE_FORWARD if x != table]
+        configs = [Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st, maxnreg=r,
+                          pre_hook=_tma_block_shapes if tma else None) for bm, bn, w, st, r in order]
+        _tuners[key] = autotune(configs=configs, key=["HEAD_DIM", "CAUSAL", "TMA", ("N_KV", keys_bucket),
+                                                            ("Q", query_rows_bucket)],
+                                prune_configs_by={"early_config_prune": _prune_forward})(
+                                    _kernels(False)["attn_fwd_kernel"])
+    return _tuners[key]
+
+
+_tuners = {}
 
 
 def _key_descriptor(x, rows, D, block_n):
@@ -403,8 +475,8 @@ def _autograd_function():
 
         class AttentionFunction(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, causal, sm_scale, layout, config):
-                o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config)
+            def forward(ctx, q, k, v, causal, sm_scale, layout, config, autotune):
+                o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config, autotune=autotune)
                 ctx.save_for_backward(q, k, v, o, lse)
                 ctx.causal, ctx.sm_scale, ctx.layout, ctx.config = causal, sm_scale, layout, config
                 ctx.mark_non_differentiable(lse)
@@ -415,16 +487,17 @@ def _autograd_function():
                 q, k, v, o, lse = ctx.saved_tensors
                 dq, dk, dv = attention_backward(do, q, k, v, o, lse, ctx.causal, ctx.sm_scale, ctx.layout,
                                                 ctx.config)
-                return dq, dk, dv, None, None, None, None
+                return dq, dk, dv, None, None, None, None, None
 
         _Function = AttentionFunction
     return _Function
 
 
 def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=False, config=None,
-              score_mod=None, mask_mod=None, kv_range=None, mod_args=()):
+              score_mod=None, mask_mod=None, kv_range=None, mod_args=(), autotune=False):
     """softmax(sm_scale * q k^T [causal mask]) v; sm_scale defaults to 1/sqrt(head_dim).
-    Differentiable (torch autograd) when an input requires grad.
+    Differentiable (torch autograd) when an input requires grad. autotune=True: the forward's
+    blocks are @tessera.autotune's choice on sm_90a (attention_forward); else the table's.
 
     Modifiers (FlexAttention-style, forward only; docs/fusion.md): @tessera.jit functions
     inlined into the kernel, each given `mod_args` (tensors as pointers, or scalars) last:
@@ -447,7 +520,7 @@ def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=F
     if _is_torch(q):
         import torch
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-            o, lse = _autograd_function().apply(q, k, v, bool(causal), sm_scale, layout, config)
+            o, lse = _autograd_function().apply(q, k, v, bool(causal), sm_scale, layout, config, autotune)
             return (o, lse) if return_lse else o
-    o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config)
+    o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config, autotune=autotune)
     return (o, lse) if return_lse else o
