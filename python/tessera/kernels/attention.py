@@ -101,7 +101,7 @@ HOPPER_FORWARD_BY_KEYS = {
 # N = 1k/4k/16k, same run, Triton on the same source with its best blocks, HOPPER_FORWARD's, in
 # brackets). D = 128 (2026-11-22), 128 x 128 / 8 warps / 3 stages: 446/590/618 (403/508/532),
 # causal 300/496/612 (277/435/527); causal up to 1024 keys keeps the 64 x 64 pointer blocks
-# (319 vs 300). D = 64 (2026-11-23, the copies issued under S = Q K^T, docs/tma.md), 64 x 128 /
+# (319 vs 300). D = 64 (2026-11-22, session 13, the copies issued under S = Q K^T, docs/tma.md), 64 x 128 /
 # 4 warps / 2 stages: 459/507/490 (407/447/432), causal 319/463/460 (308/417/402); causal up to
 # 1024 keys 64 x 64 / 4 warps / 3 stages / 128 registers (HOPPER_FORWARD_TMA_BY_KEYS): 325 vs 319.
 HOPPER_FORWARD_TMA = {
