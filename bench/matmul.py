@@ -11,6 +11,8 @@ Providers:
                      persist in the tessera cache, so a second run tunes nothing)
   tessera_cpasync    the wrapper with tma=False: the cp.async kernel where TMA would apply (sm_90a)
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
+  tessera_persistent the wrapper with persistent=True: matmul_tma_persistent_kernel, the default config,
+                     as many programs as SMs looping over the tiles (sm_90a)
   tessera_tma_raw    matmul_tma_kernel[grid](...) (sm_90a), the default config, descriptors made once
   tessera_tma_store_raw  matmul_tma_store_kernel: the same with C written by a TMA store (desc.store)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
@@ -106,6 +108,7 @@ def main(argv=None):
         "tessera": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False)),
         "tessera_autotuned": autotuned,
         "tessera_cpasync": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False, tma=False)),
+        "tessera_persistent": lambda x: (lambda: tk.matmul(x[0], x[1], out=x[2], autotune=False, persistent=True)),
         "tessera_raw": lambda x: launcher(matmul_kernel, *x, (default["BLOCK_M"], default["BLOCK_N"],
                                                               default["BLOCK_K"]), first.num_warps,
                                           stages=first.num_stages),

@@ -84,3 +84,25 @@ def test_forced_configs_tma_false_and_column_major(fake):
     assert fake.last()["kernel"] == "matmul_epilogue_kernel"
     tk.matmul(a, b, out, config="64x128x64/w4/s4")
     assert fake.last()["kernel"] == "matmul_tma_kernel"
+
+
+def test_persistent_launches_as_many_programs_as_sms(fake):
+    """persistent=True: matmul_tma_persistent_kernel on min(SMs, tiles) programs, NUM_SMS the
+    device's SM count (the tile loop's step); without the TMA path it is one clear error."""
+    sms = tessera._C.device_properties(-1)["multiprocessor_count"]
+    M, N, K = 4096, 4096, 512
+    a, b, out, bias = operands(M, N, K)
+    tk.matmul(a, b, out, persistent=True, config="128x256x64/w8/s4")
+    last = fake.last()
+    assert last["kernel"] == "matmul_tma_persistent_kernel"
+    assert last["grid"] == (min(sms, (M // 128) * (N // 256)), 1, 1)
+    tk.matmul(a, b, out, persistent=True)  # autotuned
+    assert fake.last()["kernel"] == "matmul_tma_persistent_kernel"
+    assert not tk.matmul_tma_persistent_autotuner().failures
+    a2, b2, out2, _ = operands(100, 64, 64)  # fewer tiles than SMs: a program each
+    tk.matmul(a2, b2, out2, persistent=True, config="64x64x64/w4/s3")
+    assert fake.last()["grid"] == (2, 1, 1)
+    with pytest.raises(ValueError, match="persistent=True needs the TMA kernel"):
+        tk.matmul(a, b, out, persistent=True, tma=False)
+    with pytest.raises(ValueError, match="persistent=True needs the TMA kernel"):
+        tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), persistent=True)

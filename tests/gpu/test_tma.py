@@ -119,6 +119,23 @@ def test_tma_matmul_matches_float64(shape, dtype, config):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES + [(4096, 4096, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", [MM.HOPPER_MATMUL_CONFIGS[0], "64x64x64/w4/s3", None],
+                         ids=["first", "64x64x64", "autotuned"])
+def test_persistent_matmul_matches_float64(shape, dtype, config):
+    """tk.matmul(..., persistent=True): min(SMs, tiles) programs, each looping over its tiles
+    (4096 x 4096 at 128 x 256: 512 tiles on 132 programs), poisoned output."""
+    M, N, K = shape
+    torch.manual_seed(M + N + K + 1)
+    a = torch.randn((M, K), device="cuda").to(DTYPES[dtype])
+    b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
+    c = poisoned((M, N), a.dtype)
+    tk.matmul(a, b, c, persistent=True, config=config)
+    torch.cuda.synchronize()
+    assert_rel_err(c, a.double() @ b.double(), 1e-2, f"persistent {config} {shape}")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_tma_store_matmul_matches_float64(shape, dtype):
     """matmul_tma_store_kernel: C through desc.store (TMA stores clip the ragged edges)."""

@@ -20,11 +20,13 @@ are exported here too.
 from .attention import attention, attention_backward, attention_config, attention_forward, attention_forward_autotuner
 from .layernorm import layer_norm, layer_norm_config
 from .matmul import (MATMUL_CONFIGS, HOPPER_MATMUL_CONFIGS, HOPPER_EPILOGUE_EXTRA_CONFIGS, matmul_configs, MATMUL_DTYPES, matmul, matmul_autotuner, matmul_config_name,
-                     matmul_tma_autotuner, matmul_last_autotuner, matmul_epilogue_autotuner, parse_matmul_config)
+                     matmul_tma_autotuner, matmul_last_autotuner, matmul_epilogue_autotuner, parse_matmul_config,
+                     matmul_tma_persistent_autotuner)
 from .softmax import softmax, softmax_config
 
 __all__ = ["softmax", "softmax_config", "layer_norm", "layer_norm_config", "matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS",
            "HOPPER_EPILOGUE_EXTRA_CONFIGS", "matmul_configs",
            "MATMUL_DTYPES", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner", "matmul_epilogue_autotuner",
+           "matmul_tma_persistent_autotuner",
            "matmul_config_name", "parse_matmul_config", "attention", "attention_forward", "attention_backward", "attention_config",
            "attention_forward_autotuner"]

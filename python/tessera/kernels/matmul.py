@@ -348,6 +348,20 @@ def matmul_tma_autotuner():
     return _state["tma_autotuner"]
 
 
+def matmul_tma_persistent_autotuner():
+    """The tessera.Autotuner of matmul_tma_persistent_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N, K)."""
+    if "tma_persistent_autotuner" not in _state:
+        _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel, _tma_configs())
+    return _state["tma_persistent_autotuner"]
+
+
+def _ext_module():
+    from .. import _C
+    if _C is None:
+        raise RuntimeError(f"{_NAME}: tessera._C is not built")
+    return _C
+
+
 def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel=None, tuner=None, extra=(), meta=None):
     """Launches a TMA kernel on descriptors of a and b: matmul_tma_kernel (autotuned by
     matmul_tma_autotuner()), or `kernel` / `tuner` with `extra` arguments after C's strides and
@@ -461,7 +475,7 @@ def matmul_epilogue_autotuner(epilogue, tma=True):
 
 
 def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, autotune=None, interpret=None,
-           tma=None):
+           tma=None, persistent=False):
     """C = a @ b for 2-D tensors a (M x K) and b (K x N) of one dtype (supported_dtypes()),
     any strides. Returns `out` (M x N; allocated in the input dtype when None).
 
@@ -474,7 +488,9 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
     TESSERA_INTERPRET, only for host inputs). tma: False takes the cp.async kernel where the
     TMA one would apply (default: TMA on sm_90a for row-major operands, unless
-    TESSERA_MATMUL_TMA=0; with or without an epilogue)."""
+    TESSERA_MATMUL_TMA=0; with or without an epilogue). persistent: True launches
+    matmul_tma_persistent_kernel (as many programs as SMs, each looping over tiles; the TMA path
+    without an epilogue only, autotuned by matmul_tma_persistent_autotuner())."""
     if interpret is None:
         host = _Operand(a, "a").device != "cuda"
         interpret = host and _interpret_default()
@@ -504,6 +520,9 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     # TMA (sm_90a, row-major operands): the descriptors need K > 0 and blocks of >= 32-byte rows.
     use_tma = (not interpret and tma is not False and K > 0 and _uses_tma(A, B)
                and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32))
+    if persistent and (not use_tma or epilogue is not None):
+        raise ValueError(f"{_NAME}: persistent=True needs the TMA kernel (sm_90a, row-major 16-byte aligned "
+                         "operands, K > 0, tma not False) and no epilogue")
     if epilogue is not None:
         slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)
         kernel, tuner, name = _epilogue_kernel(epilogue, bool(interpret), use_tma)
@@ -519,6 +538,15 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         return out
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
+    if persistent:
+        sms = _ext_module().device_properties(-1)["multiprocessor_count"]
+
+        def persistent_grid(meta):
+            return (min(sms, grid(meta)[0]),)
+        _launch_tma(a, b, out, A, B, O, M, N, K, chosen, persistent_grid,
+                    _kernel_module().matmul_tma_persistent_kernel,
+                    None if chosen is not None else matmul_tma_persistent_autotuner(), meta={"NUM_SMS": sms})
+        return out
     if use_tma:
         _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid)
         return out
@@ -533,4 +561,4 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
 __all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "HOPPER_EPILOGUE_EXTRA_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
            "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner",
-           "matmul_epilogue_autotuner", "prune_matmul_configs"]
+           "matmul_epilogue_autotuner", "matmul_tma_persistent_autotuner", "prune_matmul_configs"]
