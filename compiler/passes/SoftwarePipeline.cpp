@@ -56,13 +56,18 @@
 // A = S-1 (the stage read last iteration) where every dot that reads the
 // ring has been waited for by then; A = S-2 where a later async dot reads
 // it (attention's P V, running on into the next iteration). With more than
-// one warpgroup the copies go at the end of the body (A = S-1) and the
-// barrier becomes a second ring of "empty" mbarriers (arrivals: every
-// thread), so that no warpgroup waits for the slowest each iteration:
-//     mbarrier_arrive(empty, stage - 1 mod S, iv != lb)      -- every thread
-//     mbarrier_wait(empty, stage - 1 mod S, parity of the last iteration,
-//                   iv != lb) {leader = 1}       -- the copying warp only
+// one warpgroup the barrier becomes a second ring of "empty" mbarriers
+// (arrivals: every thread), so that no warpgroup waits for the slowest each
+// iteration; each thread arrives as soon as it is done with a stage, a step
+// before the copying warp needs it (attention, A = S-2):
+//     x = dot(...)
+//     mbarrier_wait(empty, stage + A mod S, parity of iteration iv - (S-A),
+//                   iv >= lb + (S-A)*s) {leader = 1}   -- the copying warp only
 //     async_tma_copy(...)
+//     ... the rest of the body ...
+//     mbarrier_arrive(empty, stage - 1 mod S, iv != lb)   -- every thread
+// (a GEMM, whose async first dot finishes last iteration's reads only when
+// issued, arrives right before the wait instead).
 //
 // Blocks that only a later dot of the body reads (attention's V, read by
 // P V after the softmax) get a second ring (formRings): own mbarriers, waited
@@ -127,6 +132,7 @@ struct TmaRing {
   std::vector<Candidate> cs;
   unsigned stages;
   unsigned ahead = 0; // iterations its copies run ahead (refillRings)
+  bool readByAsyncFirstDot = false; // the body's first dot reads it and runs on (a GEMM's)
   Value *full = nullptr, *empty = nullptr; // mbarriers: a stage has landed / been read by every warp
   Value *stage = nullptr, *phase = nullptr;
 };
@@ -653,7 +659,13 @@ private:
     }
     rings.push_back(std::move(first));
     if (!later.cs.empty()) rings.push_back(std::move(later));
-    for (TmaRing &r : rings) r.ahead = r.stages - (hasEmptyMbarriers() || doneAtFirstDot(r) ? 1 : 2);
+    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
+    for (TmaRing &r : rings) {
+      r.ahead = r.stages - (doneAtFirstDot(r) ? 1 : 2);
+      r.readByAsyncFirstDot = firstDotAsync && std::any_of(r.cs.begin(), r.cs.end(), [&](const Candidate &c) {
+        return readsValue(*firstDot_, c.convert->result());
+      });
+    }
     return rings;
   }
 
@@ -723,36 +735,55 @@ private:
   }
 
   // The copies of iteration iv + ahead into the stage a ring read `stages - ahead`
-  // iterations ago. One warpgroup: right after the first dot is issued, behind a barrier
-  // (every warp has waited for that stage's dots), so the copying warp issues them while
-  // the tensor cores work on that dot; issued at the end of the body they held that warp
-  // back, and the other warps waited for it at the next dot (a wgmma needs the whole
-  // warpgroup). The stage is one the ring read last iteration where its dots are done by
-  // then (doneAtFirstDot: attention's K, a GEMM's A and B), else two iterations ago
-  // (attention's V, whose P V runs on into the next step). Several warpgroups: at the end
-  // of the body, each ring the stage it read last iteration, freed by "empty" mbarriers.
+  // iterations ago, issued right after the first dot's wgmmas (before they are waited
+  // for), so that the copying warp works while the tensor cores do; issued at the end of
+  // the body they held that warp back, and its warpgroup waited for it at the next dot (a
+  // wgmma needs the whole warpgroup). The stage is one the ring read last iteration where
+  // its dots are done by then (doneAtFirstDot: attention's K, a GEMM's A and B), else two
+  // iterations ago (attention's V, whose P V runs on into the next step). One warpgroup:
+  // behind a barrier. Several: behind the stage's "empty" mbarrier, on which every thread
+  // arrives once done with it and only the copying warp waits.
   void refillRings(const std::vector<TmaRing> &rings) {
     if (rings.empty()) return;
-    Builder b(body_);
-    b.setInsertionPoint(body_, rings.front().empty ? positionOf(*body_->terminator()) : std::next(positionOf(*firstDot_)));
+    Builder b(body_), end(body_);
+    b.setInsertionPoint(body_, std::next(positionOf(*firstDot_)));
+    end.setInsertionPoint(body_, positionOf(*body_->terminator()));
     b.setLoc(loop_.loc);
+    end.setLoc(loop_.loc);
     if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
     for (const TmaRing &r : rings) {
-      Value *previous = stageAhead(b, r.stage, r.ahead, r.stages);
-      if (r.empty) {
-        // Each warp is done with that stage (its dots of the iteration before have been
-        // waited for above) and says so; the thread that copies waits for all of them, the
-        // other warps go on. Iteration 0 refills the stage no iteration has read yet.
-        const Type i32(ScalarType::I32), i1(ScalarType::I1);
-        Value *notFirst = b.op(OpCode::Cmp, {body_->args[0].get(), loop_.operand(0)}, i1, {{"predicate", std::string("ne")}});
-        b.create(OpCode::MbarrierArrive, {r.empty, previous, notFirst}, {});
-        // The previous iteration's phase: this one's, unflipped where the stage wrapped to 0.
-        Value *wrapped = b.op(OpCode::Cmp, {r.stage, b.intConstant(0, i32)}, i1, {{"predicate", std::string("eq")}});
-        Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wrapped}, i32)}, i32);
-        b.create(OpCode::MbarrierWait, {r.empty, previous, parity, notFirst}, {}, {{"leader", int64_t{1}}});
-      }
-      emitCopiesAhead(r.cs, b, previous, r.ahead, &LoopPipeliner::emitTmaCopies);
+      Value *target = stageAhead(b, r.stage, r.ahead, r.stages);
+      if (r.empty) emitEmptyWait(r, b, end, target);
+      emitCopiesAhead(r.cs, b, target, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
+  }
+
+  // Several warpgroups: each thread arrives on the empty mbarrier of a stage once its dots
+  // that read it are done, and the copying warp waits there for all of them before `b`'s
+  // copies into `target`, the stage read d = stages - ahead iterations ago. A ring the
+  // (async) first dot reads is done with last iteration's stage once that dot is issued
+  // (its wait_group 1): arrive there, just before the wait. Otherwise at the end of the
+  // body (`end`), on this iteration's stage (d = 1) or the last one's (d = 2), a step before
+  // the copying warp needs it. Iterations before the first read neither arrive nor wait.
+  void emitEmptyWait(const TmaRing &r, Builder &b, Builder &end, Value *target) {
+    const Type i32(ScalarType::I32), i1(ScalarType::I1);
+    const int64_t d = r.stages - r.ahead;
+    Value *iv = body_->args[0].get();
+    auto ivAtLeast = [&](Builder &at, int64_t iterations) {
+      Value *bound = iterations == 0 ? loop_.operand(0)
+                                     : at.op(OpCode::Add, {loop_.operand(0), at.intConstant(iterations * step_, ivType())}, ivType());
+      return at.op(OpCode::Cmp, {iv, bound}, i1, {{"predicate", std::string("ge")}});
+    };
+    if (r.readByAsyncFirstDot) {
+      b.create(OpCode::MbarrierArrive, {r.empty, target, ivAtLeast(b, d)}, {});
+    } else {
+      Value *read = d == 1 ? r.stage : stageAhead(end, r.stage, r.stages - 1, r.stages);
+      end.create(OpCode::MbarrierArrive, {r.empty, read, ivAtLeast(end, d - 1)}, {});
+    }
+    // The parity of iteration iv - d: this one's phase, flipped where going back d wraps.
+    Value *wraps = b.op(OpCode::Cmp, {r.stage, b.intConstant(d, i32)}, i1, {{"predicate", std::string("lt")}});
+    Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wraps}, i32)}, i32);
+    b.create(OpCode::MbarrierWait, {r.empty, target, parity, ivAtLeast(b, d)}, {}, {{"leader", int64_t{1}}});
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {

@@ -429,14 +429,15 @@ def test_tma_forward_key_loops_take_k_and_v_from_the_tma_unit(D, BLOCK_M, BLOCK_
     (64, 64, 64, 4, 3, {"K": 2, "V": 0}),     # K's ring: the stage S read last step; V's: P V runs on
     (64, 64, 128, 4, 2, {"K": 1, "V": 1}),    # one ring, no async dot: the stage read last step
     (64, 64, 64, 4, 4, {"K": 2, "V": 2}),     # one ring that P V reads: two steps ago
-    (128, 128, 128, 8, 3, {"K": 2, "V": 2}),  # two warpgroups: at the end of the step, as before
+    (128, 128, 128, 8, 3, {"K": 1, "V": 1}),  # two warpgroups: behind the empty mbarriers, as one ring
 ])
 def test_tma_copies_go_under_the_first_dot(D, BLOCK_M, BLOCK_N, warps, stages, ahead):
-    """One warpgroup: the ring's copies are issued right after S = Q K^T's wgmmas (behind a
-    barrier) and before S is waited for, so the copying warp works while the tensor cores do;
-    at the end of the step it held the warpgroup's next wgmma back (D64 +6-9 %). How far ahead
-    they go shows in the prologue: one copy a block per step ahead. Two warpgroups keep the
-    copies at the end of the step behind their "empty" mbarriers."""
+    """The ring's copies are issued right after S = Q K^T's wgmmas and before S is waited for, so
+    the copying warp works while the tensor cores do; at the end of the step it held its
+    warpgroup's next wgmma back (D64 +6-9 %, D128 +6-15 %). One warpgroup: behind a barrier.
+    Two: behind the stage's "empty" mbarrier, on which every thread arrives at the end of the
+    step (a step before the copying warp waits there). How far ahead they go shows in the
+    prologue: one copy a block per step ahead."""
     sig = signature("attn_fwd_kernel", "bf16").split(",")
     sig[1] = sig[2] = f"tensordesc<bf16[{BLOCK_N},{D}]>"
     k = tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_kernel", signature=",".join(sig),
@@ -456,7 +457,9 @@ def test_tma_copies_go_under_the_first_dot(D, BLOCK_M, BLOCK_N, warps, stages, a
         assert first_dot < loop.index("barrier", first_dot) < copies[0] < copies[1] < s_wait, loop
         assert "mbarrier_arrive" not in loop
     else:
-        assert copies[0] > loop.rindex("= dot ") and "mbarrier_arrive" in loop
+        wait = loop.index("mbarrier_wait", first_dot)
+        assert "{leader = 1}" in loop[wait:loop.index("\n", wait)] and first_dot < wait < copies[0], loop
+        assert copies[1] < loop.index("dot_wait", first_dot) < loop.rindex("= dot ") < loop.index("mbarrier_arrive"), loop
 
 
 @pytest.mark.parametrize("D, BLOCK, warps, stages, v_stages", [(64, 64, 4, 3, 2), (64, 64, 4, 4, 4), (128, 128, 8, 3, 3)])
