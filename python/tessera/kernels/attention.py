@@ -19,10 +19,11 @@ j <= i), as torch's is_causal.
 
 Inputs: CUDA tensors (fp16 or bf16, head dims 16, 32, 64 or 128) run on the
 GPU; numpy arrays and CPU torch tensors run on tessera's host interpreter
-(slow, for tests). Block sizes and warps come from CONFIGS (HOPPER_FORWARD for the
-forward on sm_90a) by head dim and causal flag; `config=` overrides any of them (attention_config(D, causal)
-shows the keys: forward BLOCK_M, BLOCK_N, num_warps, num_stages (3 where dots run on
-wgmma, else 2), maxnreg, OVERLAP and PINGPONG (two schedules of the key step,
+(slow, for tests). Block sizes and warps come from CONFIGS (HOPPER_FORWARD and
+HOPPER_FORWARD_TMA for the forward on sm_90a) by head dim and causal flag, or with
+autotune=True from @tessera.autotune (attention_forward_autotuner, sm_90a); `config=`
+overrides any of them (attention_config(D, causal) shows the keys: forward BLOCK_M,
+BLOCK_N, num_warps, num_stages (3 where dots run on wgmma, else 2; the D64 TMA blocks 2), maxnreg, OVERLAP and PINGPONG (two schedules of the key step,
 kernels/attention.py), TMA (K and V through tensor descriptors, Hopper, for K/V packed as
 (B, H_KV, N_KV, D) with N_KV a multiple of BLOCK_N); backward bwd_num_stages, DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv_num_warps,
 DQ_BLOCK_M, DQ_BLOCK_N, dq_num_warps).
