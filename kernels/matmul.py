@@ -36,6 +36,16 @@ def _tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: t
 
 
 @tessera.jit
+def _store_tile(c, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Tile (pid_m, pid_n) of C, already in C's element type; rows and columns past M, N masked."""
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tessera.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -56,13 +66,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
         acc += tl.dot(a, b)
-    c = acc.to(c_ptr.dtype.element_ty)
-
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+    _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
 
 
 @tessera.jit
@@ -182,13 +186,7 @@ def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
-    c = acc.to(c_ptr.dtype.element_ty)
-
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+    _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
 
 
 @tessera.jit
@@ -202,10 +200,7 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stri
     for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
         pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
-        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+        _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
 
 
 @tessera.jit

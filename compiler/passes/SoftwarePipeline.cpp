@@ -132,7 +132,6 @@ struct TmaRing {
   std::vector<Candidate> cs;
   unsigned stages;
   unsigned ahead = 0; // iterations its copies run ahead (refillRings)
-  bool readByAsyncFirstDot = false; // the body's first dot reads it and runs on (a GEMM's)
   Value *full = nullptr, *empty = nullptr; // mbarriers: a stage has landed / been read by every warp
   Value *stage = nullptr, *phase = nullptr;
 };
@@ -659,13 +658,7 @@ private:
     }
     rings.push_back(std::move(first));
     if (!later.cs.empty()) rings.push_back(std::move(later));
-    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
-    for (TmaRing &r : rings) {
-      r.ahead = r.stages - (doneAtFirstDot(r) ? 1 : 2);
-      r.readByAsyncFirstDot = firstDotAsync && std::any_of(r.cs.begin(), r.cs.end(), [&](const Candidate &c) {
-        return readsValue(*firstDot_, c.convert->result());
-      });
-    }
+    for (TmaRing &r : rings) r.ahead = r.stages - (doneAtFirstDot(r) ? 1 : 2);
     return rings;
   }
 
@@ -751,21 +744,23 @@ private:
     b.setLoc(loop_.loc);
     end.setLoc(loop_.loc);
     if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
+    // The first ring is the one the first dot reads (formRings).
+    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
     for (const TmaRing &r : rings) {
       Value *target = stageAhead(b, r.stage, r.ahead, r.stages);
-      if (r.empty) emitEmptyWait(r, b, end, target);
+      if (r.empty) emitEmptyWait(r, b, end, target, firstDotAsync && &r == &rings.front());
       emitCopiesAhead(r.cs, b, target, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
   }
 
   // Several warpgroups: each thread arrives on the empty mbarrier of a stage once its dots
   // that read it are done, and the copying warp waits there for all of them before `b`'s
-  // copies into `target`, the stage read d = stages - ahead iterations ago. A ring the
-  // (async) first dot reads is done with last iteration's stage once that dot is issued
-  // (its wait_group 1): arrive there, just before the wait. Otherwise at the end of the
+  // copies into `target`, the stage read d = stages - ahead iterations ago. A ring an
+  // async first dot reads (readByAsyncFirstDot) is done with last iteration's stage once
+  // that dot is issued (its wait_group 1): arrive there, just before the wait. Otherwise at the end of the
   // body (`end`), on this iteration's stage (d = 1) or the last one's (d = 2), a step before
   // the copying warp needs it. Iterations before the first read neither arrive nor wait.
-  void emitEmptyWait(const TmaRing &r, Builder &b, Builder &end, Value *target) {
+  void emitEmptyWait(const TmaRing &r, Builder &b, Builder &end, Value *target, bool readByAsyncFirstDot) {
     const Type i32(ScalarType::I32), i1(ScalarType::I1);
     const int64_t d = r.stages - r.ahead;
     Value *iv = body_->args[0].get();
@@ -774,8 +769,9 @@ private:
                                      : at.op(OpCode::Add, {loop_.operand(0), at.intConstant(iterations * step_, ivType())}, ivType());
       return at.op(OpCode::Cmp, {iv, bound}, i1, {{"predicate", std::string("ge")}});
     };
-    if (r.readByAsyncFirstDot) {
-      b.create(OpCode::MbarrierArrive, {r.empty, target, ivAtLeast(b, d)}, {});
+    Value *readBefore = ivAtLeast(b, d); // iteration iv - d exists
+    if (readByAsyncFirstDot) {
+      b.create(OpCode::MbarrierArrive, {r.empty, target, readBefore}, {});
     } else {
       Value *read = d == 1 ? r.stage : stageAhead(end, r.stage, r.stages - 1, r.stages);
       end.create(OpCode::MbarrierArrive, {r.empty, read, ivAtLeast(end, d - 1)}, {});
@@ -783,7 +779,7 @@ private:
     // The parity of iteration iv - d: this one's phase, flipped where going back d wraps.
     Value *wraps = b.op(OpCode::Cmp, {r.stage, b.intConstant(d, i32)}, i1, {{"predicate", std::string("lt")}});
     Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wraps}, i32)}, i32);
-    b.create(OpCode::MbarrierWait, {r.empty, target, parity, ivAtLeast(b, d)}, {}, {{"leader", int64_t{1}}});
+    b.create(OpCode::MbarrierWait, {r.empty, target, parity, readBefore}, {}, {{"leader", int64_t{1}}});
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {

@@ -355,13 +355,6 @@ def matmul_tma_persistent_autotuner():
     return _state["tma_persistent_autotuner"]
 
 
-def _ext_module():
-    from .. import _C
-    if _C is None:
-        raise RuntimeError(f"{_NAME}: tessera._C is not built")
-    return _C
-
-
 def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel=None, tuner=None, extra=(), meta=None):
     """Launches a TMA kernel on descriptors of a and b: matmul_tma_kernel (autotuned by
     matmul_tma_autotuner()), or `kernel` / `tuner` with `extra` arguments after C's strides and
@@ -539,7 +532,8 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     if persistent:
-        sms = _ext_module().device_properties(-1)["multiprocessor_count"]
+        from ..jit import _ext
+        sms = _ext().device_properties(-1)["multiprocessor_count"]
 
         def persistent_grid(meta):
             return (min(sms, grid(meta)[0]),)
