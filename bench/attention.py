@@ -13,7 +13,10 @@ when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
 Provider tessera_autotuned: tk.attention_forward(..., autotune=True), tuned in its first
-(checking) call, so the timed runs launch the winner.
+(checking) call, so the timed runs launch the winner. Provider tessera_ws: the table's blocks
+with WARP_SPECIALIZE=True (a producer warpgroup issues the TMA copies, docs/tma.md; where the
+table's forward does not use TMA it is the same kernel as tessera). --sweep adds tessera_tmaws_*
+and tessera_tmawspp_* (with PINGPONG).
 
     python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,cudnn,triton]
                                [--sweep]   # also time other tessera block configs
@@ -140,18 +143,22 @@ def providers(sweep=False):
     # "torch" is SDPA's flash back-end (FlashAttention-2); "cudnn" its cuDNN back-end.
     out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
            "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider(),
-           "tessera_autotuned": tessera_provider(autotune=True)}
+           "tessera_autotuned": tessera_provider(autotune=True),
+           "tessera_ws": tessera_provider({"WARP_SPECIALIZE": True})}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),
                                         ("tessera_tma_", SWEEP_TMA, ("TMA",)),
                                         ("tessera_tmaov_", SWEEP_TMA, ("TMA", "OVERLAP")),
-                                        ("tessera_tmapp_", SWEEP_PINGPONG, ("TMA", "PINGPONG"))):
+                                        ("tessera_tmapp_", SWEEP_PINGPONG, ("TMA", "PINGPONG")),
+                                        ("tessera_tmaws_", SWEEP_TMA, ("TMA", "WARP_SPECIALIZE")),
+                                        ("tessera_tmawspp_", SWEEP_PINGPONG, ("TMA", "PINGPONG", "WARP_SPECIALIZE"))):
             for bm, bn, w, st, regs in table:
                 name = f"{prefix}{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "")
                 out[name] = tessera_provider({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st,
                                               "OVERLAP": "OVERLAP" in schedule, "PINGPONG": "PINGPONG" in schedule,
-                                              "TMA": "TMA" in schedule, "maxnreg": regs})
+                                              "TMA": "TMA" in schedule, "maxnreg": regs,
+                                              "WARP_SPECIALIZE": "WARP_SPECIALIZE" in schedule})
         for bm, bn, w, st in SWEEP_TRITON:
             out[f"triton_{bm}x{bn}w{w}s{st}"] = triton_provider((bm, bn, w, st))
     if sweep == "bwd":

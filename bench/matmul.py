@@ -15,6 +15,8 @@ Providers:
                      as many programs as SMs looping over the tiles (sm_90a)
   tessera_tma_raw    matmul_tma_kernel[grid](...) (sm_90a), the default config, descriptors made once
   tessera_tma_store_raw  matmul_tma_store_kernel: the same with C written by a TMA store (desc.store)
+  tessera_tma_ws_raw matmul_tma_kernel with WARP_SPECIALIZE=True: a producer warpgroup issues the
+                     copies (num_warps + 4 warps, docs/tma.md)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
   triton_wide        the same Triton kernel at 128x256x64, 8 warps, 3 stages (its Hopper pick)
 
@@ -121,7 +123,7 @@ def main(argv=None):
     if tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS:
         from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel
 
-        def tma_raw(x, store_c=False):
+        def tma_raw(x, store_c=False, warp_specialize=False):
             """The default config's TMA kernel on descriptors made once; store_c: C through a
             descriptor too (matmul_tma_store_kernel), else through its pointer."""
             a, b, c = x
@@ -133,12 +135,15 @@ def main(argv=None):
             grid = (tessera.cdiv(M, bm) * tessera.cdiv(N, bn),)
             meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=first.num_warps,
                         num_stages=first.num_stages)
+            if warp_specialize:
+                meta["WARP_SPECIALIZE"] = True
             if store_c:
                 c_desc = tessera.TensorDescriptor.from_tensor(c, [bm, bn])
                 return lambda: matmul_tma_store_kernel[grid](a_desc, b_desc, c_desc, M, N, K, **meta)
             return lambda: matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **meta)
         providers["tessera_tma_raw"] = tma_raw
         providers["tessera_tma_store_raw"] = lambda x: tma_raw(x, store_c=True)
+        providers["tessera_tma_ws_raw"] = lambda x: tma_raw(x, warp_specialize=True)
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),

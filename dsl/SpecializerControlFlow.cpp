@@ -484,6 +484,15 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   for (ir::Value *v : c.inits) resultTypes.push_back(v->type);
 
   ir::Operation *forOp = b_.create(ir::OpCode::For, operands, resultTypes, {}, 1);
+  // tl.range(..., warp_specialize=True): a hint to the pipeline pass (a producer warpgroup
+  // issues the loop's TMA copies, docs/tma.md); constexpr, as in Triton.
+  for (const auto &kw : call->keywords)
+    if (kw.name == "warp_specialize") {
+      SValue v = eval(*kw.value);
+      if (!v.isConst() || (v.c.kind != ConstexprValue::Kind::Bool && v.c.kind != ConstexprValue::Kind::Int))
+        error(kw.loc, "warp_specialize must be a constexpr bool, got " + describe(v));
+      if (constTruth(v.c)) forOp->attrs["warp_specialize"] = int64_t{1};
+    }
   auto after = b_.block()->ops.end();
   ir::Block *outer = b_.block();
   ir::Block *body = forOp->region(0);

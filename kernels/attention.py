@@ -67,16 +67,19 @@ def _load_keys(ptrs, ok, MASKED: tl.constexpr):
 def _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, MASK_KEYS: tl.constexpr, DIAGONAL: tl.constexpr,
-                     PINGPONG: tl.constexpr = False, TMA: tl.constexpr = False, kv_row0=0):
+                     PINGPONG: tl.constexpr = False, TMA: tl.constexpr = False, kv_row0=0,
+                     WARP_SPECIALIZE: tl.constexpr = False):
     """Keys lo..hi into the running (acc, l_i, m_i) of the rows offs_m. MASK_KEYS: hi may be
     ragged (keys >= N_KV masked); without it every block lies inside N_KV and the step has no
     mask at all. DIAGONAL masks keys after the row too. PINGPONG (8 warps: two warpgroups of 64
     rows): the warpgroups take turns to issue their dots (tl.pingpong_wait / pass), so that one's
     softmax runs while the other's dots keep the tensor cores busy (FlashAttention-3). TMA:
     k_base and v_base are tensor descriptors over the (rows, HEAD_DIM) view of K and V, this
-    head's keys from row kv_row0 on, read through the TMA unit (every block inside N_KV)."""
+    head's keys from row kv_row0 on, read through the TMA unit (every block inside N_KV).
+    WARP_SPECIALIZE (with TMA): a producer warpgroup issues the copies (docs/tma.md; the kernel's
+    first such loop)."""
     offs_nb = tl.arange(0, BLOCK_N)
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         offs_n = start_n + offs_nb
         key_ok = offs_n < N_KV
         if TMA:
@@ -168,12 +171,13 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
                     H, H_KV, N_Q, N_KV, sm_scale,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False,
-                    TMA: tl.constexpr = False):
+                    TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False):
     """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
     sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps.
     TMA (Hopper): K and V are tensor descriptors over their (B * H_KV * N_KV, HEAD_DIM) view
     (contiguous heads), blocks [BLOCK_N, HEAD_DIM], N_KV a multiple of BLOCK_N; the K/V strides
-    are then unused."""
+    are then unused. WARP_SPECIALIZE (TMA, not OVERLAP): the unmasked sweep's copies come from a
+    producer warpgroup, launched as 4 more warps (docs/tma.md)."""
     tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
     pid_m = tl.program_id(0)
     if CAUSAL:
@@ -224,7 +228,7 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
             tl.pingpong_start()
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV, qk_scale,
-                                         BLOCK_N, False, False, PINGPONG, TMA, kv_row0)
+                                         BLOCK_N, False, False, PINGPONG, TMA, kv_row0, WARP_SPECIALIZE)
         # The blocks the diagonal crosses (causal) or the ragged last one; nothing to their right.
         acc, l_i, m_i = _fwd_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                          stride_vn, stride_vd, offs_m, offs_d, hi_free, hi, N_KV, qk_scale,

@@ -162,14 +162,15 @@ def matmul_epilogue_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 @tessera.jit
 def _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr):
+                    BLOCK_K: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
     """The fp32 tile (pid_m, pid_n) of A @ B, A and B read through TMA tensor descriptors
     (Hopper; docs/tma.md): a_desc over A (M x K, blocks BLOCK_M x BLOCK_K), b_desc over B
     (K x N, blocks BLOCK_K x BLOCK_N), both row-major. The TMA unit fills blocks past the
     edges with zeros, so the loop needs no masks; the pipeline pass stages the blocks in an
-    mbarrier-tracked ring that wgmma reads."""
+    mbarrier-tracked ring that wgmma reads. WARP_SPECIALIZE: a producer warpgroup issues the
+    copies (a hint: taken where the loop is at the kernel's top level, docs/tma.md)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
         b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
         acc += tl.dot(a, b)
@@ -179,13 +180,14 @@ def _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M: tl.constexpr, BLOC
 @tessera.jit
 def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr):
+                      GROUP_M: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
     """matmul_kernel with A and B read through TMA tensor descriptors (Hopper; docs/tma.md):
     a_desc over A (M x K, blocks BLOCK_M x BLOCK_K), b_desc over B (K x N, blocks
-    BLOCK_K x BLOCK_N), both row-major; the K loop is _tma_accumulate's."""
+    BLOCK_K x BLOCK_N), both row-major; the K loop is _tma_accumulate's (WARP_SPECIALIZE: with
+    a producer warpgroup, launched as num_warps + 4 warps)."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
-    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
     _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
 
 

@@ -300,8 +300,8 @@ std::string Printer::run() {
     blocks.emplace_back(&block, out_);
   }
 
-  // Launch bounds: the lowering's maxntidx and maxnreg annotations.
-  unsigned maxThreads = 0, maxRegisters = 0;
+  // Launch bounds: the lowering's maxntidx, minctasm and maxnreg annotations.
+  unsigned maxThreads = 0, maxRegisters = 0, minBlocks = 0;
   if (const NamedMDNode *annotations = module_.getNamedMetadata("nvvm.annotations")) {
     for (const MDNode *node : annotations->operands()) {
       if (node->getNumOperands() != 3) continue;
@@ -311,6 +311,7 @@ std::string Printer::run() {
       if (target != &fn_ || !key || !value) continue;
       if (key->getString() == "maxntidx") maxThreads = static_cast<unsigned>(value->getZExtValue());
       if (key->getString() == "maxnreg") maxRegisters = static_cast<unsigned>(value->getZExtValue());
+      if (key->getString() == "minctasm") minBlocks = static_cast<unsigned>(value->getZExtValue());
     }
   }
 
@@ -328,6 +329,7 @@ std::string Printer::run() {
   os << "\nextern \"C\" __global__ void ";
   // CUDA C++ takes one or the other; with a register cap the thread bound adds nothing.
   if (maxRegisters) os << "__maxnreg__(" << maxRegisters << ") ";
+  else if (maxThreads && minBlocks) os << "__launch_bounds__(" << maxThreads << ", " << minBlocks << ") ";
   else if (maxThreads) os << "__launch_bounds__(" << maxThreads << ") ";
   os << kernel_ << "(" << params << ") {\n";
   // Locals, grouped by type in order of first appearance.

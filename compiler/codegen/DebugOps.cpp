@@ -35,6 +35,8 @@ void KernelLowering::lowerDebugOp(ir::Operation &op) {
   case OpCode::Barrier:
     if (op.hasAttr("pingpong"))
       pingpong(op.stringAttr("pingpong"));
+    else if (op.hasAttr("join_producer") && op.intAttr("join_producer"))
+      joinProducer();
     else
       barrier();
     return;

@@ -232,7 +232,8 @@ Function *KernelLowering::run() {
     annotations->addOperand(MDNode::get(ctx_, ops));
   };
   annotate("kernel", 1);
-  annotate("maxntidx", kWarpSize * fn_.numWarps);
+  annotate("maxntidx", kWarpSize * (fn_.numWarps + ir::producerWarps(fn_)));
+  if (rebalancesRegisters()) annotate("minctasm", 1); // fixes the register count setmaxnreg starts from
   if (maxRegisters_)
     annotate("maxnreg", maxRegisters_);
   // Descriptors stay in the parameter space, where the TMA unit reads them
@@ -301,6 +302,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::AsyncTmaCopy: return lowerAsyncTmaCopy(op);
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);
   case OpCode::MbarrierArrive: return lowerMbarrierArrive(op);
+  case OpCode::WarpSpecialize: return lowerWarpSpecialize(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
   case OpCode::LaneReduce: return lowerLaneReduce(op);

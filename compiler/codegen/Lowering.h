@@ -228,10 +228,23 @@ private:
   llvm::Value *mbarrierAddress(ir::Operation &op, ir::Value *mbarriers, ir::Value *stage); // 32-bit
   llvm::Value *sharedAddress32(llvm::Value *ptr); // a shared-memory pointer as PTX's 32-bit address
   // One PTX statement with operands (`constraints` without the memory clobber).
-  void asmCall(const std::string &text, const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
-  // body runs in thread 0 only (and only where `also`, an i1, holds)
+  llvm::CallInst *asmCall(const std::string &text, const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
+  // The same for a statement every thread of a warp must reach together (bar.sync, setmaxnreg:
+  // .aligned): convergent, so that LLVM does not copy it into paths the warp may split across
+  // (tail duplication put a barrier on both sides of a thread-0 branch, and the warp hung).
+  void convergentAsm(const std::string &text, const std::string &constraints = "",
+                     llvm::ArrayRef<llvm::Value *> args = {});
+  // body runs in thread leaderThread_ (0) only (and only where `also`, an i1, holds)
   void onLeaderThread(const std::function<void()> &body, llvm::Value *also = nullptr);
   void onlyWhere(llvm::Value *cond, const std::function<void()> &body, const char *name); // if (cond) body
+  // WarpSpecialize.cpp: the producer warpgroup. Once it has branched off, CTA barriers are
+  // the consumers' named barrier; inside its program, its first thread issues the copies.
+  unsigned consumerThreads_ = 0; // nonzero after the split
+  unsigned joinThreads_ = 0;     // consumers and producer, for joinProducer
+  unsigned leaderThread_ = 0;    // the thread onLeaderThread runs in
+  void lowerWarpSpecialize(ir::Operation &op);
+  void joinProducer(); // a barrier of the consumers and the exiting producer
+  bool rebalancesRegisters() const; // setmaxnreg between producer and consumers
   void waitMbarrier(llvm::Value *bar, llvm::Value *parity); // spins on try_wait.parity
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);

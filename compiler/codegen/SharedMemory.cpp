@@ -29,8 +29,6 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
   return reservedShared_ ? b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, reservedShared_) : smem_;
 }
 
-void KernelLowering::barrier() { b_.CreateIntrinsic(Intrinsic::nvvm_barrier0, {}, {}); }
-
 // Two warpgroups take turns (FlashAttention-3's warp scheduler barriers): named barrier
 // 1 + w is warpgroup w's turn, synced by its 128 threads and arrived at by the other
 // warpgroup's 128 (256 in all). Barrier 0 stays __syncthreads'. The ids are immediates
@@ -43,7 +41,7 @@ void KernelLowering::pingpong(const std::string &kind) {
     std::string text = "{ .reg .pred p; setp.ne.b32 p, $0, 0;";
     if (!ifFirst.empty()) text += " @!p " + ifFirst;
     if (!ifSecond.empty()) text += " @p " + ifSecond;
-    asmCall(text + " }", "r", {b_.CreateZExt(second, b_.getInt32Ty())});
+    convergentAsm(text + " }", "r", {b_.CreateZExt(second, b_.getInt32Ty())});
   };
   if (kind == "wait") predicated("bar.sync 1, 256;", "bar.sync 2, 256;");
   else if (kind == "pass") predicated("bar.arrive 2, 256;", "bar.arrive 1, 256;");

@@ -48,12 +48,16 @@ Value *KernelLowering::sharedAddress32(Value *ptr) {
   return b_.CreateTrunc(b_.CreatePtrToInt(ptr, b_.getInt64Ty()), b_.getInt32Ty());
 }
 
-void KernelLowering::asmCall(const std::string &text, const std::string &constraints, ArrayRef<Value *> args) {
+CallInst *KernelLowering::asmCall(const std::string &text, const std::string &constraints, ArrayRef<Value *> args) {
   std::vector<Type *> types;
   for (Value *a : args) types.push_back(a->getType());
   InlineAsm *statement = InlineAsm::get(FunctionType::get(b_.getVoidTy(), types, false), text,
                                         constraints + (constraints.empty() ? "" : ",") + "~{memory}", true);
-  b_.CreateCall(statement, args);
+  return b_.CreateCall(statement, args);
+}
+
+void KernelLowering::convergentAsm(const std::string &text, const std::string &constraints, ArrayRef<Value *> args) {
+  asmCall(text, constraints, args)->setConvergent();
 }
 
 void KernelLowering::onlyWhere(Value *cond, const std::function<void()> &body, const char *name) {
@@ -67,7 +71,7 @@ void KernelLowering::onlyWhere(Value *cond, const std::function<void()> &body, c
 }
 
 void KernelLowering::onLeaderThread(const std::function<void()> &body, Value *also) {
-  Value *first = b_.CreateICmpEQ(tid_, i32(0));
+  Value *first = b_.CreateICmpEQ(tid_, i32(leaderThread_));
   onlyWhere(also ? b_.CreateAnd(first, also) : first, body, "tma.leader");
 }
 
@@ -243,7 +247,10 @@ void KernelLowering::lowerAsyncTmaCopy(ir::Operation &op) {
 
 void KernelLowering::lowerMbarrierWait(ir::Operation &op) {
   Value *bar = mbarrierAddress(op, op.operand(0), op.operand(1)), *parity = lookup(op.operand(2))[0];
-  if (!(op.hasAttr("leader") && op.intAttr("leader"))) return waitMbarrier(bar, parity);
+  if (!(op.hasAttr("leader") && op.intAttr("leader"))) {
+    if (op.operands.size() < 4) return waitMbarrier(bar, parity);
+    return onlyWhere(lookup(op.operand(3))[0], [&] { waitMbarrier(bar, parity); }, "mbarrier.when");
+  }
   // The copying thread's whole warp waits: a branch the warp takes together keeps what
   // ptxas knows to be warp-uniform (the loop's stage, wgmma descriptors) in uniform registers.
   Value *warp0 = b_.CreateICmpEQ(uniformWarp(), i32(0));

@@ -61,7 +61,7 @@ struct CompiledKernel {
   std::string ast, ir, irOpt, llvmIR, ptx; // filled up to the stage asked for
   std::string cuda;    // the generated CUDA C++ (NVRTC back-end, or Stage::CUDA)
   std::string backend; // the back-end that made (or would make) the PTX
-  unsigned numWarps = 4;
+  unsigned numWarps = 4; // launched: CompileOptions::numWarps, plus 4 with a producer warpgroup (docs/tma.md)
   unsigned sharedBytes = 0;
 };
 

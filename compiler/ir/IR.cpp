@@ -92,6 +92,12 @@ Value *Builder::floatConstant(double value, Type type) {
   return op(OpCode::Constant, {}, std::move(type), {{"value", value}});
 }
 
+unsigned producerWarps(const Function &fn) {
+  for (const auto &op : fn.body.ops) // at the top level only (the pipeline pass puts it there)
+    if (op->code == OpCode::WarpSpecialize) return static_cast<unsigned>(op->intAttr("producer_warps"));
+  return 0;
+}
+
 void walk(Block &block, const std::function<void(Operation &)> &fn) {
   for (auto &op : block.ops) {
     fn(*op);

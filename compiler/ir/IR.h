@@ -143,6 +143,8 @@ bool isWgmmaDot(const Operation &op);
 bool isZeroConstant(const Value *v);
 // `op`'s place in its parent block's list (for inserting before/after it or erasing it).
 std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
+// Warps the kernel runs besides fn.numWarps: a warp_specialize op's producer (0 without one).
+unsigned producerWarps(const Function &fn);
 
 // The canonical text form (stable: golden tests compare it).
 std::string print(const Function &fn);

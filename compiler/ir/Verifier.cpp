@@ -366,6 +366,12 @@ private:
              (!op.hasAttr("pending") || op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
     case OpCode::AsyncWait:
       return nOperands(0) && nResults(0) && (op.intAttr("pending") >= 0 || fail(op, "pending must be >= 0"));
+    case OpCode::WarpSpecialize:
+      if (!nOperands(0) || !nResults(0)) return false;
+      if (op.regions.size() != 1) return fail(op, "needs one region (the producer's program)");
+      if (!op.hasAttr("producer_warps") || op.intAttr("producer_warps") != 4)
+        return fail(op, "producer_warps must be 4 (one warpgroup)");
+      return verifyRegion(op, *op.regions[0], OpCode::Yield, {});
     case OpCode::LocalAlloc:
       return nOperands(0) && nResults(1) &&
              (op.result()->type.rank() == 3 || fail(op, "a buffer is [stages, rows, cols]")) &&
@@ -383,11 +389,11 @@ private:
     }
     case OpCode::MbarrierWait: {
       const bool leader = op.hasAttr("leader") && op.intAttr("leader");
-      if (op.operands.size() != (leader ? 4u : 3u)) return fail(op, leader ? "expects (mbarriers, stage, phase, pred)"
-                                                                           : "expects (mbarriers, stage, phase)");
+      if (op.operands.size() != 4 && (leader || op.operands.size() != 3))
+        return fail(op, leader ? "expects (mbarriers, stage, phase, pred)" : "expects (mbarriers, stage, phase [, pred])");
       if (!nResults(0)) return false;
       if (!isMbarriers(op.operand(0))) return fail(op, "operand 0 is not an mbarrier_alloc");
-      if (leader && op.operand(3)->type != Type(ScalarType::I1)) return fail(op, "pred must be i1");
+      if (op.operands.size() == 4 && op.operand(3)->type != Type(ScalarType::I1)) return fail(op, "pred must be i1");
       return (op.operand(1)->type == Type(ScalarType::I32) && op.operand(2)->type == Type(ScalarType::I32)) ||
              fail(op, "stage and phase must be i32");
     }

@@ -21,7 +21,7 @@ bool isPure(const Operation &op) {
   case OpCode::Assume: case OpCode::Barrier:
   case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit: case OpCode::FenceAsyncShared: case OpCode::DotWait:
   case OpCode::AsyncWait: case OpCode::LocalLoad: case OpCode::LocalStore:
-  case OpCode::MbarrierAlloc: case OpCode::AsyncTmaCopy: case OpCode::MbarrierWait: case OpCode::MbarrierArrive:
+  case OpCode::MbarrierAlloc: case OpCode::AsyncTmaCopy: case OpCode::MbarrierWait: case OpCode::MbarrierArrive: case OpCode::WarpSpecialize:
     return false;
   default:
     return op.regions.empty();

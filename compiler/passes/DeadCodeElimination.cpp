@@ -27,6 +27,7 @@ static bool hasSideEffects(const Operation &op) {
   case OpCode::AsyncTmaCopy:
   case OpCode::MbarrierWait:
   case OpCode::MbarrierArrive:
+  case OpCode::WarpSpecialize:
   case OpCode::LocalStore:
   case OpCode::AsyncCommit:
   case OpCode::FenceAsyncShared:

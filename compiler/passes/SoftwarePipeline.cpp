@@ -116,6 +116,9 @@ bool isClonable(const Operation &op) {
   }
 }
 
+// Warps of the producer warpgroup (buildProducer).
+constexpr unsigned kProducerWarps = 4;
+
 struct Candidate {
   Operation *load; // load, or desc_load (staged by the TMA unit)
   Operation *convert;
@@ -148,6 +151,7 @@ public:
     std::vector<Candidate> candidates = step ? findCandidates() : std::vector<Candidate>{};
     std::vector<Candidate> tma = step ? findTmaCandidates() : std::vector<Candidate>{};
     if (candidates.empty() && tma.empty() && invariants.empty()) return false;
+    specialize_ = wantsProducer() && candidates.empty() && !tma.empty() && producerCanCompute(tma);
     stageInvariants(invariants);
     std::vector<Operation *> asyncDots;
     if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();
@@ -163,7 +167,7 @@ public:
     for (TmaRing &r : rings) {
       allocateBuffers(r.cs, r.stages);
       allocateMbarriers(r);
-      emitPrologue(r.cs, r.ahead, &LoopPipeliner::emitTmaCopies);
+      if (!specialize_) emitPrologue(r.cs, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
     // The cp.async copies and the first ring share one stage counter (same stage count).
     if (!candidates.empty() || !rings.empty()) stage = addStageCounter(stages_);
@@ -176,9 +180,14 @@ public:
     for (TmaRing &r : rings)
       for (Candidate &c : r.cs) readFromBuffer(c, r.stage);
     for (TmaRing &r : rings) waitForRing(r, &r == &rings.front());
-    refillRings(rings);
+    if (specialize_) {
+      releaseStages(rings);
+    } else {
+      refillRings(rings);
+    }
     emitEpilogue(!candidates.empty());
     for (Operation *dot : asyncDots) waitAfterLoop(*dot);
+    if (specialize_) buildProducer(rings);
     return true;
   }
 
@@ -187,6 +196,7 @@ private:
   struct Shift {
     Value *iv;
     std::function<Value *(Value *arg)> iterArg;
+    std::function<Value *(Value *v)> outside; // values from before the loop (null: as they are)
   };
 
   Function &fn_;
@@ -197,6 +207,7 @@ private:
   int64_t step_ = 0;
   std::vector<Value *> allocations_; // buffers and mbarriers, in the order allocated
   Operation *firstDot_ = nullptr;    // the body's first dot that reads a TMA-staged block
+  bool specialize_ = false;          // a producer warpgroup issues the TMA copies (buildProducer)
   std::map<const Value *, bool> clonable_, invariant_;
 
   Type ivType() const { return loop_.operand(0)->type; }
@@ -425,7 +436,7 @@ private:
   }
 
   Value *clone(Value *v, Builder &b, const Shift &shift, std::map<const Value *, Value *> &memo) {
-    if (!definedInBody(v)) return v;
+    if (!definedInBody(v)) return shift.outside ? shift.outside(v) : v;
     if (auto it = memo.find(v); it != memo.end()) return it->second;
     Value *out;
     if (v == body_->args[0].get()) {
@@ -552,13 +563,18 @@ private:
     Builder b(loop_.parent);
     b.setInsertionPoint(loop_.parent, positionOf(loop_));
     b.setLoc(loop_.loc);
-    loop_.operands.push_back(b.intConstant(0, type));
-    Value *arg = body_->addArgument(type, name);
+    return appendIterArg(loop_, b.intConstant(0, type), name);
+  }
+
+  // loop's new iter arg starting at init: its operand, block argument and result.
+  static Value *appendIterArg(Operation &loop, Value *init, const std::string &name) {
+    loop.operands.push_back(init);
+    Value *arg = loop.region(0)->addArgument(init->type, name);
     auto result = std::make_unique<Value>();
-    result->type = type;
-    result->definingOp = &loop_;
-    result->index = static_cast<unsigned>(loop_.results.size());
-    loop_.results.push_back(std::move(result));
+    result->type = init->type;
+    result->definingOp = &loop;
+    result->index = static_cast<unsigned>(loop.results.size());
+    loop.results.push_back(std::move(result));
     return arg;
   }
 
@@ -591,7 +607,7 @@ private:
   }
 
   // Programs of more than one warpgroup free a TMA stage through "empty" mbarriers (allocateMbarriers).
-  bool hasEmptyMbarriers() const { return fn_.numWarps > 4; }
+  bool hasEmptyMbarriers() const { return specialize_ || fn_.numWarps > 4; }
 
   void allocateMbarriers(TmaRing &r) {
     Builder b(loop_.parent);
@@ -615,7 +631,8 @@ private:
   // The TMA copies of iteration `shift.iv` into `stage`.
   void emitTmaCopies(const std::vector<Candidate> &cs, Builder &b, const Shift &shift, Value *stage) {
     std::map<const Value *, Value *> memo;
-    Value *pred = b.op(OpCode::Cmp, {shift.iv, loop_.operand(1)}, Type(ScalarType::I1),
+    Value *ub = shift.outside ? shift.outside(loop_.operand(1)) : loop_.operand(1);
+    Value *pred = b.op(OpCode::Cmp, {shift.iv, ub}, Type(ScalarType::I1),
                        {{"predicate", std::string("lt")}});
     for (const Candidate &c : cs) {
       b.setLoc(c.load->loc);
@@ -692,7 +709,8 @@ private:
   // each program's kept by the driver; at most 64 warps).
   unsigned programsPerSm(uint64_t bytes) const {
     const uint64_t bySharedMemory = 228 * 1024 / (bytes + 1024);
-    return static_cast<unsigned>(std::min<uint64_t>(bySharedMemory, 64 / std::max(1u, fn_.numWarps)));
+    const unsigned warps = fn_.numWarps + (specialize_ ? kProducerWarps : 0);
+    return static_cast<unsigned>(std::min<uint64_t>(bySharedMemory, 64 / std::max(1u, warps)));
   }
 
   // phase: the parity of the stage's completed phases, flipped each time the
@@ -763,23 +781,181 @@ private:
   void emitEmptyWait(const TmaRing &r, Builder &b, Builder &end, Value *target, bool readByAsyncFirstDot) {
     const Type i32(ScalarType::I32), i1(ScalarType::I1);
     const int64_t d = r.stages - r.ahead;
-    Value *iv = body_->args[0].get();
-    auto ivAtLeast = [&](Builder &at, int64_t iterations) {
-      Value *bound = iterations == 0 ? loop_.operand(0)
-                                     : at.op(OpCode::Add, {loop_.operand(0), at.intConstant(iterations * step_, ivType())}, ivType());
-      return at.op(OpCode::Cmp, {iv, bound}, i1, {{"predicate", std::string("ge")}});
-    };
     Value *readBefore = ivAtLeast(b, d); // iteration iv - d exists
-    if (readByAsyncFirstDot) {
-      b.create(OpCode::MbarrierArrive, {r.empty, target, readBefore}, {});
-    } else {
-      Value *read = d == 1 ? r.stage : stageAhead(end, r.stage, r.stages - 1, r.stages);
-      end.create(OpCode::MbarrierArrive, {r.empty, read, ivAtLeast(end, d - 1)}, {});
-    }
+    emitRelease(r, b, end, target, readByAsyncFirstDot);
     // The parity of iteration iv - d: this one's phase, flipped where going back d wraps.
     Value *wraps = b.op(OpCode::Cmp, {r.stage, b.intConstant(d, i32)}, i1, {{"predicate", std::string("lt")}});
     Value *parity = b.op(OpCode::Xor, {r.phase, b.op(OpCode::Cast, {wraps}, i32)}, i32);
     b.create(OpCode::MbarrierWait, {r.empty, target, parity, readBefore}, {}, {{"leader", int64_t{1}}});
+  }
+
+  // Every thread arrives on the empty mbarrier of the stage it is done with (emitEmptyWait):
+  // right after the async first dot that read it last iteration (into `target`, the
+  // stage before this one), else at the end of the body (`end`), on this iteration's
+  // stage or, where a later async dot reads the ring, the last one's.
+  void emitRelease(const TmaRing &r, Builder &b, Builder &end, Value *target, bool readByAsyncFirstDot) {
+    const int64_t d = r.stages - r.ahead;
+    if (readByAsyncFirstDot) {
+      b.create(OpCode::MbarrierArrive, {r.empty, target, ivAtLeast(b, d)}, {});
+    } else {
+      Value *read = d == 1 ? r.stage : stageAhead(end, r.stage, r.stages - 1, r.stages);
+      end.create(OpCode::MbarrierArrive, {r.empty, read, ivAtLeast(end, d - 1)}, {});
+    }
+  }
+
+  // iv >= lb + iterations * step, at `at`.
+  Value *ivAtLeast(Builder &at, int64_t iterations) {
+    Value *bound = iterations == 0 ? loop_.operand(0)
+                                   : at.op(OpCode::Add, {loop_.operand(0), at.intConstant(iterations * step_, ivType())}, ivType());
+    return at.op(OpCode::Cmp, {body_->args[0].get(), bound}, Type(ScalarType::I1), {{"predicate", std::string("ge")}});
+  }
+
+  // ------------------------------------------ the producer warpgroup (warp_specialize)
+
+  // tl.range(..., warp_specialize=True) on a loop of the kernel's top level (a producer
+  // runs from the kernel's start), the first such loop; the consumers are whole warpgroups.
+  bool wantsProducer() {
+    if (!(loop_.hasAttr("warp_specialize") && loop_.intAttr("warp_specialize")) || loop_.parent != &fn_.body ||
+        fn_.numWarps % 4 != 0)
+      return false;
+    bool taken = false;
+    walk(fn_.body, [&](Operation &op) { taken = taken || op.code == OpCode::WarpSpecialize; });
+    return !taken;
+  }
+
+  // v can be computed at the kernel's start: a parameter, or cheap pure ops of the top level on such values.
+  bool computableAtEntry(const Value *v) {
+    if (v->ownerBlock) return v->ownerBlock == &fn_.body;
+    const Operation *d = v->definingOp;
+    if (!d || d->parent != &fn_.body || !isClonable(*d)) return false;
+    for (const Value *o : d->operands)
+      if (!computableAtEntry(o)) return false;
+    return true;
+  }
+
+  // v (of the body, clonable: canClone) can be computed by the producer: what it is made of
+  // from outside the loop is computable at the kernel's start.
+  bool producerComputes(const Value *v) {
+    if (!definedInBody(v)) return computableAtEntry(v);
+    if (v == body_->args[0].get()) return true;
+    if (v->ownerBlock) {
+      const Operation *inc = advanceOf(v);
+      return computableAtEntry(loop_.operand(2 + v->index)) && producerComputes(inc->operand(1));
+    }
+    for (const Value *o : v->definingOp->operands)
+      if (!producerComputes(o)) return false;
+    return true;
+  }
+
+  bool producerCanCompute(const std::vector<Candidate> &tma) {
+    for (unsigned i = 0; i < 3; ++i)
+      if (!computableAtEntry(loop_.operand(i))) return false;
+    for (const Candidate &c : tma)
+      for (size_t i = 1; i < c.load->operands.size(); ++i)
+        if (!producerComputes(c.load->operand(i))) return false;
+    return true;
+  }
+
+  // v, computed at b's insertion point from the kernel's parameters (computableAtEntry).
+  Value *cloneAtEntry(Value *v, Builder &b, std::map<const Value *, Value *> &memo) {
+    if (v->ownerBlock) return v;
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    Operation &op = *v->definingOp;
+    std::vector<Value *> operands;
+    for (Value *o : op.operands) operands.push_back(cloneAtEntry(o, b, memo));
+    b.setLoc(op.loc);
+    Value *out = b.create(op.code, operands, {v->type}, op.attrs)->result();
+    out->layout = v->layout;
+    out->nameHint = v->nameHint;
+    return memo[v] = out;
+  }
+
+  // With a producer the consumers only wait for stages to land and release them: every
+  // thread arrives on a stage's empty mbarrier once done with it (emitRelease), and the
+  // producer waits there before refilling it.
+  void releaseStages(const std::vector<TmaRing> &rings) {
+    Builder b(body_), end(body_);
+    b.setInsertionPoint(body_, std::next(positionOf(*firstDot_)));
+    end.setInsertionPoint(body_, positionOf(*body_->terminator()));
+    b.setLoc(loop_.loc);
+    end.setLoc(loop_.loc);
+    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
+    for (const TmaRing &r : rings) {
+      Value *previous = stageAhead(b, r.stage, r.stages - 1, r.stages);
+      emitRelease(r, b, end, previous, firstDotAsync && &r == &rings.front());
+    }
+  }
+
+  // The producer's program, at the kernel's start (codegen runs it on one more warpgroup,
+  // which exits after it; the rest are the consumers):
+  //   warp_specialize {
+  //     lb, ub, step, the copies' operands from outside the loop: recomputed from parameters
+  //     for iv in [lb, ub) iter_args(stage, phase per ring, the advancing iter args the copies read):
+  //       per ring: mbarrier_wait(empty, stage, phase ^ 1, iv >= lb + S*step)  -- its last reader is done
+  //                 async_tma_copy(iteration iv into stage)
+  //   }
+  // The buffers and mbarriers move to the kernel's start, before it (the producer uses
+  // them from its first copy); the rest of the kernel is the consumers'.
+  void buildProducer(const std::vector<TmaRing> &rings) {
+    auto at = fn_.body.ops.begin();
+    for (Value *allocation : allocations_)
+      fn_.body.ops.splice(at, fn_.body.ops, positionOf(*allocation->definingOp));
+    Builder b(&fn_.body);
+    b.setInsertionPoint(&fn_.body, at);
+    b.setLoc(loop_.loc);
+    Operation *producer = b.create(OpCode::WarpSpecialize, {}, {}, {{"producer_warps", int64_t{kProducerWarps}}}, 1);
+    Block *region = producer->region(0);
+    Builder pb(region);
+    pb.setLoc(loop_.loc);
+    std::map<const Value *, Value *> entryMemo;
+    auto atEntry = [&](Value *v) { return cloneAtEntry(v, pb, entryMemo); };
+    Value *lb = atEntry(loop_.operand(0)), *ub = atEntry(loop_.operand(1)), *step = atEntry(loop_.operand(2));
+    const Type i32(ScalarType::I32), i1(ScalarType::I1);
+    std::vector<Value *> refills; // lb + S*step: the first iteration that refills a stage
+    for (const TmaRing &r : rings)
+      refills.push_back(pb.op(OpCode::Add, {lb, pb.intConstant(r.stages * step_, ivType())}, ivType()));
+    Operation *loop = pb.create(OpCode::For, {lb, ub, step}, {}, {}, 1);
+    Block *body = loop->region(0);
+    Value *iv = body->addArgument(ivType(), body_->args[0]->nameHint);
+    std::vector<Value *> stages, phases;
+    for (size_t i = 0; i < rings.size(); ++i) {
+      stages.push_back(appendIterArg(*loop, pb.intConstant(0, i32), "stage"));
+      phases.push_back(appendIterArg(*loop, pb.intConstant(0, i32), "phase"));
+    }
+    pb.create(OpCode::Yield, {}, {});
+    pb.setInsertionPoint(region, positionOf(*loop)); // what the iter args start from goes before the loop
+
+    Builder lbld(body);
+    lbld.setLoc(loop_.loc);
+    std::map<const Value *, Value *> memo;
+    std::vector<std::pair<Value *, Value *>> carried; // the loop's advancing iter args and the producer's
+    Shift shift;
+    shift.iv = iv;
+    shift.outside = atEntry;
+    shift.iterArg = [&](Value *arg) {
+      for (auto &[theirs, mine] : carried)
+        if (theirs == arg) return mine;
+      carried.emplace_back(arg, appendIterArg(*loop, atEntry(loop_.operand(2 + arg->index)), arg->nameHint));
+      return carried.back().second;
+    };
+    for (size_t i = 0; i < rings.size(); ++i) {
+      const TmaRing &r = rings[i];
+      Value *refill = lbld.op(OpCode::Cmp, {iv, refills[i]}, i1, {{"predicate", std::string("ge")}});
+      Value *parity = lbld.op(OpCode::Xor, {phases[i], lbld.intConstant(1, i32)}, i32);
+      lbld.create(OpCode::MbarrierWait, {r.empty, stages[i], parity, refill}, {});
+      emitTmaCopies(r.cs, lbld, shift, stages[i]);
+      lbld.setLoc(loop_.loc);
+    }
+    std::vector<Value *> next;
+    for (size_t i = 0; i < rings.size(); ++i) {
+      Value *plus = lbld.op(OpCode::Add, {stages[i], lbld.intConstant(1, i32)}, i32);
+      Value *last = lbld.op(OpCode::Cmp, {stages[i], lbld.intConstant(rings[i].stages - 1, i32)}, i1,
+                            {{"predicate", std::string("eq")}});
+      next.push_back(lbld.op(OpCode::Select, {last, lbld.intConstant(0, i32), plus}, i32));
+      next.push_back(lbld.op(OpCode::Xor, {phases[i], lbld.op(OpCode::Cast, {last}, i32)}, i32));
+    }
+    for (auto &[theirs, mine] : carried) next.push_back(advance(mine, theirs, 1, lbld, shift, memo));
+    lbld.create(OpCode::Yield, next, {});
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {
@@ -800,7 +976,10 @@ private:
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.
     if (cpAsync) b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{0}}});
-    b.create(OpCode::Barrier, {}, {});
+    // With a producer, it too (arriving as it exits) before the mbarriers are invalidated.
+    std::map<std::string, Attribute> attrs;
+    if (specialize_) attrs["join_producer"] = int64_t{1};
+    b.create(OpCode::Barrier, {}, {}, attrs);
     // Freed in reverse order of allocation (codegen stacks them).
     for (auto it = allocations_.rbegin(); it != allocations_.rend(); ++it) b.create(OpCode::LocalDealloc, {*it}, {});
   }

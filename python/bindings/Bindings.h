@@ -149,6 +149,7 @@ struct CompiledEntry {
   std::vector<ParamInfo> params; // all parameters, constexprs included
   Kernel kernel;                 // PTX + lazily loaded modules per device
   std::map<std::string, ConstexprValue> constexprs;
+  unsigned numWarps = 4;  // as asked for; kernel.numWarps() is what runs (a producer warpgroup adds 4)
   unsigned numStages = 3;
   unsigned maxRegisters = 0; // maxnreg (0: none)
   std::string backend; // as asked for ("" = TESSERA_BACKEND); kernel.compiled().backend is the resolved one

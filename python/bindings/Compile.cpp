@@ -52,7 +52,7 @@ py::dict asmOf(const CompiledEntry &entry) {
   if (entry.kernel.fromCache() && stages->ir.empty()) {
     // The disk cache keeps only the PTX: compile again for the other stages.
     CompileOptions options;
-    options.numWarps = entry.kernel.numWarps();
+    options.numWarps = entry.numWarps;
     options.numStages = entry.numStages;
     options.maxRegisters = entry.maxRegisters;
     options.arch = entry.kernel.arch();
@@ -217,6 +217,7 @@ void registerCompile(py::module_ &m) {
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
         options.backend = backend;
         options.maxRegisters = maxRegisters;
+        entry->numWarps = numWarps;
         entry->numStages = numStages;
         entry->maxRegisters = maxRegisters;
         entry->backend = backend;

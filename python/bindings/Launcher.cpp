@@ -356,6 +356,7 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   auto entry = std::make_shared<CompiledEntry>();
   entry->file = k.file;
   entry->params = k.params;
+  entry->numWarps = b.numWarps;
   entry->numStages = b.numStages;
   entry->maxRegisters = b.maxRegisters;
   entry->backend = k.backend;

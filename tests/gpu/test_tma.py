@@ -89,7 +89,7 @@ def test_desc_loads_in_a_loop():
     assert_rel_err(out, 2 * padded.view(10, 32, 256).sum(0), 1e-5, "desc_scaled_sum")
 
 
-def tma_matmul(a, b, config, out_dtype=None):
+def tma_matmul(a, b, config, out_dtype=None, **extra):
     M, K = a.shape
     N = b.shape[1]
     kw = config.kwargs
@@ -97,7 +97,7 @@ def tma_matmul(a, b, config, out_dtype=None):
     b_desc = tessera.TensorDescriptor.from_tensor(b, [kw["BLOCK_K"], kw["BLOCK_N"]])
     c = poisoned((M, N), out_dtype or a.dtype)
     grid = (tessera.cdiv(M, kw["BLOCK_M"]) * tessera.cdiv(N, kw["BLOCK_N"]),)
-    matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **config.all_kwargs())
+    matmul_tma_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **config.all_kwargs(), **extra)
     torch.cuda.synchronize()
     return c
 
@@ -116,6 +116,21 @@ def test_tma_matmul_matches_float64(shape, dtype, config):
     b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
     c = tma_matmul(a, b, config)
     assert_rel_err(c, a.double() @ b.double(), 1e-2, f"{MM.matmul_config_name(config)} {shape}")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES + [(256, 512, 8192)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", MM.HOPPER_MATMUL_CONFIGS, ids=[MM.matmul_config_name(c) for c in MM.HOPPER_MATMUL_CONFIGS])
+def test_warp_specialized_matmul_matches_float64(shape, dtype, config):
+    """WARP_SPECIALIZE=True: a producer warpgroup issues every copy (num_warps + 4 warps), the
+    consumers release each stage on its empty mbarrier; K from one block (fewer iterations than
+    stages) to 128 blocks."""
+    M, N, K = shape
+    torch.manual_seed(M + N + K + 2)
+    a = torch.randn((M, K), device="cuda").to(DTYPES[dtype])
+    b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
+    c = tma_matmul(a, b, config, WARP_SPECIALIZE=True)
+    assert_rel_err(c, a.double() @ b.double(), 1e-2, f"ws {MM.matmul_config_name(config)} {shape}")
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

@@ -169,7 +169,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
                     *fwd, stages, maxnreg, overlap = choice
                     break
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
-            "PINGPONG": False, "TMA": use_tma,
+            "PINGPONG": False, "TMA": use_tma, "WARP_SPECIALIZE": False,
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
@@ -370,6 +370,7 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
     kern["attn_fwd_kernel"][grid](q, kk, vv, o, lse, *sq, *sk, *sv, *so, H, Hk, N, Nk, float(sm_scale),
                                   HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal),
                                   OVERLAP=bool(c["OVERLAP"]), PINGPONG=bool(c["PINGPONG"]), TMA=bool(c["TMA"]),
+                                  WARP_SPECIALIZE=bool(c["WARP_SPECIALIZE"]),
                                   num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=c["maxnreg"])
     return o, lse
 
