@@ -155,3 +155,30 @@ def test_attention_specialises_its_unmasked_sweep():
     assert consumers.count("async_tma_copy %K,") >= 2  # the second sweep's prologue and loop
     assert k.metadata.num_warps == 12
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in k.asm["ptx"]
+
+
+def test_the_attention_table_specialises_two_consumer_warpgroups():
+    """The TMA forward takes a producer where two consumer warpgroups can have its registers
+    (D128's 128 x 128 / 8 warps); D64's 4 warps would lose occupancy, and a config that asks for
+    other blocks gets the rule applied to its own."""
+    import tessera.kernels as tk
+    from tessera.kernels.attention import _config
+    assert tk.attention_config(128, tma=True, wgmma=True, keys=4096)["WARP_SPECIALIZE"] is True
+    assert tk.attention_config(128, True, tma=True, wgmma=True, keys=1024)["WARP_SPECIALIZE"] is False  # pointer blocks
+    assert tk.attention_config(64, tma=True, wgmma=True, keys=4096)["WARP_SPECIALIZE"] is False
+    assert tk.attention_config(128, tma=False, wgmma=True)["WARP_SPECIALIZE"] is False
+    assert _config(128, False, {"num_warps": 4, "BLOCK_M": 64}, tma=True)["WARP_SPECIALIZE"] is False
+    assert _config(128, False, {"WARP_SPECIALIZE": False}, tma=True)["WARP_SPECIALIZE"] is False
+
+
+def test_barriers_and_register_handover_are_convergent():
+    """Named barriers and setmaxnreg are inline PTX that a whole warp must reach at one place
+    (.aligned): marked convergent, so that LLVM keeps them out of paths a warp may split across.
+    Without the mark, tail duplication copied the consumers' bar.sync into both sides of the
+    thread-0 branch that invalidates the mbarriers, and the kernel hung on the GPU."""
+    ll = tma_matmul().asm["llir"]
+    attrs = dict(re.findall(r"^attributes (#\d+) = \{ (.*) \}$", ll, re.M))
+    calls = re.findall(r'call void asm sideeffect "((?:bar\.|setmaxnreg)[^"]*)".*\) (#\d+)', ll)
+    assert len(calls) >= 5
+    for text, group in calls:
+        assert "convergent" in attrs[group].split(), text

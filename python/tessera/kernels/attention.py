@@ -115,6 +115,16 @@ HOPPER_FORWARD_TMA_UP_TO_KEYS = {(128, True): 1024}  # fewer keys: HOPPER_FORWAR
 HOPPER_FORWARD_TMA_BY_KEYS = {(64, True): [((64, 64, 4, 3, 128), 0, 1024)]}
 
 
+def warp_specializes(tma, num_warps, maxnreg):
+    """Whether the TMA forward takes a producer warpgroup (WARP_SPECIALIZE, docs/tma.md): with two
+    consumer warpgroups and no register cap, which lets setmaxnreg hand the producer's registers
+    to them. H100, bf16 TFLOP/s at N = 1k/4k/16k, same run (2026-11-22, session 14), D128 128 x 128
+    / 8 warps / 3 stages with / without: 494/659/706 vs 453/635/675, causal (4k/16k) 557/678 vs
+    524/625. One consumer warpgroup (D64's 4 warps) loses occupancy without the handover: 241-304
+    vs 462-527."""
+    return bool(tma) and num_warps == 8 and maxnreg is None
+
+
 # autotune=True (sm_90a, the forward without modifiers): the candidates @tessera.autotune times
 # per (head dim, causal, TMA, dtypes, power-of-two buckets of the number of keys and of the query
 # rows of all heads, which set how many programs fill the GPU), each
@@ -169,7 +179,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
                     *fwd, stages, maxnreg, overlap = choice
                     break
     return {"BLOCK_M": fwd[0], "BLOCK_N": fwd[1], "num_warps": fwd[2], "num_stages": stages, "OVERLAP": overlap,
-            "PINGPONG": False, "TMA": use_tma, "WARP_SPECIALIZE": False,
+            "PINGPONG": False, "TMA": use_tma, "WARP_SPECIALIZE": warp_specializes(use_tma, fwd[2], maxnreg),
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
@@ -268,6 +278,8 @@ def _config(D, causal, config, modifiers=False, keys=None, tma=False):
         if unknown:
             raise ValueError(f"attention: unknown config keys {sorted(unknown)} (known: {sorted(c)})")
         c.update(config)
+        if "WARP_SPECIALIZE" not in config:  # the table's rule, on the blocks asked for
+            c["WARP_SPECIALIZE"] = warp_specializes(c["TMA"], c["num_warps"], c["maxnreg"])
     for key in ("BLOCK_M", "BLOCK_N"):
         if c[key] < 16 or c[key] & (c[key] - 1):
             raise ValueError(f"attention: {key} must be a power of two of at least 16 (got {c[key]})")
@@ -414,7 +426,8 @@ def attention_forward_autotuner(tma, D, causal):
         c = attention_config(D, causal, wgmma=True, tma=tma)
         table = (c["BLOCK_M"], c["BLOCK_N"], c["num_warps"], c["num_stages"], c["maxnreg"])
         order = [table] + [x for x in AUTOTUNE_FORWARD if x != table]
-        configs = [Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st, maxnreg=r,
+        configs = [Config({"BLOCK_M": bm, "BLOCK_N": bn, "WARP_SPECIALIZE": warp_specializes(tma, w, r)},
+                          num_warps=w, num_stages=st, maxnreg=r,
                           pre_hook=_tma_block_shapes if tma else None) for bm, bn, w, st, r in order]
         _tuners[key] = autotune(configs=configs, key=["HEAD_DIM", "CAUSAL", "TMA", ("N_KV", keys_bucket),
                                                             ("Q", query_rows_bucket)],
