@@ -17,6 +17,8 @@ Providers:
   tessera_tma_store_raw  matmul_tma_store_kernel: the same with C written by a TMA store (desc.store)
   tessera_tma_ws_raw matmul_tma_kernel with WARP_SPECIALIZE=True: a producer warpgroup issues the
                      copies (num_warps + 4 warps, docs/tma.md)
+  tessera_persistent_ws_raw  matmul_tma_persistent_kernel with WARP_SPECIALIZE=True at 128x256x64/w8/s3
+                     (the ring runs across the tiles and stays allocated through the store: 3 stages)
   torch, triton      cuBLAS; Triton's tutorial kernel at 128x128x32, 4 warps, 4 stages
   triton_wide        the same Triton kernel at 128x256x64, 8 warps, 3 stages (its Hopper pick)
 
@@ -121,9 +123,9 @@ def main(argv=None):
                 k, *x, (default["BLOCK_M"], default["BLOCK_N"], default["BLOCK_K"]), first.num_warps,
                 stages=first.num_stages)
     if tk.matmul_configs() is tk.HOPPER_MATMUL_CONFIGS:
-        from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel
+        from kernels.matmul import matmul_tma_kernel, matmul_tma_persistent_kernel, matmul_tma_store_kernel
 
-        def tma_raw(x, store_c=False, warp_specialize=False):
+        def tma_raw(x, store_c=False, warp_specialize=False, persistent=False):
             """The default config's TMA kernel on descriptors made once; store_c: C through a
             descriptor too (matmul_tma_store_kernel), else through its pointer."""
             a, b, c = x
@@ -137,6 +139,12 @@ def main(argv=None):
                         num_stages=first.num_stages)
             if warp_specialize:
                 meta["WARP_SPECIALIZE"] = True
+            if persistent:
+                from tessera.jit import _ext
+                sms = _ext().device_properties(-1)["multiprocessor_count"]
+                meta.update(NUM_SMS=sms, num_stages=3)
+                return lambda: matmul_tma_persistent_kernel[(min(sms, grid[0]),)](
+                    a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **meta)
             if store_c:
                 c_desc = tessera.TensorDescriptor.from_tensor(c, [bm, bn])
                 return lambda: matmul_tma_store_kernel[grid](a_desc, b_desc, c_desc, M, N, K, **meta)
@@ -144,6 +152,7 @@ def main(argv=None):
         providers["tessera_tma_raw"] = tma_raw
         providers["tessera_tma_store_raw"] = lambda x: tma_raw(x, store_c=True)
         providers["tessera_tma_ws_raw"] = lambda x: tma_raw(x, warp_specialize=True)
+        providers["tessera_persistent_ws_raw"] = lambda x: tma_raw(x, warp_specialize=True, persistent=True)
     providers.update({
         "torch": lambda x: (lambda: torch.matmul(x[0], x[1], out=x[2])),
         "triton": lambda x: launcher(_triton(), *x, (128, 128, 32), 4, stages=4),

@@ -194,14 +194,16 @@ def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
 @tessera.jit
 def matmul_tma_persistent_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
                                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
     """matmul_tma_kernel as a persistent kernel (issue 8's option): launched with at most
     NUM_SMS programs (the device's SM count), each loops over the tiles pid, pid + NUM_SMS, ...
-    in the grouped order; each tile's K loop is the pipelined TMA ring of _tma_accumulate."""
+    in the grouped order; each tile's K loop is the pipelined TMA ring of _tma_accumulate.
+    WARP_SPECIALIZE: a producer warpgroup walks every tile's K loop with one ring, so the next
+    tile's first blocks arrive while this tile is stored (docs/tma.md)."""
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
         pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
         _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
 
 

@@ -187,6 +187,7 @@ public:
     }
     emitEpilogue(!candidates.empty());
     for (Operation *dot : asyncDots) waitAfterLoop(*dot);
+    if (specialize_ && outer_) carryRingsAcrossOuterLoop(rings);
     if (specialize_) buildProducer(rings);
     return true;
   }
@@ -208,6 +209,8 @@ private:
   std::vector<Value *> allocations_; // buffers and mbarriers, in the order allocated
   Operation *firstDot_ = nullptr;    // the body's first dot that reads a TMA-staged block
   bool specialize_ = false;          // a producer warpgroup issues the TMA copies (buildProducer)
+  Operation *outer_ = nullptr;       // with a producer: the loop around this one, if any
+  Operation *loopBeingBuilt_ = nullptr; // buildProducerLoop's loop (outside values go before it)
   std::map<const Value *, bool> clonable_, invariant_;
 
   Type ivType() const { return loop_.operand(0)->type; }
@@ -812,35 +815,44 @@ private:
 
   // ------------------------------------------ the producer warpgroup (warp_specialize)
 
-  // tl.range(..., warp_specialize=True) on a loop of the kernel's top level (a producer
-  // runs from the kernel's start), the first such loop; the consumers are whole warpgroups.
+  // tl.range(..., warp_specialize=True) on a loop of the kernel's top level, or directly in
+  // one loop of the top level (a persistent kernel's tile loop; the ring then runs across its
+  // iterations): a producer runs from the kernel's start. The first such loop; the consumers
+  // are whole warpgroups.
   bool wantsProducer() {
-    if (!(loop_.hasAttr("warp_specialize") && loop_.intAttr("warp_specialize")) || loop_.parent != &fn_.body ||
-        fn_.numWarps % 4 != 0)
+    if (!(loop_.hasAttr("warp_specialize") && loop_.intAttr("warp_specialize")) || fn_.numWarps % 4 != 0)
       return false;
+    if (loop_.parent != &fn_.body) {
+      Operation *outer = loop_.parent->parentOp;
+      if (!outer || outer->code != OpCode::For || outer->parent != &fn_.body) return false;
+      outer_ = outer;
+    }
     bool taken = false;
     walk(fn_.body, [&](Operation &op) { taken = taken || op.code == OpCode::WarpSpecialize; });
     return !taken;
   }
 
-  // v can be computed at the kernel's start: a parameter, or cheap pure ops of the top level on such values.
-  bool computableAtEntry(const Value *v) {
-    if (v->ownerBlock) return v->ownerBlock == &fn_.body;
+  Block *outerBody() const { return outer_ ? outer_->region(0) : nullptr; }
+
+  // v can be computed by the producer outside the loop: a parameter, the enclosing loop's
+  // variable, or cheap pure ops of the top level (or of the enclosing loop's body) on such values.
+  bool computableOutside(const Value *v) {
+    if (v->ownerBlock) return v->ownerBlock == &fn_.body || (outer_ && v == outerBody()->args[0].get());
     const Operation *d = v->definingOp;
-    if (!d || d->parent != &fn_.body || !isClonable(*d)) return false;
+    if (!d || !(d->parent == &fn_.body || (outer_ && d->parent == outerBody())) || !isClonable(*d)) return false;
     for (const Value *o : d->operands)
-      if (!computableAtEntry(o)) return false;
+      if (!computableOutside(o)) return false;
     return true;
   }
 
   // v (of the body, clonable: canClone) can be computed by the producer: what it is made of
-  // from outside the loop is computable at the kernel's start.
+  // from outside the loop is computableOutside.
   bool producerComputes(const Value *v) {
-    if (!definedInBody(v)) return computableAtEntry(v);
+    if (!definedInBody(v)) return computableOutside(v);
     if (v == body_->args[0].get()) return true;
     if (v->ownerBlock) {
       const Operation *inc = advanceOf(v);
-      return computableAtEntry(loop_.operand(2 + v->index)) && producerComputes(inc->operand(1));
+      return computableOutside(loop_.operand(2 + v->index)) && producerComputes(inc->operand(1));
     }
     for (const Value *o : v->definingOp->operands)
       if (!producerComputes(o)) return false;
@@ -849,20 +861,20 @@ private:
 
   bool producerCanCompute(const std::vector<Candidate> &tma) {
     for (unsigned i = 0; i < 3; ++i)
-      if (!computableAtEntry(loop_.operand(i))) return false;
+      if (!computableOutside(loop_.operand(i)) || (outer_ && !computableOutside(outer_->operand(i)))) return false;
     for (const Candidate &c : tma)
       for (size_t i = 1; i < c.load->operands.size(); ++i)
         if (!producerComputes(c.load->operand(i))) return false;
     return true;
   }
 
-  // v, computed at b's insertion point from the kernel's parameters (computableAtEntry).
-  Value *cloneAtEntry(Value *v, Builder &b, std::map<const Value *, Value *> &memo) {
-    if (v->ownerBlock) return v;
+  // v (computableOutside), computed at b's insertion point; the enclosing loop's variable is `outerIv`.
+  Value *cloneOutside(Value *v, Builder &b, std::map<const Value *, Value *> &memo, Value *outerIv) {
+    if (v->ownerBlock) return v->ownerBlock == &fn_.body ? v : outerIv;
     if (auto it = memo.find(v); it != memo.end()) return it->second;
     Operation &op = *v->definingOp;
     std::vector<Value *> operands;
-    for (Value *o : op.operands) operands.push_back(cloneAtEntry(o, b, memo));
+    for (Value *o : op.operands) operands.push_back(cloneOutside(o, b, memo, outerIv));
     b.setLoc(op.loc);
     Value *out = b.create(op.code, operands, {v->type}, op.attrs)->result();
     out->layout = v->layout;
@@ -886,20 +898,56 @@ private:
     }
   }
 
+  // Inside an enclosing loop the ring runs on across its iterations: each ring's stage and
+  // phase pass through it (the next tile's first blocks go where this tile's last ones
+  // left off, so the producer fetches them while the consumers store this tile), and the
+  // stage a ring releases an iteration late (read by an async dot) is released after the
+  // loop, once its dot has been waited for.
+  void carryRingsAcrossOuterLoop(const std::vector<TmaRing> &rings) {
+    Builder before(&fn_.body), after(outerBody());
+    before.setInsertionPoint(&fn_.body, positionOf(*outer_));
+    before.setLoc(outer_->loc);
+    Operation *yield = outerBody()->terminator();
+    const Type i32(ScalarType::I32);
+    for (const TmaRing &r : rings)
+      for (Value *counter : {r.stage, r.phase}) {
+        Value *carried = appendIterArg(*outer_, before.intConstant(0, i32), counter->nameHint);
+        loop_.operands[2 + counter->index] = carried;
+        yield->operands.push_back(loop_.result(counter->index - 1));
+      }
+    auto at = std::next(positionOf(loop_));
+    while (at != outerBody()->ops.end() && (*at)->code == OpCode::DotWait) ++at;
+    after.setInsertionPoint(outerBody(), at);
+    after.setLoc(loop_.loc);
+    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
+    Value *ran = after.op(OpCode::Cmp, {loop_.operand(0), loop_.operand(1)}, Type(ScalarType::I1),
+                          {{"predicate", std::string("lt")}});
+    for (const TmaRing &r : rings) {
+      if (r.stages - r.ahead == 1 && !(firstDotAsync && &r == &rings.front())) continue; // released in its step
+      Value *last = stageAhead(after, loop_.result(r.stage->index - 1), r.stages - 1, r.stages);
+      after.create(OpCode::MbarrierArrive, {r.empty, last, ran}, {});
+    }
+  }
+
   // The producer's program, at the kernel's start (codegen runs it on one more warpgroup,
   // which exits after it; the rest are the consumers):
   //   warp_specialize {
-  //     lb, ub, step, the copies' operands from outside the loop: recomputed from parameters
-  //     for iv in [lb, ub) iter_args(stage, phase per ring, the advancing iter args the copies read):
-  //       per ring: mbarrier_wait(empty, stage, phase ^ 1, iv >= lb + S*step)  -- its last reader is done
-  //                 async_tma_copy(iteration iv into stage)
+  //     [for the enclosing loop's iv ... iter_args(stage, phase per ring, count):]
+  //       lb, ub, step, the copies' operands from outside the loop: recomputed from parameters
+  //       for iv in [lb, ub) iter_args(stage, phase per ring, count, the advancing iter args the copies read):
+  //         per ring: mbarrier_wait(empty, stage, phase ^ 1, count >= S)  -- its last reader is done
+  //                   async_tma_copy(iteration iv into stage)
   //   }
-  // The buffers and mbarriers move to the kernel's start, before it (the producer uses
-  // them from its first copy); the rest of the kernel is the consumers'.
+  // count numbers the copies' iterations (the first S fill empty stages). The buffers and
+  // mbarriers move to the kernel's start, before it (the producer uses them from its first
+  // copy); the rest of the kernel is the consumers'.
   void buildProducer(const std::vector<TmaRing> &rings) {
     auto at = fn_.body.ops.begin();
-    for (Value *allocation : allocations_)
-      fn_.body.ops.splice(at, fn_.body.ops, positionOf(*allocation->definingOp));
+    for (Value *allocation : allocations_) {
+      Operation *op = allocation->definingOp;
+      fn_.body.ops.splice(at, op->parent->ops, positionOf(*op));
+      op->parent = &fn_.body;
+    }
     Builder b(&fn_.body);
     b.setInsertionPoint(&fn_.body, at);
     b.setLoc(loop_.loc);
@@ -907,55 +955,92 @@ private:
     Block *region = producer->region(0);
     Builder pb(region);
     pb.setLoc(loop_.loc);
-    std::map<const Value *, Value *> entryMemo;
-    auto atEntry = [&](Value *v) { return cloneAtEntry(v, pb, entryMemo); };
-    Value *lb = atEntry(loop_.operand(0)), *ub = atEntry(loop_.operand(1)), *step = atEntry(loop_.operand(2));
-    const Type i32(ScalarType::I32), i1(ScalarType::I1);
-    std::vector<Value *> refills; // lb + S*step: the first iteration that refills a stage
-    for (const TmaRing &r : rings)
-      refills.push_back(pb.op(OpCode::Add, {lb, pb.intConstant(r.stages * step_, ivType())}, ivType()));
-    Operation *loop = pb.create(OpCode::For, {lb, ub, step}, {}, {}, 1);
+    const Type i32(ScalarType::I32);
+    std::vector<Value *> inits; // stage and phase per ring, then the count
+    for (size_t i = 0; i < 2 * rings.size() + 1; ++i) inits.push_back(pb.intConstant(0, i32));
+    if (!outer_) {
+      std::map<const Value *, Value *> memo;
+      buildProducerLoop(rings, pb, inits, memo, nullptr);
+      pb.create(OpCode::Yield, {}, {});
+      return;
+    }
+    std::map<const Value *, Value *> memo;
+    std::vector<Value *> bounds;
+    for (unsigned i = 0; i < 3; ++i) bounds.push_back(cloneOutside(outer_->operand(i), pb, memo, nullptr));
+    Operation *tiles = pb.create(OpCode::For, bounds, {}, {}, 1);
+    Block *body = tiles->region(0);
+    Value *outerIv = body->addArgument(outer_->operand(0)->type, outerBody()->args[0]->nameHint);
+    std::vector<Value *> carried;
+    for (Value *init : inits) carried.push_back(appendIterArg(*tiles, init, ""));
+    pb.create(OpCode::Yield, {}, {});
+    Builder tb(body);
+    tb.setLoc(outer_->loc);
+    std::map<const Value *, Value *> tileMemo;
+    Operation *inner = buildProducerLoop(rings, tb, carried, tileMemo, outerIv);
+    std::vector<Value *> next;
+    for (auto &r : inner->results)
+      if (next.size() < carried.size()) next.push_back(r.get());
+    tb.create(OpCode::Yield, next, {});
+  }
+
+  // The producer's copy loop at b (buildProducer): iter args start from `inits` (stage and phase
+  // per ring, count); outside values are recomputed at b (memo), the enclosing loop's variable
+  // being `outerIv`.
+  Operation *buildProducerLoop(const std::vector<TmaRing> &rings, Builder &b, const std::vector<Value *> &inits,
+                               std::map<const Value *, Value *> &outsideMemo, Value *outerIv) {
+    Block *where = b.block();
+    auto outside = [&, where](Value *v) {
+      Builder at(where);
+      at.setInsertionPoint(where, positionOf(*loopBeingBuilt_));
+      return cloneOutside(v, at, outsideMemo, outerIv);
+    };
+    std::vector<Value *> bounds;
+    for (unsigned i = 0; i < 3; ++i) bounds.push_back(cloneOutside(loop_.operand(i), b, outsideMemo, outerIv));
+    Operation *loop = b.create(OpCode::For, bounds, {}, {}, 1);
+    loopBeingBuilt_ = loop;
     Block *body = loop->region(0);
     Value *iv = body->addArgument(ivType(), body_->args[0]->nameHint);
-    std::vector<Value *> stages, phases;
-    for (size_t i = 0; i < rings.size(); ++i) {
-      stages.push_back(appendIterArg(*loop, pb.intConstant(0, i32), "stage"));
-      phases.push_back(appendIterArg(*loop, pb.intConstant(0, i32), "phase"));
-    }
-    pb.create(OpCode::Yield, {}, {});
-    pb.setInsertionPoint(region, positionOf(*loop)); // what the iter args start from goes before the loop
+    std::vector<Value *> args;
+    for (size_t i = 0; i < inits.size(); ++i) args.push_back(appendIterArg(*loop, inits[i], i + 1 == inits.size() ? "count" : ""));
+    const Type i32(ScalarType::I32), i1(ScalarType::I1);
+    Value *count = args.back();
 
     Builder lbld(body);
     lbld.setLoc(loop_.loc);
     std::map<const Value *, Value *> memo;
-    std::vector<std::pair<Value *, Value *>> carried; // the loop's advancing iter args and the producer's
+    std::vector<std::pair<Value *, Value *>> advancing; // the loop's advancing iter args and the producer's
     Shift shift;
     shift.iv = iv;
-    shift.outside = atEntry;
+    shift.outside = outside;
     shift.iterArg = [&](Value *arg) {
-      for (auto &[theirs, mine] : carried)
+      for (auto &[theirs, mine] : advancing)
         if (theirs == arg) return mine;
-      carried.emplace_back(arg, appendIterArg(*loop, atEntry(loop_.operand(2 + arg->index)), arg->nameHint));
-      return carried.back().second;
+      advancing.emplace_back(arg, appendIterArg(*loop, outside(loop_.operand(2 + arg->index)), arg->nameHint));
+      return advancing.back().second;
     };
     for (size_t i = 0; i < rings.size(); ++i) {
       const TmaRing &r = rings[i];
-      Value *refill = lbld.op(OpCode::Cmp, {iv, refills[i]}, i1, {{"predicate", std::string("ge")}});
-      Value *parity = lbld.op(OpCode::Xor, {phases[i], lbld.intConstant(1, i32)}, i32);
-      lbld.create(OpCode::MbarrierWait, {r.empty, stages[i], parity, refill}, {});
-      emitTmaCopies(r.cs, lbld, shift, stages[i]);
+      Value *stage = args[2 * i], *phase = args[2 * i + 1];
+      Value *refill = lbld.op(OpCode::Cmp, {count, lbld.intConstant(r.stages, i32)}, i1, {{"predicate", std::string("ge")}});
+      Value *parity = lbld.op(OpCode::Xor, {phase, lbld.intConstant(1, i32)}, i32);
+      lbld.create(OpCode::MbarrierWait, {r.empty, stage, parity, refill}, {});
+      emitTmaCopies(r.cs, lbld, shift, stage);
       lbld.setLoc(loop_.loc);
     }
     std::vector<Value *> next;
     for (size_t i = 0; i < rings.size(); ++i) {
-      Value *plus = lbld.op(OpCode::Add, {stages[i], lbld.intConstant(1, i32)}, i32);
-      Value *last = lbld.op(OpCode::Cmp, {stages[i], lbld.intConstant(rings[i].stages - 1, i32)}, i1,
+      Value *stage = args[2 * i], *phase = args[2 * i + 1];
+      Value *plus = lbld.op(OpCode::Add, {stage, lbld.intConstant(1, i32)}, i32);
+      Value *last = lbld.op(OpCode::Cmp, {stage, lbld.intConstant(rings[i].stages - 1, i32)}, i1,
                             {{"predicate", std::string("eq")}});
       next.push_back(lbld.op(OpCode::Select, {last, lbld.intConstant(0, i32), plus}, i32));
-      next.push_back(lbld.op(OpCode::Xor, {phases[i], lbld.op(OpCode::Cast, {last}, i32)}, i32));
+      next.push_back(lbld.op(OpCode::Xor, {phase, lbld.op(OpCode::Cast, {last}, i32)}, i32));
     }
-    for (auto &[theirs, mine] : carried) next.push_back(advance(mine, theirs, 1, lbld, shift, memo));
+    next.push_back(lbld.op(OpCode::Add, {count, lbld.intConstant(1, i32)}, i32));
+    for (auto &[theirs, mine] : advancing) next.push_back(advance(mine, theirs, 1, lbld, shift, memo));
     lbld.create(OpCode::Yield, next, {});
+    loopBeingBuilt_ = nullptr;
+    return loop;
   }
 
   void readFromBuffer(Candidate &c, Value *stage) {
@@ -970,8 +1055,10 @@ private:
   }
 
   void emitEpilogue(bool cpAsync) {
-    Builder b(loop_.parent);
-    b.setInsertionPoint(loop_.parent, std::next(positionOf(loop_)));
+    // With a producer around an enclosing loop, the ring lives until that loop is done.
+    Operation &last = specialize_ && outer_ ? *outer_ : loop_;
+    Builder b(last.parent);
+    b.setInsertionPoint(last.parent, std::next(positionOf(last)));
     b.setLoc(loop_.loc);
     // Copies past the end are still writing zeros: let them land before the
     // space is handed to whatever comes next.

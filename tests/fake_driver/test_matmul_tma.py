@@ -88,7 +88,9 @@ def test_forced_configs_tma_false_and_column_major(fake):
 
 def test_persistent_launches_as_many_programs_as_sms(fake):
     """persistent=True: matmul_tma_persistent_kernel on min(SMs, tiles) programs, NUM_SMS the
-    device's SM count (the tile loop's step); without the TMA path it is one clear error."""
+    device's SM count (the tile loop's step), with a producer warpgroup (8 + 4 warps, the asked-for
+    4 stages cut to 3: the ring stays allocated while a tile is stored); without the TMA path it
+    is one clear error."""
     sms = tessera._C.device_properties(-1)["multiprocessor_count"]
     M, N, K = 4096, 4096, 512
     a, b, out, bias = operands(M, N, K)
@@ -96,6 +98,7 @@ def test_persistent_launches_as_many_programs_as_sms(fake):
     last = fake.last()
     assert last["kernel"] == "matmul_tma_persistent_kernel"
     assert last["grid"] == (min(sms, (M // 128) * (N // 256)), 1, 1)
+    assert last["block"] == (384, 1, 1)
     tk.matmul(a, b, out, persistent=True)  # autotuned
     assert fake.last()["kernel"] == "matmul_tma_persistent_kernel"
     assert not tk.matmul_tma_persistent_autotuner().failures

@@ -17,7 +17,7 @@ import tessera  # noqa: E402
 import tessera.kernels as tk  # noqa: E402
 import tessera.language as tl  # noqa: E402
 from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
-from kernels.matmul import matmul_tma_kernel, matmul_tma_store_kernel  # noqa: E402
+from kernels.matmul import matmul_tma_kernel, matmul_tma_persistent_kernel, matmul_tma_store_kernel  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
 from tensor_descriptors import desc_copy, desc_scaled_sum, desc_store_scaled  # noqa: E402
@@ -131,6 +131,30 @@ def test_warp_specialized_matmul_matches_float64(shape, dtype, config):
     b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
     c = tma_matmul(a, b, config, WARP_SPECIALIZE=True)
     assert_rel_err(c, a.double() @ b.double(), 1e-2, f"ws {MM.matmul_config_name(config)} {shape}")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES + [(4096, 4096, 256), (2048, 1024, 64)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("blocks", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 3), (64, 64, 64, 4, 2)], ids=str)
+def test_warp_specialized_persistent_matmul_matches_float64(shape, dtype, blocks):
+    """matmul_tma_persistent_kernel with WARP_SPECIALIZE: one ring across each program's tiles
+    (the producer walks every tile's K loop; the consumers carry its stage and phase from tile to
+    tile and release a tile's last stage after its loop), on fewer programs than tiles."""
+    M, N, K = shape
+    bm, bn, bk, warps, stages = blocks
+    torch.manual_seed(M + N + K + 3)
+    a = torch.randn((M, K), device="cuda").to(DTYPES[dtype])
+    b = torch.randn((K, N), device="cuda").to(DTYPES[dtype])
+    c = poisoned((M, N), a.dtype)
+    a_desc = tessera.TensorDescriptor.from_tensor(a, [bm, bk])
+    b_desc = tessera.TensorDescriptor.from_tensor(b, [bk, bn])
+    tiles = tessera.cdiv(M, bm) * tessera.cdiv(N, bn)
+    programs = max(1, min(tiles, 7))  # each program loops over several tiles
+    matmul_tma_persistent_kernel[(programs,)](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), BLOCK_M=bm,
+                                              BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, NUM_SMS=programs,
+                                              WARP_SPECIALIZE=True, num_warps=warps, num_stages=stages)
+    torch.cuda.synchronize()
+    assert_rel_err(c, a.double() @ b.double(), 1e-2, f"ws persistent {blocks} {shape}")
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

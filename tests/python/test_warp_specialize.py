@@ -182,3 +182,23 @@ def test_barriers_and_register_handover_are_convergent():
     assert len(calls) >= 5
     for text, group in calls:
         assert "convergent" in attrs[group].split(), text
+
+
+def test_a_persistent_kernel_keeps_one_ring_across_its_tiles():
+    """matmul_tma_persistent_kernel: the producer mirrors the tile loop around the K loop and its
+    stage, phase and count run on from tile to tile; the consumers' K loop takes its stage and
+    phase from the tile loop, releases the tile's last stage after the loop (read by the async
+    dot, waited for there), and the ring is freed after the tile loop."""
+    sig = TMA_MATMUL_SIG.format(t="bf16", bm=128, bn=256, bk=64)
+    k = tessera.compile(MATMUL, kernel="matmul_tma_persistent_kernel", signature=sig,
+                        constexprs={"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "NUM_SMS": 132,
+                                    "WARP_SPECIALIZE": True}, num_warps=8, num_stages=3, target="sm_90a")
+    producer, consumers = producer_and_consumers(k.asm["ir-opt"])
+    assert producer.count("= for ") == 2 and producer.count("async_tma_copy") == 2
+    tiles = consumers[consumers.index("= for "):]
+    inner = tiles.index("= for ", 1)
+    k_loop_end = tiles.index("dot_wait")
+    assert tiles[k_loop_end:].index("mbarrier_arrive") < tiles[k_loop_end:].index("store ")  # the last stage
+    assert tiles.rindex("barrier {join_producer = 1}") > tiles.rindex("store ")  # after the tile loop
+    assert tiles.index("local_dealloc") > tiles.rindex("store ") and inner > 0
+    assert "async_tma_copy" not in consumers

@@ -348,10 +348,26 @@ def matmul_tma_autotuner():
     return _state["tma_autotuner"]
 
 
+def _persistent_config(c, pre_hook=None):
+    """c for matmul_tma_persistent_kernel with WARP_SPECIALIZE: a producer warpgroup runs one ring
+    across the program's tiles, which stays allocated while a tile is stored, so tiles of
+    128 x 256 take 3 stages (the store's 64 KB staging next to 4 stages passes the 227 KB)."""
+    kw = c.kwargs
+    stages = min(c.num_stages, 3) if kw["BLOCK_M"] * kw["BLOCK_N"] >= 128 * 256 else c.num_stages
+    return Config(dict(kw, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=stages,
+                  pre_hook=pre_hook or c.pre_hook)
+
+
 def matmul_tma_persistent_autotuner():
-    """The tessera.Autotuner of matmul_tma_persistent_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N, K)."""
+    """The tessera.Autotuner of matmul_tma_persistent_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N,
+    K), each with a producer warpgroup (_persistent_config)."""
     if "tma_persistent_autotuner" not in _state:
-        _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel, _tma_configs())
+        configs = []
+        for c in HOPPER_MATMUL_CONFIGS:
+            p = _persistent_config(c, _tma_block_shapes)
+            if all(p.kwargs != q.kwargs or (p.num_warps, p.num_stages) != (q.num_warps, q.num_stages) for q in configs):
+                configs.append(p)
+        _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel, configs)
     return _state["tma_persistent_autotuner"]
 
 
@@ -482,8 +498,10 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     TESSERA_INTERPRET, only for host inputs). tma: False takes the cp.async kernel where the
     TMA one would apply (default: TMA on sm_90a for row-major operands, unless
     TESSERA_MATMUL_TMA=0; with or without an epilogue). persistent: True launches
-    matmul_tma_persistent_kernel (as many programs as SMs, each looping over tiles; the TMA path
-    without an epilogue only, autotuned by matmul_tma_persistent_autotuner())."""
+    matmul_tma_persistent_kernel (as many programs as SMs, each looping over tiles, a producer
+    warpgroup issuing the copies through one ring across them; the TMA path without an epilogue
+    only, autotuned by matmul_tma_persistent_autotuner(); a config's 128 x 256 tiles take 3
+    stages, _persistent_config)."""
     if interpret is None:
         host = _Operand(a, "a").device != "cuda"
         interpret = host and _interpret_default()
@@ -537,7 +555,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
 
         def persistent_grid(meta):
             return (min(sms, grid(meta)[0]),)
-        _launch_tma(a, b, out, A, B, O, M, N, K, chosen, persistent_grid,
+        _launch_tma(a, b, out, A, B, O, M, N, K, chosen and _persistent_config(chosen), persistent_grid,
                     _kernel_module().matmul_tma_persistent_kernel,
                     None if chosen is not None else matmul_tma_persistent_autotuner(), meta={"NUM_SMS": sms})
         return out
