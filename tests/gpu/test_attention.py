@@ -189,17 +189,17 @@ def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stag
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
                     reason="warp specialisation needs sm_90a")
-@pytest.mark.parametrize("BLOCK_M, BLOCK_N, warps, maxnreg, stages", TMA_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("BLOCK_M, BLOCK_N, warps, maxnreg, stages, pingpong",
+                         [c + (False,) for c in TMA_CASES] + [c + (True,) for c in TMA_CASES if c[2] == 8],
+                         ids=lambda c: str(c))
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("NQ, NKV, H, H_KV", [(1000, 1024, 4, 2), (4096, 4096, 2, 1), (700, 256, 2, 1)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("pingpong", [False, True], ids=["", "pingpong"])
-def test_warp_specialized_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stages, causal, pingpong):
+def test_warp_specialized_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stages, pingpong, causal):
     """WARP_SPECIALIZE with TMA: a producer warpgroup issues the unmasked sweep's copies (4 more
     warps; two consumer warpgroups take its registers), the consumers wait on the full mbarriers
-    and release stages on the empty ones; PINGPONG's named barriers among the consumers."""
-    if pingpong and warps != 8:
-        pytest.skip("PINGPONG orders two warpgroups: 8 warps only")
+    and release stages on the empty ones; PINGPONG (8 warps: two consumer warpgroups) adds its
+    named barriers among the consumers."""
     seed = fresh_seed()
     q = torch.randn((2, H, NQ, D), device="cuda").to(torch.bfloat16)
     k, v = (torch.randn((2, H_KV, NKV, D), device="cuda").to(torch.bfloat16) for _ in range(2))
