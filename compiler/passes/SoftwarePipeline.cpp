@@ -81,6 +81,13 @@
 // staged too: the TMA unit writes its rows as they are, which is the K-major
 // tile wgmma reads the transposed B from (the buffer holds [cols x rows]).
 //
+// tl.range(..., warp_specialize=True) on a loop of TMA rings at the kernel's top level (or
+// directly in one top-level loop, a persistent kernel's tile loop) moves every copy to a
+// producer warpgroup instead (buildProducer, docs/tma.md): a warp_specialize region at the
+// kernel's start, with the buffers and mbarriers hoisted before it, walks the loop (and the
+// loop around it) waiting on each stage's empty mbarrier; the consumers' loop keeps its
+// full waits and releases, and the ring outlives an enclosing tile loop.
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
