@@ -174,12 +174,17 @@ def test_tma_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, maxnreg, stag
     B tile): ragged query blocks, GQA (the rows of another head start at (b * H_KV + h) * N_KV),
     more queries than keys (causal: empty sweeps), key steps wider than the query block (a
     query block starts inside a key block). OVERLAP with TMA: V of the block before."""
+    check_tma_forward(NQ, NKV, H, H_KV, D, causal, {
+        "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg, "num_stages": stages,
+        "OVERLAP": overlap, "WARP_SPECIALIZE": False})
+
+
+def check_tma_forward(NQ, NKV, H, H_KV, D, causal, config):
+    """The TMA forward with `config` on fresh bf16 inputs (B = 2) against the float64 reference."""
     seed = fresh_seed()
     q = torch.randn((2, H, NQ, D), device="cuda").to(torch.bfloat16)
     k, v = (torch.randn((2, H_KV, NKV, D), device="cuda").to(torch.bfloat16) for _ in range(2))
-    config = {"TMA": True, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg,
-              "num_stages": stages, "OVERLAP": overlap, "WARP_SPECIALIZE": False}
-    o, lse = tk.attention_forward(q, k, v, causal, config=config)
+    o, lse = tk.attention_forward(q, k, v, causal, config=dict(config, TMA=True))
     torch.cuda.synchronize()
     ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, D ** -0.5, "bhnd")
     err = rel_err(o, ro)
@@ -200,17 +205,9 @@ def test_warp_specialized_forward(NQ, NKV, H, H_KV, D, BLOCK_M, BLOCK_N, warps, 
     warps; two consumer warpgroups take its registers), the consumers wait on the full mbarriers
     and release stages on the empty ones; PINGPONG (8 warps: two consumer warpgroups) adds its
     named barriers among the consumers."""
-    seed = fresh_seed()
-    q = torch.randn((2, H, NQ, D), device="cuda").to(torch.bfloat16)
-    k, v = (torch.randn((2, H_KV, NKV, D), device="cuda").to(torch.bfloat16) for _ in range(2))
-    config = {"TMA": True, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg,
-              "num_stages": stages, "WARP_SPECIALIZE": True, "PINGPONG": pingpong}
-    o, lse = tk.attention_forward(q, k, v, causal, config=config)
-    torch.cuda.synchronize()
-    ro, rlse, *_ = reference(q, k, v, torch.zeros_like(q), causal, D ** -0.5, "bhnd")
-    err = rel_err(o, ro)
-    lse_err = (lse.double() - rlse).abs().max().item()
-    assert err <= TOL and lse_err <= 1e-2, f"NQ={NQ} NKV={NKV} D={D}: O rel err {err:.2e}, LSE {lse_err:.2e} (seed {seed})"
+    check_tma_forward(NQ, NKV, H, H_KV, D, causal, {
+        "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "num_warps": warps, "maxnreg": maxnreg, "num_stages": stages,
+        "WARP_SPECIALIZE": True, "PINGPONG": pingpong})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
