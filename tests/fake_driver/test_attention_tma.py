@@ -92,7 +92,8 @@ def test_autotuned_forward_times_the_candidates_and_launches_the_winner(fake):
     tuner = tk.attention_forward_autotuner(True, 64, True)
     assert set(c.kwargs["BLOCK_N"] for c in tuner.configs_timings) == {64, 128}
     assert len(tuner.configs_timings) == len(A.AUTOTUNE_FORWARD) and not tuner.failures
-    assert tuner.configs[0].kwargs == {"BLOCK_M": 64, "BLOCK_N": 128}  # HOPPER_FORWARD_TMA's D64 entry
+    # HOPPER_FORWARD_TMA's D64 entry (4 warps: no producer warpgroup)
+    assert tuner.configs[0].kwargs == {"BLOCK_M": 64, "BLOCK_N": 128, "WARP_SPECIALIZE": False}
     best = tuner.best_config
     last = fake.last()
     assert last["kernel"] == "attn_fwd_kernel" and last["grid"][0] == 256 // best.kwargs["BLOCK_M"]

@@ -1,15 +1,12 @@
 """A warp-specialised kernel (tl.range(..., warp_specialize=True), docs/tma.md) launches with
 num_warps + 4 warps: the consumers its layouts were assigned for, then the producer warpgroup.
 Compiled for real (kernels/matmul.py's matmul_tma_kernel), launched on the fake driver."""
-import pathlib
-import sys
-
 import torch
 
 import tessera
+from tessera.kernels import _files
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from kernels.matmul import matmul_tma_kernel  # noqa: E402
+matmul_tma_kernel = _files.load("matmul").matmul_tma_kernel
 
 P = 0x7F0000001000
 
