@@ -11,8 +11,9 @@ Providers:
                      persist in the tessera cache, so a second run tunes nothing)
   tessera_cpasync    the wrapper with tma=False: the cp.async kernel where TMA would apply (sm_90a)
   tessera_raw        matmul_kernel[grid](...) with the default config (no wrapper)
-  tessera_persistent the wrapper with persistent=True: matmul_tma_persistent_kernel, the default config,
-                     as many programs as SMs looping over the tiles (sm_90a)
+  tessera_persistent the wrapper with persistent=True: matmul_tma_persistent_kernel, the default config
+                     (3 stages), as many programs as SMs looping over the tiles, a producer warpgroup
+                     feeding one TMA ring across them (sm_90a, docs/tma.md)
   tessera_tma_raw    matmul_tma_kernel[grid](...) (sm_90a), the default config, descriptors made once
   tessera_tma_store_raw  matmul_tma_store_kernel: the same with C written by a TMA store (desc.store)
   tessera_tma_ws_raw matmul_tma_kernel with WARP_SPECIALIZE=True: a producer warpgroup issues the
