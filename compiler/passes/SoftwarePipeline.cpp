@@ -454,16 +454,21 @@ private:
     } else if (v->ownerBlock) {
       out = shift.iterArg(v);
     } else {
-      Operation &op = *v->definingOp;
       std::vector<Value *> operands;
-      for (Value *o : op.operands) operands.push_back(clone(o, b, shift, memo));
-      b.setLoc(op.loc);
-      Operation *c = b.create(op.code, operands, {v->type}, op.attrs);
-      out = c->result();
-      out->layout = v->layout;
-      out->nameHint = v->nameHint;
+      for (Value *o : v->definingOp->operands) operands.push_back(clone(o, b, shift, memo));
+      out = copyOf(v, operands, b);
     }
     return memo[v] = out;
+  }
+
+  // v's defining op again at b, on `operands`.
+  static Value *copyOf(const Value *v, const std::vector<Value *> &operands, Builder &b) {
+    const Operation &op = *v->definingOp;
+    b.setLoc(op.loc);
+    Value *out = b.create(op.code, operands, {v->type}, op.attrs)->result();
+    out->layout = v->layout;
+    out->nameHint = v->nameHint;
+    return out;
   }
 
   // Iter arg `arg` advanced `times` iterations from `base` (its value now).
@@ -766,17 +771,13 @@ private:
   // arrives once done with it and only the copying warp waits.
   void refillRings(const std::vector<TmaRing> &rings) {
     if (rings.empty()) return;
-    Builder b(body_), end(body_);
-    b.setInsertionPoint(body_, std::next(positionOf(*firstDot_)));
-    end.setInsertionPoint(body_, positionOf(*body_->terminator()));
-    b.setLoc(loop_.loc);
-    end.setLoc(loop_.loc);
+    Builder b = bodyBuilder(std::next(positionOf(*firstDot_)));
+    Builder end = bodyBuilder(positionOf(*body_->terminator()));
     if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
     // The first ring is the one the first dot reads (formRings).
-    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
     for (const TmaRing &r : rings) {
       Value *target = stageAhead(b, r.stage, r.ahead, r.stages);
-      if (r.empty) emitEmptyWait(r, b, end, target, firstDotAsync && &r == &rings.front());
+      if (r.empty) emitEmptyWait(r, b, end, target, isReadByAsyncFirstDot(r, rings));
       emitCopiesAhead(r.cs, b, target, r.ahead, &LoopPipeliner::emitTmaCopies);
     }
   }
@@ -799,6 +800,14 @@ private:
     b.create(OpCode::MbarrierWait, {r.empty, target, parity, readBefore}, {}, {{"leader", int64_t{1}}});
   }
 
+  // A builder inserting into the body before `at`, at the loop's location.
+  Builder bodyBuilder(std::list<std::unique_ptr<Operation>>::iterator at) {
+    Builder b(body_);
+    b.setInsertionPoint(body_, at);
+    b.setLoc(loop_.loc);
+    return b;
+  }
+
   // Every thread arrives on the empty mbarrier of the stage it is done with (emitEmptyWait):
   // right after the async first dot that read it last iteration (into `target`, the
   // stage before this one), else at the end of the body (`end`), on this iteration's
@@ -811,6 +820,17 @@ private:
       Value *read = d == 1 ? r.stage : stageAhead(end, r.stage, r.stages - 1, r.stages);
       end.create(OpCode::MbarrierArrive, {r.empty, read, ivAtLeast(end, d - 1)}, {});
     }
+  }
+
+  // The ring the body's first dot reads (the first, formRings), where that dot is async.
+  bool isReadByAsyncFirstDot(const TmaRing &r, const std::vector<TmaRing> &rings) const {
+    return &r == &rings.front() && firstDot_->hasAttr("async") && firstDot_->intAttr("async");
+  }
+
+  // emitRelease releases the stage an iteration reads in the iteration after (an async dot
+  // reads it), not in its own.
+  static bool releasedTheStepAfter(const TmaRing &r, bool readByAsyncFirstDot) {
+    return readByAsyncFirstDot || r.stages - r.ahead == 2;
   }
 
   // iv >= lb + iterations * step, at `at`.
@@ -829,14 +849,13 @@ private:
   bool wantsProducer() {
     if (!(loop_.hasAttr("warp_specialize") && loop_.intAttr("warp_specialize")) || fn_.numWarps % 4 != 0)
       return false;
-    if (loop_.parent != &fn_.body) {
-      Operation *outer = loop_.parent->parentOp;
-      if (!outer || outer->code != OpCode::For || outer->parent != &fn_.body) return false;
-      outer_ = outer;
-    }
+    Operation *outer = loop_.parent == &fn_.body ? nullptr : loop_.parent->parentOp;
+    if (loop_.parent != &fn_.body && (!outer || outer->code != OpCode::For || outer->parent != &fn_.body)) return false;
     bool taken = false;
     walk(fn_.body, [&](Operation &op) { taken = taken || op.code == OpCode::WarpSpecialize; });
-    return !taken;
+    if (taken) return false;
+    outer_ = outer;
+    return true;
   }
 
   Block *outerBody() const { return outer_ ? outer_->region(0) : nullptr; }
@@ -879,29 +898,20 @@ private:
   Value *cloneOutside(Value *v, Builder &b, std::map<const Value *, Value *> &memo, Value *outerIv) {
     if (v->ownerBlock) return v->ownerBlock == &fn_.body ? v : outerIv;
     if (auto it = memo.find(v); it != memo.end()) return it->second;
-    Operation &op = *v->definingOp;
     std::vector<Value *> operands;
-    for (Value *o : op.operands) operands.push_back(cloneOutside(o, b, memo, outerIv));
-    b.setLoc(op.loc);
-    Value *out = b.create(op.code, operands, {v->type}, op.attrs)->result();
-    out->layout = v->layout;
-    out->nameHint = v->nameHint;
-    return memo[v] = out;
+    for (Value *o : v->definingOp->operands) operands.push_back(cloneOutside(o, b, memo, outerIv));
+    return memo[v] = copyOf(v, operands, b);
   }
 
   // With a producer the consumers only wait for stages to land and release them: every
   // thread arrives on a stage's empty mbarrier once done with it (emitRelease), and the
   // producer waits there before refilling it.
   void releaseStages(const std::vector<TmaRing> &rings) {
-    Builder b(body_), end(body_);
-    b.setInsertionPoint(body_, std::next(positionOf(*firstDot_)));
-    end.setInsertionPoint(body_, positionOf(*body_->terminator()));
-    b.setLoc(loop_.loc);
-    end.setLoc(loop_.loc);
-    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
+    Builder b = bodyBuilder(std::next(positionOf(*firstDot_)));
+    Builder end = bodyBuilder(positionOf(*body_->terminator()));
     for (const TmaRing &r : rings) {
       Value *previous = stageAhead(b, r.stage, r.stages - 1, r.stages);
-      emitRelease(r, b, end, previous, firstDotAsync && &r == &rings.front());
+      emitRelease(r, b, end, previous, isReadByAsyncFirstDot(r, rings));
     }
   }
 
@@ -926,11 +936,10 @@ private:
     while (at != outerBody()->ops.end() && (*at)->code == OpCode::DotWait) ++at;
     after.setInsertionPoint(outerBody(), at);
     after.setLoc(loop_.loc);
-    const bool firstDotAsync = firstDot_->hasAttr("async") && firstDot_->intAttr("async");
     Value *ran = after.op(OpCode::Cmp, {loop_.operand(0), loop_.operand(1)}, Type(ScalarType::I1),
                           {{"predicate", std::string("lt")}});
     for (const TmaRing &r : rings) {
-      if (r.stages - r.ahead == 1 && !(firstDotAsync && &r == &rings.front())) continue; // released in its step
+      if (!releasedTheStepAfter(r, isReadByAsyncFirstDot(r, rings))) continue;
       Value *last = stageAhead(after, loop_.result(r.stage->index - 1), r.stages - 1, r.stages);
       after.create(OpCode::MbarrierArrive, {r.empty, last, ran}, {});
     }
@@ -1037,6 +1046,7 @@ private:
     std::vector<Value *> next;
     for (size_t i = 0; i < rings.size(); ++i) {
       Value *stage = args[2 * i], *phase = args[2 * i + 1];
+      // One compare for both (the consumers' counters are made separately, addStageCounter).
       Value *plus = lbld.op(OpCode::Add, {stage, lbld.intConstant(1, i32)}, i32);
       Value *last = lbld.op(OpCode::Cmp, {stage, lbld.intConstant(rings[i].stages - 1, i32)}, i1,
                             {{"predicate", std::string("eq")}});
