@@ -362,12 +362,13 @@ def matmul_tma_persistent_autotuner():
     """The tessera.Autotuner of matmul_tma_persistent_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N,
     K), each with a producer warpgroup (_persistent_config)."""
     if "tma_persistent_autotuner" not in _state:
-        configs = []
+        # Configs that differ only in stages past 3 become one (the first kept, in table order).
+        by_name = {}
         for c in HOPPER_MATMUL_CONFIGS:
             p = _persistent_config(c, _tma_block_shapes)
-            if all(p.kwargs != q.kwargs or (p.num_warps, p.num_stages) != (q.num_warps, q.num_stages) for q in configs):
-                configs.append(p)
-        _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel, configs)
+            by_name.setdefault(matmul_config_name(p), p)
+        _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel,
+                                                        by_name.values())
     return _state["tma_persistent_autotuner"]
 
 
