@@ -90,15 +90,13 @@ def test_sass_has_the_register_handover(tmp_path):
     assert "UTMALDG.2D" in text and "HGMMA.64x256x16.F32.BF16" in text
 
 
-def test_nested_loops_and_plain_loops_are_left_alone():
-    """A hint: the persistent kernel's K loop (inside the tile loop) and a loop without TMA
-    copies are pipelined as before, with num_warps warps."""
-    sig = TMA_MATMUL_SIG.format(t="bf16", bm=128, bn=256, bk=64)
-    k = tessera.compile(MATMUL, kernel="matmul_tma_kernel", signature=sig,
-                        constexprs={"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8,
-                        num_stages=4, target="sm_90a")
+def test_without_the_hint_or_without_tma_copies_nothing_is_specialised(tmp_path):
+    """A hint: the TMA matmul without it, and a loop with the hint but no TMA copies, are
+    pipelined as before, with num_warps warps."""
+    k = tma_matmul(ws=False)
     assert "warp_specialize {" not in k.asm["ir-opt"] and k.metadata.num_warps == 8
-    src = '''
+    path = tmp_path / "ws_plain_loop.py"
+    path.write_text('''
 import tessera
 import tessera.language as tl
 
@@ -109,9 +107,7 @@ def running_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     for i in tl.range(0, n, BLOCK, warp_specialize=True):
         acc += tl.load(x_ptr + i + offs)
     tl.store(out_ptr + offs, acc)
-'''
-    path = ROOT / "build" / "ws_plain_loop.py"
-    path.write_text(src)
+''')
     k = tessera.compile(str(path), kernel="running_sum", signature="*fp32:16,*fp32:16,i32", constexprs={"BLOCK": 128},
                         num_warps=4, target="sm_90a")
     assert "warp_specialize {" not in k.asm["ir-opt"] and k.metadata.num_warps == 4
