@@ -12,10 +12,12 @@ compilation and launching:
     tessera.TensorDescriptor(x, shape, strides, block_shape)   # a TMA descriptor argument (tensor_descriptor.py)
 
 Errors: errors.py (CompilationError, DriverError, ...).
+Benchmarks: testing.py (Triton's triton.testing: do_bench, perf_report, assert_close).
+Running programs written for Triton unchanged: compat/ (`import triton` gives tessera).
 """
 from . import errors, language
 from .errors import (CompilationError, DriverError, DriverNotFoundError, InterpreterError, LaunchError,
-                     TesseraError)
+                     OutOfResources, TesseraError)
 from . import _loader
 import sys as _sys
 
@@ -28,6 +30,7 @@ if _C is not None:
 from .jit import JITFunction, jit  # noqa: E402  (after _C: JITFunction's base class is in it)
 
 from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
+from . import testing  # noqa: E402  (Triton's triton.testing: do_bench, perf_report, assert_close)
 from .compiler import CompiledKernel, compile  # noqa: E402
 # @autotune / @heuristics / Config (autotune.py; `from tessera.autotune import do_bench` for the timer)
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
@@ -39,7 +42,7 @@ from .tensor_descriptor import TensorDescriptor  # noqa: E402
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
     "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
-    "runtime", "driver_available", "device_count", "synchronize",
+    "OutOfResources", "runtime", "testing", "driver_available", "device_count", "synchronize",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "elementwise", "fuse", "ElementwiseFunction",
     "TensorDescriptor",
 ]

@@ -6,6 +6,7 @@
     ├── DriverError (RuntimeError)    a CUDA driver call failed (.code: the CUresult)
     │   └── DriverNotFoundError       no CUDA driver on this machine ("no CUDA driver found: ...")
     └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
+        └── OutOfResources            Triton's name for "needs more than the hardware has" (required, limit, name)
 
 Argument errors are TypeError / ValueError naming the argument.
 """
@@ -55,4 +56,23 @@ class LaunchError(TesseraError, RuntimeError):
     """A kernel could not be loaded or launched (bad grid, too much shared memory, wrong device...)."""
 
 
-__all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]
+class OutOfResources(LaunchError):
+    """More of a resource than the device has (Triton's triton.runtime.errors.OutOfResources, with its
+    arguments): `except OutOfResources` in code written for Triton catches it."""
+
+    def __init__(self, required, limit, name):
+        self.required = required
+        self.limit = limit
+        self.name = name
+        super().__init__(str(self))
+
+    def __str__(self):
+        return (f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}. "
+                "Reducing block sizes or `num_stages` may help.")
+
+    def __reduce__(self):
+        return (type(self), (self.required, self.limit, self.name))
+
+
+__all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError",
+           "OutOfResources"]

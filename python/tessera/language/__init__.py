@@ -96,3 +96,16 @@ def pointer_type(element_ty, address_space=1):
 
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
+
+
+class tensor:
+    """The type of block values inside kernels, for annotations (`def f(x: tl.tensor)`); no host values."""
+
+
+def _self():
+    import sys
+    return sys.modules[__name__]
+
+
+core = _self()  # triton.language.core (Triton keeps the language's classes there): the same names
+del _self

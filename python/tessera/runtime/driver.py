@@ -1,4 +1,9 @@
-"""tessera.runtime.driver: the active (CUDA) driver, as Triton names it."""
+"""tessera.runtime.driver: the active (CUDA) driver, as Triton names it.
+
+`active` is the driver (created on first use); `driver` is Triton's DriverConfig
+spelling of the same (driver.active, driver.default, set_active, reset_active).
+do_bench's L2 flush: get_empty_cache_for_benchmark() / clear_cache(cache).
+"""
 import collections
 
 GPUTarget = collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
@@ -60,6 +65,14 @@ class CudaDriver:
     def get_device_interface(self):
         return _torch().cuda
 
+    def get_empty_cache_for_benchmark(self):
+        """A 256 MB buffer (more than any GPU's L2) that clear_cache() overwrites between timed runs."""
+        torch = _torch()
+        return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int, device="cuda")
+
+    def clear_cache(self, cache):
+        cache.zero_()
+
 
 class _Active:
     """driver.active: created on first use (importing tessera touches no driver)."""
@@ -77,3 +90,28 @@ class _Active:
 
 
 active = _Active()
+
+
+class DriverConfig:
+    """Triton's triton.runtime.driver object (`from triton.runtime.driver import driver`):
+    .active and .default are the CUDA driver; set_active() replaces .active (a test double)."""
+
+    def __init__(self):
+        self._active = None
+
+    @property
+    def default(self):
+        return active
+
+    @property
+    def active(self):
+        return self._active if self._active is not None else active
+
+    def set_active(self, driver):
+        self._active = driver
+
+    def reset_active(self):
+        self._active = None
+
+
+driver = DriverConfig()

@@ -1,0 +1,47 @@
+"""Run Triton programs on tessera without editing them: `TESSERA_AS_TRITON=1 python app.py`.
+
+tessera's wheel puts tessera_as_triton.pth beside this module; Python runs its one
+line (`import _tessera_as_triton`) at every start. Without TESSERA_AS_TRITON (or
+with 0/false/no/off) this module does nothing. With it, the first `import triton`
+statement loads tessera and turns on its compatibility mode (tessera.compat.install(),
+docs/compatibility.md). Importing tessera waits until then: a program that never
+imports triton never loads the compiler. Nothing here raises: a failure is one
+line on stderr, and `import triton` then behaves as without tessera.
+"""
+import os
+
+ENVIRONMENT_VARIABLE = "TESSERA_AS_TRITON"
+
+
+def requested():
+    """True when TESSERA_AS_TRITON asks for the compatibility mode."""
+    return os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _hand_over_on_first_triton_import():
+    import builtins
+    import sys
+
+    original = builtins.__import__
+
+    def first_triton_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name.partition(".")[0] == "triton" and builtins.__import__ is first_triton_import:
+            builtins.__import__ = original  # tessera.compat.install() puts its own hook here
+            try:
+                import tessera.compat
+                tessera.compat.install()
+            except Exception as e:  # noqa: BLE001  (never break the program: plain imports instead)
+                print(f"tessera: {ENVIRONMENT_VARIABLE} is set but tessera's Triton compatibility mode "
+                      f"could not start ({type(e).__name__}: {e}); `import triton` imports Triton",
+                      file=sys.stderr)
+            return builtins.__import__(name, globals, locals, fromlist, level)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = first_triton_import
+
+
+if requested():
+    try:
+        _hand_over_on_first_triton_import()
+    except Exception:  # noqa: BLE001  (a .pth line must never stop the interpreter)
+        pass

@@ -1,0 +1,5 @@
+"""triton.runtime.autotuner: tessera's autotuner (tessera/autotune.py) under Triton's names."""
+from tessera.autotune import Autotuner, Config, Heuristics, autotune, heuristics
+from tessera.errors import OutOfResources
+
+__all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics", "OutOfResources"]

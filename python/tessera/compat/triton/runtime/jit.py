@@ -1,0 +1,5 @@
+"""triton.runtime.jit: tessera's @jit and JITFunction (tessera/jit.py) under Triton's names."""
+from tessera.autotune import KernelInterface
+from tessera.jit import JITFunction, jit
+
+__all__ = ["JITFunction", "KernelInterface", "jit"]

@@ -1,0 +1,319 @@
+"""Triton compatibility mode (tessera.compat, python/_tessera_as_triton.py, docs/compatibility.md):
+`import triton` statements get tessera's modules; torch's own imports and programs without the
+mode keep an installed Triton (here a stand-in package written under tmp_path); the wheel's .pth
+hook turns the mode on from TESSERA_AS_TRITON=1 at the first `import triton`."""
+import builtins
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import PTXAS, ROOT
+
+import tessera  # noqa: E402
+import tessera.compat  # noqa: E402
+
+PYTHON_DIR = ROOT / "python"
+
+
+@pytest.fixture
+def compat():
+    tessera.compat.install()
+    yield
+    tessera.compat.uninstall()
+
+
+def import_as_user(statement, importer="user_app"):
+    """Runs an import statement in a module namespace named `importer`; returns the namespace."""
+    namespace = {"__name__": importer}
+    exec(statement, namespace)
+    return namespace
+
+
+def is_facade_import(statement, importer="user_app"):
+    """Whether the statement binds tessera's `triton` (else it imports an installed Triton or fails)."""
+    try:
+        return import_as_user(statement, importer)["triton"] is importlib.import_module("tessera.compat.triton")
+    except ModuleNotFoundError as e:
+        assert e.name == "triton" and "tessera" not in str(e)
+        return False
+
+
+# ------------------------------------------------------------------ the mapping
+
+TRITON_MODULES = {
+    "triton": "tessera.compat.triton",
+    "triton.language": "tessera.language",
+    "triton.language.core": "tessera.language",
+    "triton.language.math": "tessera.language.math",
+    "triton.language.random": "tessera.language.random",
+    "triton.language.extra": "tessera.language.extra",
+    "triton.language.extra.libdevice": "tessera.language.math",
+    "triton.language.extra.cuda": "tessera.language.extra.cuda",
+    "triton.language.extra.cuda.libdevice": "tessera.language.math",
+    "triton.testing": "tessera.testing",
+    "triton.runtime": "tessera.compat.triton.runtime",
+    "triton.runtime.autotuner": "tessera.compat.triton.runtime.autotuner",
+    "triton.runtime.jit": "tessera.compat.triton.runtime.jit",
+    "triton.runtime.errors": "tessera.compat.triton.runtime.errors",
+    "triton.runtime.driver": "tessera.runtime.driver",
+    "triton.backends": "tessera.compat.triton.backends",
+    "triton.backends.compiler": "tessera.compat.triton.backends.compiler",
+    "triton.backends.driver": "tessera.compat.triton.backends.driver",
+    "triton.errors": "tessera.compat.triton.errors",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRITON_MODULES))
+def test_every_triton_module_imports_as_its_tessera_module(compat, name):
+    target = importlib.import_module(TRITON_MODULES[name])
+    ns = import_as_user(f"import {name} as m\nfrom {name} import *")
+    if name == "triton.runtime.driver":  # as in Triton, the package attribute is the DriverConfig object
+        target = target.driver
+    assert ns["m"] is target
+    if name != "triton":
+        top = import_as_user(f"import {name}")["triton"]
+        assert top is importlib.import_module("tessera.compat.triton")
+
+
+def test_triton_names_are_tesseras_objects(compat):
+    ns = import_as_user("import triton\nimport triton.language as tl\nfrom triton.runtime import Autotuner, "
+                        "Heuristics, JITFunction, driver\nfrom triton.runtime.driver import driver as config")
+    triton, tl = ns["triton"], ns["tl"]
+    assert triton.__version__ == "3.6.0"
+    for name in ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
+                 "CompilationError", "OutOfResources", "InterpreterError", "language", "testing"]:
+        assert getattr(triton, name) is getattr(tessera, name), name
+    assert triton.TritonError is tessera.TesseraError
+    assert issubclass(triton.CompilationError, triton.TritonError)
+    assert ns["Autotuner"] is tessera.Autotuner and ns["Heuristics"] is tessera.Heuristics
+    assert ns["JITFunction"] is tessera.JITFunction
+    assert triton.runtime.autotuner.OutOfResources is tessera.OutOfResources
+    assert triton.runtime.jit.jit is tessera.jit
+    assert tl.float16 is tessera.language.float16 and isinstance(tl.float16, tl.dtype)
+    assert tl.core.constexpr is tl.constexpr
+    assert triton.language.extra.libdevice.exp is tessera.language.math.exp
+    assert triton.cdiv(10, 4) == 3 and triton.next_power_of_2(17) == 32
+    assert triton.set_allocator(lambda size, align, stream: None) is None
+    # The driver's queries libraries make, as Triton spells them.
+    assert ns["driver"] is ns["config"] and ns["driver"].active is ns["config"].default
+    active = triton.runtime.driver.active
+    for query in ["get_active_torch_device", "get_current_device", "get_current_stream", "get_current_target",
+                  "get_device_interface", "get_empty_cache_for_benchmark", "clear_cache"]:
+        assert callable(getattr(active, query)), query
+    assert callable(active.utils.get_device_properties)
+    from triton.backends.compiler import GPUTarget  # noqa: F401  (the probe libraries make)
+    assert GPUTarget("cuda", 90, 32).arch == 90
+    assert "nvidia" in triton.backends.backends
+
+
+def test_out_of_resources_is_a_launch_error_with_tritons_arguments():
+    e = tessera.OutOfResources(232448, 101376, "shared memory")
+    assert isinstance(e, tessera.LaunchError)
+    assert str(e).startswith("out of resource: shared memory, Required: 232448, Hardware limit: 101376.")
+    import pickle
+    assert pickle.loads(pickle.dumps(e)).required == 232448
+
+
+def test_modules_without_a_tessera_counterpart_say_so(compat):
+    with pytest.raises(ModuleNotFoundError, match=r"No module named 'triton.compiler'.*docs/compatibility.md"):
+        import_as_user("import triton.compiler")
+    with pytest.raises(ImportError, match=r"cannot import name 'compile' from 'triton'"):
+        import_as_user("from triton import compile")
+    with pytest.raises(ImportError, match=r"cannot import name 'reinterpret' from 'triton.runtime.jit'"):
+        import_as_user("from triton.runtime.jit import reinterpret")
+
+
+def test_uninstall_restores_plain_imports(compat):
+    import_as_user("import triton")
+    tessera.compat.uninstall()
+    assert not tessera.compat.installed()
+    assert not is_facade_import("import triton")
+    tessera.compat.install()
+    assert tessera.compat.installed()
+    hook = builtins.__import__
+    tessera.compat.install()  # again: the same hook, not a second one
+    assert builtins.__import__ is hook
+
+
+def test_torch_modules_are_left_alone(compat):
+    # torch's own `import triton` (Inductor) is not answered with tessera.
+    assert not is_facade_import("import triton", importer="torch._inductor.runtime.triton_compat")
+    assert import_as_user("import triton", importer="torchvision_like_app")["triton"].__version__ == "3.6.0"
+
+
+# ------------------------------------------------------------------ kernels written for Triton
+
+KERNEL = '''
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + libdevice.exp(y), mask=mask)
+'''
+
+
+def import_kernel_file(tmp_path, name):
+    (tmp_path / f"{name}.py").write_text(KERNEL)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_triton_kernel_compiles_to_ptx(compat, tmp_path):
+    module = import_kernel_file(tmp_path, "triton_style_kernel_ptx")
+    assert isinstance(module.scale_add, tessera.JITFunction) and module.triton is importlib.import_module(
+        "tessera.compat.triton")
+    k = tessera.compile(module.scale_add, signature="*fp32:16,*fp32:16,*fp32:16,i32,fp32",
+                        constexprs={"BLOCK": 256}, target="sm_90a")
+    ptx = k.asm["ptx"]
+    assert ".visible .entry scale_add(" in ptx
+    if PTXAS.exists():
+        (tmp_path / "k.ptx").write_text(ptx)
+        proc = subprocess.run([str(PTXAS), "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_triton_kernel_runs_under_the_interpreter(compat, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    module = import_kernel_file(tmp_path, "triton_style_kernel_interp")
+    n = 1000
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    triton = module.triton
+    module.scale_add[(triton.cdiv(n, 256),)](x, y, out, n, 2.0, BLOCK=256)
+    np.testing.assert_allclose(out, 2 * x + np.exp(y), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ beside an installed Triton
+
+def write_stand_in_packages(root):
+    """A 'real' triton and a torch whose module imports triton, under root."""
+    (root / "triton").mkdir(parents=True)
+    (root / "triton" / "__init__.py").write_text("REAL = True\n__version__ = '3.6.0+real'\n")
+    (root / "triton" / "compiler.py").write_text("REAL_COMPILER = True\n")
+    (root / "torch").mkdir()
+    (root / "torch" / "__init__.py").write_text("")
+    (root / "torch" / "_inductor_probe.py").write_text("import triton\nimport triton.compiler\n")
+
+
+def run_python(code, env_extra, paths):
+    env = dict(os.environ)
+    env.pop("TESSERA_AS_TRITON", None)
+    env.update(env_extra)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_installed_triton_stays_without_the_mode_and_for_torch(tmp_path):
+    site = tmp_path / "site"
+    write_stand_in_packages(site)
+    proc = run_python("""
+        import triton
+        assert getattr(triton, "REAL", False), triton          # no mode: the installed Triton
+        import tessera.compat
+        tessera.compat.install()
+        import sys
+        del sys.modules["triton"]   # (a module that imported it before keeps it; a fresh import asks again)
+        import triton as t2
+        assert t2.__version__ == "3.6.0" and not hasattr(t2, "REAL"), t2
+        import torch._inductor_probe as probe
+        assert probe.triton.REAL and probe.triton.compiler.REAL_COMPILER   # torch keeps the installed one
+        import importlib
+        assert importlib.import_module("triton").REAL   # sys.modules / importlib are left alone
+        print("ok")
+    """, {}, [site, PYTHON_DIR])
+    assert proc.stdout.strip() == "ok"
+
+
+# ------------------------------------------------------------------ the .pth hook
+
+def pth_site(tmp_path):
+    """A site directory holding the wheel's tessera_as_triton.pth (its import finds
+    python/_tessera_as_triton.py on PYTHONPATH)."""
+    d = tmp_path / "pth_site"
+    d.mkdir()
+    (d / "tessera_as_triton.pth").write_text((PYTHON_DIR / "tessera_as_triton.pth").read_text())
+    return d
+
+
+def test_pth_file_is_one_import_line():
+    lines = (PYTHON_DIR / "tessera_as_triton.pth").read_text().splitlines()
+    assert lines == ["import _tessera_as_triton"]
+
+
+def test_pth_hook_with_the_variable_gives_tessera_at_the_first_import(tmp_path):
+    site = tmp_path / "site"
+    write_stand_in_packages(site)
+    proc = run_python(f"""
+        import builtins, site, sys
+        plain = builtins.__import__
+        site.addsitedir({str(pth_site(tmp_path))!r})
+        assert "tessera" not in sys.modules        # nothing loads until triton is imported
+        assert builtins.__import__ is not plain
+        import triton
+        import triton.language as tl
+        import tessera
+        assert triton.jit is tessera.jit and tl is tessera.language and triton.__version__ == "3.6.0"
+        import torch._inductor_probe as probe
+        assert probe.triton.REAL
+        print("ok")
+    """, {"TESSERA_AS_TRITON": "1"}, [site, PYTHON_DIR])
+    assert proc.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("value", ["", "0", "off"])
+def test_pth_hook_without_the_variable_does_nothing(tmp_path, value):
+    site = tmp_path / "site"
+    write_stand_in_packages(site)
+    proc = run_python(f"""
+        import builtins, site, sys
+        plain = builtins.__import__
+        site.addsitedir({str(pth_site(tmp_path))!r})
+        assert builtins.__import__ is plain and "tessera" not in sys.modules
+        import triton
+        assert triton.REAL
+        print("ok")
+    """, {"TESSERA_AS_TRITON": value}, [site, PYTHON_DIR])
+    assert proc.stdout.strip() == "ok"
+
+
+def test_pth_hook_never_breaks_the_program(tmp_path):
+    # tessera cannot be imported (only the hook module is on the path): `import triton` still works.
+    site = tmp_path / "site"
+    write_stand_in_packages(site)
+    hook_only = tmp_path / "hook_only"
+    hook_only.mkdir()
+    (hook_only / "_tessera_as_triton.py").write_text((PYTHON_DIR / "_tessera_as_triton.py").read_text())
+    proc = run_python(f"""
+        import site
+        site.addsitedir({str(pth_site(tmp_path))!r})
+        import triton
+        assert triton.REAL
+        print("ok")
+    """, {"TESSERA_AS_TRITON": "1"}, [site, hook_only])
+    assert proc.stdout.strip() == "ok"
+    assert "could not start (ModuleNotFoundError: No module named 'tessera')" in proc.stderr
