@@ -35,6 +35,8 @@ misaligned and read-only accesses raise tessera.InterpreterError (a
 CompilationError) naming the kernel's line; tl.device_assert is checked
 unless the kernel says debug=False.
 """
+import collections
+import hashlib
 import inspect
 import os
 
@@ -159,8 +161,12 @@ class JITFunction(_JitBase):
 
     @property
     def params(self):
-        """[(name, is_constexpr, has_default)] of the kernel's parameters."""
-        return self._get_handle().params
+        """[KernelParam(name, is_constexpr, has_default)] of the kernel's parameters (tuples)."""
+        handle = self._get_handle()
+        if self.__dict__.get("_params_of") is not handle:
+            self._kernel_params = [KernelParam(*p) for p in handle.params]
+            self._params_of = handle
+        return self._kernel_params
 
     @property
     def arg_names(self):
@@ -247,6 +253,45 @@ class JITFunction(_JitBase):
         raise RuntimeError(
             f"{self.__name__} is a tessera kernel: launch it with {self.__name__}[grid](...), "
             "or call it from another @tessera.jit function")
+
+    # Triton's JITFunction attributes that libraries read (docs/compatibility.md).
+    @property
+    def cache_key(self):
+        """A digest of the source the kernel compiles from: it changes when that source does."""
+        text, path, first_line = self._source()
+        return hashlib.sha256(f"{path}:{first_line}:{self.__name__}\n{text}".encode()).hexdigest()
+
+    @property
+    def signature(self):
+        return inspect.signature(self.fn)
+
+    @property
+    def __globals__(self):
+        return self.fn.__globals__
+
+    @property
+    def module(self):
+        return self.fn.__module__
+
+    @property
+    def starting_line_number(self):
+        return self.fn.__code__.co_firstlineno
+
+    @property
+    def do_not_specialize(self):
+        return list(self.options.get("do_not_specialize") or [])
+
+    @property
+    def debug(self):
+        return self.options.get("debug")
+
+    @property
+    def noinline(self):
+        return bool(self.options.get("noinline", False))
+
+
+# JITFunction.params' entries: tuples, with Triton's KernelParam attribute names.
+KernelParam = collections.namedtuple("KernelParam", ["name", "is_constexpr", "has_default"])
 
 
 class _Launcher:

@@ -166,8 +166,8 @@ def scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
 '''
 
 
-def import_kernel_file(tmp_path, name):
-    (tmp_path / f"{name}.py").write_text(KERNEL)
+def import_kernel_file(tmp_path, name, text=KERNEL):
+    (tmp_path / f"{name}.py").write_text(text)
     sys.path.insert(0, str(tmp_path))
     try:
         return importlib.import_module(name)
@@ -203,6 +203,27 @@ def test_triton_kernel_runs_under_the_interpreter(compat, tmp_path, monkeypatch)
     triton = module.triton
     module.scale_add[(triton.cdiv(n, 256),)](x, y, out, n, 2.0, BLOCK=256)
     np.testing.assert_allclose(out, 2 * x + np.exp(y), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_jit_function_has_the_attributes_libraries_read(compat, tmp_path):
+    module = import_kernel_file(tmp_path, "triton_style_kernel_attrs")
+    k = module.scale_add
+    names = ["x_ptr", "y_ptr", "out_ptr", "n", "alpha", "BLOCK"]
+    assert k.fn.__name__ == k.__name__ == "scale_add"
+    assert k.src.lstrip().startswith("@triton.jit\ndef scale_add(")
+    assert k.arg_names == names and list(k.signature.parameters) == names
+    assert [p.name for p in k.params] == names
+    assert [p.is_constexpr for p in k.params] == [False] * 5 + [True]
+    assert k.params[5] == ("BLOCK", True, False)  # still the tuples tessera gave before
+    assert k.constexprs == [5]
+    assert k.__globals__ is vars(module) and k.module == "triton_style_kernel_attrs"
+    assert k.starting_line_number == KERNEL.splitlines().index("@triton.jit") + 1
+    assert k.do_not_specialize == [] and k.noinline is False
+    key = k.cache_key
+    assert len(key) == 64 and k.cache_key == key
+    changed = import_kernel_file(tmp_path, "triton_style_kernel_attrs2", KERNEL.replace("alpha * x", "alpha * x * 2"))
+    assert changed.scale_add.cache_key != key
 
 
 # ------------------------------------------------------------------ beside an installed Triton
