@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import PTXAS, ROOT
+from conftest import BUILD, PTXAS, ROOT
 
 import tessera  # noqa: E402
 import tessera.compat  # noqa: E402
@@ -145,6 +145,22 @@ def test_torch_modules_are_left_alone(compat):
     # torch's own `import triton` (Inductor) is not answered with tessera.
     assert not is_facade_import("import triton", importer="torch._inductor.runtime.triton_compat")
     assert import_as_user("import triton", importer="torchvision_like_app")["triton"].__version__ == "3.6.0"
+
+
+def test_device_queries_through_the_fake_driver(tmp_path):
+    fake = BUILD / "lib" / "libtessera_fake_cuda.so"
+    assert fake.exists(), f"{fake} is missing: build the tessera_fake_cuda target (tests/CMakeLists.txt)"
+    proc = run_python("""
+        import tessera.compat
+        tessera.compat.install()
+        import triton
+        active = triton.runtime.driver.active
+        props = active.utils.get_device_properties(0)
+        print(props["multiprocessor_count"], props["max_shared_mem"], props["max_num_regs"], props["warpSize"])
+        print(active.get_current_device(), active.get_current_target(), active.is_available())
+    """, {"TESSERA_LIBCUDA": str(fake), "TESSERA_CACHE_DIR": str(tmp_path / "cache")}, [PYTHON_DIR])
+    assert proc.stdout.splitlines() == ["132 232448 65536 32",
+                                        "0 GPUTarget(backend='cuda', arch=90, warp_size=32) True"]
 
 
 # ------------------------------------------------------------------ kernels written for Triton
