@@ -18,6 +18,15 @@ def requested():
     return os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+# Importers whose `import triton` keeps the installed Triton (tessera.compat.KEEP_REAL_TRITON):
+# their imports (torch importing triton while torch itself is being imported) start nothing.
+KEEP_REAL_TRITON = ("torch", "functorch", "triton")
+
+
+def _keeps_real_triton(importer_globals):
+    return bool(importer_globals) and (importer_globals.get("__name__") or "").partition(".")[0] in KEEP_REAL_TRITON
+
+
 def _hand_over_on_first_triton_import():
     import builtins
     import sys
@@ -25,7 +34,8 @@ def _hand_over_on_first_triton_import():
     original = builtins.__import__
 
     def first_triton_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if level == 0 and name.partition(".")[0] == "triton" and builtins.__import__ is first_triton_import:
+        if level == 0 and name.partition(".")[0] == "triton" and builtins.__import__ is first_triton_import \
+                and not _keeps_real_triton(globals):
             builtins.__import__ = original  # tessera.compat.install() puts its own hook here
             try:
                 import tessera.compat

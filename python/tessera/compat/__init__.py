@@ -26,7 +26,8 @@ import builtins
 import importlib
 import threading
 
-# Importers (top-level package names) whose `import triton` keeps the installed Triton.
+# Importers (top-level package names) whose `import triton` keeps the installed Triton
+# (the same list as python/_tessera_as_triton.py's, which cannot import this one).
 KEEP_REAL_TRITON = ("torch", "functorch", "triton")
 
 # Triton modules that are tessera modules themselves (the rest live under tessera.compat.triton).
