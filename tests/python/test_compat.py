@@ -5,7 +5,6 @@ hook turns the mode on from TESSERA_AS_TRITON=1 at the first `import triton`."""
 import builtins
 import importlib
 import os
-import pathlib
 import subprocess
 import sys
 import textwrap
@@ -15,8 +14,8 @@ import pytest
 
 from conftest import BUILD, PTXAS, ROOT
 
-import tessera  # noqa: E402
-import tessera.compat  # noqa: E402
+import tessera
+import tessera.compat
 
 PYTHON_DIR = ROOT / "python"
 
