@@ -6,6 +6,7 @@
 #include "compiler/codegen/CudaEmitter.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/NVPTXTarget.h"
+#include "compiler/codegen/OutOfResources.h"
 
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/LLVMContext.h>
@@ -31,10 +32,11 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
   CodegenResult result;
   result.sharedBytes = lowering.sharedBytes();
   if (result.sharedBytes > maxSharedBytes(options.arch))
-    throw std::runtime_error("codegen: kernel '" + fn.name + "' needs " +
+    throw OutOfResources("codegen: kernel '" + fn.name + "' needs " +
                              std::to_string(result.sharedBytes) +
                              " bytes of shared memory, more than " + options.arch + " allows (" +
-                             std::to_string(maxSharedBytes(options.arch)) + ")");
+                             std::to_string(maxSharedBytes(options.arch)) + ")",
+                         result.sharedBytes, maxSharedBytes(options.arch), "shared memory");
 
   verifyOrThrow(module, "after lowering (a tessera bug)");
   fn.sharedBytes = result.sharedBytes;

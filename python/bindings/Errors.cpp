@@ -3,9 +3,11 @@
 //   rt::DriverNotFoundError         → tessera.DriverNotFoundError (a DriverError)
 //   rt::DriverError                 → tessera.DriverError (RuntimeError; .code = CUresult)
 //   rt::Error (launch/load misuse)  → tessera.LaunchError (RuntimeError)
+//   codegen::OutOfResources         → tessera.OutOfResources (a LaunchError; .required, .limit, .name)
 // Everything else keeps pybind11's mapping (std::invalid_argument → ValueError, ...).
 #include "Bindings.h"
 
+#include "compiler/codegen/OutOfResources.h"
 #include "runtime/Driver.h"
 
 namespace tessera::python {
@@ -62,6 +64,8 @@ void registerErrors(py::module_ &m) {
       raise("DriverError", py::str(e.what()), e.code());
     } catch (const rt::Error &e) {
       raise("LaunchError", py::str(e.what()));
+    } catch (const codegen::OutOfResources &e) {
+      raise("OutOfResources", e.required, e.limit, py::str(e.resource), py::str(e.what()));
     }
   });
   m.attr("_errors_registered") = true;

@@ -57,21 +57,26 @@ class LaunchError(TesseraError, RuntimeError):
 
 
 class OutOfResources(LaunchError):
-    """More of a resource than the device has (Triton's triton.runtime.errors.OutOfResources, with its
-    arguments): `except OutOfResources` in code written for Triton catches it."""
+    """A kernel needs more of a resource than its target has (`name`: "shared memory"; `required`
+    and `limit` in its unit). Triton's triton.runtime.errors.OutOfResources, with its arguments:
+    `except OutOfResources` in code written for Triton catches it. str(e) is tessera's message,
+    or Triton's when none is given."""
 
-    def __init__(self, required, limit, name):
+    def __init__(self, required, limit, name, message=None):
         self.required = required
         self.limit = limit
         self.name = name
+        self.message = message
         super().__init__(str(self))
 
     def __str__(self):
+        if self.message:
+            return self.message
         return (f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}. "
                 "Reducing block sizes or `num_stages` may help.")
 
     def __reduce__(self):
-        return (type(self), (self.required, self.limit, self.name))
+        return (type(self), (self.required, self.limit, self.name, self.message))
 
 
 __all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError",

@@ -117,6 +117,8 @@ def test_out_of_resources_is_a_launch_error_with_tritons_arguments():
     assert str(e).startswith("out of resource: shared memory, Required: 232448, Hardware limit: 101376.")
     import pickle
     assert pickle.loads(pickle.dumps(e)).required == 232448
+    e = tessera.OutOfResources(2, 1, "shared memory", "kernel 'k' needs 2 bytes")
+    assert str(e) == "kernel 'k' needs 2 bytes" and str(pickle.loads(pickle.dumps(e))) == str(e)
 
 
 def test_modules_without_a_tessera_counterpart_say_so(compat):
@@ -218,6 +220,56 @@ def test_triton_kernel_runs_under_the_interpreter(compat, tmp_path, monkeypatch)
     triton = module.triton
     module.scale_add[(triton.cdiv(n, 256),)](x, y, out, n, 2.0, BLOCK=256)
     np.testing.assert_allclose(out, 2 * x + np.exp(y), rtol=1e-5, atol=1e-6)
+
+
+TRANSPOSE_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def transpose(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + tl.arange(0, M * N), tl.reshape(tl.trans(x), (M * N, )))
+'''
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_too_much_shared_memory_is_tritons_out_of_resources(compat, tmp_path):
+    module = import_kernel_file(tmp_path, "triton_style_transpose", TRANSPOSE_KERNEL)
+    triton = module.triton
+    # A library's fallback: try the big block, catch OutOfResources, take a smaller one.
+    try:
+        tessera.compile(module.transpose, "*fp32:16,*fp32:16", {"M": 256, "N": 256}, target="sm_90a")
+    except triton.runtime.autotuner.OutOfResources as e:
+        assert (e.required, e.limit, e.name) == (262144, 232448, "shared memory")
+        assert str(e) == ("codegen: kernel 'transpose' needs 262144 bytes of shared memory, more than sm_90a "
+                          "allows (232448)")
+        assert isinstance(e, tessera.LaunchError) and isinstance(e, RuntimeError)
+    else:
+        raise AssertionError("a 256 x 256 fp32 transpose fits in shared memory?")
+    tessera.compile(module.transpose, "*fp32:16,*fp32:16", {"M": 64, "N": 64}, target="sm_90a")
+
+
+class CudaArray:
+    def __init__(self, ptr=1 << 20):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": "<f4", "shape": (65536,),
+                                         "strides": None, "version": 3}
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_the_autotuner_skips_a_config_that_is_out_of_resources(compat, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
+    module = import_kernel_file(tmp_path, "triton_style_transpose_tuned", TRANSPOSE_KERNEL)
+    triton = module.triton
+    timed = []
+    tuned = triton.autotune(configs=[triton.Config({"M": 256, "N": 256}), triton.Config({"M": 64, "N": 64})],
+                            key=[], do_bench=lambda call: timed.append(call.config) or 1.0)(module.transpose)
+    assert tuned.tune(CudaArray(), CudaArray(), grid=(1,)).kwargs == {"M": 64, "N": 64}
+    [(config, reason)] = tuned.failures.items()
+    assert config.kwargs == {"M": 256, "N": 256}
+    assert reason.startswith("OutOfResources: codegen: kernel 'transpose' needs 262144 bytes of shared memory")
+    assert [c.kwargs for c in timed] == [{"M": 64, "N": 64}]
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
