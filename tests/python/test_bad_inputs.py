@@ -169,9 +169,10 @@ def test_architecture_the_toolkit_cannot_target(arch):
 
 def test_too_much_shared_memory_is_refused_when_compiling():
     import lang_ops_kernels as k
-    raises_exactly(RuntimeError, "codegen: kernel 'shape_kernel' needs 262144 bytes of shared memory, more than "
-                                 "sm_90a allows (232448)",
-                   lambda: tessera.compile(k.shape_kernel, "*fp32:16,*fp32:16", {"OP": "trans", "M": 256, "N": 256}))
+    e = raises_exactly(tessera.OutOfResources, "codegen: kernel 'shape_kernel' needs 262144 bytes of shared memory, "
+                                               "more than sm_90a allows (232448)",
+                       lambda: tessera.compile(k.shape_kernel, "*fp32:16,*fp32:16", {"OP": "trans", "M": 256, "N": 256}))
+    assert isinstance(e, RuntimeError) and (e.required, e.limit, e.name) == (262144, 232448, "shared memory")
 
 
 # ------------------------------------------------------------------ compiling
