@@ -344,7 +344,7 @@ class Mark:
         if diff_col and len(table.columns) == 2:  # Triton's rule: only a table of exactly two columns
             table.columns.append("Diff")
             for r in table.rows:
-                r.append(r[1] - r[0])
+                r.append(None if r[0] is None or r[1] is None else r[1] - r[0])
         if print_data:
             print(bench.plot_name + ":")
             print(table.to_string())

@@ -186,11 +186,13 @@ def test_perf_report_runs_a_list_of_benchmarks_and_returns_nothing_by_default(no
 
 
 def test_perf_report_diff_column_for_two_columns(no_plotting_libraries):
-    bench = tt.perf_report(tt.Benchmark(x_names=["N"], x_vals=[1, 2], line_arg="p", line_vals=["x"],
-                                        line_names=["X"], plot_name="", args={}))(lambda N, p: N * 10.0)
+    bench = tt.perf_report(tt.Benchmark(x_names=["N"], x_vals=[1, 2, 3], line_arg="p", line_vals=["x"],
+                                        line_names=["X"], plot_name="", args={}))(
+        lambda N, p: None if N == 3 else N * 10.0)  # no measurement for N = 3
     table = bench.run(return_df=True, diff_col=True)
     assert table.columns == ["N", "X ()", "Diff"]
-    assert table.rows == [[1, 10.0, 9.0], [2, 20.0, 18.0]]
+    assert table.rows == [[1, 10.0, 9.0], [2, 20.0, 18.0], [3, None, None]]
+    assert table.to_string().splitlines()[-1] == "2  3        NaN        NaN"
 
 
 def test_benchmark_argument_errors(no_plotting_libraries):
