@@ -172,6 +172,9 @@ def kernel_source(fn):
     return prelude + textwrap.dedent(source), path, max(1, first_line - prelude.count("\n"))
 
 
+_COMPAT_TRITON = "tessera.compat.triton"
+
+
 def _prelude(fn):
     """For a function without a file: the imports and constants of its globals the front-end needs."""
     import types
@@ -179,6 +182,8 @@ def _prelude(fn):
     for name, value in sorted(fn.__globals__.items()):
         if isinstance(value, types.ModuleType):
             module = value.__name__
+            if module.startswith(_COMPAT_TRITON):  # the compatibility mode's `triton` (docs/compatibility.md)
+                module = "triton" + module[len(_COMPAT_TRITON):]
             if module.split(".")[0] in ("tessera", "triton"):
                 out.append(f"import {module} as {name}\n" if "." in module or module != name
                            else f"import {module}\n")

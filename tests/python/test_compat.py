@@ -293,6 +293,16 @@ def test_jit_function_has_the_attributes_libraries_read(compat, tmp_path):
     assert changed.scale_add.cache_key != key
 
 
+def test_a_kernel_without_its_file_imports_triton_under_its_own_name(compat, tmp_path):
+    # A kernel whose file no longer holds it is compiled from inspect's text plus a prelude of the
+    # modules it uses: the compatibility mode's `triton` is written as `import triton` there.
+    from tessera import _source
+    module = import_kernel_file(tmp_path, "triton_style_prelude")
+    prelude = _source._prelude(module.scale_add.fn)
+    assert "import triton\n" in prelude and "import tessera.language as tl\n" in prelude
+    assert "import tessera.language.math as libdevice\n" in prelude and "compat" not in prelude
+
+
 # ------------------------------------------------------------------ beside an installed Triton
 
 def write_stand_in_packages(root):
