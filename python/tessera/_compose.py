@@ -30,6 +30,7 @@ import inspect
 import textwrap
 import types
 
+from . import _source
 from .jit import JITFunction, _ext
 
 
@@ -122,7 +123,7 @@ def _collect(roots):
                 queue.append(inner)
             elif isinstance(value, types.ModuleType):
                 if value.__name__.split(".")[0] in _LANG_MODULES:
-                    out.imports[free] = value.__name__
+                    out.imports[free] = _source.kernel_module_name(value.__name__)
             elif isinstance(value, bool) or isinstance(value, (int, float)):
                 _add_constant(out, free, value, name)
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):

@@ -175,15 +175,21 @@ def kernel_source(fn):
 _COMPAT_TRITON = "tessera.compat.triton"
 
 
+def kernel_module_name(module_name):
+    """The name kernel text uses for a module: the compatibility mode's tessera.compat.triton[.x]
+    is triton[.x] there (docs/compatibility.md), as the front-end knows it; others are unchanged."""
+    if module_name == _COMPAT_TRITON or module_name.startswith(_COMPAT_TRITON + "."):
+        return "triton" + module_name[len(_COMPAT_TRITON):]
+    return module_name
+
+
 def _prelude(fn):
     """For a function without a file: the imports and constants of its globals the front-end needs."""
     import types
     out = []
     for name, value in sorted(fn.__globals__.items()):
         if isinstance(value, types.ModuleType):
-            module = value.__name__
-            if module.startswith(_COMPAT_TRITON):  # the compatibility mode's `triton` (docs/compatibility.md)
-                module = "triton" + module[len(_COMPAT_TRITON):]
+            module = kernel_module_name(value.__name__)
             if module.split(".")[0] in ("tessera", "triton"):
                 out.append(f"import {module} as {name}\n" if "." in module or module != name
                            else f"import {module}\n")

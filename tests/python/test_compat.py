@@ -293,6 +293,47 @@ def test_jit_function_has_the_attributes_libraries_read(compat, tmp_path):
     assert changed.scale_add.cache_key != key
 
 
+COMPOSED_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def blocks(n, BLOCK: tl.constexpr):
+    return triton.cdiv(n, BLOCK)
+
+
+@triton.jit
+def apply(x_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs * 10 + FN(n, BLOCK), mask=offs < n)
+'''
+
+HELPER_FILE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice_blocks(n, BLOCK: tl.constexpr):
+    return 2 * triton.cdiv(n, BLOCK)
+'''
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_jit_functions_passed_as_constexprs_compose(compat, tmp_path, monkeypatch):
+    # The composed text names the helpers' modules as the front-end knows them (triton, not
+    # tessera.compat.triton), from the kernel's own file and from another file.
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    kernels = import_kernel_file(tmp_path, "triton_style_composed", COMPOSED_KERNEL)
+    helpers = import_kernel_file(tmp_path, "triton_style_helpers", HELPER_FILE)
+    for fn, expect in [(kernels.blocks, 3), (helpers.twice_blocks, 6)]:  # cdiv(300, 128) = 3
+        x = np.zeros(300, np.int32)
+        kernels.apply[(1,)](x, 300, FN=fn, BLOCK=128)  # one program: the first 128 elements
+        np.testing.assert_array_equal(x[:128], np.arange(128) * 10 + expect)
+        assert not x[128:].any()
+
+
 def test_a_kernel_without_its_file_imports_triton_under_its_own_name(compat, tmp_path):
     # A kernel whose file no longer holds it is compiled from inspect's text plus a prelude of the
     # modules it uses: the compatibility mode's `triton` is written as `import triton` there.
