@@ -222,6 +222,44 @@ def test_triton_kernel_runs_under_the_interpreter(compat, tmp_path, monkeypatch)
     np.testing.assert_allclose(out, 2 * x + np.exp(y), rtol=1e-5, atol=1e-6)
 
 
+LIBRARY_STYLE = '''
+import triton
+import triton.language as tl
+from triton.language.extra.libdevice import tanh
+from triton import cdiv
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def gelu_tanh(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs)
+    else:
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    tl.store(out_ptr + offs, y, mask=offs < n)
+
+
+def gelu(x, out):
+    n = x.size
+    gelu_tanh[lambda meta: (cdiv(n, meta["BLOCK"]),)](x, out, n, BLOCK=128)
+    return out
+'''
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("n", [1000, 1024])
+def test_library_style_kernel_runs_under_the_interpreter(compat, tmp_path, monkeypatch, n):
+    # from-imports of libdevice functions and of triton.cdiv, @triton.heuristics over @triton.jit
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    module = import_kernel_file(tmp_path, f"triton_library_style_{n}", LIBRARY_STYLE)
+    assert isinstance(module.gelu_tanh, tessera.Heuristics)
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    out = module.gelu(x, np.full(n, np.nan, np.float32))
+    np.testing.assert_allclose(out, 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3))), atol=1e-6)
+
+
 TRANSPOSE_KERNEL = '''
 import triton
 import triton.language as tl
