@@ -121,16 +121,20 @@ class JITFunction(_ext.JitFunctionBase):
         if self._interpreter is None:
             text, path, first_line = self._source()
             self._interpreter = _ext.require().Interpreter(text, path, first_line, self.__name__, self._defaults(),
-                                                   self.options.get("do_not_specialize"),
-                                                   bool(self.options.get("debug", True)))
+                                                           self.options.get("do_not_specialize"),
+                                                           bool(self.options.get("debug", True)))
         self._interpreter.run(grid, args, kwargs)
+
+    def _new_handle(self, C):
+        """The extension's JitKernel for this kernel: from the reduction remembered on disk when
+        there is one (_source_cache.py: a warm start)."""
+        return _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
+                                        self.options.get("do_not_specialize"))
 
     def _get_handle(self):
         if self._handle is None:
             C = _ext.require()
-            # From the reduction remembered on disk when there is one (_source_cache.py: a warm start).
-            handle = _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
-                                              self.options.get("do_not_specialize"))
+            handle = self._new_handle(C)
             handle.backend = self._backend
             self._handle = handle
             self._launch = C.launch
@@ -252,16 +256,9 @@ class SourceKernel(JITFunction):
     def _defaults(self):
         return dict(self._param_defaults)
 
-    def _get_handle(self):
-        if self._handle is None:
-            C = _ext.require()
-            handle = C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
-                                 self.options.get("do_not_specialize"))
-            handle.backend = self._backend
-            self._handle = handle
-            self._launch = C.launch
-            self._fast = C.KernelLauncher(self._handle)
-        return self._handle
+    def _new_handle(self, C):
+        return C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
+                           self.options.get("do_not_specialize"))
 
     def __repr__(self):
         return f"SourceKernel({self.__name__} from {self.path})"
