@@ -1,5 +1,5 @@
 """On/off environment switches: Python reads every one through tessera/_env.py,
-whose rule is the C++ side's (runtime/Cache.cpp), so a spelling means the same
+by the C++ side's rules (truthy(), onUnlessZero()), so a spelling means the same
 on both sides."""
 import ast
 
@@ -8,7 +8,9 @@ import pytest
 from conftest import ROOT
 
 import tessera
-from tessera import _env
+import tessera.language as tl
+from tessera import _env, _ext
+from tessera.kernels._target import wgmma_target
 from tessera.autotune import cache_dir  # tessera.autotune is the decorator
 
 # Spellings of a switch, and whether the rule reads them as on (None: the default).
@@ -32,6 +34,7 @@ def test_the_rule(monkeypatch, value, on):
     _set(monkeypatch, "TESSERA_TEST_SWITCH", value)
     assert _env.flag("TESSERA_TEST_SWITCH") is (False if on is None else on)
     assert _env.flag("TESSERA_TEST_SWITCH", default=True) is (True if on is None else on)
+    assert _env.on_unless_zero("TESSERA_TEST_SWITCH") is (value != "0")
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
@@ -47,6 +50,32 @@ def test_python_and_cpp_read_a_switch_alike(monkeypatch, tmp_path, value):
     assert config["enabled"] is _env.flag("TESSERA_CACHE", default=True)
     assert config["keep_stages"] is _env.flag("TESSERA_KEEP_STAGES")
     assert (cache_dir() is not None) is config["enabled"]
+
+
+@tessera.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tile = offs[:, None] * BLOCK + offs[None, :]
+    tl.store(c_ptr + tile, tl.dot(tl.load(a_ptr + tile), tl.load(b_ptr + tile)))
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("value", [None, "", "0", "off", "false", "no", "1", " 0"], ids=repr)
+def test_python_and_the_compiler_read_wgmma_alike(monkeypatch, tmp_path, value):
+    """The kernel tables (kernels/_target.py) take the wgmma configs exactly when the compiler's
+    sm_90a dots are wgmma."""
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path))
+    _set(monkeypatch, "TESSERA_WGMMA", value)
+    ptx = tessera.compile(dot_kernel, signature="*fp16:16,*fp16:16,*fp32:16", constexprs={"BLOCK": 64},
+                          num_warps=4, target="sm_90a").asm["ptx"]
+    wgmma = "wgmma.mma_async" in ptx
+    assert wgmma is not ("mma.sync" in ptx)
+
+    class Hopper:  # the extension on an sm_90a device
+        driver_available = staticmethod(lambda: True)
+        target_arch = staticmethod(lambda device: "sm_90a")
+    monkeypatch.setattr(_ext, "C", Hopper)
+    assert wgmma_target() is wgmma
 
 
 def _environment_reads(tree):

@@ -3,9 +3,9 @@ from .. import _env, _ext
 
 
 def wgmma_target():
-    """Dots run on wgmma: the current device compiles for sm_90a and TESSERA_WGMMA is not off.
+    """Dots run on wgmma: the current device compiles for sm_90a and TESSERA_WGMMA is not 0.
     False without a driver or the extension (the portable tables)."""
-    if not _env.flag("TESSERA_WGMMA", default=True):
+    if not _env.on_unless_zero("TESSERA_WGMMA"):
         return False
     C = _ext.C
     if C is None:
