@@ -141,8 +141,8 @@ def main(argv=None):
             if warp_specialize:
                 meta["WARP_SPECIALIZE"] = True
             if persistent:
-                from tessera.jit import _ext
-                sms = _ext().device_properties(-1)["multiprocessor_count"]
+                from tessera import _ext
+                sms = _ext.require().device_properties(-1)["multiprocessor_count"]
                 meta.update(NUM_SMS=sms, num_stages=3)
                 return lambda: matmul_tma_persistent_kernel[(min(sms, grid[0]),)](
                     a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **meta)

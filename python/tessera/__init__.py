@@ -2,8 +2,8 @@
 
 Kernels are compiled by tessera's C++ front-end (no Python in the compile
 path). This package gives kernel files the names they import; the compiled
-extension (tessera._C, see _loader.py for where it is looked for) adds
-compilation and launching:
+extension (tessera._C, loaded by _ext.py; _loader.py says where it is looked
+for) adds compilation and launching:
 
     @tessera.jit                      # jit.py
     kernel[grid](*args, **meta)       # launch (C++: bind, specialise, cache, launch)
@@ -18,16 +18,10 @@ Running programs written for Triton unchanged: compat/ (`import triton` gives te
 from . import errors, language
 from .errors import (CompilationError, DriverError, DriverNotFoundError, InterpreterError, LaunchError,
                      OutOfResources, TesseraError)
-from . import _loader
-import sys as _sys
+from . import _ext
+from ._ext import C as _C, load_error as _C_error  # tessera._C: the extension, or None without it
 
-_C, _C_error = _loader.load(_sys.modules[__name__])
-if _C is not None:
-    _loader.add_nvrtc_wheel_directories(_C)
-    if "torch" in _sys.modules:  # the launch path's torch fast path loads with the extension, not at the
-        _C.load_torch_fastpath()  # first launch (~0.5 ms of dlopen: docs/runtime.md, "The torch fast path")
-
-from .jit import JITFunction, jit  # noqa: E402  (after _C: JITFunction's base class is in it)
+from .jit import JITFunction, jit
 
 from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
 from . import testing  # noqa: E402  (Triton's triton.testing: do_bench, perf_report, assert_close)
@@ -66,11 +60,9 @@ def driver_available():
 
 
 def device_count():
-    from .jit import _ext
-    return _ext().device_count()
+    return _ext.require().device_count()
 
 
 def synchronize(device=-1):
     """Waits for all work on the device (the current one by default)."""
-    from .jit import _ext
-    _ext().synchronize(device)
+    _ext.require().synchronize(device)

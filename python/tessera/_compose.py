@@ -1,22 +1,24 @@
-"""@jit functions as constexpr arguments, and kernels from generated source.
+"""@jit functions as constexpr arguments: the source text that travels with them.
 
 Triton lets a kernel take a @jit function as a constexpr and call it
 (`EPILOGUE: tl.constexpr` ... `acc = EPILOGUE(acc, bias)`). tessera's
 front-end compiles a kernel from the text of its file, so a function defined
-elsewhere (the user's script) has to travel with it. This module does that:
+elsewhere (the user's script) has to travel with it. This module finds that
+text; jit.py's compose() builds the kernel from it:
 
 * function_source(fns) -> the source text of @jit functions (decorators
   normalised to `@jit`), of the @jit helpers they call (transitively), and of
   the imports and int/float/bool constants (globals or closure variables)
   they use, ready to be appended to another module's text;
-* compose(kernel, {param: fn}) -> a SourceKernel: the kernel's own file text
-  with those functions appended; the constexpr values become the functions'
-  names, which the specialiser resolves (calling a string constexpr calls the
-  @jit function of that name: dsl/SpecializerExpr.cpp);
-* SourceKernel: a JITFunction compiled from a given text (generated kernels:
-  tessera.elementwise, composed kernels).
+* function_constexprs({param: fn}) -> the constexpr values that stand for the
+  functions: their names, which the specialiser resolves (calling a string
+  constexpr calls the @jit function of that name: dsl/SpecializerExpr.cpp);
+* callable_constexpr_params(fn) -> the constexpr parameters a kernel calls
+  (only kernels that call one take the composing launch path);
+* split_function_args(kernel, args, kwargs) -> the @jit functions among a
+  launch's arguments, taken out.
 
-JITFunction's launch path calls compose() when a constexpr argument is a
+JITFunction's launch path (jit.py) composes when a constexpr argument is a
 @jit function, so `kernel[grid](..., EPILOGUE=bias_gelu)` works as in Triton.
 Composed kernels are cached per (kernel, functions).
 
@@ -31,7 +33,7 @@ import textwrap
 import types
 
 from . import _source
-from .jit import JITFunction, _ext
+from ._ext import JitFunctionBase
 
 
 class CompositionError(TypeError):
@@ -39,15 +41,16 @@ class CompositionError(TypeError):
 
 
 def as_jit(obj):
-    """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none."""
+    """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none.
+    (JitFunctionBase is the base class of JITFunction alone: this module sits below jit.py.)"""
     seen = 0
-    while obj is not None and not isinstance(obj, JITFunction) and seen < 8:
+    while obj is not None and not isinstance(obj, JitFunctionBase) and seen < 8:
         nxt = getattr(obj, "jit_function", None) or getattr(obj, "fn", None)
         if nxt is obj:
             break
         obj = nxt
         seen += 1
-    return obj if isinstance(obj, JITFunction) else None
+    return obj if isinstance(obj, JitFunctionBase) else None
 
 
 def _function_text(fn):
@@ -214,84 +217,6 @@ def _constexpr_literal(node):
         except (ValueError, TypeError, SyntaxError):
             return None
     return None
-
-
-class SourceKernel(JITFunction):
-    """A @jit kernel compiled from a given source text (not from a Python function's file)."""
-
-    def __init__(self, text, name, path, params_defaults=None, **options):
-        def placeholder():
-            pass
-        placeholder.__name__ = name
-        placeholder.__qualname__ = name
-        placeholder.__module__ = "tessera._generated"
-        super().__init__(placeholder, **options)
-        self.text = text
-        self.path = path
-        self._param_defaults = dict(params_defaults or {})
-
-    @property
-    def src(self):
-        return self.text
-
-    def _source(self):
-        return self.text, self.path, 1
-
-    def _defaults(self):
-        return dict(self._param_defaults)
-
-    def _get_handle(self):
-        if self._handle is None:
-            C = _ext()
-            handle = C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
-                                 self.options.get("do_not_specialize"))
-            handle.backend = self._backend
-            self._handle = handle
-            self._launch = C.launch
-            self._fast = C.KernelLauncher(self._handle)
-        return self._handle
-
-    def __repr__(self):
-        return f"SourceKernel({self.__name__} from {self.path})"
-
-
-def _kernel_text(kernel):
-    if isinstance(kernel, SourceKernel):
-        return kernel.text, kernel.path, None
-    text, path, first_line = kernel._source()
-    if first_line != 1:
-        # A kernel without a file of its own: its function text (with the prelude) becomes line 1.
-        path = f"{path} (from line {first_line})"
-    return text, path, kernel.fn.__code__.co_filename
-
-
-def compose(kernel, functions):
-    """A SourceKernel: `kernel` (a JITFunction) with the @jit functions `functions`
-    ({constexpr name: function}) appended to its source. Launch it with
-    {name: function.__name__} as those constexprs (function_constexprs())."""
-    jfs = {}
-    for param, f in functions.items():
-        jf = as_jit(f)
-        if jf is None:
-            raise CompositionError(f"{kernel.__name__}(): constexpr '{param}' must be a @tessera.jit function, "
-                                   f"got {type(f).__name__}")
-        jfs[param] = jf
-    cache = kernel.__dict__.setdefault("_composed", {})
-    key = tuple(sorted((p, id(jf.fn)) for p, jf in jfs.items()))
-    hit = cache.get(key)
-    if hit is not None:
-        return hit[0]
-    text, path, file = _kernel_text(kernel)
-    if not text.endswith("\n"):
-        text += "\n"
-    extra = function_source(list(jfs.values()), text, file)
-    options = dict(kernel.options)
-    options["interpret"] = kernel.interpret
-    options["backend"] = kernel.backend or None
-    composed = SourceKernel(text + extra, kernel.__name__, path, kernel._defaults(), **options)
-    # Keep the functions alive so that id() stays unique for the cache entry.
-    cache[key] = (composed, [jf.fn for jf in jfs.values()])
-    return composed
 
 
 def function_constexprs(functions):

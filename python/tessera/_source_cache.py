@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 
-from . import _source
+from . import _compose, _source
 
 _FORMAT = "tessera-source-2"
 _rules = None
@@ -100,7 +100,6 @@ def callable_params(C, fn):
     the source of the kernel and its @jit helpers with inspect and ast (3-4 ms in a new process,
     most of a warm start). The entry records a digest of every file that was read; a changed
     file means computing it again."""
-    from ._compose import callable_constexpr_params
     path = _entry_path(C, fn, ".calls.json")
     if path:
         try:
@@ -111,7 +110,7 @@ def callable_params(C, fn):
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
     files = set()
-    params = callable_constexpr_params(fn, files)
+    params = _compose.callable_constexpr_params(fn, files)
     if path:
         digests = {p: _file_digest(p) for p in sorted(files)}
         if all(digests.values()):

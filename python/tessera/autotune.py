@@ -41,22 +41,10 @@ import sys
 import tempfile
 import time
 
+from . import _env, _ext
 from .errors import TesseraError
 
 FORMAT = "tessera-autotune-1"
-
-
-def _truthy(name):
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def _off(name):
-    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off", "disable", "disabled")
-
-
-def _ext():
-    from .jit import _ext as ext
-    return ext()
 
 
 # ---------------------------------------------------------------- Config
@@ -217,7 +205,7 @@ def do_bench(fn, warmup=25, rep=100, return_mode="median"):
         flush_buffer = torch.empty(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB, more than L2
         flush = flush_buffer.zero_
     else:
-        C = _ext()
+        C = _ext.require()
         pair, synchronize, flush = (lambda: _RuntimePair(C)), C.synchronize, (lambda: None)
     fn()
     synchronize()
@@ -249,10 +237,10 @@ def do_bench(fn, warmup=25, rep=100, return_mode="median"):
 
 def cache_dir():
     """The cache root (the C++ rule of runtime/Cache.cpp); None when caching is off."""
-    if _off("TESSERA_CACHE"):
+    if not _env.flag("TESSERA_CACHE", default=True):
         return None
     try:
-        config = _ext().cache_config()
+        config = _ext.require().cache_config()
         return config["dir"] if config["enabled"] else None
     except ImportError:
         pass
@@ -317,7 +305,7 @@ def _warn_once(key, message):
 
 def _device_name():
     try:
-        C = _ext()
+        C = _ext.require()
         if C.driver_available() and C.device_count() > 0:
             return C.device_properties(-1)["name"]
     except (ImportError, TesseraError):
@@ -385,7 +373,7 @@ class Autotuner(KernelInterface):
         jit = _base_jit(self.fn)
         text = jit._get_handle().source  # what the compiler gets (no second reduction of the file)
         try:
-            version = _ext().version()
+            version = _ext.require().version()
         except ImportError:
             version = "unknown"
         return {"kernel": jit.__name__, "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -418,7 +406,7 @@ class Autotuner(KernelInterface):
         A config with a pre_hook may change what the arguments specialise to (a TMA descriptor's
         block_shape is part of the signature), so those compile one at a time, each right after
         its hook has run on the arguments, as its timed runs will see them."""
-        C = _ext()
+        C = _ext.require()
         gpu = C.driver_available() and C.device_count() > 0
 
         def one(config):
@@ -502,7 +490,7 @@ class Autotuner(KernelInterface):
         for t in (stored or {}).get("timings", []):
             known[Config.from_json(t["config"])] = (t.get("ms"), t.get("error"))
 
-        if _off("TESSERA_AUTOTUNE"):
+        if not _env.flag("TESSERA_AUTOTUNE", default=True):
             best = Config.from_json(stored["best"]) if stored and stored.get("best") else self.configs[0]
             match = [c for c in self.configs if c == best]
             best = match[0] if match else best
@@ -552,7 +540,7 @@ class Autotuner(KernelInterface):
         return best
 
     def _log(self, message):
-        if _truthy("TESSERA_PRINT_AUTOTUNING"):
+        if _env.flag("TESSERA_PRINT_AUTOTUNING"):
             print(f"tessera: autotune: {message}", file=sys.stderr, flush=True)
 
     def run(self, *args, grid, **kwargs):
@@ -582,7 +570,7 @@ class _Progress:
     def __init__(self, name, total):
         self.name, self.total = name, total
         self.tty = sys.stderr.isatty()
-        self.verbose = _truthy("TESSERA_PRINT_AUTOTUNING")
+        self.verbose = _env.flag("TESSERA_PRINT_AUTOTUNING")
 
     def show(self, i, config):
         if self.tty or self.verbose:

@@ -1,5 +1,5 @@
-"""Compiling without launching: tessera.compile() and the CompiledKernel it
-(and JITFunction.warmup) returns.
+"""Compiling without launching: tessera.compile() and the CompiledKernel
+(_compiled_kernel.py) it (and JITFunction.warmup) returns.
 
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32",
                         constexprs={"BLOCK_SIZE": 1024}, num_warps=4, target="sm_90a")
@@ -12,70 +12,10 @@
 Compiling needs no GPU; only loading and launching do.
 """
 import os
-import types
 
-from .jit import JITFunction, _ext
-
-
-class CompiledKernel:
-    """One specialisation of a kernel, compiled to PTX."""
-
-    def __init__(self, handle):
-        self._h = handle  # tessera._C.CompiledKernel
-        self.name = handle.name
-        self.metadata = types.SimpleNamespace(
-            name=handle.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
-            shared=handle.shared, target=handle.arch, arch=handle.arch, signature=handle.signature,
-            constexprs=handle.constexprs, backend=handle.backend)
-        self.backend = handle.backend
-        self._asm = None
-        self._attributes = None
-
-    @property
-    def asm(self):
-        if self._asm is None:
-            asm = dict(self._h.asm())
-            asm["ttir"] = asm["ir"]
-            asm["ttgir"] = asm["ir-opt"]
-            asm["llir"] = asm["llvm"]
-            self._asm = asm
-        return self._asm
-
-    @property
-    def signature(self):
-        return self._h.signature
-
-    def _init_handles(self, device=-1):
-        """Links the PTX and loads it on the (current) GPU; fills n_regs, n_spills."""
-        if self._attributes is None:
-            self._attributes = self._h.load(device)
-        return self._attributes
-
-    @property
-    def n_regs(self):
-        return self._init_handles()["n_regs"]
-
-    @property
-    def n_spills(self):
-        return self._init_handles()["n_spills"]
-
-    @property
-    def cubin(self):
-        self._init_handles()
-        return self._h.cubin()
-
-    def __getitem__(self, grid):
-        """k[grid](*args): args are the runtime arguments, or all parameters (constexprs ignored)."""
-        def launch(*args, stream=None):
-            self._h.launch(grid, args, stream)
-        return launch
-
-    def run(self, grid, *args, stream=None):
-        self._h.launch(grid, args, stream)
-
-    def __repr__(self):
-        return (f"CompiledKernel({self.name}, signature={self.signature!r}, constexprs={self.metadata.constexprs}, "
-                f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
+from . import _compose, _ext
+from ._compiled_kernel import CompiledKernel
+from .jit import JITFunction, _check_backend, compose
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
@@ -90,8 +30,7 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     on an SM; None: ptxas's choice.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
-    from .jit import _check_backend
-    C = _ext()
+    C = _ext.require()
     backend = _check_backend(backend)
     if isinstance(fn, (str, os.PathLike)):
         if not kernel:
@@ -107,10 +46,9 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             else:
                 raise TypeError(f"tessera.compile() takes a @tessera.jit function or a file path, not {fn!r}")
         functions = {k: v for k, v in (constexprs or {}).items() if not isinstance(v, (bool, int, float, str))
-                     and v is not None and _as_jit(v) is not None}
+                     and v is not None and _compose.as_jit(v) is not None}
         if functions:  # @jit functions as constexprs: the kernel composed with them (_compose.py)
-            from . import _compose
-            fn = _compose.compose(fn, functions)
+            fn = compose(fn, functions)
             constexprs = {**constexprs, **_compose.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
@@ -118,7 +56,3 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0))
 
-
-def _as_jit(value):
-    from ._compose import as_jit
-    return as_jit(value)

@@ -40,11 +40,9 @@ promote). One result per function.
 fn.kernel_source(*args) shows the generated kernel; fn.jit_function is the
 @jit function itself (usable as an epilogue: tk.matmul(..., epilogue=fn)).
 """
-import os
-
-from . import _compose
+from . import _compose, _env
 from .autotune import Config
-from .jit import JITFunction, jit
+from .jit import JITFunction, SourceKernel, jit
 
 ELEMENTWISE_CONFIGS = (
     Config({"BLOCK": 1024}, num_warps=4),
@@ -56,13 +54,6 @@ ELEMENTWISE_CONFIGS = (
 
 _INTERPRET_BLOCK = 256
 _MAX_BLOCK_C = 512  # the widest last-dim block of the general path (<= the smallest BLOCK)
-
-
-def _env_flag(name, default):
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    return value not in ("0", "false", "no", "off")
 
 
 # ---------------------------------------------------------------- operands
@@ -232,7 +223,6 @@ class ElementwiseFunction:
         hit = self._kernels.get(key)
         if hit is not None:
             return hit
-        from ._compose import SourceKernel
         name = self.__name__
         text = _kernel_text(name, kinds, ndim, fast, wide)
         text += _compose.function_source([self.jit_function], text)
@@ -268,7 +258,7 @@ class ElementwiseFunction:
         if interpret is None:
             interpret = self._interpret
         if interpret is None:
-            interpret = first.device != "cuda" and _env_flag("TESSERA_INTERPRET", False)
+            interpret = first.device != "cuda" and _env.flag("TESSERA_INTERPRET")
         if not interpret and first.device != "cuda":
             raise TypeError(f"{self.__name__}: arguments are on the host; pass CUDA tensors, or interpret=True "
                             "(TESSERA_INTERPRET=1) to run on the host interpreter")
@@ -333,7 +323,7 @@ class ElementwiseFunction:
         if p["interpret"]:
             kernel[grid](*launch_args, BLOCK=max(_INTERPRET_BLOCK, block_c or 0), **extra)
             return out
-        use_tuner = _env_flag("TESSERA_ELEMENTWISE_AUTOTUNE", True) if autotune is None else autotune
+        use_tuner = _env.flag("TESSERA_ELEMENTWISE_AUTOTUNE", default=True) if autotune is None else autotune
         if self._autotune is not None and autotune is None:
             use_tuner = self._autotune
         if config is not None:

@@ -34,23 +34,19 @@ grid are as for GPU launches; no GPU or driver is needed. Out-of-bounds,
 misaligned and read-only accesses raise tessera.InterpreterError (a
 CompilationError) naming the kernel's line; tl.device_assert is checked
 unless the kernel says debug=False.
+
+Kernels from text: SourceKernel(text, name, path) is a JITFunction compiled
+from a given source (tessera.elementwise's generated kernels); compose(kernel,
+{param: fn}) is a SourceKernel of the kernel's text with @jit functions
+appended (_compose.py finds their text), what a launch runs when a constexpr
+argument is a @jit function.
 """
 import collections
 import hashlib
 import inspect
-import os
 
-from . import _C as _C_or_none  # tessera/__init__.py loads the extension first (None without it)
-from . import _source, _source_cache
-
-
-def _ext():
-    from . import _C, _C_error
-    if _C is None:
-        from ._loader import missing_message
-        raise ImportError(missing_message(_C_error))
-    return _C
-
+from . import _compose, _env, _ext, _source, _source_cache
+from ._compiled_kernel import CompiledKernel
 
 BACKENDS = ("llvm", "nvrtc")
 
@@ -64,22 +60,7 @@ def _check_backend(backend):
     return backend
 
 
-def _interpret_from_environment():
-    return os.environ.get("TESSERA_INTERPRET", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-if _C_or_none is not None:
-    _JitBase = _C_or_none.JitFunctionBase  # kernel[grid] in C: _subscript once, then self._direct
-else:
-    class _JitBase:
-        __slots__ = ()
-        _direct = None
-
-        def __getitem__(self, grid):
-            return self._subscript(grid)
-
-
-class JITFunction(_JitBase):
+class JITFunction(_ext.JitFunctionBase):
     def __init__(self, fn, **options):
         self.fn = fn
         self.options = options
@@ -91,7 +72,7 @@ class JITFunction(_JitBase):
         self._handle = None
         self._launch = None
         interpret = options.get("interpret")
-        self.interpret = _interpret_from_environment() if interpret is None else bool(interpret)
+        self.interpret = _env.flag("TESSERA_INTERPRET") if interpret is None else bool(interpret)
         self._interpreter = None
         self._backend = _check_backend(options.get("backend"))
 
@@ -141,17 +122,21 @@ class JITFunction(_JitBase):
         """Runs the kernel on the host (interpret mode)."""
         if self._interpreter is None:
             text, path, first_line = self._source()
-            self._interpreter = _ext().Interpreter(text, path, first_line, self.__name__, self._defaults(),
-                                                   self.options.get("do_not_specialize"),
-                                                   bool(self.options.get("debug", True)))
+            self._interpreter = _ext.require().Interpreter(text, path, first_line, self.__name__, self._defaults(),
+                                                           self.options.get("do_not_specialize"),
+                                                           bool(self.options.get("debug", True)))
         self._interpreter.run(grid, args, kwargs)
+
+    def _new_handle(self, C):
+        """The extension's JitKernel for this kernel: from the reduction remembered on disk when
+        there is one (_source_cache.py: a warm start)."""
+        return _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
+                                        self.options.get("do_not_specialize"))
 
     def _get_handle(self):
         if self._handle is None:
-            C = _ext()
-            # From the reduction remembered on disk when there is one (_source_cache.py: a warm start).
-            handle = _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
-                                              self.options.get("do_not_specialize"))
+            C = _ext.require()
+            handle = self._new_handle(C)
             handle.backend = self._backend
             self._handle = handle
             self._launch = C.launch
@@ -180,17 +165,16 @@ class JITFunction(_JitBase):
         """The constexpr parameters the kernel calls (they may receive @jit functions)."""
         params = self.__dict__.get("_fn_params")
         if params is None:
-            params = self._fn_params = _source_cache.callable_params(_ext(), self.fn)
+            params = self._fn_params = _source_cache.callable_params(_ext.require(), self.fn)
         return params
 
     def _with_functions(self, args, kwargs):
         """(kernel, args, kwargs): for @jit functions passed as constexprs, the kernel composed
-        with their source (tessera/_compose.py) and the functions replaced by their names."""
-        from . import _compose
+        with their source (compose()) and the functions replaced by their names."""
         functions, args, kwargs = _compose.split_function_args(self, args, kwargs)
         if not functions:
             return self, args, kwargs
-        kernel = _compose.compose(self, functions)
+        kernel = compose(self, functions)
         kwargs.update(_compose.function_constexprs(functions))
         return kernel, args, kwargs
 
@@ -226,7 +210,6 @@ class JITFunction(_JitBase):
         """Compiles for these arguments without launching (needs no GPU: without one it
         compiles for `target`, default sm_90a). Returns a CompiledKernel; a later launch
         with the same specialisation reuses it."""
-        from .compiler import CompiledKernel
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
@@ -292,6 +275,77 @@ class JITFunction(_JitBase):
 
 # JITFunction.params' entries: tuples, with Triton's KernelParam attribute names.
 KernelParam = collections.namedtuple("KernelParam", ["name", "is_constexpr", "has_default"])
+
+
+class SourceKernel(JITFunction):
+    """A @jit kernel compiled from a given source text (not from a Python function's file)."""
+
+    def __init__(self, text, name, path, params_defaults=None, **options):
+        def placeholder():
+            pass
+        placeholder.__name__ = name
+        placeholder.__qualname__ = name
+        placeholder.__module__ = "tessera._generated"
+        super().__init__(placeholder, **options)
+        self.text = text
+        self.path = path
+        self._param_defaults = dict(params_defaults or {})
+
+    @property
+    def src(self):
+        return self.text
+
+    def _source(self):
+        return self.text, self.path, 1
+
+    def _defaults(self):
+        return dict(self._param_defaults)
+
+    def _new_handle(self, C):
+        return C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
+                           self.options.get("do_not_specialize"))
+
+    def __repr__(self):
+        return f"SourceKernel({self.__name__} from {self.path})"
+
+
+def _kernel_text(kernel):
+    if isinstance(kernel, SourceKernel):
+        return kernel.text, kernel.path, None
+    text, path, first_line = kernel._source()
+    if first_line != 1:
+        # A kernel without a file of its own: its function text (with the prelude) becomes line 1.
+        path = f"{path} (from line {first_line})"
+    return text, path, kernel.fn.__code__.co_filename
+
+
+def compose(kernel, functions):
+    """A SourceKernel: `kernel` (a JITFunction) with the @jit functions `functions`
+    ({constexpr name: function}) appended to its source. Launch it with
+    {name: function.__name__} as those constexprs (_compose.function_constexprs())."""
+    jfs = {}
+    for param, f in functions.items():
+        jf = _compose.as_jit(f)
+        if jf is None:
+            raise _compose.CompositionError(f"{kernel.__name__}(): constexpr '{param}' must be a @tessera.jit "
+                                            f"function, got {type(f).__name__}")
+        jfs[param] = jf
+    cache = kernel.__dict__.setdefault("_composed", {})
+    key = tuple(sorted((p, id(jf.fn)) for p, jf in jfs.items()))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[0]
+    text, path, file = _kernel_text(kernel)
+    if not text.endswith("\n"):
+        text += "\n"
+    extra = _compose.function_source(list(jfs.values()), text, file)
+    options = dict(kernel.options)
+    options["interpret"] = kernel.interpret
+    options["backend"] = kernel.backend or None
+    composed = SourceKernel(text + extra, kernel.__name__, path, kernel._defaults(), **options)
+    # Keep the functions alive so that id() stays unique for the cache entry.
+    cache[key] = (composed, [jf.fn for jf in jfs.values()])
+    return composed
 
 
 class _Launcher:

@@ -18,17 +18,16 @@ encoded by the next launch. The descriptor keeps `base` alive and
 holds base.data_ptr() as it was when the descriptor was made. docs/runtime.md
 ("Tensor descriptors") has the encoding and what it costs.
 """
-from . import _C
+from . import _ext
 
-if _C is not None:
-    _Base = _C.TensorDescriptorBase
+if _ext.C is not None:
+    _Base = _ext.C.TensorDescriptorBase
 else:
     class _Base:
         __slots__ = ()
 
         def __new__(cls, *args, **kwargs):
-            from .jit import _ext
-            _ext()  # raises ImportError saying why the extension is missing
+            _ext.require()  # raises ImportError saying why the extension is missing
             raise ImportError("tessera._C is not available")
 
 

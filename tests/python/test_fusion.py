@@ -20,6 +20,7 @@ import tessera  # noqa: E402
 import tessera.kernels as tk  # noqa: E402
 import tessera.language as tl  # noqa: E402
 from tessera import _compose  # noqa: E402
+from tessera.jit import SourceKernel, compose  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 mm = importlib.import_module("tessera.kernels.matmul")
@@ -261,7 +262,7 @@ def test_jit_function_constexpr_misuse():
     with pytest.raises(tessera.CompilationError, match="missing a value for parameter"):
         apply_kernel[(1,)](x, y, 4, OP=plus, BLOCK=4)
     with pytest.raises(_compose.CompositionError, match="must be a @tessera.jit function"):
-        _compose.compose(apply_kernel, {"OP": len})
+        compose(apply_kernel, {"OP": len})
 
 
 def test_composition_name_clash_is_an_error():
@@ -270,7 +271,7 @@ def test_composition_name_clash_is_an_error():
         return x
     from tessera.kernels import _files
     with pytest.raises(_compose.CompositionError, match="clashes"):
-        _compose.compose(_files.load("softmax").softmax_kernel, {"PROLOGUE": softmax_kernel})
+        compose(_files.load("softmax").softmax_kernel, {"PROLOGUE": softmax_kernel})
 
 
 # ----------------------------------------------------------- GEMM epilogue
@@ -605,7 +606,7 @@ def test_elementwise_ptx_vectorises(tmp_path):
     """The contiguous fast path's loads and stores are 16-byte vectors."""
     x = np.ones(1 << 12, np.float32)
     text = chain4.kernel_source(x, interpret=True)
-    kernel = _compose.SourceKernel(text, "_elementwise_chain4", "<chain4>")
+    kernel = SourceKernel(text, "_elementwise_chain4", "<chain4>")
     k = tessera.compile(kernel, signature="*fp32:16,*fp32:16,i32:16", constexprs={"BLOCK": 1024}, target="sm_90a")
     ptx = k.asm["ptx"]
     assert "ld.global.v4.f32" in ptx or "ld.global.v4.b32" in ptx, ptx[:2000]

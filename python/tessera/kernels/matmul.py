@@ -37,10 +37,10 @@ interpret=True (or TESSERA_INTERPRET=1) with numpy arrays / torch CPU
 tensors runs the kernel on the host interpreter instead (no GPU; tests).
 """
 import collections
-import os
 import re
 
-from .. import cdiv, next_power_of_2
+from .. import _compose, _env, _ext, cdiv, next_power_of_2
+from ..jit import compose, jit
 from ..autotune import Config
 from . import _files
 from ._target import wgmma_target
@@ -332,7 +332,7 @@ def _tma_configs(extra=()):
 def _uses_tma(A, B):
     """matmul_tma_kernel (matmul_tma_epilogue_kernel) applies: Hopper tables (sm_90a), torch
     operands that TMA can describe (row-major, rows 16-byte aligned), and TESSERA_MATMUL_TMA not 0."""
-    if A.kind != "torch" or not _env_flag("TESSERA_MATMUL_TMA", True) or matmul_configs() is not HOPPER_MATMUL_CONFIGS:
+    if A.kind != "torch" or not _env.flag("TESSERA_MATMUL_TMA", default=True) or matmul_configs() is not HOPPER_MATMUL_CONFIGS:
         return False
     for x in (A, B):
         size = x.x.element_size()
@@ -393,20 +393,12 @@ def _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel=None, tuner=No
 
 def _interpreted_kernel():
     if "interpreted" not in _state:
-        from ..jit import jit
         _state["interpreted"] = jit(_kernel_module().matmul_kernel.fn, interpret=True)
     return _state["interpreted"]
 
 
-def _env_flag(name, default):
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    return value not in ("0", "false", "no", "off")
-
-
 def _interpret_default():
-    return _env_flag("TESSERA_INTERPRET", False)
+    return _env.flag("TESSERA_INTERPRET")
 
 
 MAX_EPILOGUE_ARGS = 4
@@ -455,20 +447,18 @@ def _epilogue_kernel(epilogue, interpret, tma=False):
     """matmul_epilogue_kernel (with tma: matmul_tma_epilogue_kernel) composed with `epilogue`
     (tessera/_compose.py), its autotuner (one per composed kernel: over matmul_configs(), or the
     Hopper configs with the descriptors' pre_hook) and the constexpr naming the function."""
-    from .. import _compose
     base_key = "interpreted_epilogue" if interpret else "tma_epilogue" if tma else "epilogue"
     if base_key not in _state:
         module = _kernel_module()
         base = module.matmul_tma_epilogue_kernel if tma else module.matmul_epilogue_kernel
         if interpret:
-            from ..jit import jit
             base = jit(base.fn, interpret=True)
         _state[base_key] = base
     jf = _compose.as_jit(epilogue)
     if jf is None:
         raise TypeError(f"{_NAME}: epilogue must be a @tessera.jit (or @tessera.elementwise) function, "
                         f"not {type(epilogue).__name__}")
-    kernel = _compose.compose(_state[base_key], {"EPILOGUE": jf})
+    kernel = compose(_state[base_key], {"EPILOGUE": jf})
     tuners = _state.setdefault("epilogue_tuners", {})
     if not interpret and id(kernel) not in tuners:
         tuners[id(kernel)] = _autotuner(kernel, _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) if tma
@@ -520,7 +510,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         return out
     if config is not None:
         chosen = _as_config(config)
-    elif interpret or not (_env_flag("TESSERA_MATMUL_AUTOTUNE", True) if autotune is None else autotune):
+    elif interpret or not (_env.flag("TESSERA_MATMUL_AUTOTUNE", default=True) if autotune is None else autotune):
         chosen = MATMUL_CONFIGS[0] if interpret else matmul_configs()[0]
     else:
         chosen = None
@@ -551,8 +541,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     if persistent:
-        from ..jit import _ext
-        sms = _ext().device_properties(-1)["multiprocessor_count"]
+        sms = _ext.require().device_properties(-1)["multiprocessor_count"]
 
         def persistent_grid(meta):
             return (min(sms, grid(meta)[0]),)

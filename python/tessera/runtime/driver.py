@@ -6,12 +6,9 @@ do_bench's L2 flush: get_empty_cache_for_benchmark() / clear_cache(cache).
 """
 import collections
 
+from .. import _ext
+
 GPUTarget = collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
-
-
-def _ext():
-    from ..jit import _ext as ext
-    return ext()
 
 
 def _torch():
@@ -21,7 +18,7 @@ def _torch():
 
 class _Utils:
     def get_device_properties(self, device):
-        return dict(_ext().device_properties(-1 if device is None else int(device)))
+        return dict(_ext.require().device_properties(-1 if device is None else int(device)))
 
 
 class CudaDriver:
@@ -32,7 +29,7 @@ class CudaDriver:
 
     def is_available(self):
         try:
-            return _ext().driver_available() and _ext().device_count() > 0
+            return _ext.require().driver_available() and _ext.require().device_count() > 0
         except ImportError:
             return False
 
@@ -40,13 +37,13 @@ class CudaDriver:
         try:
             return _torch().cuda.current_device()
         except ImportError:
-            return _ext().current_device()
+            return _ext.require().current_device()
 
     def set_current_device(self, device):
         try:
             _torch().cuda.set_device(device)
         except ImportError:
-            _ext().set_current_device(device)
+            _ext.require().set_current_device(device)
 
     def get_active_torch_device(self):
         torch = _torch()
@@ -59,7 +56,7 @@ class CudaDriver:
         return torch.cuda.current_stream(device).cuda_stream
 
     def get_current_target(self):
-        props = _ext().device_properties(self.get_current_device())
+        props = _ext.require().device_properties(self.get_current_device())
         return GPUTarget("cuda", props["major"] * 10 + props["minor"], props["warpSize"])
 
     def get_device_interface(self):
