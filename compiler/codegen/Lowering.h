@@ -150,6 +150,14 @@ private:
   void lowerShapeOp(ir::Operation &op);
   // Scan.cpp
   void lowerScan(ir::Operation &op);
+  // Sort.cpp, Gather.cpp, Histogram.cpp: data-dependent moves through shared memory
+  void lowerSort(ir::Operation &op);
+  llvm::Value *greaterThan(llvm::Value *a, llvm::Value *b, const ir::Type &t); // ordered for floats
+  void lowerGather(ir::Operation &op);
+  void lowerHistogram(ir::Operation &op);
+  // InlineAsm.cpp: tl.inline_asm_elementwise
+  void lowerInlineAsm(ir::Operation &op);
+  llvm::Value *resizeBits(llvm::Value *v, llvm::Type *to); // same bits, zero-extended or truncated
   // Dot.cpp
   void lowerDot(ir::Operation &op);
   void lowerMmaDot(ir::Operation &op); // tensor cores: result in an Mma layout
