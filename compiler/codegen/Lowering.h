@@ -2,7 +2,8 @@
 // The member functions are defined by concern in LLVMLowering.cpp (driver,
 // values, index math, control flow), Elementwise.cpp, Memory.cpp, Reduce.cpp
 // and SharedMemory.cpp; the rest of triton.language in MathOps.cpp,
-// ShapeOps.cpp, Scan.cpp, Dot.cpp, Atomics.cpp and DebugOps.cpp. See
+// ShapeOps.cpp, Scan.cpp, Sort.cpp, Gather.cpp, Histogram.cpp, InlineAsm.cpp,
+// Dot.cpp, Atomics.cpp and DebugOps.cpp. See
 // docs/codegen.md and docs/language.md.
 #pragma once
 
