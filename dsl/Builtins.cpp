@@ -104,13 +104,31 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
     ir::Type target = requireDType(b[0], b.locs[0], "to()'s dtype");
     ir::Value *x = self.value;
     bool bitcast = b.has(2) && requireInt(b[2], b.locs[2], "bitcast") != 0;
-    if (bitcast) {
-      if (bitWidth(x->type.scalar) != bitWidth(target.scalar) || x->type.pointer != target.pointer)
-        error(args.loc, "cannot bitcast " + x->type.element().str() + " to " + target.str() + ": sizes differ");
+    // A bitcast involving a pointer is a cast (Triton's semantic.bitcast).
+    if (bitcast && !x->type.pointer && !target.pointer) {
+      if (bitWidth(x->type.scalar) != bitWidth(target.scalar))
+        error(args.loc, "Cannot bitcast data-type of size " + std::to_string(bitWidth(x->type.scalar)) +
+                            " to data-type of size " + std::to_string(bitWidth(target.scalar)) + " (" +
+                            x->type.element().str() + " to " + target.str() + ")");
+      if (x->type.element() == target.element()) return SValue::ir(x);
       return SValue::ir(b_.op(OpCode::Bitcast, {x}, x->type.withElement(target)));
     }
-    if (x->type.pointer != target.pointer && !(x->type.pointer && target.isIntElement()))
-      error(args.loc, "cannot convert " + x->type.element().str() + " to " + target.str());
+    // Pointers convert to and from integers (int64/uint64; to int1: "not null"), and to other pointers.
+    if (x->type.pointer && !target.pointer) {
+      if (!target.isIntElement() || (bitWidth(target.scalar) != 64 && !target.isBoolElement()))
+        error(args.loc, "cannot cast " + x->type.element().str() + " to " + target.str() +
+                            " (a pointer converts to a 64-bit integer, to int1, or to another pointer)");
+      if (target.isBoolElement()) {
+        ir::Value *address = castElement(x, ir::Type(ScalarType::I64));
+        ir::Value *zero = b_.intConstant(0, ir::Type(ScalarType::I64));
+        if (address->type.isBlock()) zero = b_.op(OpCode::Splat, {zero}, address->type);
+        return SValue::ir(b_.op(OpCode::Cmp, {address, zero}, address->type.withElement(target),
+                                {{"predicate", std::string("ne")}}));
+      }
+    }
+    if (target.pointer && !x->type.pointer && !x->type.isIntElement())
+      error(args.loc, "cannot cast " + x->type.element().str() + " to " + target.str() +
+                          " (only integers convert to pointers)");
     return SValue::ir(castElement(x, target));
   }
   // x.sum(axis), x.max(axis), ... mirror the tl functions.

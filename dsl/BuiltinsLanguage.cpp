@@ -15,7 +15,8 @@ using ir::ScalarType;
 
 std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, CallArgs &args) {
   for (auto handler : {&Specializer::callMathBuiltin, &Specializer::callShapeBuiltin, &Specializer::callReduceBuiltin,
-                       &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin})
+                       &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin,
+                       &Specializer::callDataDependentBuiltin, &Specializer::callInlineAsmBuiltin})
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
   // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
@@ -47,7 +48,7 @@ static bool isTensorMember(const std::string &m) {
       "sigmoid", "softmax", "sin", "cos", "rsqrt", "erf", "floor", "ceil", "exp", "exp2", "log",
       "log2", "sqrt", "abs", "sum", "max", "min", "atomic_add", "atomic_max", "atomic_min",
       "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "cast", "join", "fma",
-      "umulhi", "clamp", "logical_and", "logical_or",
+      "umulhi", "clamp", "logical_and", "logical_or", "gather", "histogram",
   };
   return std::any_of(std::begin(members), std::end(members), [&](const char *n) { return m == n; });
 }

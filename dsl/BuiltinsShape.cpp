@@ -106,14 +106,16 @@ std::optional<SValue> Specializer::callShapeBuiltin(const std::string &name, Cal
     else
       axes.push_back(requireInt(b[1], b.locs[1], "tl.expand_dims's axis"));
     int64_t newRank = static_cast<int64_t>(x->type.rank() + axes.size());
-    for (int64_t &a : axes) {
+    for (int64_t &a : axes) { // Triton's messages (core._wrap_axis, core.expand_dims)
       if (a < -newRank || a >= newRank)
-        error(b.locs[1], "tl.expand_dims's axis " + std::to_string(a) + " is out of range for the result's rank " +
-                             std::to_string(newRank));
+        error(b.locs[1], "invalid axis " + std::to_string(a) + ". Expected " + std::to_string(-newRank) +
+                             " <= axis < " + std::to_string(newRank));
       if (a < 0) a += newRank;
     }
+    const std::string normalized = shapeText(axes);
     std::sort(axes.begin(), axes.end());
-    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) error(b.locs[1], "tl.expand_dims's axes repeat");
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      error(b.locs[1], "expand_dims received duplicate axes, normalized axes = " + normalized);
     if (!x->type.isBlock()) // every dim of the result is a new size-1 dim
       return SValue::ir(b_.op(OpCode::Splat, {x}, x->type.withShape(std::vector<int64_t>(newRank, 1))));
     for (int64_t a : axes) {

@@ -300,8 +300,16 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
     } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
       if (dim >= v->type.rank()) error(idx->loc, "too many indices for a block of rank " + std::to_string(v->type.rank()));
       ++dim;
-    } else {
-      error(idx->loc, "only ':' and None are supported as block indices (x[:, None])");
+    } else { // Triton's message: "unsupported tensor index: slice(10, None, None)"
+      auto text = [&](const ast::Expr *part) -> std::string {
+        if (!part) return "None";
+        SValue v = eval(*part);
+        return v.isConst() ? v.c.str() : describe(v);
+      };
+      std::string index = sl ? "slice(" + text(sl->lower.get()) + ", " + text(sl->upper.get()) + ", " +
+                                   text(sl->step.get()) + ")"
+                             : text(idx.get());
+      error(idx->loc, "unsupported tensor index: " + index + " (a block takes only ':' and None, as in x[:, None])");
     }
   }
   if (dim < v->type.rank() && !e.indices.empty()) {

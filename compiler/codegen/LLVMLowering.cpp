@@ -326,6 +326,10 @@ void KernelLowering::lowerOp(ir::Operation &op) {
     return lowerShapeOp(op);
   case OpCode::ReduceCombine: return lowerReduceCombine(op);
   case OpCode::Scan: return lowerScan(op);
+  case OpCode::Sort: return lowerSort(op);
+  case OpCode::Gather: return lowerGather(op);
+  case OpCode::Histogram: return lowerHistogram(op);
+  case OpCode::InlineAsm: return lowerInlineAsm(op);
   case OpCode::Dot: return lowerDot(op);
   case OpCode::LocalAlloc: return lowerLocalAlloc(op);
   case OpCode::LocalDealloc: return lowerLocalDealloc(op);

@@ -2,7 +2,8 @@
 // The member functions are defined by concern in LLVMLowering.cpp (driver,
 // values, index math, control flow), Elementwise.cpp, Memory.cpp, Reduce.cpp
 // and SharedMemory.cpp; the rest of triton.language in MathOps.cpp,
-// ShapeOps.cpp, Scan.cpp, Dot.cpp, Atomics.cpp and DebugOps.cpp. See
+// ShapeOps.cpp, Scan.cpp, Sort.cpp, Gather.cpp, Histogram.cpp, InlineAsm.cpp,
+// Dot.cpp, Atomics.cpp and DebugOps.cpp. See
 // docs/codegen.md and docs/language.md.
 #pragma once
 
@@ -150,6 +151,14 @@ private:
   void lowerShapeOp(ir::Operation &op);
   // Scan.cpp
   void lowerScan(ir::Operation &op);
+  // Sort.cpp, Gather.cpp, Histogram.cpp: data-dependent moves through shared memory
+  void lowerSort(ir::Operation &op);
+  llvm::Value *greaterThan(llvm::Value *a, llvm::Value *b, const ir::Type &t); // ordered for floats
+  void lowerGather(ir::Operation &op);
+  void lowerHistogram(ir::Operation &op);
+  // InlineAsm.cpp: tl.inline_asm_elementwise
+  void lowerInlineAsm(ir::Operation &op);
+  llvm::Value *resizeBits(llvm::Value *v, llvm::Type *to); // same bits, zero-extended or truncated
   // Dot.cpp
   void lowerDot(ir::Operation &op);
   void lowerMmaDot(ir::Operation &op); // tensor cores: result in an Mma layout

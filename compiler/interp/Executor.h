@@ -5,6 +5,7 @@
 //   Memory.cpp       load/store/atomics with their bounds, alignment and write checks
 //   LanguageOps.cpp  math functions, trans/join/split/cat/flip, reduce_combine/scan,
 //                    dot, print/assert/assume/barrier
+//   DataDependentOps.cpp  sort, gather, histogram (inline_asm: an error)
 //   Values.cpp       host values and element encodings
 #pragma once
 
@@ -77,5 +78,7 @@ void evalAsyncCopy(Executor &ex, const ir::Operation &op);   // async_copy (Memo
 size_t stageStart(Executor &ex, const ir::Operation &op, const HostValue &buffer, const ir::Value *stage);
 // The ops of the second half of Ops.def (LanguageOps.cpp); false if `op` is none of them.
 bool evalLanguageOp(Executor &ex, const ir::Operation &op);
+// sort, gather, histogram, inline_asm (DataDependentOps.cpp); false if `op` is none of them.
+bool evalDataDependentOp(Executor &ex, const ir::Operation &op);
 
 } // namespace tessera::interp

@@ -26,6 +26,7 @@ bool supports(OpCode code) {
   case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
   case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
   case OpCode::ReduceCombine: case OpCode::Scan: case OpCode::Dot:
+  case OpCode::Sort: case OpCode::Gather: case OpCode::Histogram:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS:
   case OpCode::Print: case OpCode::Assert: case OpCode::Barrier: case OpCode::Assume:
   case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit: case OpCode::FenceAsyncShared: case OpCode::DotWait:
@@ -144,6 +145,7 @@ void Executor::exec(const ir::Operation &op) {
   case OpCode::While: execWhile(op); return;
   default:
     if (evalLanguageOp(*this, op)) return;
+    if (evalDataDependentOp(*this, op)) return;
     break;
   }
   error(op, std::string("the interpreter does not support the operation '") + ir::mnemonic(op.code) +

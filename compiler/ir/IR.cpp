@@ -279,4 +279,9 @@ private:
 
 std::string print(const Function &fn) { return Printer().run(fn); }
 
+int64_t inlineAsmElementsPerRegister(const Type &t, int64_t pack) {
+  unsigned bits = t.pointer ? 64 : std::max(8u, bitWidth(t.scalar));
+  return bits >= 32 ? 1 : std::min<int64_t>(32 / bits, pack);
+}
+
 } // namespace tessera::ir

@@ -143,6 +143,9 @@ bool isWgmmaDot(const Operation &op);
 bool isZeroConstant(const Value *v);
 // `op`'s place in its parent block's list (for inserting before/after it or erasing it).
 std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
+// Elements of type `t` that one operand of an inline_asm op with `pack` holds: types narrower
+// than 32 bits are packed into one 32-bit register (16-bit when pack leaves room for two bytes).
+int64_t inlineAsmElementsPerRegister(const Type &t, int64_t pack);
 // Warps the kernel runs besides fn.numWarps: a warp_specialize op's producer (0 without one).
 unsigned producerWarps(const Function &fn);
 

@@ -309,6 +309,41 @@ private:
       return (op.operand(0)->type == op.result()->type || fail(op, "flip keeps the type")) &&
              ((axis >= 0 && axis < int64_t(op.result()->type.rank())) || fail(op, "axis out of range"));
     }
+    case OpCode::Sort: {
+      if (!nOperands(1) || !nResults(1)) return false;
+      const Type &x = op.operand(0)->type;
+      return (x.isBlock() && !x.pointer && x == op.result()->type) || fail(op, "sorts a block of numbers into its own type");
+    }
+    case OpCode::Gather: {
+      if (!nOperands(2) || !nResults(1)) return false;
+      const Type &src = op.operand(0)->type, &index = op.operand(1)->type, &out = op.result()->type;
+      const int64_t axis = op.intAttr("axis");
+      if (!src.isBlock() || !index.isIntElement() || index.rank() != src.rank())
+        return fail(op, "src and an integer index of one rank");
+      if (axis < 0 || axis >= int64_t(src.rank())) return fail(op, "axis out of range");
+      for (size_t d = 0; d < src.rank(); ++d)
+        if (int64_t(d) != axis && index.shape[d] != src.shape[d]) return fail(op, "index and src differ off the axis");
+      return out == src.withShape(index.shape) || fail(op, "result must be src's element in index's shape");
+    }
+    case OpCode::Histogram: {
+      const bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
+      if (!nOperands(masked ? 2 : 1) || !nResults(1)) return false;
+      const Type &x = op.operand(0)->type;
+      if (x.rank() != 1 || !x.isIntElement()) return fail(op, "counts a 1-D block of integers");
+      if (masked && op.operand(1)->type != x.withElement(Type(ScalarType::I1))) return fail(op, "mask must be i1 of x's shape");
+      return op.result()->type == Type(ScalarType::I32).withShape({op.intAttr("num_bins")}) ||
+             fail(op, "result must be <num_bins x i32>");
+    }
+    case OpCode::InlineAsm: {
+      if (op.operands.empty() || op.results.empty()) return fail(op, "takes arguments and gives results");
+      const Type &first = op.operand(0)->type;
+      for (const Value *v : op.operands)
+        if (!sameShape(v->type, first)) return fail(op, "arguments must have one shape");
+      for (const auto &res : op.results)
+        if (!sameShape(res->type, first) || res->type.pointer) return fail(op, "results must be numbers of the arguments' shape");
+      return (op.hasAttr("asm") && op.hasAttr("constraints") && op.intAttr("pack") >= 1) ||
+             fail(op, "needs asm, constraints and pack >= 1");
+    }
     case OpCode::ReduceCombine:
     case OpCode::Scan:
       return verifyCombineOp(op);

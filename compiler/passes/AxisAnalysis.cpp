@@ -219,6 +219,7 @@ private:
     case OpCode::Load: case OpCode::Reduce: case OpCode::ProgramId: case OpCode::NumPrograms:
     case OpCode::Trans: case OpCode::Join: case OpCode::Cat: case OpCode::Flip: case OpCode::Scan:
     case OpCode::ReduceCombine: case OpCode::Dot: case OpCode::AtomicRMW: case OpCode::AtomicCAS:
+    case OpCode::Sort: case OpCode::Gather: case OpCode::Histogram: case OpCode::InlineAsm:
       if (op.code == OpCode::Load) return constancyOnly(op);
       return unknown(t);
     default:

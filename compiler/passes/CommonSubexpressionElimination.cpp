@@ -23,6 +23,8 @@ bool isPure(const Operation &op) {
   case OpCode::AsyncWait: case OpCode::LocalLoad: case OpCode::LocalStore:
   case OpCode::MbarrierAlloc: case OpCode::AsyncTmaCopy: case OpCode::MbarrierWait: case OpCode::MbarrierArrive: case OpCode::WarpSpecialize:
     return false;
+  case OpCode::InlineAsm:
+    return op.intAttr("pure") != 0;
   default:
     return op.regions.empty();
   }

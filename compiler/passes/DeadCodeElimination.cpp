@@ -36,6 +36,8 @@ static bool hasSideEffects(const Operation &op) {
     return true;
   case OpCode::Load:
     return op.hasAttr("volatile") && op.intAttr("volatile");
+  case OpCode::InlineAsm: // tl.inline_asm_elementwise(..., is_pure=False) may store
+    return !op.intAttr("pure");
   default:
     return false;
   }

@@ -315,7 +315,19 @@ private:
     case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
     case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
+    case OpCode::InlineAsm:  // per element (pack elements of one thread's registers at a time)
       return assignElementwise(op);
+    case OpCode::Sort: // through shared memory, back into the operand's registers
+      setResultLayout(op, 0, op.operand(0)->layout);
+      return;
+    case OpCode::Gather: // each result register reads src (in shared memory) where its index says
+      setResultLayout(op, 0, op.operand(1)->layout);
+      return;
+    case OpCode::Histogram: // counted in shared memory, read out in the anchor of the bins
+      if (op.operands.size() > 1)
+        convertOperand(op, 1, op.operand(0)->layout);
+      setResultLayout(op, 0, anchor(1));
+      return;
     case OpCode::Dot:
       if (const LayoutRef *l = seed(op); l && (*l)->kind == Layout::Kind::Mma) {
         // A tensor-core dot (seeded by propagate-mma-layout): operands in

@@ -12,6 +12,13 @@ Argument errors are TypeError / ValueError naming the argument.
 """
 
 
+def _bare_message(message):
+    """"path:3:5: error: what\n    line\n    ^" -> "what" (None when not in that form)."""
+    first = str(message).split("\n", 1)[0]
+    at = first.find(": error: ")
+    return first[at + len(": error: "):] if at >= 0 else None
+
+
 class TesseraError(Exception):
     """Base class of tessera's exceptions."""
 
@@ -30,6 +37,11 @@ class CompilationError(TesseraError):
         self.path = path
         self.line = line
         self.col = col
+        # As Triton's CompilationError, which is raised from the error that stopped compilation:
+        # __cause__ holds the bare message ("invalid axis 2. Expected ..."), without place or caret.
+        bare = _bare_message(message)
+        if bare:
+            self.__cause__ = ValueError(bare)
 
     def __str__(self):
         return self.message

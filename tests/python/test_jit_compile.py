@@ -117,6 +117,9 @@ def test_compile_reports_a_missing_constexpr_with_its_place():
         "def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):")
     assert e.path.endswith("kernels/vector_add.py") and e.line == def_line
     assert str(e).startswith(f"{e.path}:{e.line}:{e.col}: error:")
+    # As in Triton, the bare message is the error's cause (Triton's tests read str(e.__cause__)).
+    assert isinstance(e.__cause__, ValueError)
+    assert str(e.__cause__) == "missing value for constexpr parameter 'BLOCK_SIZE'"
 
 
 def test_warmup_compiles_without_a_gpu_and_caches():

@@ -1,0 +1,9 @@
+# RUN: --kernel k --signature "*fp32" --constexpr N=32
+import tessera
+import tessera.language as tl
+
+@tessera.jit
+def k(dummy, N: tl.constexpr):
+    offset1 = tl.arange(0, N)
+    t = tl.expand_dims(offset1, -2)
+    t = tl.expand_dims(offset1, -3)
