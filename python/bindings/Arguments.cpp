@@ -584,7 +584,9 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
 
 py::object fromConstexpr(const ConstexprValue &value) {
   switch (value.kind) {
-  case ConstexprValue::Kind::Int: return py::int_(value.intValue);
+  case ConstexprValue::Kind::Int:
+    if (fitsInt64(value.intValue)) return py::int_(static_cast<int64_t>(value.intValue));
+    return py::reinterpret_steal<py::object>(PyLong_FromString(constIntToString(value.intValue).c_str(), nullptr, 10));
   case ConstexprValue::Kind::Float: return py::float_(value.floatValue);
   case ConstexprValue::Kind::Bool: return py::bool_(value.intValue != 0);
   case ConstexprValue::Kind::String: return py::str(value.stringValue);
