@@ -369,3 +369,16 @@ def test_float_atomic_max_min_split_on_the_sign_bit(backend, signature, bits):
     assert not re.search(r"setp\.\w+\.f" + bits, ptx), "a float comparison decides the side"
     for op in ("max.s", "min.u", "min.s", "max.u"):
         assert re.search(r"atom\.\w+\.gpu\.global\." + op.replace(".", r"\.") + bits, ptx), op
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("signature, suffix", [("*i32,*u32,*i1,*u32,*u32", "u32"),
+                                               ("*i8,*u16,*i1,*u16,*u16", "u16"),
+                                               ("*u8,*i32,*i1,*i32,*i32", "s32"),
+                                               ("*i64,*u32,*i1,*i64,*i64", "s64")])
+def test_comparison_and_max_use_the_promoted_signedness(backend, signature, suffix):
+    ptx = emitted("compare_min_max", signature, "ptx", backend)
+    assert re.search(r"setp\.(lt|gt)\." + suffix, ptx), ptx
+    assert re.search(r"max\." + suffix, ptx), ptx
+    other = ("s" if suffix[0] == "u" else "u") + suffix[1:]
+    assert not re.search(r"(setp\.\w+|max|min)\." + other, ptx), ptx
