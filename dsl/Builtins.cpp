@@ -243,7 +243,8 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   if (name == "lang.program_id" || name == "lang.num_programs") {
     Bound b = bind(*this, args, "tl." + name.substr(5), {{"axis", true}});
     int64_t axis = requireInt(b[0], b.locs[0], "the axis");
-    if (axis < 0 || axis > 2) error(b.locs[0], "axis must be 0, 1 or 2, got " + std::to_string(axis));
+    if (axis < 0 || axis > 2) // Triton's words: its tests match them
+      error(b.locs[0], name.substr(5) + " axis must be 0, 1, or 2 but got " + std::to_string(axis));
     return SValue::ir(b_.op(name == "lang.program_id" ? OpCode::ProgramId : OpCode::NumPrograms, {},
                             ir::Type(ScalarType::I32), {{"axis", axis}}));
   }

@@ -634,9 +634,9 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
 
   bool divOrMod = op == ast::BinaryOp::Div || op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::Mod;
   if (divOrMod && a->type.isIntElement() && b->type.isIntElement() && isSigned(a->type.scalar) != isSigned(b->type.scalar))
-    error(loc, std::string("cannot use ") + text + " with " + a->type.element().str() + " and " + b->type.element().str() +
-                   ": they have different signedness, which is unlikely to give a useful answer; cast them to the "
-                   "same signedness");
+    error(loc, std::string("Cannot use ") + text + " with " + a->type.element().str() + " and " + b->type.element().str() +
+                   " because they have different signedness; this is unlikely to result in a useful answer. Cast "
+                   "them to the same signedness."); // Triton's words: its tests match them
   ir::Type elem = promote(a->type, b->type, text, loc);
   bool isIntOp = op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::LShift || op == ast::BinaryOp::RShift ||
                  op == ast::BinaryOp::BitAnd || op == ast::BinaryOp::BitOr || op == ast::BinaryOp::BitXor;
