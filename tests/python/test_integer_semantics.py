@@ -389,3 +389,19 @@ def test_comparison_and_max_use_the_promoted_signedness(backend, signature, suff
     assert re.search(r"max\." + suffix, ptx), ptx
     other = ("s" if suffix[0] == "u" else "u") + suffix[1:]
     assert not re.search(r"(setp\.\w+|max|min)\." + other, ptx), ptx
+
+
+@tessera.jit(interpret=True)
+def constexpr_kernel(z_ptr, BIG: tl.constexpr, SHIFT: tl.constexpr):
+    tl.store(z_ptr, BIG >> SHIFT)
+
+
+def test_constexprs_from_python_beyond_64_bits():
+    """Python passes unbounded ints; the launcher keeps 128 bits of them."""
+    z = np.zeros(1, np.uint64)
+    constexpr_kernel[(1,)](z, BIG=2**100 + 2**64 - 1, SHIFT=40)
+    assert z[0] == (2**100 + 2**64 - 1) >> 40
+    constexpr_kernel[(1,)](z, BIG=2**64 - 1, SHIFT=0)
+    assert z[0] == 2**64 - 1
+    with pytest.raises(ValueError, match="does not fit in 128 bits"):
+        constexpr_kernel[(1,)](z, BIG=2**200, SHIFT=0)
