@@ -6,6 +6,7 @@
 // (--emit ast), the specialiser (dsl/Specializer.cpp) turns it into block IR.
 #pragma once
 
+#include "dsl/ConstInt.h"
 #include "dsl/Diagnostics.h"
 
 #include <cstdint>
@@ -51,7 +52,7 @@ struct Name : Expr {
 struct Constant : Expr {
   enum class Type { Int, Float, Bool, None, String };
   Type type;
-  int64_t intValue = 0;   // Int (literals above INT64_MAX are rejected by the lexer), Bool (0/1)
+  ConstInt intValue = 0;  // Int (literals of more than 127 bits are rejected by the lexer), Bool (0/1)
   double floatValue = 0;  // Float
   std::string stringValue; // String
   Constant(SourceLoc loc, Type type) : Expr(ExprKind::Constant, loc), type(type) {}

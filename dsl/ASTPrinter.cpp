@@ -233,7 +233,7 @@ public:
   void constant(const Constant &c) {
     out += "(const ";
     switch (c.type) {
-    case Constant::Type::Int: out += std::to_string(c.intValue); break;
+    case Constant::Type::Int: out += constIntToString(c.intValue); break;
     case Constant::Type::Float: out += formatFloat(c.floatValue); break;
     case Constant::Type::Bool: out += c.intValue ? "True" : "False"; break;
     case Constant::Type::None: out += "None"; break;

@@ -38,7 +38,7 @@ static BlockAccess lowerBlockPointer(Specializer &sp, ir::Builder &b, const SVal
   ir::Value *base = f[kBase].value;
   size_t rank = f[kBlockShape].elems.size();
   std::vector<int64_t> blockShape;
-  for (const SValue &d : f[kBlockShape].elems) blockShape.push_back(d.c.intValue);
+  for (const SValue &d : f[kBlockShape].elems) blockShape.push_back(static_cast<int64_t>(d.c.intValue)); // checked by make_block_ptr
   std::vector<int64_t> checked;
   if (!boundaryCheck.isNone()) {
     std::vector<SValue> dims = boundaryCheck.kind == SValue::Kind::Tuple ? boundaryCheck.elems : std::vector<SValue>{boundaryCheck};
@@ -260,19 +260,21 @@ std::optional<SValue> Specializer::callMemoryBuiltin(const std::string &name, Ca
                  {{"kind", k}, {"sem", sem}, {"scope", scope}, {"has_mask", int64_t(m ? 1 : 0)}});
   };
   if ((kind == "max" || kind == "min") && isFloat) {
-    // Triton's float max/min: signed int max (min) where val >= 0, unsigned
-    // int min (max) where val < 0, on the same bits.
+    // Triton's float max/min (semantic.py atomic_max): on the same bits, signed
+    // int max (min) where the sign bit is clear, unsigned int min (max) where it
+    // is set. The sign bit, not `val >= 0`: -0.0 and negative NaNs take the
+    // unsigned side, and no value (NaN included) is left out of both.
     if (bits != 32 && bits != 64) error(b.locs[0], tlName + " supports float32 and float64 only, got " + pointee.str());
     ir::Type si(bits == 32 ? ScalarType::I32 : ScalarType::I64), ui(bits == 32 ? ScalarType::U32 : ScalarType::U64);
-    ir::Value *zero = b_.floatConstant(0.0, val->type);
-    ir::Type bools = val->type.withElement(ir::Type(ScalarType::I1));
-    ir::Value *pos = b_.op(OpCode::Cmp, {val, zero}, bools, {{"predicate", std::string("ge")}});
-    ir::Value *neg = b_.op(OpCode::Cmp, {val, zero}, bools, {{"predicate", std::string("lt")}});
-    auto both = [&](ir::Value *cond) { return mask ? b_.op(OpCode::And, {mask, cond}, cond->type) : cond; };
     ir::Value *iPtr = b_.op(OpCode::Bitcast, {ptr}, ptr->type.withElement(ir::Type::ptr(si.scalar)));
     ir::Value *uPtr = b_.op(OpCode::Bitcast, {ptr}, ptr->type.withElement(ir::Type::ptr(ui.scalar)));
     ir::Value *iVal = b_.op(OpCode::Bitcast, {val}, val->type.withElement(si));
     ir::Value *uVal = b_.op(OpCode::Bitcast, {val}, val->type.withElement(ui));
+    ir::Value *zero = b_.intConstant(0, iVal->type);
+    ir::Type bools = val->type.withElement(ir::Type(ScalarType::I1));
+    ir::Value *pos = b_.op(OpCode::Cmp, {iVal, zero}, bools, {{"predicate", std::string("ge")}});
+    ir::Value *neg = b_.op(OpCode::Cmp, {iVal, zero}, bools, {{"predicate", std::string("lt")}});
+    auto both = [&](ir::Value *cond) { return mask ? b_.op(OpCode::And, {mask, cond}, cond->type) : cond; };
     ir::Value *posOld = rmw(kind, iPtr, iVal, both(pos));
     ir::Value *negOld = rmw(kind == "max" ? "umin" : "umax", uPtr, uVal, both(neg));
     ir::Value *negAsInt = b_.op(OpCode::Bitcast, {negOld}, negOld->type.withElement(si));

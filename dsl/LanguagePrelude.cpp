@@ -98,11 +98,10 @@ def _philox_rounds(c0, c1, c2, c3, k0, k1, n_rounds: tl.constexpr):
         WEYL_A: tl.constexpr = 0x9E3779B9
         WEYL_B: tl.constexpr = 0xBB67AE85
     else:
-        # 64-bit constants, assembled from halves (literals stop at 2^63 - 1).
-        MUL_A: tl.constexpr = (0xD2E7470E << 32) | 0xE14C6C93
-        MUL_B: tl.constexpr = (0xCA5A8263 << 32) | 0x95121157
-        WEYL_A: tl.constexpr = (0x9E3779B9 << 32) | 0x7F4A7C15
-        WEYL_B: tl.constexpr = (0xBB67AE85 << 32) | 0x84CAA73B
+        MUL_A: tl.constexpr = 0xD2E7470EE14C6C93
+        MUL_B: tl.constexpr = 0xCA5A826395121157
+        WEYL_A: tl.constexpr = 0x9E3779B97F4A7C15
+        WEYL_B: tl.constexpr = 0xBB67AE8584CAA73B
     for r in tl.static_range(n_rounds):
         hi_a = tl.umulhi(MUL_A, c0)
         lo_a = MUL_A * c0

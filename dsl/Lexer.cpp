@@ -348,7 +348,7 @@ Token Lexer::lexNumber() {
                        : radix == 8 ? "invalid octal literal"
                                     : "invalid binary literal";
     pos_ += 2;
-    uint64_t value = 0;
+    unsigned __int128 value = 0;
     bool any = false, tooLarge = false;
     for (;;) {
       if (peekChar() == '_') {
@@ -359,7 +359,7 @@ Token Lexer::lexNumber() {
       int d = digitValue(peekChar());
       if (d >= radix)
         break;
-      if (value > (std::numeric_limits<uint64_t>::max() - d) / radix)
+      if (value > ((unsigned __int128)kConstIntMax - d) / radix)
         tooLarge = true;
       value = value * radix + d;
       any = true;
@@ -367,10 +367,10 @@ Token Lexer::lexNumber() {
     }
     if (!any || isIdentChar(peekChar()))
       error(loc, what);
-    if (tooLarge || value > uint64_t(std::numeric_limits<int64_t>::max()))
-      error(loc, "integer literal too large");
+    if (tooLarge)
+      error(loc, "integer literal too large (tessera's integer constants have 128 bits)");
     Token t = make(TokenKind::Int, start, loc);
-    t.intValue = int64_t(value);
+    t.intValue = ConstInt(value);
     return t;
   }
 
@@ -428,11 +428,14 @@ Token Lexer::lexNumber() {
   if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of('0') != std::string::npos)
     error(loc, "leading zeros in decimal integer literals are not permitted; "
                "use an 0o prefix for octal integers");
-  auto [ptr, ec] = std::from_chars(first, last, t.intValue);
-  if (ec == std::errc::result_out_of_range)
-    error(loc, "integer literal too large");
-  if (ec != std::errc() || ptr != last)
-    error(loc, "invalid decimal literal");
+  t.intValue = 0;
+  for (const char *d = first; d != last; ++d) {
+    if (!isDigit(*d))
+      error(loc, "invalid decimal literal");
+    if (t.intValue > (kConstIntMax - (*d - '0')) / 10)
+      error(loc, "integer literal too large (tessera's integer constants have 128 bits)");
+    t.intValue = t.intValue * 10 + (*d - '0');
+  }
   return t;
 }
 

@@ -18,6 +18,7 @@
 // accepted and give a plain string (an f-string is not interpolated).
 #pragma once
 
+#include "dsl/ConstInt.h"
 #include "dsl/Diagnostics.h"
 
 #include <cstdint>
@@ -47,7 +48,7 @@ struct Token {
   TokenKind kind = TokenKind::End;
   SourceLoc loc;
   std::string text;        // Name/Keyword: the word; Op: its spelling; literals: source text
-  int64_t intValue = 0;
+  ConstInt intValue = 0;
   double floatValue = 0;
   std::string stringValue; // String: the decoded value (UTF-8)
 

@@ -20,9 +20,7 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
   if (text == "True" || text == "true") return ofBool(true);
   if (text == "False" || text == "false") return ofBool(false);
   if (text == "None") return none();
-  int64_t i = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-  if (ec == std::errc() && p == text.data() + text.size() && !text.empty()) return ofInt(i);
+  if (auto i = parseConstInt(text)) return ofInt(*i);
   double d = 0;
   auto [q, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
   if (ec2 == std::errc() && q == text.data() + text.size() && !text.empty()) return ofFloat(d);
@@ -31,7 +29,7 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
 
 std::string ConstexprValue::str() const {
   switch (kind) {
-  case Kind::Int: return std::to_string(intValue);
+  case Kind::Int: return constIntToString(intValue);
   case Kind::Bool: return intValue ? "True" : "False";
   case Kind::None: return "None";
   case Kind::String: return "'" + stringValue + "'";

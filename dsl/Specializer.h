@@ -7,6 +7,7 @@
 
 #include "compiler/ir/IR.h"
 #include "dsl/AST.h"
+#include "dsl/ConstInt.h"
 
 #include <map>
 #include <memory>
@@ -19,11 +20,11 @@ namespace tessera {
 struct ConstexprValue {
   enum class Kind { Int, Float, Bool, None, String };
   Kind kind = Kind::None;
-  int64_t intValue = 0;
+  ConstInt intValue = 0; // Int (exact up to 127 bits, dsl/ConstInt.h), Bool (0/1)
   double floatValue = 0;
   std::string stringValue;
 
-  static ConstexprValue ofInt(int64_t v) { ConstexprValue c; c.kind = Kind::Int; c.intValue = v; return c; }
+  static ConstexprValue ofInt(ConstInt v) { ConstexprValue c; c.kind = Kind::Int; c.intValue = v; return c; }
   static ConstexprValue ofFloat(double v) { ConstexprValue c; c.kind = Kind::Float; c.floatValue = v; return c; }
   static ConstexprValue ofBool(bool v) { ConstexprValue c; c.kind = Kind::Bool; c.intValue = v; return c; }
   static ConstexprValue ofString(std::string s) { ConstexprValue c; c.kind = Kind::String; c.stringValue = std::move(s); return c; }

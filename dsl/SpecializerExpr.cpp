@@ -6,6 +6,7 @@
 
 #include "llvm/Support/Casting.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -40,7 +41,8 @@ ConstexprValue Specializer::requireConst(const SValue &v, SourceLoc loc, const s
 int64_t Specializer::requireInt(const SValue &v, SourceLoc loc, const std::string &what) const {
   ConstexprValue c = requireConst(v, loc, what);
   if (c.kind != CK::Int && c.kind != CK::Bool) error(loc, what + " must be an integer, got " + c.str());
-  return c.intValue;
+  if (!fitsInt64(c.intValue)) error(loc, what + " does not fit in 64 bits: " + c.str());
+  return int64_t(c.intValue);
 }
 
 ir::Type Specializer::requireDType(const SValue &v, SourceLoc loc, const std::string &what) const {
@@ -50,11 +52,59 @@ ir::Type Specializer::requireDType(const SValue &v, SourceLoc loc, const std::st
 
 // ------------------------------------------------------------------- values
 
-static bool fitsI32(int64_t v) {
-  return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+// Whether a double is exactly a value of a float format with `precision` bits
+// of significand, whose smallest subnormal is 2^minExponent.
+static bool fitsFloatFormat(double v, int precision, int minExponent, double max) {
+  if (v == 0 || std::isnan(v) || std::isinf(v)) return true;
+  if (std::fabs(v) > max) return false;
+  int e = 0;
+  std::frexp(v, &e); // |v| = m * 2^e, 0.5 <= m < 1
+  double scaled = std::ldexp(v, -std::max(e - precision, minExponent));
+  return scaled == std::trunc(scaled);
 }
 
-// A Python literal next to a runtime operand takes that operand's type.
+static bool exactInFloat(double v, ScalarType t) {
+  switch (t) {
+  case ScalarType::F64: return true;
+  case ScalarType::F32: return std::isnan(v) || double(float(v)) == v;
+  case ScalarType::F16: return fitsFloatFormat(v, 11, -24, 65504.0);
+  case ScalarType::BF16: return fitsFloatFormat(v, 8, -133, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
+  default: return false; // fp8: compare in the promoted type
+  }
+}
+
+static ConstInt intMin(ScalarType t) { return isSigned(t) ? -(ConstInt(1) << (bitWidth(t) - 1)) : 0; }
+static ConstInt intMax(ScalarType t) {
+  return isSigned(t) ? (ConstInt(1) << (bitWidth(t) - 1)) - 1 : (ConstInt(1) << bitWidth(t)) - 1;
+}
+
+// The 64-bit pattern of a value in [-2^63, 2^64) (u64 constants are stored as their bits).
+static int64_t bits64(ConstInt v) { return static_cast<int64_t>(static_cast<uint64_t>(v)); }
+
+// semantic.py to_tensor: ints take the first of i32, u32, i64, u64 that holds
+// them; floats are f32 unless only f64 holds them (not inf, nan or 0).
+ir::Type Specializer::literalType(const ConstexprValue &c, SourceLoc loc) const {
+  switch (c.kind) {
+  case CK::Bool: return ir::Type(ScalarType::I1);
+  case CK::Int:
+    for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64})
+      if (c.intValue >= intMin(t) && c.intValue <= intMax(t)) return ir::Type(t);
+    error(loc, "the integer constant " + c.str() + " does not fit in 64 bits");
+  case CK::Float: {
+    double m = std::fabs(c.floatValue);
+    bool f32 = std::isinf(m) || std::isnan(m) || m == 0 ||
+               (m >= std::ldexp(1.0, -126) && m <= double(std::numeric_limits<float>::max()));
+    return ir::Type(f32 ? ScalarType::F32 : ScalarType::F64);
+  }
+  case CK::None: error(loc, "expected a value but got None");
+  case CK::String: error(loc, "expected a value but got the string " + c.str());
+  }
+  error(loc, "expected a value");
+}
+
+// A Python literal next to a runtime operand takes that operand's type (the
+// operand's kind ranks at least as high: bool < int < float); otherwise the
+// literal's own type.
 ir::Value *Specializer::toIR(const SValue &v, SourceLoc loc, const ir::Type *peer) {
   if (v.isIR()) return v.value;
   if (v.kind == SValue::Kind::Tuple) error(loc, "expected a value but got a tuple");
@@ -64,19 +114,51 @@ ir::Value *Specializer::toIR(const SValue &v, SourceLoc loc, const ir::Type *pee
   ir::Type elem = peer ? peer->element() : ir::Type();
   bool peerInt = peer && peer->isIntElement() && peer->scalar != ScalarType::I1;
   bool peerFloat = peer && peer->isFloatElement();
+  ir::Type own = literalType(c, loc);
   switch (c.kind) {
   case CK::Int:
-    if (peerInt || peerFloat) return peerFloat ? b_.floatConstant(double(c.intValue), elem) : b_.intConstant(c.intValue, elem);
-    return b_.intConstant(c.intValue, ir::Type(fitsI32(c.intValue) ? ScalarType::I32 : ScalarType::I64));
-  case CK::Float:
-    return b_.floatConstant(c.floatValue, peerFloat ? elem : ir::Type(ScalarType::F32));
-  case CK::Bool:
-    if (peerInt) return b_.intConstant(c.intValue, elem);
-    return b_.intConstant(c.intValue, ir::Type(ScalarType::I1));
-  case CK::None: error(loc, "expected a value but got None");
-  case CK::String: error(loc, "expected a value but got the string " + c.str());
+    if (peerFloat) return b_.floatConstant(double(c.intValue), elem);
+    return b_.intConstant(bits64(c.intValue), peerInt ? elem : own);
+  case CK::Float: return b_.floatConstant(c.floatValue, peerFloat ? elem : own);
+  case CK::Bool: return b_.intConstant(int64_t(c.intValue), peerInt ? elem : own);
+  default: break;
   }
   error(loc, "expected a value");
+}
+
+// semantic.py binary_op_type_checking_impl: an int literal that takes an int
+// block's type must be a value of that type.
+ir::Value *Specializer::arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer) {
+  ir::Type elem = peer.element();
+  if (literal.isConst() && literal.c.kind == CK::Int && peer.isIntElement() && elem.scalar != ScalarType::I1) {
+    ConstInt v = literal.c.intValue;
+    if (v < 0 && !isSigned(elem.scalar))
+      error(loc, "cannot combine the negative constant " + literal.c.str() + " with a value of unsigned type " +
+                     elem.str() + "; cast one of them");
+    if (v < intMin(elem.scalar) || v > intMax(elem.scalar))
+      error(loc, "the constant " + literal.c.str() + " is out of range for type " + elem.str());
+  }
+  return toIR(literal, loc, &peer);
+}
+
+// core.py tensor.__lt__ & co. turn the literal into a value of its own type
+// first (to_tensor: a float literal is rounded to f32) and then promote both
+// operands. Where the literal is exactly a value of the other operand's type
+// the comparison there gives the same answer, so it stays in that type.
+ir::Value *Specializer::comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer) {
+  if (!literal.isConst() || peer.pointer) return toIR(literal, loc, &peer);
+  const ConstexprValue &c = literal.c;
+  ir::Type own = literalType(c, loc), elem = peer.element();
+  if (c.kind == CK::Float) {
+    double v = own.scalar == ScalarType::F32 ? double(float(c.floatValue)) : c.floatValue;
+    return b_.floatConstant(v, peer.isFloatElement() && exactInFloat(v, elem.scalar) ? elem : own);
+  }
+  ConstInt v = c.intValue;
+  if (peer.isIntElement() && v >= intMin(elem.scalar) && v <= intMax(elem.scalar))
+    return b_.intConstant(bits64(v), elem);
+  if (peer.isFloatElement() && ConstInt(double(v)) == v && exactInFloat(double(v), elem.scalar))
+    return b_.floatConstant(double(v), elem);
+  return b_.intConstant(bits64(v), own);
 }
 
 ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
@@ -139,14 +221,17 @@ ir::Type Specializer::promote(const ir::Type &a0, const ir::Type &b0, const char
   if (a.pointer || b.pointer)
     error(loc, std::string("unsupported operand types for ") + opText + ": " + a.str() + " and " + b.str());
   bool af = isFloat(a.scalar), bf = isFloat(b.scalar);
-  if (af && bf) {
-    if (a.scalar == ScalarType::F64 || b.scalar == ScalarType::F64) return ir::Type(ScalarType::F64);
-    if (a.scalar == ScalarType::F32 || b.scalar == ScalarType::F32) return ir::Type(ScalarType::F32);
-    if (bitWidth(a.scalar) != bitWidth(b.scalar)) return bitWidth(a.scalar) > bitWidth(b.scalar) ? a : b;
-    return ir::Type(ScalarType::F32); // f16 with bf16, or mixed fp8
+  // semantic.py computation_type_impl, in its order.
+  auto either = [&](ScalarType t) { return a.scalar == t || b.scalar == t; };
+  if (af || bf) {
+    if (either(ScalarType::F64)) return ir::Type(ScalarType::F64);
+    if (either(ScalarType::F32)) return ir::Type(ScalarType::F32);
+    if (either(ScalarType::F16)) return ir::Type(ScalarType::F16);
+    if (either(ScalarType::BF16)) return ir::Type(ScalarType::F32); // bf16 with fp8 or an int
+    if (af && bf) return ir::Type(ScalarType::F16);                 // two different fp8 types
+    error(loc, std::string("unsupported operand types for ") + opText + ": " + a.str() + " and " + b.str() +
+                   " (cast the fp8 operand to a wider float first)");
   }
-  if (af) return a;
-  if (bf) return b;
   if (a.scalar == ScalarType::I1) return b;
   if (b.scalar == ScalarType::I1) return a;
   unsigned wa = bitWidth(a.scalar), wb = bitWidth(b.scalar);
@@ -446,16 +531,48 @@ SValue Specializer::evalIfExp(const ast::IfExp &e) {
 
 // ----------------------------------------------------------- constant folding
 
-static int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-static int64_t pyMod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
+// Python's int arithmetic, exact in 128 bits (dsl/ConstInt.h).
+static SValue foldIntBinary(const Specializer &sp, ast::BinaryOp op, const ConstexprValue &a, const ConstexprValue &b,
+                            SourceLoc loc) {
+  ConstInt ia = a.intValue, ib = b.intValue;
+  auto exact = [&](std::optional<ConstInt> v) {
+    if (!v)
+      sp.error(loc, "the constant " + a.str() + " " + ast::spelling(op) + " " + b.str() +
+                        " needs more than 128 bits (tessera folds integer constants exactly up to 127 bits)");
+    return SValue::constant(ConstexprValue::ofInt(*v));
+  };
+  auto boolOr = [&](ConstInt v) {
+    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(v != 0));
+    return SValue::constant(ConstexprValue::ofInt(v));
+  };
+  switch (op) {
+  case ast::BinaryOp::Add: return exact(constIntAdd(ia, ib));
+  case ast::BinaryOp::Sub: return exact(constIntSub(ia, ib));
+  case ast::BinaryOp::Mul: return exact(constIntMul(ia, ib));
+  case ast::BinaryOp::Div:
+    if (ib == 0) sp.error(loc, "division by zero in a constant expression");
+    return SValue::constant(ConstexprValue::ofFloat(double(ia) / double(ib)));
+  case ast::BinaryOp::FloorDiv:
+    if (ib == 0) sp.error(loc, "division by zero in a constant expression");
+    return exact(constIntFloorDiv(ia, ib));
+  case ast::BinaryOp::Mod:
+    if (ib == 0) sp.error(loc, "modulo by zero in a constant expression");
+    return exact(constIntMod(ia, ib));
+  case ast::BinaryOp::Pow:
+    if (ib < 0) return SValue::constant(ConstexprValue::ofFloat(std::pow(double(ia), double(ib))));
+    return exact(constIntPow(ia, ib));
+  case ast::BinaryOp::LShift:
+    if (ib < 0) sp.error(loc, "negative shift count in a constant expression");
+    return exact(constIntShl(ia, ib));
+  case ast::BinaryOp::RShift:
+    if (ib < 0) sp.error(loc, "negative shift count in a constant expression");
+    return SValue::constant(ConstexprValue::ofInt(constIntShr(ia, ib)));
+  case ast::BinaryOp::BitAnd: return boolOr(ia & ib); // two's complement, as Python's ints
+  case ast::BinaryOp::BitOr: return boolOr(ia | ib);
+  case ast::BinaryOp::BitXor: return boolOr(ia ^ ib);
+  default: break;
+  }
+  sp.error(loc, std::string("unsupported operator ") + ast::spelling(op) + " on constants");
 }
 
 static SValue foldBinary(const Specializer &sp, ast::BinaryOp op, const ConstexprValue &a, const ConstexprValue &b,
@@ -465,50 +582,37 @@ static SValue foldBinary(const Specializer &sp, ast::BinaryOp op, const Constexp
     return SValue::constant(ConstexprValue::ofString(a.stringValue + b.stringValue));
   if (!isNum(a) || !isNum(b))
     sp.error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + a.str() + " and " + b.str());
-  bool isInt = a.kind != CK::Float && b.kind != CK::Float;
+  if (a.kind != CK::Float && b.kind != CK::Float) return foldIntBinary(sp, op, a, b, loc);
   double fa = a.kind == CK::Float ? a.floatValue : double(a.intValue);
   double fb = b.kind == CK::Float ? b.floatValue : double(b.intValue);
-  int64_t ia = a.intValue, ib = b.intValue;
-  auto I = [](int64_t v) { return SValue::constant(ConstexprValue::ofInt(v)); };
   auto F = [](double v) { return SValue::constant(ConstexprValue::ofFloat(v)); };
   switch (op) {
-  case ast::BinaryOp::Add: return isInt ? I(ia + ib) : F(fa + fb);
-  case ast::BinaryOp::Sub: return isInt ? I(ia - ib) : F(fa - fb);
-  case ast::BinaryOp::Mul: return isInt ? I(ia * ib) : F(fa * fb);
+  case ast::BinaryOp::Add: return F(fa + fb);
+  case ast::BinaryOp::Sub: return F(fa - fb);
+  case ast::BinaryOp::Mul: return F(fa * fb);
   case ast::BinaryOp::Div:
     if (fb == 0) sp.error(loc, "division by zero in a constant expression");
     return F(fa / fb);
   case ast::BinaryOp::FloorDiv:
     if (fb == 0) sp.error(loc, "division by zero in a constant expression");
-    return isInt ? I(floorDiv(ia, ib)) : F(std::floor(fa / fb));
+    return F(std::floor(fa / fb));
   case ast::BinaryOp::Mod:
     if (fb == 0) sp.error(loc, "modulo by zero in a constant expression");
-    return isInt ? I(pyMod(ia, ib)) : F(fa - std::floor(fa / fb) * fb);
-  case ast::BinaryOp::Pow:
-    if (isInt && ib >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < ib && i < 64; ++i) r *= ia;
-      return I(r);
-    }
-    return F(std::pow(fa, fb));
+    return F(fa - std::floor(fa / fb) * fb);
+  case ast::BinaryOp::Pow: return F(std::pow(fa, fb));
   default: break;
   }
-  if (!isInt) sp.error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + a.str() + " and " + b.str());
-  switch (op) {
-  case ast::BinaryOp::LShift: return I(ib >= 64 ? 0 : int64_t(uint64_t(ia) << ib));
-  case ast::BinaryOp::RShift: return I(ib >= 64 ? (ia < 0 ? -1 : 0) : ia >> ib);
-  case ast::BinaryOp::BitAnd:
-    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia & ib));
-    return I(ia & ib);
-  case ast::BinaryOp::BitOr:
-    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia | ib));
-    return I(ia | ib);
-  case ast::BinaryOp::BitXor:
-    if (a.kind == CK::Bool && b.kind == CK::Bool) return SValue::constant(ConstexprValue::ofBool(ia ^ ib));
-    return I(ia ^ ib);
-  default: break;
+  sp.error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + a.str() + " and " + b.str());
+}
+
+static ScalarType withSignedness(ScalarType t, bool isSignedType) {
+  switch (bitWidth(t)) {
+  case 8: return isSignedType ? ScalarType::I8 : ScalarType::U8;
+  case 16: return isSignedType ? ScalarType::I16 : ScalarType::U16;
+  case 32: return isSignedType ? ScalarType::I32 : ScalarType::U32;
+  case 64: return isSignedType ? ScalarType::I64 : ScalarType::U64;
+  default: return t;
   }
-  sp.error(loc, std::string("unsupported operator ") + ast::spelling(op) + " on constants");
 }
 
 SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
@@ -518,8 +622,8 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   if (op == ast::BinaryOp::MatMul) error(loc, "'@' (matrix product) is not supported yet; use tl.dot");
   if (!(lhs.isIR() || lhs.isConst())) error(loc, std::string("unsupported operand for ") + text + ": " + describe(lhs));
   if (!(rhs.isIR() || rhs.isConst())) error(loc, std::string("unsupported operand for ") + text + ": " + describe(rhs));
-  ir::Value *a = lhs.isIR() ? lhs.value : toIR(lhs, loc, &rhs.value->type);
-  ir::Value *b = rhs.isIR() ? rhs.value : toIR(rhs, loc, &lhs.value->type);
+  ir::Value *a = lhs.isIR() ? lhs.value : arithmeticOperand(lhs, loc, rhs.value->type);
+  ir::Value *b = rhs.isIR() ? rhs.value : arithmeticOperand(rhs, loc, lhs.value->type);
 
   // Pointer arithmetic: ptr + int, int + ptr, ptr - int.
   if (a->type.pointer || b->type.pointer) {
@@ -536,6 +640,11 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
     return SValue::ir(b_.op(OpCode::AddPtr, {ptr, off}, ptr->type));
   }
 
+  bool divOrMod = op == ast::BinaryOp::Div || op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::Mod;
+  if (divOrMod && a->type.isIntElement() && b->type.isIntElement() && isSigned(a->type.scalar) != isSigned(b->type.scalar))
+    error(loc, std::string("Cannot use ") + text + " with " + a->type.element().str() + " and " + b->type.element().str() +
+                   " because they have different signedness; this is unlikely to result in a useful answer. Cast "
+                   "them to the same signedness."); // Triton's words: its tests match them
   ir::Type elem = promote(a->type, b->type, text, loc);
   bool isIntOp = op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::LShift || op == ast::BinaryOp::RShift ||
                  op == ast::BinaryOp::BitAnd || op == ast::BinaryOp::BitOr || op == ast::BinaryOp::BitXor;
@@ -546,6 +655,14 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   // Triton: / and % of 16-bit floats compute in f32 (PTX has no f16 division).
   if ((op == ast::BinaryOp::Div || op == ast::BinaryOp::Mod) && (elem.scalar == ScalarType::F16 || elem.scalar == ScalarType::BF16))
     elem = ir::Type(ScalarType::F32);
+  // core.py __rshift__ / __rrshift__: the shift is arithmetic when the block
+  // operand's own type is signed (the left one, or the right one after a
+  // Python number), whatever the promoted type: int8 >> uint16 shifts the
+  // sign-extended bits arithmetically. Shr follows its type, so it runs on
+  // the same bits with that signedness.
+  ScalarType shiftType = elem.scalar;
+  if (op == ast::BinaryOp::RShift && elem.scalar != ScalarType::I1)
+    shiftType = withSignedness(elem.scalar, isSigned((lhs.isIR() ? lhs.value : rhs.value)->type.scalar));
   auto shape = broadcastShapes(a->type, b->type, loc);
   a = broadcastTo(castElement(a, elem), shape, loc);
   b = broadcastTo(castElement(b, elem), shape, loc);
@@ -563,6 +680,11 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   case ast::BinaryOp::BitOr: code = OpCode::Or; break;
   case ast::BinaryOp::BitXor: code = OpCode::Xor; break;
   default: error(loc, std::string("unsupported operator ") + text);
+  }
+  if (shiftType != elem.scalar) {
+    ir::Type bitsType = a->type.withElement(ir::Type(shiftType));
+    ir::Value *shifted = b_.op(code, {b_.op(OpCode::Bitcast, {a}, bitsType), b_.op(OpCode::Bitcast, {b}, bitsType)}, bitsType);
+    return SValue::ir(b_.op(OpCode::Bitcast, {shifted}, a->type));
   }
   return SValue::ir(b_.op(code, {a, b}, a->type));
 }
@@ -606,22 +728,19 @@ SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &
       if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!(a == b)));
       error(loc, "cannot order " + a.str() + " and " + b.str());
     }
+    auto order = [&](auto x, auto y) {
+      std::string p = pred;
+      return p == "eq" ? x == y : p == "ne" ? x != y : p == "lt" ? x < y : p == "le" ? x <= y : p == "gt" ? x > y : x >= y;
+    };
+    if (a.kind != CK::Float && b.kind != CK::Float) return SValue::constant(ConstexprValue::ofBool(order(a.intValue, b.intValue)));
     double fa = a.kind == CK::Float ? a.floatValue : double(a.intValue);
     double fb = b.kind == CK::Float ? b.floatValue : double(b.intValue);
-    bool r = false;
-    std::string p = pred;
-    if (p == "eq") r = fa == fb;
-    if (p == "ne") r = fa != fb;
-    if (p == "lt") r = fa < fb;
-    if (p == "le") r = fa <= fb;
-    if (p == "gt") r = fa > fb;
-    if (p == "ge") r = fa >= fb;
-    return SValue::constant(ConstexprValue::ofBool(r));
+    return SValue::constant(ConstexprValue::ofBool(order(fa, fb)));
   }
   if (!(lhs.isIR() || lhs.isConst()) || !(rhs.isIR() || rhs.isConst()))
     error(loc, "cannot compare " + describe(lhs) + " with " + describe(rhs));
-  ir::Value *a = lhs.isIR() ? lhs.value : toIR(lhs, loc, &rhs.value->type);
-  ir::Value *b = rhs.isIR() ? rhs.value : toIR(rhs, loc, &lhs.value->type);
+  ir::Value *a = lhs.isIR() ? lhs.value : comparisonOperand(lhs, loc, rhs.value->type);
+  ir::Value *b = rhs.isIR() ? rhs.value : comparisonOperand(rhs, loc, lhs.value->type);
   ir::Type elem = a->type.pointer && b->type.pointer ? a->type.element() : promote(a->type, b->type, "comparison", loc);
   auto shape = broadcastShapes(a->type, b->type, loc);
   a = broadcastTo(castElement(a, elem), shape, loc);
@@ -638,7 +757,10 @@ SValue Specializer::unary(ast::UnaryOperator op, const SValue &v, SourceLoc loc)
     case ast::UnaryOperator::Pos: return v;
     case ast::UnaryOperator::Neg:
       if (c.kind == CK::Float) return SValue::constant(ConstexprValue::ofFloat(-c.floatValue));
-      if (c.kind == CK::Int || c.kind == CK::Bool) return SValue::constant(ConstexprValue::ofInt(-c.intValue));
+      if (c.kind == CK::Int || c.kind == CK::Bool) {
+        if (c.intValue == kConstIntMin) error(loc, "the constant -(" + c.str() + ") needs more than 128 bits");
+        return SValue::constant(ConstexprValue::ofInt(-c.intValue));
+      }
       break;
     case ast::UnaryOperator::Invert:
       if (c.kind == CK::Int || c.kind == CK::Bool) return SValue::constant(ConstexprValue::ofInt(~c.intValue));

@@ -84,6 +84,13 @@ public:
 
   // --- values and types
   ir::Value *toIR(const SValue &v, SourceLoc loc, const ir::Type *peer = nullptr);
+  // Triton's typing of Python numbers (semantic.py): the type a lone literal
+  // takes (to_tensor); a literal operand of an arithmetic op next to a block
+  // (binary_op_type_checking_impl: it takes the block's type and must fit it);
+  // a literal operand of a comparison (to_tensor first, then promotion).
+  ir::Type literalType(const ConstexprValue &c, SourceLoc loc) const;
+  ir::Value *arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
+  ir::Value *comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *castElement(ir::Value *v, const ir::Type &elem);
   ir::Value *broadcastTo(ir::Value *v, const std::vector<int64_t> &shape, SourceLoc loc);
   std::vector<int64_t> broadcastShapes(const ir::Type &a, const ir::Type &b, SourceLoc loc) const;

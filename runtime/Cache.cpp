@@ -117,7 +117,7 @@ std::string escapeLine(std::string_view s) {
 
 std::string constexprKey(const ConstexprValue &v) {
   switch (v.kind) {
-  case ConstexprValue::Kind::Int: return "int " + std::to_string(v.intValue);
+  case ConstexprValue::Kind::Int: return "int " + constIntToString(v.intValue);
   case ConstexprValue::Kind::Bool: return v.intValue ? "bool True" : "bool False";
   case ConstexprValue::Kind::None: return "None";
   case ConstexprValue::Kind::String:

@@ -555,8 +555,11 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   if (PyLong_Check(o)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow) throw py::value_error(kernel + "(): constexpr '" + param + "' = " + std::string(py::str(value)) +
-                                        " does not fit in 64 bits");
+    if (overflow) { // Python's ints are unbounded; constexprs keep 128 bits (dsl/ConstInt.h)
+      std::string text = py::str(value);
+      if (auto wide = parseConstInt(text)) return ConstexprValue::ofInt(*wide);
+      throw py::value_error(kernel + "(): constexpr '" + param + "' = " + text + " does not fit in 128 bits");
+    }
     if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
     return ConstexprValue::ofInt(v);
   }
@@ -584,7 +587,9 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
 
 py::object fromConstexpr(const ConstexprValue &value) {
   switch (value.kind) {
-  case ConstexprValue::Kind::Int: return py::int_(value.intValue);
+  case ConstexprValue::Kind::Int:
+    if (fitsInt64(value.intValue)) return py::int_(static_cast<int64_t>(value.intValue));
+    return py::reinterpret_steal<py::object>(PyLong_FromString(constIntToString(value.intValue).c_str(), nullptr, 10));
   case ConstexprValue::Kind::Float: return py::float_(value.floatValue);
   case ConstexprValue::Kind::Bool: return py::bool_(value.intValue != 0);
   case ConstexprValue::Kind::String: return py::str(value.stringValue);

@@ -254,7 +254,7 @@ void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const 
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (!overflow && !(v == -1 && PyErr_Occurred())) {
       key.push(static_cast<char>(ConstexprValue::Kind::Int));
-      int64_t value = v;
+      ConstInt value = v; // the bytes appendConstexpr writes
       key.append(&value, sizeof value);
       return;
     }

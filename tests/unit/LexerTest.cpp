@@ -33,7 +33,7 @@ std::string dump(const std::string &text) {
     case TokenKind::Name:
     case TokenKind::Keyword:
     case TokenKind::Op: out += t.text; break;
-    case TokenKind::Int: out += "int:" + std::to_string(t.intValue); break;
+    case TokenKind::Int: out += "int:" + constIntToString(t.intValue); break;
     case TokenKind::Float: out += "float:" + t.text; break;
     case TokenKind::String: out += "str:" + t.stringValue; break;
     case TokenKind::Newline: out += "NL"; break;
@@ -139,17 +139,26 @@ TEST(Lexer, IntegerLiterals) {
   ASSERT_EQ(toks.size(), want.size() + 2);
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(toks[i].kind, TokenKind::Int) << i;
-    EXPECT_EQ(toks[i].intValue, want[i]) << i;
+    EXPECT_EQ(static_cast<int64_t>(toks[i].intValue), want[i]) << i;
   }
   EXPECT_EQ(toks[2].text, "1_000");
 }
 
+// Python's ints are unbounded; tessera keeps literals up to 2^127 - 1 exactly (dsl/ConstInt.h).
+TEST(Lexer, IntegerLiteralsBeyond64Bits) {
+  std::vector<Token> toks = lex("18446744073709551615 0xffffffffffffffff 170141183460469231731687303715884105727\n");
+  ASSERT_EQ(toks.size(), 5u);
+  EXPECT_EQ(constIntToString(toks[0].intValue), "18446744073709551615");
+  EXPECT_EQ(constIntToString(toks[1].intValue), "18446744073709551615");
+  EXPECT_TRUE(toks[2].intValue == kConstIntMax);
+}
+
 TEST(Lexer, IntegerLiteralErrors) {
-  EXPECT_EQ(lexError("x = 9223372036854775808\n"),
-            "k.py:1:5: error: integer literal too large\n"
-            "x = 9223372036854775808\n"
+  EXPECT_EQ(lexError("x = 170141183460469231731687303715884105728\n"),
+            "k.py:1:5: error: integer literal too large (tessera's integer constants have 128 bits)\n"
+            "x = 170141183460469231731687303715884105728\n"
             "    ^");
-  EXPECT_NE(lexError("0x8000000000000000").find("1:1: error: integer literal too large"),
+  EXPECT_NE(lexError("0x80000000000000000000000000000000").find("1:1: error: integer literal too large"),
             std::string::npos);
   EXPECT_NE(lexError("1_").find("error: invalid decimal literal"), std::string::npos);
   EXPECT_NE(lexError("1__0").find("error: invalid decimal literal"), std::string::npos);
