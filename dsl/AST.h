@@ -6,7 +6,7 @@
 // (--emit ast), the specialiser (dsl/Specializer.cpp) turns it into block IR.
 #pragma once
 
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 #include <cstdint>
 #include <memory>

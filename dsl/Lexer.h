@@ -18,7 +18,7 @@
 // accepted and give a plain string (an f-string is not interpolated).
 #pragma once
 
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 #include <cstdint>
 #include <deque>
