@@ -6,8 +6,8 @@
 // (--emit ast), the specialiser (dsl/Specializer.cpp) turns it into block IR.
 #pragma once
 
+#include "compiler/support/Diagnostics.h"
 #include "dsl/ConstInt.h"
-#include "dsl/Diagnostics.h"
 
 #include <cstdint>
 #include <memory>

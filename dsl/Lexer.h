@@ -18,8 +18,8 @@
 // accepted and give a plain string (an f-string is not interpolated).
 #pragma once
 
+#include "compiler/support/Diagnostics.h"
 #include "dsl/ConstInt.h"
-#include "dsl/Diagnostics.h"
 
 #include <cstdint>
 #include <deque>

@@ -1,8 +1,8 @@
 // The on-disk kernel cache (Cache.h; format and key in docs/runtime.md).
 #include "runtime/Cache.h"
 
-#include "runtime/Nvrtc.h"
-#include "compiler/passes/Pipeline.h"
+#include "compiler/codegen/Nvrtc.h"
+#include "compiler/support/Environment.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/SHA256.h>
@@ -38,6 +38,10 @@ namespace fs = std::filesystem;
 struct CompileOptionsFieldsInTheKey { unsigned numWarps, numStages; std::string arch, stopAfterPass; bool debug; int tensorCores; std::string backend; int fpFusion; unsigned maxRegisters; };
 static_assert(sizeof(CompileOptions) == sizeof(CompileOptionsFieldsInTheKey),
               "CompileOptions changed: add the new field to the cache key in runtime/Cache.cpp");
+// Likewise for what the environment decides (compareRuns, a benchmark switch, is left out on purpose).
+struct ResolvedOptionsFieldsInTheKey { bool debug, tensorCores, fpFusion; std::string backend; bool wgmma, dumpIR, compareRuns; std::string libdevicePath; };
+static_assert(sizeof(ResolvedOptions) == sizeof(ResolvedOptionsFieldsInTheKey),
+              "ResolvedOptions changed: add the new field to the cache key in runtime/Cache.cpp");
 
 namespace {
 
@@ -63,12 +67,7 @@ std::set<std::string> &unwritableDirs() { // directories a store already failed 
   return dirs;
 }
 
-bool truthy(const char *value) {
-  if (!value || !*value) return false;
-  std::string v(value);
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  return v != "0" && v != "false" && v != "no" && v != "off";
-}
+using env::truthy;
 
 std::string hex(const uint8_t *bytes, size_t n) {
   static const char digits[] = "0123456789abcdef";
@@ -183,12 +182,6 @@ std::string fileStamp(const std::string &path) {
          std::to_string(st.st_mtim.tv_nsec);
 }
 
-std::string libdevicePath() { // the rule of compiler/codegen/NVPTXTarget.cpp
-  if (const char *path = std::getenv("TESSERA_LIBDEVICE")) return path;
-  const char *home = std::getenv("CUDA_HOME");
-  return std::string(home ? home : "/usr/local/cuda") + "/nvvm/libdevice/libdevice.10.bc";
-}
-
 bool readWholeFile(int fd, std::string &out) {
   struct stat st{};
   if (::fstat(fd, &st) != 0) return false;
@@ -300,8 +293,14 @@ std::string signatureKey(const std::vector<ArgSpec> &signature) {
 
 Key makeKey(std::string_view source, const std::string &kernelName, const std::vector<ArgSpec> &signature,
             const std::map<std::string, ConstexprValue> &constexprs, const CompileOptions &options) {
-  if (!options.stopAfterPass.empty() || truthy(std::getenv("TESSERA_DUMP_IR"))) return {};
-  std::string libdevice = libdevicePath();
+  return makeKey(source, kernelName, signature, constexprs, options, resolveOptions(options));
+}
+
+Key makeKey(std::string_view source, const std::string &kernelName, const std::vector<ArgSpec> &signature,
+            const std::map<std::string, ConstexprValue> &constexprs, const CompileOptions &options,
+            const ResolvedOptions &resolved) {
+  if (!options.stopAfterPass.empty() || resolved.dumpIR) return {};
+  const std::string &libdevice = resolved.libdevicePath;
   Key key;
   std::string &t = key.text;
   t.reserve(512);
@@ -316,21 +315,16 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += "num_stages: " + std::to_string(options.numStages) + "\n";
   t += "arch: " + escapeLine(options.arch) + "\n";
   t += "maxnreg: " + std::to_string(options.maxRegisters) + "\n";
-  // Device-side asserts: options.debug or TESSERA_DEBUG (compiler/driver/Compiler.cpp's rule).
-  const char *debugEnv = std::getenv("TESSERA_DEBUG");
-  const bool debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
-  t += std::string("debug: ") + (debug ? "1" : "0") + "\n";
-  // Tensor cores: options.tensorCores or TESSERA_MMA (tensorCoresEnabled's rule).
-  t += std::string("tensor_cores: ") + (tensorCoresEnabled(options) ? "1" : "0") + "\n";
-  // Contraction: options.fpFusion or TESSERA_FP_FUSION (fpFusionEnabled's rule).
-  t += std::string("fp_fusion: ") + (fpFusionEnabled(options) ? "1" : "0") + "\n";
-  // Hopper's wgmma on sm_90a unless TESSERA_WGMMA=0.
-  t += std::string("wgmma: ") + (passes::wgmmaFromEnvironment() ? "1" : "0") + "\n";
-  // Back-end: options.backend or TESSERA_BACKEND (resolveBackend's rule); NVRTC's version too.
-  const std::string backend = resolveBackend(options);
+  // What the environment decided with the options (ResolvedOptions): device-side asserts,
+  // tensor cores, contraction, Hopper's wgmma, the back-end (and NVRTC's version).
+  t += std::string("debug: ") + (resolved.debug ? "1" : "0") + "\n";
+  t += std::string("tensor_cores: ") + (resolved.tensorCores ? "1" : "0") + "\n";
+  t += std::string("fp_fusion: ") + (resolved.fpFusion ? "1" : "0") + "\n";
+  t += std::string("wgmma: ") + (resolved.wgmma ? "1" : "0") + "\n";
+  const std::string &backend = resolved.backend;
   t += "backend: " + backend;
   if (backend == "nvrtc") {
-    const rt::NvrtcStatus &nvrtc = rt::nvrtcStatus();
+    const codegen::NvrtcStatus &nvrtc = codegen::nvrtcStatus();
     t += " " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
   }
   t += "\n";

@@ -67,6 +67,11 @@ struct Key {
 Key makeKey(std::string_view source, const std::string &kernelName,
             const std::vector<ArgSpec> &signature,
             const std::map<std::string, ConstexprValue> &constexprs, const CompileOptions &options);
+// The same with `resolved` = resolveOptions(options) already read.
+Key makeKey(std::string_view source, const std::string &kernelName,
+            const std::vector<ArgSpec> &signature,
+            const std::map<std::string, ConstexprValue> &constexprs, const CompileOptions &options,
+            const ResolvedOptions &resolved);
 
 // "*fp32:16,i32,i64:1" (the key's spelling of a signature).
 std::string signatureKey(const std::vector<ArgSpec> &signature);

@@ -205,7 +205,9 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
   if (hit) *hit = false;
   cache::DiskCache disk;
   cache::Key key;
-  if (disk.enabled()) key = cache::makeKey(file->text, kernelName, signature, constexprs, options);
+  // The environment, read once for the key and the compile.
+  const ResolvedOptions resolved = resolveOptions(options);
+  if (disk.enabled()) key = cache::makeKey(file->text, kernelName, signature, constexprs, options, resolved);
   if (key) {
     if (std::optional<cache::Entry> e = disk.load(key)) {
       CompiledKernel compiled;
@@ -213,7 +215,7 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
       compiled.ptx = std::move(e->ptx);
       compiled.numWarps = e->numWarps;
       compiled.sharedBytes = e->sharedBytes;
-      compiled.backend = resolveBackend(options);
+      compiled.backend = resolved.backend;
       if (disk.config().keepStages) { // the stages written next to the entry, when there
         std::string stem = disk.entryPath(key);
         stem.resize(stem.size() - 4);
@@ -231,7 +233,7 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
       return k;
     }
   }
-  CompiledKernel compiled = compileKernel(file, kernelName, signature, constexprs, options, Stage::PTX);
+  CompiledKernel compiled = compileKernel(file, kernelName, signature, constexprs, options, resolved, Stage::PTX);
   if (key) {
     cache::Entry stored;
     stored.key = key.text;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole CPU test suite: C++ unit tests (ctest), the Python/CLI tests
+# The whole CPU test suite: the build (which also checks that every C++
+# layer includes only the layers below it: scripts/check_layers.py), C++ unit tests (ctest), the Python/CLI tests
 # (pytest: golden IR, expected diagnostics, ptxas on every kernel), the
 # compile-and-ptxas tests again through the NVRTC back-end (docs/nvrtc.md),
 # and a bounded fuzzing run (tests/fuzz/run.sh: the front-end and the

@@ -28,6 +28,7 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
   KernelLowering lowering(fn, module);
   lowering.setArch(options.arch);
   lowering.setMaxRegisters(options.maxRegisters);
+  lowering.setCompareRuns(options.compareRuns);
   lowering.run();
   CodegenResult result;
   result.sharedBytes = lowering.sharedBytes();
@@ -48,7 +49,7 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
     result.cudaSource = emitCuda(module, fn.name);
     return result;
   }
-  linkLibdevice(module, fn.name);
+  linkLibdevice(module, fn.name, options.libdevicePath);
   if (options.optimize) {
     optimizeModule(module, *machine);
     verifyOrThrow(module, "after optimisation");

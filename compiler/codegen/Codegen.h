@@ -30,13 +30,19 @@ struct CodegenOptions {
   bool optimize = true;        // run LLVM's O3 pipeline
   // Print the lowered kernel as CUDA C++ (CodegenResult::cudaSource) instead
   // of optimising it: llvmIR is then the form the source was printed from,
-  // and no PTX is made here (NVRTC makes it: runtime/Nvrtc.h).
+  // and no PTX is made here (NVRTC makes it: compiler/codegen/Nvrtc.h).
   bool cuda = false;
   // Contract a * b + c into fused multiply-adds (LLVM's FPOpFusion::Fast; the PTX
   // keeps the rest contractible by ptxas). Off: every mul/add is .rn, rounded apart.
   bool fpFusion = true;
   // The kernel's .maxnreg (nvvm.annotations "maxnreg"; __maxnreg__ in CUDA C++); 0: none.
   unsigned maxRegisters = 0;
+  // Evaluate a compare once per run of equal results (docs/codegen.md, masks);
+  // off only to measure what that saves (TESSERA_COMPARE_RUNS=0).
+  bool compareRuns = true;
+  // libdevice.10.bc, linked when the kernel calls libdevice (f64 math); the
+  // driver gives TESSERA_LIBDEVICE's or CUDA_HOME's (ResolvedOptions).
+  std::string libdevicePath;
 };
 
 struct CodegenResult {

@@ -4,7 +4,7 @@
 // ex2/lg2 instructions; f64 math calls libdevice (linked in NVPTXTarget.cpp).
 // f32 -> f16/bf16 casts convert register pairs with one instruction.
 #include "compiler/codegen/Lowering.h"
-#include "compiler/passes/AxisAnalysis.h"
+#include "compiler/ir/AxisInfo.h"
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -89,8 +89,8 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
 std::vector<unsigned> KernelLowering::sharedCompareRegisters(ir::Operation &op, unsigned numRegs) {
   if (!op.result()->type.isBlock() || !op.result()->layout) return {};
   // A/B switch for benchmarks only (not part of the kernel-cache key: use TESSERA_CACHE=off).
-  if (const char *off = std::getenv("TESSERA_COMPARE_RUNS"); off && std::string(off) == "0") return {};
-  if (!compareConstancy_) compareConstancy_ = passes::compareConstancy(fn_);
+  if (!compareRuns_) return {};
+  if (!compareConstancy_) compareConstancy_ = ir::compareConstancy(fn_);
   auto it = compareConstancy_->find(&op);
   if (it == compareConstancy_->end()) return {};
   DistributedLayout layout = layoutOf(op.result(), op);

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "compiler/codegen/Codegen.h"
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/IR/IRBuilder.h>
@@ -21,6 +21,17 @@
 #include <unordered_map>
 
 namespace tessera::codegen {
+
+// The layout math lives with the IR (the passes share it); codegen names it unqualified.
+using ir::conversionRowPadding;
+using ir::DimMap;
+using ir::DistributedLayout;
+using ir::kWarpSize;
+using ir::lastDimVectorWidth;
+using ir::linearIndex;
+using ir::log2Exact;
+using ir::mmaAFragmentRegisters;
+using ir::registersSharingRuns;
 
 // The registers of one thread for one value, in the layout's register order
 // (a scalar has exactly one).
@@ -42,6 +53,7 @@ public:
   KernelLowering(ir::Function &fn, llvm::Module &module);
   void setArch(std::string arch) { arch_ = std::move(arch); } // fp8 needs sm_89+
   void setMaxRegisters(unsigned n) { maxRegisters_ = n; }      // .maxnreg; 0: none
+  void setCompareRuns(bool on) { compareRuns_ = on; }          // CodegenOptions::compareRuns
   llvm::Function *run();
   unsigned sharedBytes() const { return sharedBytes_; }
 
@@ -57,7 +69,7 @@ private:
   unsigned sharedBytes_ = 0;
   std::unordered_map<const ir::Value *, Regs> regs_;
   std::map<std::string, llvm::Value *> entryCache_; // per-layout thread offsets
-  // Per block compare, runs of equal results along each dim (passes/AxisAnalysis.h),
+  // Per block compare, runs of equal results along each dim (compiler/ir/AxisInfo.h),
   // computed on first use.
   std::optional<std::unordered_map<const ir::Operation *, std::vector<int64_t>>> compareConstancy_;
   // For each register of `op`'s result, the first register whose value it shares (itself
@@ -141,6 +153,7 @@ private:
 
   // The rest of triton.language (docs/language.md)
   std::string arch_ = "sm_90a";
+  bool compareRuns_ = true;
   unsigned maxRegisters_ = 0;
   bool valueIsUsed(const ir::Value *v);
   // MathOps.cpp: sin ... libdevice, fp8 conversions

@@ -18,7 +18,6 @@
 //     16-row tile (A's rows are stored in that order), which makes it
 //     register-for-register #blocked<spt=[2,2], tpw=[8,4], wpc, order=[1,0]>.
 #include "compiler/codegen/Lowering.h"
-#include "compiler/passes/AccelerateDot.h"
 
 #include <llvm/IR/InlineAsm.h>
 
@@ -136,7 +135,7 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const ir::ScalarType in = a->type.element().scalar, outType = result->type.element().scalar;
   const std::string precision = op.hasAttr("input_precision") ? op.stringAttr("input_precision") : "tf32";
-  const int64_t kStep = passes::mmaKStep(in, outType, precision);
+  const int64_t kStep = ir::mmaKStep(in, outType, precision);
   if (kStep == 0 || b->type.element().scalar != in)
     unsupported(op, "no mma.sync instruction for a " + a->type.element().str() + " dot into " +
                         result->type.element().str());

@@ -44,15 +44,6 @@ void initialiseNVPTX() {
   });
 }
 
-std::string libdevicePath() {
-  if (const char *path = std::getenv("TESSERA_LIBDEVICE"))
-    return path;
-  std::string cuda = "/usr/local/cuda";
-  if (const char *home = std::getenv("CUDA_HOME"))
-    cuda = home;
-  return cuda + "/nvvm/libdevice/libdevice.10.bc";
-}
-
 } // namespace
 
 unsigned maxSharedBytes(const std::string &arch) {
@@ -94,13 +85,14 @@ void verifyOrThrow(const llvm::Module &module, const std::string &stage) {
   }
 }
 
-void linkLibdevice(llvm::Module &module, const std::string &keep) {
+void linkLibdevice(llvm::Module &module, const std::string &keep, const std::string &path) {
   bool needed = false;
   for (const llvm::Function &f : module)
     needed = needed || (f.isDeclaration() && f.getName().starts_with("__nv_"));
   if (!needed)
     return;
-  std::string path = libdevicePath();
+  if (path.empty())
+    throw std::runtime_error("codegen: f64 math needs libdevice, and CodegenOptions::libdevicePath is empty");
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     throw std::runtime_error("codegen: f64 math needs libdevice, not found at " + path +

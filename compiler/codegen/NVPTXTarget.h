@@ -18,9 +18,10 @@ std::unique_ptr<llvm::TargetMachine> createNVPTXTargetMachine(const std::string 
 unsigned maxSharedBytes(const std::string &arch);
 // Throws std::runtime_error with the verifier's report if `module` is invalid.
 void verifyOrThrow(const llvm::Module &module, const std::string &stage);
-// Links the libdevice functions the module calls (__nv_*) and internalises
-// everything but `keep`; a no-op when nothing calls libdevice.
-void linkLibdevice(llvm::Module &module, const std::string &keep);
+// Links the libdevice functions the module calls (__nv_*) from the bitcode
+// file `path` and internalises everything but `keep`; a no-op when nothing
+// calls libdevice.
+void linkLibdevice(llvm::Module &module, const std::string &keep, const std::string &path);
 
 // Replaces calls of NVVM intrinsics that libdevice uses and LLVM 19 does not know
 // (llvm.nvvm.tanh.approx.f32) by their PTX instruction; throws for any other.

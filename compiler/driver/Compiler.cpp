@@ -1,8 +1,9 @@
 #include "compiler/driver/Compiler.h"
 
 #include "compiler/codegen/Codegen.h"
+#include "compiler/codegen/Nvrtc.h"
 #include "compiler/passes/Pipeline.h"
-#include "runtime/Nvrtc.h"
+#include "compiler/support/Environment.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -129,10 +130,9 @@ bool isSupportedArch(std::string_view arch) {
   return false;
 }
 
-CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
-                             const std::vector<ArgSpec> &signature,
-                             const std::map<std::string, ConstexprValue> &constexprs,
-                             const CompileOptions &options, Stage stopAfter) {
+namespace {
+
+void checkOptions(const CompileOptions &options) {
   if (!isSupportedArch(options.arch))
     throw std::invalid_argument("unsupported architecture '" + options.arch +
                                 "' (supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)");
@@ -142,10 +142,27 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   if (!maxRegistersInRange(options.maxRegisters))
     throw std::invalid_argument("maxnreg must be between 16 and 255 registers a thread (or 0: no limit), got " +
                                 std::to_string(options.maxRegisters));
+}
+
+} // namespace
+
+CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                             const std::vector<ArgSpec> &signature,
+                             const std::map<std::string, ConstexprValue> &constexprs,
+                             const CompileOptions &options, Stage stopAfter) {
+  checkOptions(options); // before the back-end's name, as always
+  return compileKernel(std::move(file), kernelName, signature, constexprs, options, resolveOptions(options), stopAfter);
+}
+
+CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                             const std::vector<ArgSpec> &signature,
+                             const std::map<std::string, ConstexprValue> &constexprs,
+                             const CompileOptions &options, const ResolvedOptions &resolved, Stage stopAfter) {
+  checkOptions(options);
   CompiledKernel out;
   out.name = kernelName;
   out.numWarps = options.numWarps;
-  out.backend = resolveBackend(options);
+  out.backend = resolved.backend;
   const bool nvrtc = out.backend == "nvrtc";
 
   ast::Module module = ast::parseModule(file);
@@ -155,19 +172,23 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   }
 
   Specialization spec{kernelName, signature, constexprs, options.numWarps};
-  const char *debugEnv = std::getenv("TESSERA_DEBUG");
-  spec.debug = options.debug || (debugEnv && *debugEnv && std::string(debugEnv) != "0");
+  spec.debug = resolved.debug;
   std::unique_ptr<ir::Function> fn = specialize(module, spec);
   if (std::string problem = ir::verify(*fn); !problem.empty())
     throw std::logic_error("internal error: the specialiser produced invalid IR: " + problem + "\n" + ir::print(*fn));
   out.ir = ir::print(*fn);
   if (stopAfter == Stage::IR) return out;
 
-  passes::PipelineOptions pipeline = passes::pipelineOptionsFromEnvironment();
+  passes::PipelineOptions pipeline;
+  pipeline.dumpIR = resolved.dumpIR;
+#ifndef NDEBUG
+  pipeline.verifyEach = true;
+#endif
   pipeline.stopAfter = options.stopAfterPass;
   pipeline.arch = options.arch;
-  pipeline.tensorCores = tensorCoresEnabled(options);
+  pipeline.tensorCores = resolved.tensorCores;
   pipeline.numStages = options.numStages;
+  pipeline.wgmma = resolved.wgmma;
   passes::runPipeline(*fn, pipeline);
   if (!options.stopAfterPass.empty() && stopAfter > Stage::IROpt)
     throw std::invalid_argument("--stop-after only goes with --emit ir-opt");
@@ -177,8 +198,10 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   codegen::CodegenOptions cg;
   cg.arch = options.arch;
-  cg.fpFusion = fpFusionEnabled(options);
+  cg.fpFusion = resolved.fpFusion;
   cg.maxRegisters = options.maxRegisters;
+  cg.compareRuns = resolved.compareRuns;
+  cg.libdevicePath = resolved.libdevicePath;
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
   cg.cuda = nvrtc || stopAfter == Stage::CUDA;
@@ -195,18 +218,20 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   out.ptx = std::move(result.ptx);
   out.sharedBytes = result.sharedBytes;
   if (stopAfter == Stage::PTX && nvrtc)
-    out.ptx = rt::nvrtcCompileToPtx(out.cuda, kernelName + ".cu", options.arch, cg.fpFusion);
+    out.ptx = codegen::nvrtcCompileToPtx(out.cuda, kernelName + ".cu", options.arch, cg.fpFusion);
   return out;
 }
 
 bool isBackendName(std::string_view name) { return name.empty() || name == "llvm" || name == "nvrtc"; }
 
-std::string resolveBackend(const CompileOptions &options) {
-  std::string name = options.backend;
+namespace {
+
+// options.backend, else the environment's (TESSERA_BACKEND), else "llvm".
+std::string backendOf(const std::string &option, const std::string &environment) {
+  std::string name = option;
   const char *from = "backend";
   if (name.empty()) {
-    const char *env = std::getenv("TESSERA_BACKEND");
-    name = env ? env : "";
+    name = environment;
     from = "TESSERA_BACKEND";
   }
   if (name.empty()) return "llvm";
@@ -214,23 +239,27 @@ std::string resolveBackend(const CompileOptions &options) {
   throw std::invalid_argument(std::string(from) + " must be 'llvm' or 'nvrtc', got '" + name + "'");
 }
 
-namespace {
-
-// A switch that is on by default: `option` when set (0 or 1), else on unless
-// the environment variable is "0".
-bool onUnlessZero(int option, const char *variable) {
-  if (option >= 0) return option != 0;
-  const char *env = std::getenv(variable);
-  return !(env && *env && std::string(env) == "0");
-}
-
 } // namespace
 
-// The FMA loop stays the fallback for what MMA can't do.
-bool tensorCoresEnabled(const CompileOptions &options) { return onUnlessZero(options.tensorCores, "TESSERA_MMA"); }
+std::string resolveBackend(const CompileOptions &options) {
+  return backendOf(options.backend, env::text("TESSERA_BACKEND"));
+}
 
-// As Triton's enable_fp_fusion.
-bool fpFusionEnabled(const CompileOptions &options) { return onUnlessZero(options.fpFusion, "TESSERA_FP_FUSION"); }
+ResolvedOptions resolveOptions(const CompileOptions &options) {
+  const env::CompilerEnvironment e = env::readCompilerEnvironment();
+  ResolvedOptions r;
+  r.debug = options.debug || e.debug;
+  // The FMA loop stays the fallback for what MMA can't do.
+  r.tensorCores = options.tensorCores >= 0 ? options.tensorCores != 0 : e.tensorCores;
+  // As Triton's enable_fp_fusion.
+  r.fpFusion = options.fpFusion >= 0 ? options.fpFusion != 0 : e.fpFusion;
+  r.backend = backendOf(options.backend, e.backend);
+  r.wgmma = e.wgmma;
+  r.dumpIR = e.dumpIR;
+  r.compareRuns = e.compareRuns;
+  r.libdevicePath = e.libdevicePath;
+  return r;
+}
 
 bool maxRegistersInRange(unsigned n) { return n == 0 || (n >= 16 && n <= 255); }
 

@@ -28,7 +28,7 @@ struct CompileOptions {
   std::string arch = "sm_90a";
   std::string stopAfterPass; // ir-opt stops after this pass (golden tests)
   // tl.device_assert (and `assert` on runtime values) are checked on the device;
-  // TESSERA_DEBUG=1 turns this on too.
+  // TESSERA_DEBUG=1 turns this on too (ResolvedOptions).
   bool debug = false;
   // Tensor cores for fp16/bf16 dots (accelerate-dot, docs/tensor-cores.md):
   // 1 on, 0 off, -1 from TESSERA_MMA (on unless TESSERA_MMA=0).
@@ -44,10 +44,24 @@ struct CompileOptions {
   unsigned maxRegisters = 0;
 };
 
-// options.tensorCores resolved against TESSERA_MMA.
-bool tensorCoresEnabled(const CompileOptions &options);
-// options.fpFusion resolved against TESSERA_FP_FUSION.
-bool fpFusionEnabled(const CompileOptions &options);
+// CompileOptions with every setting that the environment may decide made
+// definite (the variables and their rules: compiler/support/Environment.h).
+// The passes, codegen and the kernel-cache key read this, so one compile
+// reads the environment once.
+struct ResolvedOptions {
+  bool debug = false;           // options.debug or TESSERA_DEBUG
+  bool tensorCores = true;      // options.tensorCores, else TESSERA_MMA
+  bool fpFusion = true;         // options.fpFusion, else TESSERA_FP_FUSION
+  std::string backend = "llvm"; // options.backend, else TESSERA_BACKEND: "llvm" or "nvrtc"
+  bool wgmma = true;            // TESSERA_WGMMA
+  bool dumpIR = false;          // TESSERA_DUMP_IR
+  bool compareRuns = true;      // TESSERA_COMPARE_RUNS (benchmarks only: not in the cache key)
+  std::string libdevicePath;    // TESSERA_LIBDEVICE, else under CUDA_HOME
+};
+// Reads the environment. Throws std::invalid_argument for a back-end other
+// than llvm and nvrtc (see resolveBackend).
+ResolvedOptions resolveOptions(const CompileOptions &options);
+
 // A valid CompileOptions::maxRegisters: 0 (no cap) or 16..255.
 bool maxRegistersInRange(unsigned n);
 // options.backend resolved against TESSERA_BACKEND: "llvm" or "nvrtc".
@@ -74,10 +88,16 @@ std::string versionString();
 bool isSupportedArch(std::string_view arch);
 
 // Throws CompileError for errors in the kernel source, std::invalid_argument
-// for bad options.
+// for bad options. Resolves `options` against the environment (resolveOptions).
 CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
                              const std::vector<ArgSpec> &signature,
                              const std::map<std::string, ConstexprValue> &constexprs,
                              const CompileOptions &options, Stage stopAfter = Stage::PTX);
+// The same with `resolved` = resolveOptions(options) already read (the
+// runtime reads it once for the cache key and the compile).
+CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
+                             const std::vector<ArgSpec> &signature,
+                             const std::map<std::string, ConstexprValue> &constexprs,
+                             const CompileOptions &options, const ResolvedOptions &resolved, Stage stopAfter);
 
 } // namespace tessera

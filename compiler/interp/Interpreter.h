@@ -27,7 +27,7 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 #include <cstdint>
 #include <memory>

@@ -8,7 +8,7 @@
 
 #include "compiler/ir/Layout.h"
 #include "compiler/ir/Types.h"
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 #include <cstdint>
 #include <functional>

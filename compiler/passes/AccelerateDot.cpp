@@ -26,6 +26,8 @@
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
+#include "compiler/ir/LayoutMath.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -77,13 +79,6 @@ bool chooseWarps(int64_t M, int64_t N, unsigned numWarps, unsigned &wm, unsigned
 }
 
 } // namespace
-
-int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecision) {
-  if ((in == ScalarType::F16 || in == ScalarType::BF16) && out == ScalarType::F32) return 16; // m16n8k16
-  if (in == ScalarType::F32 && out == ScalarType::F32 && inputPrecision == "tf32") return 8;   // m16n8k8 tf32
-  if (in == ScalarType::I8 && out == ScalarType::I32) return 32;                               // m16n8k32 s8
-  return 0;
-}
 
 namespace {
 

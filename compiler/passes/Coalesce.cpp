@@ -15,7 +15,7 @@
 // propagates these layouts and drops the conversions.
 #include "compiler/passes/Coalesce.h"
 
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 
 #include <algorithm>
 #include <map>
@@ -79,13 +79,13 @@ public:
         if (other.op->code == OpCode::Load && other.shape == a.shape && other.order == a.order)
           perThread = std::max(perThread, other.vector);
       int64_t elements = Type(ScalarType::I32).withShape(a.shape).numElements();
-      int64_t threads = int64_t{codegen::kWarpSize} * fn_.numWarps;
+      int64_t threads = int64_t{ir::kWarpSize} * fn_.numWarps;
       perThread = static_cast<unsigned>(std::min<int64_t>(perThread, std::max<int64_t>(1, elements / threads)));
       if (a.op->code == OpCode::Store)
         perThread = std::min(perThread, a.vector);
       std::vector<unsigned> spt(a.shape.size(), 1);
       spt[a.order[0]] = perThread;
-      relayout(*a.op, codegen::blockedLayout(a.shape, spt, a.order, fn_.numWarps));
+      relayout(*a.op, ir::blockedLayout(a.shape, spt, a.order, fn_.numWarps));
     }
   }
 

@@ -1,6 +1,6 @@
 #include "compiler/passes/DeferLaneReductions.h"
 
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 
 #include <map>
 #include <optional>
@@ -18,9 +18,9 @@ namespace {
 std::optional<std::vector<int64_t>> laneMasksOf(const Value *x, int64_t axis) {
   if (!x->type.isBlock() || !x->layout || axis < 0) return std::nullopt;
   try {
-    codegen::DistributedLayout layout(*x->layout, x->type.shape);
+    ir::DistributedLayout layout(*x->layout, x->type.shape);
     if (axis >= static_cast<int64_t>(layout.rank())) return std::nullopt;
-    const codegen::DimMap &m = layout.dim(layout.valueDims()[static_cast<size_t>(axis)]);
+    const ir::DimMap &m = layout.dim(layout.valueDims()[static_cast<size_t>(axis)]);
     if (m.distinctWarps() > 1) return std::nullopt;
     std::vector<int64_t> masks;
     for (unsigned bit = 1; bit < m.distinctLanes(); bit *= 2) masks.push_back(static_cast<int64_t>(bit * m.laneStride));

@@ -23,7 +23,7 @@
 // conversion happens once before the loop, not in every iteration.
 #include "compiler/passes/LayoutAssignment.h"
 
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
 #include <map>
@@ -60,7 +60,7 @@ public:
   LayoutAssigner(Function &fn, const LayoutSeeds *seeds) : fn_(fn), seeds_(seeds) {}
 
   void run() {
-    if (!codegen::isPowerOfTwo(fn_.numWarps))
+    if (!ir::isPowerOfTwo(fn_.numWarps))
       throw std::runtime_error("num_warps must be a power of two, got " +
                                std::to_string(fn_.numWarps));
     chooseAnchors();
@@ -184,7 +184,7 @@ private:
     if (!v.type.isBlock())
       return;
     for (int64_t d : v.type.shape)
-      if (!codegen::isPowerOfTwo(d))
+      if (!ir::isPowerOfTwo(d))
         throw std::runtime_error("block shape " + v.type.str() +
                                  " has a dimension that is not a power of two");
     auto &best = largest[v.type.rank()];
@@ -202,7 +202,7 @@ private:
           considerShape(*arg, largest);
     });
     for (auto &[rank, shape] : largest)
-      anchors_[rank] = codegen::defaultBlockedLayout(shape, fn_.numWarps);
+      anchors_[rank] = ir::defaultBlockedLayout(shape, fn_.numWarps);
     if (!seeds_)
       return;
     // Seeded: the first largest access of a rank (loads first) sets its anchor.
@@ -226,7 +226,7 @@ private:
   LayoutRef anchor(size_t rank) {
     auto it = anchors_.find(rank);
     if (it == anchors_.end()) // only reachable for ranks created by rewrites
-      it = anchors_.emplace(rank, codegen::defaultBlockedLayout(std::vector<int64_t>(rank, 1),
+      it = anchors_.emplace(rank, ir::defaultBlockedLayout(std::vector<int64_t>(rank, 1),
                                                                 fn_.numWarps)).first;
     return it->second;
   }

@@ -20,26 +20,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace tessera::passes {
-
-bool wgmmaFromEnvironment() {
-  const char *wgmma = std::getenv("TESSERA_WGMMA");
-  return !(wgmma && std::string(wgmma) == "0");
-}
-
-PipelineOptions pipelineOptionsFromEnvironment() {
-  PipelineOptions o;
-  const char *dump = std::getenv("TESSERA_DUMP_IR");
-  o.dumpIR = dump && *dump && std::string(dump) != "0";
-  o.wgmma = wgmmaFromEnvironment();
-#ifndef NDEBUG
-  o.verifyEach = true;
-#endif
-  return o;
-}
 
 namespace {
 

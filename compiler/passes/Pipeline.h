@@ -8,6 +8,8 @@
 
 namespace tessera::passes {
 
+// The driver fills these from CompileOptions and the environment
+// (ResolvedOptions, compiler/driver/Compiler.h).
 struct PipelineOptions {
   bool dumpIR = false;      // TESSERA_DUMP_IR=1: print the IR after every pass (stderr)
   bool verifyEach = false;  // run the verifier after every pass (debug builds, tests)
@@ -20,11 +22,6 @@ struct PipelineOptions {
 
 // The pass names, in pipeline order.
 const std::vector<std::string> &passNames();
-
-// TESSERA_WGMMA: wgmma on sm_90a unless it is "0" (also in the kernel-cache key).
-bool wgmmaFromEnvironment();
-// Reads TESSERA_DUMP_IR, TESSERA_WGMMA and the build type.
-PipelineOptions pipelineOptionsFromEnvironment();
 
 // Runs every pass in order; throws std::logic_error if a pass breaks the IR.
 void runPipeline(ir::Function &fn, const PipelineOptions &options);

@@ -5,7 +5,7 @@
 #include "Bindings.h"
 
 #include "dsl/AST.h"
-#include "runtime/Nvrtc.h"
+#include "compiler/codegen/Nvrtc.h"
 
 #include <pybind11/stl.h>
 
@@ -236,7 +236,7 @@ void registerCompile(py::module_ &m) {
   m.def(
       "nvrtc_status",
       [] {
-        const rt::NvrtcStatus &s = rt::nvrtcStatus();
+        const codegen::NvrtcStatus &s = codegen::nvrtcStatus();
         py::dict out;
         out["available"] = s.available;
         out["library"] = s.library;
@@ -245,13 +245,13 @@ void registerCompile(py::module_ &m) {
         return out;
       },
       "Whether NVRTC (the nvrtc back-end's compiler) loads: {available, library, version, error}.");
-  m.def("add_nvrtc_search_directory", &rt::addNvrtcSearchDirectory, py::arg("dir"),
+  m.def("add_nvrtc_search_directory", &codegen::addNvrtcSearchDirectory, py::arg("dir"),
         "One more folder to look for libnvrtc in (before NVRTC is first used).");
   m.def(
       "nvrtc_compile",
       [](const std::string &source, const std::string &name, const std::string &arch, bool fmad) {
         py::gil_scoped_release nogil;
-        return rt::nvrtcCompileToPtx(source, name, arch, fmad);
+        return codegen::nvrtcCompileToPtx(source, name, arch, fmad);
       },
       py::arg("source"), py::arg("name"), py::arg("arch") = "sm_90a", py::arg("fmad") = true,
       "CUDA C++ to PTX with NVRTC as the nvrtc back-end calls it (RuntimeError with NVRTC's log); "

@@ -16,6 +16,7 @@
 #include "Bindings.h"
 
 #include "compiler/driver/Interpret.h"
+#include "compiler/support/Environment.h"
 
 #include <pybind11/stl.h>
 
@@ -284,8 +285,7 @@ public:
       options.numWarps = numWarps;
       options.numStages = numStages;
       options.debug = debug_;
-      const char *passes = std::getenv("TESSERA_INTERPRET_PASSES");
-      options.allPasses = passes && *passes && std::string(passes) != "0";
+      options.allPasses = env::setAndNotZero("TESSERA_INTERPRET_PASSES");
       try {
         kernel = std::make_shared<InterpretableKernel>(file_, name_, signature, constexprs, options);
       } catch (...) {

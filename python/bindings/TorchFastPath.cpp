@@ -3,6 +3,8 @@
 // function of this library finds that directory.
 #include "TorchFastPath.h"
 
+#include "compiler/support/Environment.h"
+
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string_view>
@@ -29,7 +31,7 @@ std::string extensionDirectory() {
 void loadTorchFastPath() {
   if (gTried) return;
   gTried = true;
-  if (const char *env = std::getenv("TESSERA_TORCH_FASTPATH"); env && std::string_view(env) == "0") {
+  if (!env::onUnlessZero("TESSERA_TORCH_FASTPATH")) {
     gStatus = "off (TESSERA_TORCH_FASTPATH=0)";
     return;
   }

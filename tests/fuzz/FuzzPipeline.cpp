@@ -22,7 +22,7 @@
 //
 // Build and run with tests/fuzz/run.sh; docs/fuzzing.md.
 #include "compiler/driver/Compiler.h"
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 #include "tests/fuzz/KernelGenerator.h"
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 // dynamic shared memory path and the errors users will meet.
 //
 // Without a CUDA driver or device every test skips with "no GPU: <why>".
-// The kernels are committed PTX (kernels/*.ptx, see kernels/README.md),
+// The kernels are committed PTX (tests/gpu/kernels/*.ptx, see tests/gpu/kernels/README.md),
 // embedded into the binary by CMakeLists.txt.
 #include "runtime/Device.h"
 #include "runtime/Driver.h"

@@ -188,6 +188,11 @@ def test_cache_off_and_dump_ir_store_nothing(cache, monkeypatch):
     monkeypatch.setenv("TESSERA_DUMP_IR", "1")
     compile_add()  # the user wants the dumps: no cache
     assert not cache.exists() or not entries(cache)
+    # Whenever the passes dump (any value but "0", compiler/support/Environment.h), the cache
+    # is bypassed: one rule for both.
+    monkeypatch.setenv("TESSERA_DUMP_IR", "off")
+    compile_add()
+    assert not cache.exists() or not entries(cache)
 
 
 def test_the_cli_lists_verifies_and_clears(cache):

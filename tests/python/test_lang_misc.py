@@ -1,5 +1,5 @@
 """The older builtins together with the new ones (swizzle2d, philox, to_tensor,
-view, pointer_type, hints) in one kernel (python/lang_kernels/misc_ops.py)."""
+view, pointer_type, hints) in one kernel (tests/python/lang_kernels/misc_ops.py)."""
 import pytest
 
 from lang_support import ARCHS, compile_and_assemble, compile_kernel

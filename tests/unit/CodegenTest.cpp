@@ -5,6 +5,7 @@
 #include "compiler/codegen/Codegen.h"
 #include "compiler/ir/IR.h"
 #include "compiler/passes/LayoutAssignment.h"
+#include "compiler/support/Environment.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,15 @@ using namespace tessera::ir;
 namespace {
 
 const char *kPtxas = "/usr/local/cuda/bin/ptxas";
+
+// Options as the driver gives them: libdevice from TESSERA_LIBDEVICE or CUDA_HOME.
+codegen::CodegenOptions codegenOptions(std::string arch, bool optimize) {
+  codegen::CodegenOptions o;
+  o.arch = std::move(arch);
+  o.optimize = optimize;
+  o.libdevicePath = env::readCompilerEnvironment().libdevicePath;
+  return o;
+}
 
 Type i1() { return Type(ScalarType::I1); }
 Type i32() { return Type(ScalarType::I32); }
@@ -391,7 +401,7 @@ Compiled compileEverywhere(Function &fn) {
   if (verbose && *verbose == '1')
     std::printf("--- %s after tiling\n%s", fn.name.c_str(), c.laidOut.c_str());
   for (const char *arch : {"sm_80", "sm_90a"}) {
-    codegen::CodegenResult r = codegen::generate(fn, {arch, true}, /*emitPTX=*/true);
+    codegen::CodegenResult r = codegen::generate(fn, codegenOptions(arch, true), /*emitPTX=*/true);
     EXPECT_NE(r.ptx.find(".entry " + fn.name), std::string::npos) << r.ptx;
     EXPECT_NE(r.ptx.find(".maxntid " + std::to_string(32 * fn.numWarps) + ", 1, 1"), std::string::npos);
     EXPECT_EQ(access(kPtxas, X_OK), 0) << "ptxas is required at " << kPtxas;
@@ -571,7 +581,7 @@ TEST(Codegen, UnsupportedThingsNameTheOp) {
   auto fn = k.finish();
   passes::assignLayouts(*fn);
   try { // fp8 conversions need sm_90 (cvt.*.e4m3x2)
-    codegen::generate(*fn, {"sm_80", true}, true);
+    codegen::generate(*fn, codegenOptions("sm_80", true), true);
     FAIL() << "fp8 conversions should be rejected on sm_80";
   } catch (const std::runtime_error &e) {
     EXPECT_TRUE(contains(e.what(), "'cast' at 7:3")) << e.what();
@@ -579,7 +589,7 @@ TEST(Codegen, UnsupportedThingsNameTheOp) {
   }
   auto add = vectorAdd();
   passes::assignLayouts(*add);
-  EXPECT_THROW(codegen::generate(*add, {"sm_75", true}, true), std::runtime_error);
+  EXPECT_THROW(codegen::generate(*add, codegenOptions("sm_75", true), true), std::runtime_error);
 }
 
 TEST(Codegen, UnoptimisedBuildStillAssembles) {
@@ -588,9 +598,31 @@ TEST(Codegen, UnoptimisedBuildStillAssembles) {
   kernels.push_back(reshapeAndMath()); // libdevice without the O3 pipeline
   for (auto &fn : kernels) {
     passes::assignLayouts(*fn);
-    codegen::CodegenResult r = codegen::generate(*fn, {"sm_80", false}, true);
+    codegen::CodegenResult r = codegen::generate(*fn, codegenOptions("sm_80", false), true);
     int status = 0;
     std::string log = runPtxas(r.ptx, "sm_80", status);
     EXPECT_EQ(status, 0) << log;
+  }
+}
+
+// Codegen reads libdevice's path from its options (the driver resolves it from the
+// environment); it never looks at TESSERA_LIBDEVICE itself.
+TEST(Codegen, LibdeviceComesFromTheOptions) {
+  auto fn = reshapeAndMath();
+  passes::assignLayouts(*fn);
+  codegen::CodegenOptions o = codegenOptions("sm_80", true);
+  o.libdevicePath = "/nonexistent/libdevice.10.bc";
+  try {
+    codegen::generate(*fn, o, true);
+    FAIL() << "a missing libdevice should be reported";
+  } catch (const std::runtime_error &e) {
+    EXPECT_TRUE(contains(e.what(), "/nonexistent/libdevice.10.bc")) << e.what();
+  }
+  o.libdevicePath.clear();
+  try {
+    codegen::generate(*fn, o, true);
+    FAIL() << "an empty libdevice path should be reported";
+  } catch (const std::runtime_error &e) {
+    EXPECT_TRUE(contains(e.what(), "CodegenOptions::libdevicePath is empty")) << e.what();
   }
 }

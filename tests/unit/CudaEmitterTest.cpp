@@ -3,7 +3,7 @@
 // is also compiled by NVRTC when the library loads (the Python tests require
 // it; here a machine without it only skips that part).
 #include "compiler/codegen/Codegen.h"
-#include "runtime/Nvrtc.h"
+#include "compiler/codegen/Nvrtc.h"
 
 #include <gtest/gtest.h>
 
@@ -22,9 +22,9 @@ std::string print(const std::string &body, const std::string &kernel = "k") {
 
 // NVRTC accepts the source and the PTX has the kernel (skipped without NVRTC).
 void expectCompiles(const std::string &cuda, const std::string &kernel = "k") {
-  if (!tessera::rt::nvrtcStatus().available) return;
+  if (!tessera::codegen::nvrtcStatus().available) return;
   std::string ptx;
-  ASSERT_NO_THROW(ptx = tessera::rt::nvrtcCompileToPtx(cuda, kernel + ".cu", "sm_80")) << cuda;
+  ASSERT_NO_THROW(ptx = tessera::codegen::nvrtcCompileToPtx(cuda, kernel + ".cu", "sm_80")) << cuda;
   EXPECT_NE(ptx.find(".entry " + kernel), std::string::npos) << ptx;
 }
 
@@ -324,14 +324,14 @@ declare float @__nv_expf(float)
 }
 
 TEST(Nvrtc, CompileErrorsQuoteTheGeneratedLine) {
-  if (!tessera::rt::nvrtcStatus().available) GTEST_SKIP() << tessera::rt::nvrtcStatus().error;
+  if (!tessera::codegen::nvrtcStatus().available) GTEST_SKIP() << tessera::codegen::nvrtcStatus().error;
   const std::string source = "extern \"C\" __global__ void broken(int *out) {\n"
                              "  out[0] = not_declared_anywhere;\n"
                              "}\n";
   try {
-    tessera::rt::nvrtcCompileToPtx(source, "broken.cu", "sm_90a");
+    tessera::codegen::nvrtcCompileToPtx(source, "broken.cu", "sm_90a");
     FAIL() << "expected an NVRTC error";
-  } catch (const tessera::rt::NvrtcError &e) {
+  } catch (const tessera::codegen::NvrtcError &e) {
     std::string what = e.what();
     EXPECT_TRUE(contains(what, "NVRTC back-end: NVRTC")) << what;
     EXPECT_TRUE(contains(what, "broken.cu(2)")) << what;

@@ -1,6 +1,6 @@
 // The layout math (which thread/register holds which element) and the
 // tiling pass's choices.
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 #include "compiler/ir/IR.h"
 #include "compiler/passes/LayoutAssignment.h"
 
@@ -10,7 +10,7 @@
 
 using namespace tessera;
 using namespace tessera::ir;
-using codegen::DistributedLayout;
+using ir::DistributedLayout;
 
 namespace {
 
@@ -46,17 +46,17 @@ void expectCoverage(const Layout &layout, const std::vector<int64_t> &shape, uns
 } // namespace
 
 TEST(LayoutMath, DefaultBlockedLayouts) {
-  EXPECT_EQ(codegen::defaultBlockedLayout({1024}, 4)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({1024}, 4)->str(),
             "#blocked<spt=[4], tpw=[32], wpc=[4], order=[0]>");
-  EXPECT_EQ(codegen::defaultBlockedLayout({128}, 4)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({128}, 4)->str(),
             "#blocked<spt=[1], tpw=[32], wpc=[4], order=[0]>");
-  EXPECT_EQ(codegen::defaultBlockedLayout({64, 64}, 4)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({64, 64}, 4)->str(),
             "#blocked<spt=[1,4], tpw=[2,16], wpc=[4,1], order=[1,0]>");
-  EXPECT_EQ(codegen::defaultBlockedLayout({32, 128}, 8)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({32, 128}, 8)->str(),
             "#blocked<spt=[1,4], tpw=[1,32], wpc=[8,1], order=[1,0]>");
-  EXPECT_EQ(codegen::defaultBlockedLayout({16, 8}, 4)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({16, 8}, 4)->str(),
             "#blocked<spt=[1,1], tpw=[4,8], wpc=[4,1], order=[1,0]>");
-  EXPECT_EQ(codegen::defaultBlockedLayout({2, 4, 64}, 2)->str(),
+  EXPECT_EQ(ir::defaultBlockedLayout({2, 4, 64}, 2)->str(),
             "#blocked<spt=[1,1,4], tpw=[1,2,16], wpc=[1,2,1], order=[2,1,0]>");
 }
 
@@ -191,7 +191,7 @@ TEST(LayoutAssignment, AnchorsSlicesAndConverts) {
   ASSERT_EQ(verify(*fn), "");
   std::string text = print(*fn);
   SCOPED_TRACE(text);
-  auto anchor2 = codegen::defaultBlockedLayout({64, 32}, 4);
+  auto anchor2 = ir::defaultBlockedLayout({64, 32}, 4);
   EXPECT_TRUE(sameLayout(sum->layout, anchor2));
   EXPECT_TRUE(sameLayout(red->layout, Layout::slice(1, anchor2)));
   // expand_dims got slices of the 2-D anchor by recomputing the ranges.

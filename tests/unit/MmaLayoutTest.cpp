@@ -1,6 +1,6 @@
 // The Mma and DotOperand layouts (docs/tensor-cores.md): printing, equality,
 // and the register mapping of the mma.sync m16n8k16 accumulator fragments.
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 #include "compiler/ir/Layout.h"
 
 #include <gtest/gtest.h>
@@ -11,12 +11,12 @@
 
 using namespace tessera;
 using namespace tessera::ir;
-using codegen::DistributedLayout;
-using codegen::blockedLayout;
-using codegen::conversionRowPadding;
-using codegen::lastDimVectorWidth;
-using codegen::paddedStrides;
-using codegen::sharedWavefronts;
+using ir::DistributedLayout;
+using ir::blockedLayout;
+using ir::conversionRowPadding;
+using ir::lastDimVectorWidth;
+using ir::paddedStrides;
+using ir::sharedWavefronts;
 
 TEST(MmaLayout, PrintsAndCompares) {
   LayoutRef mma = Layout::mma(2, {2, 2});
@@ -74,7 +74,7 @@ TEST(MmaLayout, AccumulatorRegistersAreTheNextDotsAFragments) {
       const unsigned lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
       for (int64_t mi = 0; mi < M / (16 * wm); ++mi)
         for (int64_t ks = 0; ks < K / 16; ++ks) {
-          auto regs = codegen::mmaAFragmentRegisters(d, mi, ks);
+          auto regs = ir::mmaAFragmentRegisters(d, mi, ks);
           for (unsigned r = 0; r < 4; ++r)
             for (unsigned e = 0; e < 2; ++e) {
               const unsigned i = 2 * r + e;
@@ -202,7 +202,7 @@ TEST(MmaLayout, RegistersSharingRunsStayInOneRun) {
       shape.erase(shape.begin() + c.sliceAxis);
       constancy.erase(constancy.begin() + c.sliceAxis);
     }
-    std::vector<unsigned> first = codegen::registersSharingRuns(d, constancy);
+    std::vector<unsigned> first = ir::registersSharingRuns(d, constancy);
     ASSERT_EQ(first.size(), d.numRegs());
     for (unsigned tid = 0; tid < 32 * d.numWarps(); ++tid)
       for (unsigned r = 0; r < d.numRegs(); ++r) {
@@ -214,7 +214,7 @@ TEST(MmaLayout, RegistersSharingRunsStayInOneRun) {
       }
   }
   DistributedLayout columns = DistributedLayout(*Layout::mma(3, {8, 1}), {128, 64}).slicedAlong(0);
-  std::vector<unsigned> first = codegen::registersSharingRuns(columns, {16});
+  std::vector<unsigned> first = ir::registersSharingRuns(columns, {16});
   std::set<unsigned> distinct(first.begin(), first.end());
   EXPECT_EQ(columns.numRegs(), 16u);
   EXPECT_EQ(distinct.size(), 4u);

@@ -20,12 +20,14 @@
 #pragma once
 
 #include "compiler/ir/Layout.h"
+#include "compiler/ir/Types.h"
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
-namespace tessera::codegen {
+namespace tessera::ir {
 
 constexpr unsigned kWarpSize = 32;
 
@@ -115,6 +117,13 @@ private:
 std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLayout &layout, int64_t mi,
                                                              int64_t ks);
 
+// The k extent of one mma.sync for inputs `in` accumulating into `out`
+// (16 for f16/bf16 -> f32, 8 for tf32, 32 for i8 -> i32), or 0 when no
+// tensor-core instruction fits. input_precision "ieee"/"tf32x3" keep f32
+// dots exact (FMA lowering). Accelerate-dot picks dots by it; codegen
+// issues that instruction.
+int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecision);
+
 // The blocked layout the tiling pass gives a shape (see docs/codegen.md):
 // up to 4 consecutive elements per thread along the last dim while every
 // thread still gets distinct elements, then lanes and warps from the last
@@ -163,4 +172,4 @@ int64_t conversionRowPadding(const DistributedLayout &from, const DistributedLay
                              const std::vector<int64_t> &shape, unsigned elemBytes, unsigned storeVec,
                              unsigned loadVec);
 
-} // namespace tessera::codegen
+} // namespace tessera::ir

@@ -1,11 +1,11 @@
-#include "compiler/codegen/LayoutMath.h"
+#include "compiler/ir/LayoutMath.h"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
 
-namespace tessera::codegen {
+namespace tessera::ir {
 
 unsigned log2Exact(int64_t v) {
   unsigned n = 0;
@@ -191,6 +191,13 @@ std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLa
   return regs;
 }
 
+int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecision) {
+  if ((in == ScalarType::F16 || in == ScalarType::BF16) && out == ScalarType::F32) return 16; // m16n8k16
+  if (in == ScalarType::F32 && out == ScalarType::F32 && inputPrecision == "tf32") return 8;   // m16n8k8 tf32
+  if (in == ScalarType::I8 && out == ScalarType::I32) return 32;                               // m16n8k32 s8
+  return 0;
+}
+
 ir::LayoutRef defaultBlockedLayout(const std::vector<int64_t> &shape, unsigned numWarps) {
   unsigned rank = static_cast<unsigned>(shape.size());
   std::vector<unsigned> order, spt(rank, 1);
@@ -352,4 +359,4 @@ int64_t conversionRowPadding(const DistributedLayout &from, const DistributedLay
   return bestPad;
 }
 
-} // namespace tessera::codegen
+} // namespace tessera::ir

@@ -1,6 +1,7 @@
 // NVRTC, CUDA's run-time C++ compiler, opened lazily with dlopen (like
-// libcuda in Driver.cpp): the last step of the NVRTC back-end (CUDA C++ from
-// compiler/codegen/CudaEmitter → PTX). Needs no GPU. docs/nvrtc.md.
+// libcuda in runtime/Driver.cpp): the compiler half of the NVRTC back-end,
+// beside its emitter (CudaEmitter.h: CUDA C++ → PTX here), as NVPTXTarget.h
+// is beside the LLVM lowering. Needs no GPU. docs/nvrtc.md.
 //
 // The library is $TESSERA_NVRTC when set (that file and no other); else
 // libnvrtc.so.13, libnvrtc.so or libnvrtc.so.12 on the loader's path, then
@@ -13,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tessera::rt {
+namespace tessera::codegen {
 
 // NVRTC could not be loaded, or could not compile the program. what() is the
 // whole report (for a compile error: NVRTC's log, each error followed by the
@@ -43,4 +44,4 @@ void addNvrtcSearchDirectory(const std::string &dir);
 std::string nvrtcCompileToPtx(const std::string &source, const std::string &name, const std::string &arch,
                               bool fmad = true);
 
-} // namespace tessera::rt
+} // namespace tessera::codegen

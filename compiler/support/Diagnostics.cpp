@@ -1,4 +1,4 @@
-#include "dsl/Diagnostics.h"
+#include "compiler/support/Diagnostics.h"
 
 namespace tessera {
 

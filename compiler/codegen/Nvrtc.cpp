@@ -1,7 +1,7 @@
 // NVRTC opened lazily: the handful of entry points the NVRTC back-end uses,
 // found with dlsym, and the compile call that turns its log into a report
 // naming the generated source lines.
-#include "runtime/Nvrtc.h"
+#include "compiler/codegen/Nvrtc.h"
 
 #include <dlfcn.h>
 
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tessera::rt {
+namespace tessera::codegen {
 
 namespace {
 
@@ -212,4 +212,4 @@ std::string nvrtcCompileToPtx(const std::string &source, const std::string &name
   return ptx;
 }
 
-} // namespace tessera::rt
+} // namespace tessera::codegen
