@@ -9,11 +9,29 @@ namespace tessera::ir {
 
 const char *mnemonic(OpCode code) {
   switch (code) {
-#define OP(name, text) case OpCode::name: return text;
+#define OP(name, text, traits) case OpCode::name: return text;
 #include "compiler/ir/Ops.def"
 #undef OP
   }
   return "?";
+}
+
+bool hasSideEffects(const Operation &op) {
+  if (op.code == OpCode::Load) return op.hasAttr("volatile") && op.intAttr("volatile");
+  const uint32_t traits = opTraits(op.code);
+  if (traits & op_trait::WritesMemory) return true;
+  return !(traits & (op_trait::Pure | op_trait::ReadsMemory | op_trait::Allocates));
+}
+
+bool mayWriteMemory(const Operation &op) {
+  if (opWritesMemory(op.code)) return true;
+  if (opHasRegions(op.code) && !opIsPure(op.code)) {
+    for (auto &region : op.regions)
+      for (auto &inner : region->ops)
+        if (mayWriteMemory(*inner)) return true;
+    return false;
+  }
+  return !opEffectsKnown(op.code);
 }
 
 Value *Block::addArgument(Type type, std::string nameHint) {
