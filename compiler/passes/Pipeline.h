@@ -26,7 +26,8 @@ bool wgmmaFromEnvironment();
 // Reads TESSERA_DUMP_IR, TESSERA_WGMMA and the build type.
 PipelineOptions pipelineOptionsFromEnvironment();
 
-// Runs every pass in order; throws std::logic_error if a pass breaks the IR.
+// Runs every pass in order (up to options.stopAfter); throws std::logic_error if a pass breaks the
+// IR, std::invalid_argument if options.stopAfter names no pass or one whose condition was false.
 void runPipeline(ir::Function &fn, const PipelineOptions &options);
 
 } // namespace tessera::passes
