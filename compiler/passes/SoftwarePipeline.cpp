@@ -1,4 +1,4 @@
-// Pipeline (runs after accelerate-dot). A loop
+// Software-pipeline (runs after accelerate-dot). A loop
 //
 //   for iv in [lb, ub) step s  (s a positive constant), iter_args(...):
 //     ptr, mask = f(iv, loop-invariant values, pointer/offset iter args p += c)
@@ -155,7 +155,7 @@ bool LoopPipeliner::run() {
 
 } // namespace software_pipeline
 
-void pipelineLoops(Function &fn, unsigned numStages) {
+void softwarePipeline(Function &fn, unsigned numStages) {
   if (numStages < 2) return;
   std::vector<Operation *> loops;
   walk(fn.body, [&](Operation &op) {
