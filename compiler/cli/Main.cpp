@@ -11,6 +11,7 @@
 //   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
 //   tessera version
 #include "compiler/driver/Compiler.h"
+#include "compiler/passes/Pipeline.h"
 #include "runtime/Ptxas.h"
 
 #include <cstdio>
@@ -70,10 +71,26 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
                        into fused multiply-adds, as Triton; also TESSERA_FP_FUSION=0)
   --maxnreg N          at most N registers a thread (PTX .maxnreg, 16..255), e.g. to
                        fit two CTAs on an SM
-  --stop-after PASS    with --emit ir-opt: the IR right after PASS
-                       (canonicalize, dead-code-elimination, layout-assignment)
+  --stop-after PASS    with --emit ir-opt: the IR right after PASS, one of
   -o FILE              write the output to FILE instead of stdout
 )";
+
+// The compile usage with the pass names (from the pipeline's list) after --stop-after.
+std::string compileUsage() {
+  std::string passes, line = "                      ";
+  for (const std::string &name : passes::passNames()) {
+    if (line.size() + name.size() + 2 > 90) {
+      passes += line + "\n";
+      line = "                      ";
+    }
+    line += " " + name;
+  }
+  passes += line + "\n";
+  std::string usage = kCompileUsage;
+  const std::string anchor = "the IR right after PASS, one of\n";
+  usage.insert(usage.find(anchor) + anchor.size(), passes);
+  return usage;
+}
 
 const char *kAotUsage = R"(usage: tessera aot MANIFEST [--arch ARCH] [--backend llvm|nvrtc] [-o DIR]
 
@@ -156,7 +173,7 @@ int commandCompile(int argc, char **argv) {
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kCompileUsage, stdout);
+      std::fputs(compileUsage().c_str(), stdout);
       return 0;
     } else if (arg == "--kernel") kernel = value();
     else if (arg == "--signature") { signature = value(); haveSignature = true; }

@@ -1,4 +1,4 @@
-// warp_specialize: the producer warpgroup (compiler/passes/SoftwarePipeline.cpp,
+// warp_specialize: the producer warpgroup (compiler/passes/SoftwarePipelineProducer.cpp,
 // buildProducer; docs/tma.md). The kernel is launched with fn.numWarps consumer warps and
 // `producer_warps` more after them, so the consumers' thread ids, and every layout assigned
 // for them, stay as they are:

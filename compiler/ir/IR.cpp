@@ -9,11 +9,35 @@ namespace tessera::ir {
 
 const char *mnemonic(OpCode code) {
   switch (code) {
-#define OP(name, text) case OpCode::name: return text;
+#define OP(name, text, traits) case OpCode::name: return text;
 #include "compiler/ir/Ops.def"
 #undef OP
   }
   return "?";
+}
+
+bool isPure(const Operation &op) {
+  if (op.code == OpCode::InlineAsm) return op.intAttr("pure") != 0;
+  return opIsPure(op.code);
+}
+
+bool hasSideEffects(const Operation &op) {
+  if (op.code == OpCode::Load) return op.hasAttr("volatile") && op.intAttr("volatile");
+  if (op.code == OpCode::InlineAsm) return !isPure(op);
+  const uint32_t traits = opTraits(op.code);
+  if (traits & op_trait::WritesMemory) return true;
+  return !(traits & (op_trait::Pure | op_trait::ReadsMemory | op_trait::Allocates));
+}
+
+bool mayWriteMemory(const Operation &op) {
+  if (opWritesMemory(op.code) || (op.code == OpCode::InlineAsm && !isPure(op))) return true;
+  if (opHasRegions(op.code) && !opIsPure(op.code)) {
+    for (auto &region : op.regions)
+      for (auto &inner : region->ops)
+        if (mayWriteMemory(*inner)) return true;
+    return false;
+  }
+  return !opEffectsKnown(op.code);
 }
 
 Value *Block::addArgument(Type type, std::string nameHint) {

@@ -22,11 +22,55 @@
 namespace tessera::ir {
 
 enum class OpCode : uint16_t {
-#define OP(name, mnemonic) name,
+#define OP(name, mnemonic, traits) name,
 #include "compiler/ir/Ops.def"
 #undef OP
 };
 const char *mnemonic(OpCode code);
+
+// What an op does, as Ops.def lists it (the meaning of each trait is written there).
+namespace op_trait {
+enum : uint32_t {
+  None = 0,
+  Pure = 1u << 0,
+  Elementwise = 1u << 1,
+  Arithmetic = 1u << 2,
+  ReadsMemory = 1u << 3,
+  WritesMemory = 1u << 4,
+  WritesSharedMemory = 1u << 5,
+  Allocates = 1u << 6,
+  Frees = 1u << 7,
+  HasRegions = 1u << 8,
+  Terminator = 1u << 9,
+};
+} // namespace op_trait
+
+constexpr uint32_t opTraits(OpCode code) {
+  using namespace op_trait;
+  switch (code) {
+#define OP(name, mnemonic, traits) case OpCode::name: return traits;
+#include "compiler/ir/Ops.def"
+#undef OP
+  }
+  return None;
+}
+constexpr bool opHasTrait(OpCode code, uint32_t trait) { return (opTraits(code) & trait) == trait; }
+constexpr bool opIsPure(OpCode code) { return opHasTrait(code, op_trait::Pure); }
+constexpr bool opIsElementwise(OpCode code) { return opHasTrait(code, op_trait::Elementwise); }
+constexpr bool opIsArithmetic(OpCode code) { return opHasTrait(code, op_trait::Arithmetic); }
+constexpr bool opReadsMemory(OpCode code) { return opHasTrait(code, op_trait::ReadsMemory); }
+constexpr bool opWritesMemory(OpCode code) { return opHasTrait(code, op_trait::WritesMemory); }
+constexpr bool opWritesSharedMemory(OpCode code) { return opHasTrait(code, op_trait::WritesSharedMemory); }
+constexpr bool opAllocates(OpCode code) { return opHasTrait(code, op_trait::Allocates); }
+constexpr bool opFrees(OpCode code) { return opHasTrait(code, op_trait::Frees); }
+constexpr bool opHasRegions(OpCode code) { return opHasTrait(code, op_trait::HasRegions); }
+constexpr bool opIsTerminator(OpCode code) { return opHasTrait(code, op_trait::Terminator); }
+// Whether all an op does is known from its traits: it is pure, only reads, allocates or ends a
+// region. Anything else (no trait at all included) may have any effect.
+constexpr bool opEffectsKnown(OpCode code) {
+  using namespace op_trait;
+  return (opTraits(code) & (Pure | ReadsMemory | WritesMemory | Allocates | Terminator)) != 0;
+}
 
 class Operation;
 class Block;
@@ -137,6 +181,15 @@ void replaceUsesExcept(Block &block, Value *from, Value *to, const Operation *ke
 unsigned countUses(Block &block, const Value *v);
 // Whether `op`, or an op in its regions, has `v` as an operand.
 bool readsValue(Operation &op, const Value *v);
+// Ops.def's Pure trait, refined by the one attribute that takes it away: an inline_asm with pure = 0
+// (tl.inline_asm_elementwise(..., is_pure=False)) may read and write memory.
+bool isPure(const Operation &op);
+// Whether dead-code-elimination must keep `op` even when its results are unused: it writes
+// memory, has unknown effects, has regions (not Pure ones) or ends a region; a volatile load too.
+bool hasSideEffects(const Operation &op);
+// Whether `op` may change memory that a later load reads: it writes memory or its effects are
+// unknown (barriers, debug ops, waits); an op with regions asks the ops inside.
+bool mayWriteMemory(const Operation &op);
 // A dot laid out for Hopper's wgmma (its result in the mma v3 layout).
 bool isWgmmaDot(const Operation &op);
 // A zero constant, possibly splat, broadcast or converted to another layout.

@@ -164,18 +164,6 @@ struct Accelerator {
     }
   }
 
-  static bool isPure(OpCode code) {
-    switch (code) {
-    case OpCode::Constant: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
-    case OpCode::ConvertLayout: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
-    case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Select: case OpCode::Cmp:
-    case OpCode::Exp: case OpCode::Exp2: case OpCode::Cast: case OpCode::Fma:
-      return true;
-    default:
-      return false;
-    }
-  }
-
   // Makes x (defined in the dot's block) available at the dot: true when it
   // already is, or after moving the pure ops computing it that come after the
   // dot (and do not use its result) to right before it.
@@ -189,7 +177,7 @@ struct Accelerator {
     std::function<bool(Value *)> collect = [&](Value *v) {
       Operation *def = v->definingOp;
       if (!def || def->parent != block || position.at(def) < at || toMove.count(def)) return true;
-      if (def == &dot || !isPure(def->code) || !def->regions.empty() || toMove.size() >= 16) return false;
+      if (def == &dot || !isPure(*def) || !def->regions.empty() || toMove.size() >= 16) return false;
       toMove.insert(def);
       for (Value *operand : def->operands)
         if (!collect(operand)) return false;

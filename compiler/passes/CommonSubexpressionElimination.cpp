@@ -12,23 +12,9 @@ using namespace ir;
 
 namespace {
 
-// Loads are excluded: a store between two loads may change what they read.
-bool isPure(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Load: case OpCode::DescLoad: case OpCode::Store: case OpCode::DescStore: case OpCode::For: case OpCode::If: case OpCode::While:
-  case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
-  case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
-  case OpCode::Assume: case OpCode::Barrier:
-  case OpCode::LocalAlloc: case OpCode::LocalDealloc: case OpCode::AsyncCopy: case OpCode::AsyncCommit: case OpCode::FenceAsyncShared: case OpCode::DotWait:
-  case OpCode::AsyncWait: case OpCode::LocalLoad: case OpCode::LocalStore:
-  case OpCode::MbarrierAlloc: case OpCode::AsyncTmaCopy: case OpCode::MbarrierWait: case OpCode::MbarrierArrive: case OpCode::WarpSpecialize:
-    return false;
-  case OpCode::InlineAsm:
-    return op.intAttr("pure") != 0;
-  default:
-    return op.regions.empty();
-  }
-}
+// Only pure ops merge (Ops.def's traits): a load is not (a store between two loads may change
+// what they read). The key does not compare regions, so ops with regions never merge.
+bool isMergeable(const Operation &op) { return isPure(op) && op.regions.empty(); }
 
 using Key = std::tuple<OpCode, std::vector<const Value *>, std::map<std::string, Attribute>, std::vector<std::string>>;
 
@@ -66,7 +52,7 @@ private:
     for (auto it = block.ops.begin(); it != block.ops.end();) {
       Operation &op = **it;
       for (auto &region : op.regions) visit(*region);
-      if (!isPure(op)) {
+      if (!isMergeable(op)) {
         ++it;
         continue;
       }

@@ -9,14 +9,12 @@ using namespace ir;
 
 namespace {
 
-// Ops the wait must stay before (see the header).
+// Ops the wait must stay before (see the header): writes to shared memory and frees of it, except
+// the TMA copies (they fill a stage no wgmma in flight reads), ops with regions and the terminator.
 bool stopsTheWait(const Operation &op) {
-  switch (op.code) {
-  case OpCode::LocalStore: case OpCode::AsyncCopy: case OpCode::LocalDealloc:
-    return true;
-  default:
-    return !op.regions.empty() || &op == op.parent->terminator();
-  }
+  if (opFrees(op.code)) return true;
+  if (opWritesSharedMemory(op.code) && op.code != OpCode::AsyncTmaCopy) return true;
+  return !op.regions.empty() || &op == op.parent->terminator();
 }
 
 // The values computed between the dot and its wait that the ops there do not

@@ -14,7 +14,7 @@
 // might overwrite what the wgmmas read), a local_dealloc, or the block's
 // terminator; it goes before the first of those instead. The pipeline pass's
 // TMA copies (async_tma_copy) write a stage that no wgmma in flight reads
-// (SoftwarePipeline.cpp, refillRings), and the wait moves past them: the
+// (SoftwarePipelineTma.cpp, refillRings), and the wait moves past them: the
 // copying thread issues them in the shadow of S = Q·Kᵀ.
 #pragma once
 

@@ -51,37 +51,13 @@ using namespace ir;
 
 namespace {
 
-bool isElementwise(OpCode code) {
-  switch (code) {
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
-  case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
-  case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Not: case OpCode::Select:
-  case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt:
-  case OpCode::Abs: case OpCode::Cast: case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt:
-  case OpCode::Erf: case OpCode::Floor: case OpCode::Ceil: case OpCode::Fma: case OpCode::Libdevice:
-    return true;
-  default:
-    return false;
-  }
-}
-
 bool isIndexMath(OpCode code) {
   switch (code) {
   case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Broadcast:
   case OpCode::ExpandDims: case OpCode::ConvertLayout: case OpCode::Hint: case OpCode::AddPtr:
     return true;
   default:
-    return isElementwise(code) || code == OpCode::Cmp;
-  }
-}
-
-bool writesMemory(OpCode code) {
-  switch (code) {
-  case OpCode::Store: case OpCode::DescStore: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
-  case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::Print: case OpCode::Assert:
-    return true;
-  default:
-    return false;
+    return opIsArithmetic(code) || code == OpCode::Cmp;
   }
 }
 
@@ -149,17 +125,9 @@ private:
     if (!broadcastShape || t.numElements() > kSmallLoad || load.parent != block_) return false;
     auto it = load.parent->ops.begin();
     while (it->get() != &load) ++it;
-    for (++it; it != at_ && it != block_->ops.end(); ++it) {
-      bool writes = false;
-      walk(**it, writes);
-      if (writes) return false;
-    }
+    for (++it; it != at_ && it != block_->ops.end(); ++it)
+      if (mayWriteMemory(**it)) return false;
     return true;
-  }
-  static void walk(Operation &op, bool &writes) {
-    writes |= writesMemory(op.code);
-    for (auto &region : op.regions)
-      for (auto &inner : region->ops) walk(*inner, writes);
   }
 };
 
@@ -192,7 +160,7 @@ std::vector<Operation *> chainToNarrowingCast(Operation &convert, std::map<Value
       keep = chain.size(); // two conversions become adjacent and fold into one
       break;
     }
-    if (!isElementwise(user->code) || user->parent != convert.parent || user->results.size() != 1 ||
+    if (!opIsArithmetic(user->code) || user->parent != convert.parent || user->results.size() != 1 ||
         !sameLayout(user->result()->layout, convert.result()->layout) ||
         user->result()->type.shape != source->type.shape)
       break;

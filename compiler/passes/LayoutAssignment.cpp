@@ -41,20 +41,6 @@ std::string where(const Operation &op) {
          ", column " + std::to_string(op.loc.col);
 }
 
-bool isElementwise(OpCode code) {
-  switch (code) {
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
-  case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
-  case OpCode::Max: case OpCode::Min: case OpCode::Neg: case OpCode::Not: case OpCode::Cmp:
-  case OpCode::Select: case OpCode::AddPtr: case OpCode::Exp: case OpCode::Exp2:
-  case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs: case OpCode::Cast:
-  case OpCode::Bitcast: case OpCode::Hint:
-    return true;
-  default:
-    return false;
-  }
-}
-
 class LayoutAssigner {
 public:
   LayoutAssigner(Function &fn, const LayoutSeeds *seeds) : fn_(fn), seeds_(seeds) {}
@@ -307,11 +293,10 @@ private:
     case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::Yield:
     case OpCode::Condition: case OpCode::Return:
       return; // scalars, or handled by the parent op
-    // The rest of triton.language (docs/language.md): math, atomics and debug
-    // ops run in their operands' layout; data movement and dot (through shared
-    // memory) give the anchor; reduce_combine/scan follow operand 0, like reduce.
-    case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
-    case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
+    // The rest of triton.language (docs/language.md): atomics and debug ops run
+    // in their operands' layout (as elementwise ops, the default below); data
+    // movement and dot (through shared memory) give the anchor; reduce_combine/scan
+    // follow operand 0, like reduce.
     case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
     case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
@@ -354,7 +339,7 @@ private:
                                    : Layout::slice(static_cast<unsigned>(op.intAttr("axis")), op.operand(0)->layout));
       return;
     default:
-      if (isElementwise(op.code))
+      if (opIsElementwise(op.code))
         return assignElementwise(op);
       throw std::runtime_error("tiling: unsupported operation " + where(op));
     }

@@ -23,7 +23,8 @@ struct PipelineOptions {
 // The pass names, in pipeline order.
 const std::vector<std::string> &passNames();
 
-// Runs every pass in order; throws std::logic_error if a pass breaks the IR.
+// Runs every pass in order (up to options.stopAfter); throws std::logic_error if a pass breaks the
+// IR, std::invalid_argument if options.stopAfter names no pass or one whose condition was false.
 void runPipeline(ir::Function &fn, const PipelineOptions &options);
 
 } // namespace tessera::passes

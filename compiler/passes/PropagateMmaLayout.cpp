@@ -82,29 +82,9 @@ bool isMmaDerived(const LayoutRef &l) {
   return l->kind == Layout::Kind::Slice && isMmaDerived(l->parent);
 }
 
-bool writesMemory(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Store: case OpCode::DescStore: case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Barrier:
-  case OpCode::AsyncCopy: case OpCode::AsyncTmaCopy: case OpCode::LocalStore:
-    return true;
-  default:
-    for (auto &region : op.regions)
-      for (auto &inner : region->ops)
-        if (writesMemory(*inner)) return true;
-    return false;
-  }
-}
-
+// Broadcasts, expand_dims and elementwise ops: the chain recomputed in the wanted layout.
 bool isShapeOrElementwise(OpCode code) {
-  switch (code) {
-  case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Hint: case OpCode::Cast:
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Max: case OpCode::Min:
-  case OpCode::Neg: case OpCode::Select: case OpCode::Cmp: case OpCode::Exp: case OpCode::Exp2:
-  case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Abs:
-    return true;
-  default:
-    return false;
-  }
+  return code == OpCode::Broadcast || code == OpCode::ExpandDims || opIsElementwise(code);
 }
 
 // A conversion into an #mma-derived layout of a value broadcast from fewer
@@ -154,7 +134,7 @@ private:
     if (!broadcastShape || t.numElements() > 1024 || load.parent != block_) return false;
     if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
     for (auto it = std::next(positionOf(load)); it != block_->ops.end() && it->get() != &convert_; ++it)
-      if (writesMemory(**it)) return false;
+      if (mayWriteMemory(**it)) return false;
     for (Value *operand : load.operands) {
       std::set<Value *> seen;
       if (rematerialisationCost(operand, seen) < 0) return false;

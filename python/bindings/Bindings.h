@@ -4,7 +4,8 @@
 //   Compile.cpp    compile(), kernel_parameters(), CompiledKernel, version
 //   Arguments.cpp  Python values → argument types, hints and launch bytes
 //   TensorDescriptor.cpp  tessera.TensorDescriptor's C base (TMA descriptors)
-//   Launcher.cpp   JitKernel: binding, specialisation key, caches, launch()
+//   Specialization.cpp  JitKernel: binding, specialisation key, compile on a miss
+//   Launcher.cpp   the launch: the hot pass, caches, grid, device, stream, launch()
 //   Runtime.cpp    driver / device queries, synchronize, load_ptx
 //
 // Only simple C++ types cross into libtessera (std::string, std::vector,

@@ -1,6 +1,6 @@
-// The launch path's state and hot loop, shared by Launcher.cpp (JitKernel,
-// binding, specialisation, the caches) and FastLaunch.cpp (the vectorcall
-// objects `kernel[grid]` returns). docs/runtime.md ("Launch path") says
+// The launch path's state and hot loop, shared by Specialization.cpp
+// (JitKernel, binding, specialisation), Launcher.cpp (the launch, the caches)
+// and FastLaunch.cpp (the vectorcall objects `kernel[grid]` returns). docs/runtime.md ("Launch path") says
 // what a launch costs and why.
 #pragma once
 

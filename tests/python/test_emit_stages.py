@@ -1,5 +1,6 @@
 """`tessera compile --emit STAGE` stops at that stage and prints it."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -40,6 +41,39 @@ def test_stop_after_a_pass():
     bad = run_cli(SOFTMAX + ["--emit", "ir-opt", "--stop-after", "no-such-pass"])
     assert bad.returncode == 1
     assert "unknown pass 'no-such-pass'" in bad.stderr
+
+
+# The pipeline's list (compiler/passes/Pipeline.cpp): one {"name", function, condition} per pass.
+PASSES = re.findall(r'^\s*\{"([a-z-]+)", \[\]', (ROOT / "compiler" / "passes" / "Pipeline.cpp").read_text(), re.M)
+
+
+def test_help_lists_every_pass():
+    assert len(PASSES) >= 13, PASSES
+    out = run_cli(["compile", "--help"], check=True).stdout
+    for name in PASSES:
+        assert re.search(rf"\s{re.escape(name)}\s", out), name
+
+
+def test_unknown_pass_lists_the_passes():
+    bad = run_cli(SOFTMAX + ["--emit", "ir-opt", "--stop-after", "no-such-pass"])
+    assert bad.returncode == 1
+    assert "the passes are " + ", ".join(PASSES) in bad.stderr
+
+
+def test_stop_after_a_pass_that_did_not_run():
+    # accelerate-dot runs only for a kernel with a dot: softmax has none.
+    proc = run_cli(SOFTMAX + ["--emit", "ir-opt", "--stop-after", "accelerate-dot"])
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert ("pass 'accelerate-dot' did not run for this kernel: it runs only when tensor cores "
+            "are on and the kernel has a dot") in proc.stderr
+
+
+def test_golden_folders_are_named_after_passes():
+    stages = {"ir", "cuda"}  # --emit stages, not passes
+    for folder in (ROOT / "tests" / "golden").iterdir():
+        if folder.is_dir():
+            assert folder.name in PASSES or folder.name in stages, folder.name
 
 
 def test_llvm_stage_is_an_nvptx_module():

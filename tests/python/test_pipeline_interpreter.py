@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 import tessera  # noqa: E402
 from kernels import matmul  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests" / "golden" / "pipeline"))
+sys.path.insert(0, str(ROOT / "tests" / "golden" / "software-pipeline"))
 from carried_pointers import carried_pointer_matmul  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")

@@ -154,7 +154,7 @@ def test_tma_matmul_is_an_mbarrier_ring(bm, bn, bk, warps, stages, tmp_path):
 
 
 def test_tma_matmul_pipeline_ir(tmp_path):
-    proc = run_cli(tma_matmul_args() + ["--emit", "ir-opt", "--stop-after", "pipeline"], check=True)
+    proc = run_cli(tma_matmul_args() + ["--emit", "ir-opt", "--stop-after", "software-pipeline"], check=True)
     body = proc.stdout
     assert "mbarrier_alloc {arrivals = 2} : <4x1x1xi64>" in body
     assert body.count("async_tma_copy") == 8  # 3 stages ahead for A and B, then one pair per iteration
@@ -166,7 +166,7 @@ def test_tma_matmul_pipeline_ir(tmp_path):
     assert loop.index("mbarrier_wait") < loop.index("local_load") < loop.index("= dot ") < loop.index("mbarrier_arrive")
     assert loop.index("mbarrier_arrive") < loop.index("leader = 1") < loop.index("async_tma_copy")
     assert "barrier\n" not in loop.replace("mbarrier", "")
-    four = run_cli(tma_matmul_args(128, 128, 64, 4, 3) + ["--emit", "ir-opt", "--stop-after", "pipeline"], check=True)
+    four = run_cli(tma_matmul_args(128, 128, 64, 4, 3) + ["--emit", "ir-opt", "--stop-after", "software-pipeline"], check=True)
     loop4 = four.stdout[four.stdout.index(" for "):four.stdout.index("dot_wait")]
     assert "mbarrier_arrive" not in loop4 and loop4.index("  barrier\n") < loop4.index("async_tma_copy")
 

@@ -104,7 +104,7 @@ TEST(Interpreter, KnowsEveryOpOfOpsDef) {
     return code != OpCode::InlineAsm && code != OpCode::DescLoad && code != OpCode::DescStore && code != OpCode::MbarrierAlloc && code != OpCode::AsyncTmaCopy &&
            code != OpCode::MbarrierWait && code != OpCode::MbarrierArrive && code != OpCode::WarpSpecialize;
   };
-#define OP(name, text) \
+#define OP(name, text, traits) \
   EXPECT_EQ(interp::supports(OpCode::name), expected(OpCode::name)) << "the interpreter and '" << text << "'";
 #include "compiler/ir/Ops.def"
 #undef OP
