@@ -532,8 +532,9 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   bool isIntOp = op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::LShift || op == ast::BinaryOp::RShift ||
                  op == ast::BinaryOp::BitAnd || op == ast::BinaryOp::BitOr || op == ast::BinaryOp::BitXor;
   if (isIntOp && !elem.isIntElement())
-    error(loc, std::string("operator ") + text + " needs integer operands, got " + a->type.element().str() + " and " +
-                   b->type.element().str());
+    // Triton's wording (IncompatibleTypeErrorImpl), which its tests match.
+    error(loc, "invalid operands of type " + a->type.element().str() + " and " + b->type.element().str() +
+                   " for operator " + text + " (it needs integers)");
   if (op == ast::BinaryOp::Div && elem.isIntElement()) elem = ir::Type(ScalarType::F32); // true division
   // Triton: / and % of 16-bit floats compute in f32 (PTX has no f16 division).
   if ((op == ast::BinaryOp::Div || op == ast::BinaryOp::Mod) && (elem.scalar == ScalarType::F16 || elem.scalar == ScalarType::BF16))
