@@ -349,6 +349,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
                     {"cache_modifier", false}, {"eviction_policy", false}});
     ir::Value *ptr = toIR(b[0], b.locs[0]);
     if (!ptr->type.pointer) error(b.locs[0], "tl.store needs a pointer or a block of pointers, got " + describe(b[0]));
+    if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
     ir::Type pointee(ptr->type.scalar);
     ir::Value *value = toIR(b[1], b.locs[1], &pointee);
     if (value->type.pointer) error(b.locs[1], "tl.store cannot store pointers");

@@ -235,6 +235,14 @@ static bool isConstexprAnnotation(const ast::Expr *e) {
   return false;
 }
 
+// `p: tl.const`: a pointer the kernel only reads through.
+static bool isConstAnnotation(const ast::Expr *e) {
+  if (!e) return false;
+  if (auto *a = dyn_cast<ast::Attribute>(e)) return a->attr == "const";
+  if (auto *n = dyn_cast<ast::Name>(e)) return n->id == "const";
+  return false;
+}
+
 void Specializer::bindParameters(const ast::FunctionDef &kernel) {
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
@@ -265,9 +273,11 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     if (spec_.constexprs.count(p.name))
       error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it");
     const ArgSpec &arg = spec_.args[argIndex++];
-    ir::Param param{p.name, arg.type, arg.divisibility, arg.equalsOne};
+    ir::Type type = arg.type;
+    if (type.pointer && isConstAnnotation(p.annotation.get())) type.constPointee = true;
+    ir::Param param{p.name, type, arg.divisibility, arg.equalsOne};
     fn_->params.push_back(param);
-    ir::Value *v = fn_->body.addArgument(arg.type, p.name);
+    ir::Value *v = fn_->body.addArgument(type, p.name);
     // Triton specialises ints equal to 1 into the constant 1.
     if (arg.equalsOne && arg.type.isIntElement())
       (*env_)[p.name] = SValue::constant(ConstexprValue::ofInt(1));

@@ -206,6 +206,8 @@ void Specializer::mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const E
       ir::Value *a = toIR(tl[i], loc, peerForThen);
       b_.setInsertionPointToEnd(ifOp->region(1));
       ir::Value *b = toIR(el[i], loc, peerForElse);
+      if (a->type != b->type && name == "$retval") // Triton's wording
+        error(loc, "Inconsistent return types: " + a->type.str() + " on one path and " + b->type.str() + " on another");
       if (a->type != b->type)
         error(loc, shownName(name) + " has type " + a->type.str() + " on one path and " + b->type.str() + " on another");
       p.slot[i] = static_cast<int>(thenValues.size());
@@ -336,8 +338,8 @@ Specializer::Flow Specializer::execIf(const ast::If &s) {
     b_.setInsertionPointToEnd(ifOp->region(1));
     ir::Value *eval_ = toIR(ev, s.loc, peerForElse);
     if (tval->type != eval_->type)
-      error(s.loc, "variable '" + n + "' has type " + tval->type.str() + " in one branch of the if and " +
-                       eval_->type.str() + " in the other");
+      error(s.loc, "Mismatched type for " + n + " between the then branch (" + tval->type.str() +
+                       ") and the else branch (" + eval_->type.str() + ") of the if");
     carried.push_back(n);
     thenValues.push_back(tval);
     elseValues.push_back(eval_);

@@ -429,6 +429,11 @@ SValue Specializer::evalIfExp(const ast::IfExp &e) {
   SValue cond = eval(*e.cond);
   if (cond.isConst()) return eval(truthy(cond.c) ? *e.thenValue : *e.elseValue);
   SValue a = eval(*e.thenValue), b = eval(*e.elseValue);
+  // Numbers promote as in tl.where; pointers must agree (pointee and tl.const).
+  if (a.isIR() && b.isIR() && (a.value->type.pointer || b.value->type.pointer) &&
+      a.value->type.element() != b.value->type.element())
+    error(e.loc, "Ternary expression with dynamic condition has inconsistent types " + a.value->type.str() + " and " +
+                     b.value->type.str());
   CallArgs args;
   args.loc = e.loc;
   args.args = {cond, a, b};

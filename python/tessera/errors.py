@@ -33,6 +33,13 @@ class CompilationError(TesseraError):
     def __str__(self):
         return self.message
 
+    @property
+    def error_message(self):
+        """The message alone, without its location and source line (Triton's attribute)."""
+        first = self.message.split("\n", 1)[0]
+        at = first.find("error: ")
+        return first[at + len("error: "):] if at >= 0 else first
+
 
 class InterpreterError(CompilationError):
     """An error found while interpreting a kernel (out-of-bounds, misaligned or read-only access);

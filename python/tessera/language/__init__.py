@@ -29,6 +29,11 @@ class constexpr:
         return bool(self.value)
 
 
+class const:
+    """A parameter annotation, `in_ptr: tl.const`: the kernel only reads through this pointer
+    (tl.store and atomics on it are compile errors; its type differs from a plain pointer's)."""
+
+
 class dtype:
     def __init__(self, name, bits):
         self.name = name
