@@ -11,6 +11,7 @@
 
 Compiling needs no GPU; only loading and launching do.
 """
+import collections
 import os
 import types
 
@@ -20,11 +21,11 @@ from .jit import JITFunction, _ext
 class CompiledKernel:
     """One specialisation of a kernel, compiled to PTX."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, name=None):
         self._h = handle  # tessera._C.CompiledKernel
-        self.name = handle.name
+        self.name = name or handle.name  # a @jit(repr=fn) kernel's name comes from fn
         self.metadata = types.SimpleNamespace(
-            name=handle.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
+            name=self.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
             shared=handle.shared, target=handle.arch, arch=handle.arch, signature=handle.signature,
             constexprs=handle.constexprs, backend=handle.backend)
         self.backend = handle.backend
@@ -76,6 +77,42 @@ class CompiledKernel:
     def __repr__(self):
         return (f"CompiledKernel({self.name}, signature={self.signature!r}, constexprs={self.metadata.constexprs}, "
                 f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
+
+
+SpecializationProxy = collections.namedtuple("SpecializationProxy", ["constants", "signature"])
+
+
+def _split_signature(text):
+    """'i32,*fp32:16,tensordesc<bf16[128,64]>' -> its entries (commas inside <> and [] stay)."""
+    entries, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "<[" and 1 or ch in ">]" and -1 or 0
+        if ch == "," and depth == 0:
+            entries.append(text[start:i])
+            start = i + 1
+    if text:
+        entries.append(text[start:])
+    return entries
+
+
+def specialization_proxy(params, signature, constexprs):
+    """What Triton passes to @jit(repr=fn): .signature maps each parameter to its type ("i32",
+    "*fp32"; "constexpr" for constexprs and for ints specialised to 1), .constants maps the
+    constexprs and the ints specialised to 1 to their values."""
+    entries = iter(_split_signature(signature))
+    sig, constants = {}, {}
+    for name, is_constexpr, _ in params:
+        if is_constexpr:
+            sig[name] = "constexpr"
+            if name in constexprs:
+                constants[name] = constexprs[name]
+            continue
+        ty, _, hint = next(entries, "").partition(":")
+        if hint == "1" and not ty.startswith("*"):
+            sig[name], constants[name] = "constexpr", 1
+        else:
+            sig[name] = ty
+    return SpecializationProxy(constants, sig)
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,

@@ -225,7 +225,14 @@ class JITFunction(_JitBase):
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.warmup(*args, grid=grid, target=target, **kwargs)
-        return CompiledKernel(self._get_handle().warmup(args, kwargs, target))
+        handle = self._get_handle()
+        compiled = handle.warmup(args, kwargs, target)
+        name_of = self.options.get("repr")  # Triton's @jit(repr=fn): the name from the specialisation
+        if name_of is None:
+            return CompiledKernel(compiled)
+        from .compiler import specialization_proxy
+        return CompiledKernel(compiled, name_of(specialization_proxy(handle.params, compiled.signature,
+                                                                     compiled.constexprs)))
 
     def specialization(self, *args, **kwargs):
         """(signature, constexprs, options, device) these arguments specialise to, e.g.
@@ -274,7 +281,9 @@ class _Launcher:
 
 
 def jit(fn=None, **options):
-    """Use as @jit or @jit(do_not_specialize=["n"], interpret=True, ...)."""
+    """Use as @jit or @jit(do_not_specialize=["n"], interpret=True, ...). As in Triton,
+    repr=fn names what warmup() returns: fn(specialization) with .signature and .constants
+    (tessera.compiler.specialization_proxy); the PTX entry keeps the function's name."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
     return JITFunction(fn, **options)
