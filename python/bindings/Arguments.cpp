@@ -65,6 +65,15 @@ const char *kSupportedDtypes =
 
 std::optional<ScalarType> torchDtype(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
+  // Triton's dtype names: what tensors wrapped with a Triton dtype (triton's
+  // TensorWrapper, reinterpret()) report, e.g. fp8 views of uint8 storage.
+  static const std::pair<const char *, ScalarType> tritonNames[] = {
+      {"fp8e5", ScalarType::F8E5M2}, {"fp8e4nv", ScalarType::F8E4M3}, {"fp16", ScalarType::F16},
+      {"bf16", ScalarType::BF16},    {"fp32", ScalarType::F32},       {"fp64", ScalarType::F64},
+      {"int1", ScalarType::I1},
+  };
+  for (const auto &[n, t] : tritonNames)
+    if (name == n) return t;
   static const std::pair<const char *, ScalarType> table[] = {
       {"float32", ScalarType::F32},     {"float", ScalarType::F32},
       {"float16", ScalarType::F16},     {"half", ScalarType::F16},
