@@ -164,7 +164,8 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
                               std::to_string(b.maxRegisters));
     } else if (isOption(sNumCtas, "num_ctas")) {
       if (optionValue(value, k.name, "num_ctas") != 1)
-        throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
+        throw py::value_error(k.name + "(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
+                                       "which tessera does not use: it launches one CTA per program (num_ctas must be 1)");
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
                            "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream)");

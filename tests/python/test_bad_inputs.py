@@ -71,6 +71,13 @@ def test_unexpected_keyword():
                    lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, foo=1))
 
 
+def test_num_ctas_other_than_one():
+    # Triton's words first (test_core.py::test_num_ctas_pre_sm90 matches them), then why.
+    raises_exactly(ValueError, "add_kernel(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
+                               "which tessera does not use: it launches one CTA per program (num_ctas must be 1)",
+                   lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=2))
+
+
 @pytest.mark.parametrize("value", [8, 256, 1000])
 def test_maxnreg_out_of_range(value):
     raises_exactly(ValueError, f"add_kernel(): maxnreg must be between 16 and 255 registers a thread, got {value}",
