@@ -30,6 +30,10 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     Bound b = bind(*this, args, "tl.to_tensor", {{"x", true}});
     return SValue::ir(toIR(b[0], b.locs[0]));
   }
+  if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
+    Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
+    return b[0];
+  }
   if (name == "lang.pointer_type") {
     Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}});
     ir::Type elem = requireDType(b[0], b.locs[0], "tl.pointer_type's element type");

@@ -417,13 +417,19 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   for (const auto &a : call->args) bounds.push_back(eval(*a));
   if (bounds.empty() || bounds.size() > 3)
     error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
-  for (const auto &kw : call->keywords)
+  std::optional<SValue> stepKeyword; // tl.range / tl.static_range(start, end, step=...)
+  for (const auto &kw : call->keywords) {
+    if (kw.name == "step" && kind != "range" && bounds.size() < 3) {
+      stepKeyword = eval(*kw.value);
+      continue;
+    }
     if (kw.name != "num_stages" && kw.name != "loop_unroll_factor" && kw.name != "warp_specialize" &&
-        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten")
+        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten" && kw.name != "disable_licm")
       error(kw.loc, "unexpected keyword argument '" + kw.name + "' to range");
+  }
   SValue lb = bounds.size() >= 2 ? bounds[0] : SValue::constant(ConstexprValue::ofInt(0));
   SValue ub = bounds.size() >= 2 ? bounds[1] : bounds[0];
-  SValue step = bounds.size() == 3 ? bounds[2] : SValue::constant(ConstexprValue::ofInt(1));
+  SValue step = bounds.size() == 3 ? bounds[2] : stepKeyword ? *stepKeyword : SValue::constant(ConstexprValue::ofInt(1));
 
   if (kind == "lang.static_range") {
     int64_t l = requireInt(lb, call->loc, "tl.static_range's start");

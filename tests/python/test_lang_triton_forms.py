@@ -1,0 +1,56 @@
+"""Triton forms from its own test suite (test_core.py) that tessera accepts with Triton's
+meaning: tl.static_range(.., step=..), while tl.condition(..), tl.extra.cuda.num_threads(),
+a conditional expression whose arms are calls (only the chosen arm runs), `if` on a
+one-element block and x.item(). Each runs in the interpreter and compiles to PTX."""
+import numpy as np
+import pytest
+
+import tessera
+import tessera.language as tl
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+
+class DeviceArray:
+    """Device memory as __cuda_array_interface__ describes it (compile-only: never launched)."""
+
+    def __init__(self, typestr="<i4", ptr=1 << 20):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": typestr, "shape": (256,), "version": 3}
+
+
+def run_and_compile(kernel, arrays, *args, typestrs=None, **kwargs):
+    """Interprets kernel on numpy arrays, then compiles the same specialisation to PTX."""
+    interpreted = tessera.jit(kernel.fn, interpret=True)
+    interpreted[(1,)](*arrays, *args, **kwargs)
+    devices = [DeviceArray(t) for t in (typestrs or ["<i4"] * len(arrays))]
+    return kernel.warmup(*devices, *args, grid=(1,), **kwargs).asm["ptx"]
+
+
+@tessera.jit
+def static_range_step_kernel(Z, N: tl.constexpr, step: tl.constexpr):
+    acc = 0
+    for i in tl.static_range(0, N, step=step):
+        acc += i
+    tl.store(Z, acc)
+
+
+def test_static_range_takes_step_by_keyword():
+    out = np.zeros(1, np.int32)
+    run_and_compile(static_range_step_kernel, [out], 100, 7)
+    assert out[0] == sum(range(0, 100, 7))
+
+
+@tessera.jit
+def condition_kernel(Z, n):
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i = i + 1
+    for j in tl.range(0, n, disable_licm=True):
+        i = i + 1
+    tl.store(Z, i)
+
+
+def test_while_takes_tl_condition():
+    out = np.zeros(1, np.int32)
+    run_and_compile(condition_kernel, [out], 10)
+    assert out[0] == 20
