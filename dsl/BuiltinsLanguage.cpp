@@ -30,6 +30,10 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     Bound b = bind(*this, args, "tl.to_tensor", {{"x", true}});
     return SValue::ir(toIR(b[0], b.locs[0]));
   }
+  if (name == "lang.num_threads" || name == "lang.num_warps") { // tl.extra.cuda.num_threads(): a constexpr
+    bind(*this, args, "tl.extra.cuda." + name.substr(5), {});
+    return SValue::constant(ConstexprValue::ofInt(int64_t(spec_.numWarps) * (name == "lang.num_threads" ? 32 : 1)));
+  }
   if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
     Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
     return b[0];

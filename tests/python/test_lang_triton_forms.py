@@ -54,3 +54,17 @@ def test_while_takes_tl_condition():
     out = np.zeros(1, np.int32)
     run_and_compile(condition_kernel, [out], 10)
     assert out[0] == 20
+
+
+@tessera.jit
+def num_threads_kernel(Out):
+    num_threads: tl.constexpr = tl.extra.cuda.num_threads()
+    offs = tl.arange(0, num_threads)
+    tl.store(Out + offs, 1)
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 8])
+def test_num_threads_is_the_launch_s_thread_count(num_warps):
+    out = np.zeros(256, np.int32)
+    run_and_compile(num_threads_kernel, [out], num_warps=num_warps)
+    assert out.sum() == 32 * num_warps and (out[:32 * num_warps] == 1).all()
