@@ -11,6 +11,7 @@
 
 using llvm::cast;
 using llvm::dyn_cast;
+using llvm::isa;
 
 namespace tessera::spec {
 
@@ -428,6 +429,10 @@ SValue Specializer::evalCompare(const ast::Compare &e) {
 SValue Specializer::evalIfExp(const ast::IfExp &e) {
   SValue cond = eval(*e.cond);
   if (cond.isConst()) return eval(truthy(cond.c) ? *e.thenValue : *e.elseValue);
+  // An arm that is a call (tl.store(...), tl.load(...), f(x)) runs only when chosen, as in
+  // Triton: a scalar condition becomes an if whose branches evaluate the arms.
+  if (cond.isIR() && !cond.value->type.isBlock() && (isa<ast::Call>(e.thenValue.get()) || isa<ast::Call>(e.elseValue.get())))
+    return branchingIfExp(e, toBool(cond.value));
   SValue a = eval(*e.thenValue), b = eval(*e.elseValue);
   // Numbers promote as in tl.where; pointers must agree (pointee and tl.const).
   if (a.isIR() && b.isIR() && (a.value->type.pointer || b.value->type.pointer) &&
@@ -439,6 +444,45 @@ SValue Specializer::evalIfExp(const ast::IfExp &e) {
   args.args = {cond, a, b};
   args.argLocs = {e.cond->loc, e.thenValue->loc, e.elseValue->loc};
   return callBuiltin("lang.where", args);
+}
+
+SValue Specializer::branchingIfExp(const ast::IfExp &e, ir::Value *cond) {
+  ir::Operation *ifOp = b_.create(OpCode::If, {cond}, {}, {}, 2);
+  auto after = b_.block()->ops.end();
+  ir::Block *outer = b_.block();
+  b_.setInsertionPointToEnd(ifOp->region(0));
+  SValue a = eval(*e.thenValue);
+  b_.setInsertionPointToEnd(ifOp->region(1));
+  SValue b = eval(*e.elseValue);
+  std::vector<ir::Value *> thenValues, elseValues;
+  if (!a.isNone() || !b.isNone()) {
+    if (!(a.isIR() || a.isConst()) || !(b.isIR() || b.isConst()) || a.isNone() || b.isNone())
+      error(e.loc, "Ternary expression with dynamic condition has inconsistent types: " + describe(a) + " and " +
+                       describe(b));
+    // Each arm materialised in its own branch, typed like the other arm.
+    b_.setInsertionPointToEnd(ifOp->region(0));
+    ir::Value *av = toIR(a, e.thenValue->loc, b.isIR() ? &b.value->type : nullptr);
+    b_.setInsertionPointToEnd(ifOp->region(1));
+    ir::Value *bv = toIR(b, e.elseValue->loc, a.isIR() ? &a.value->type : nullptr);
+    if (av->type != bv->type)
+      error(e.loc, "Ternary expression with dynamic condition has inconsistent types " + av->type.str() + " and " +
+                       bv->type.str());
+    thenValues.push_back(av);
+    elseValues.push_back(bv);
+  }
+  b_.setInsertionPointToEnd(ifOp->region(0));
+  b_.create(OpCode::Yield, thenValues, {});
+  b_.setInsertionPointToEnd(ifOp->region(1));
+  b_.create(OpCode::Yield, elseValues, {});
+  b_.setInsertionPoint(outer, after);
+  if (thenValues.empty()) return SValue::constant(ConstexprValue::none());
+  auto v = std::make_unique<ir::Value>();
+  v->type = thenValues[0]->type;
+  v->definingOp = ifOp;
+  v->index = 0;
+  ir::Value *result = v.get();
+  ifOp->results.push_back(std::move(v));
+  return SValue::ir(result);
 }
 
 // ----------------------------------------------------------- constant folding

@@ -68,3 +68,23 @@ def test_num_threads_is_the_launch_s_thread_count(num_warps):
     out = np.zeros(256, np.int32)
     run_and_compile(num_threads_kernel, [out], num_warps=num_warps)
     assert out.sum() == 32 * num_warps and (out[:32 * num_warps] == 1).all()
+
+
+@tessera.jit
+def if_expression_kernel(XTrue, XFalse, Ret, pid_value, VOID: tl.constexpr):
+    pid = pid_value + tl.program_id(0)
+    if VOID:
+        tl.store(Ret, tl.load(XTrue)) if pid % 2 == 0 else tl.store(Ret, tl.load(XFalse))
+    else:
+        val = 3.25 if pid % 2 == 0 else tl.load(XFalse)
+        tl.store(Ret, val)
+
+
+@pytest.mark.parametrize("void", [True, False])
+@pytest.mark.parametrize("pid_value", [0, 1])
+def test_conditional_expression_runs_only_the_chosen_call(void, pid_value):
+    x_true, x_false = np.array([3.5], np.float32), np.array([1.5], np.float32)
+    ret = np.zeros(1, np.float32)
+    ptx = run_and_compile(if_expression_kernel, [x_true, x_false, ret], pid_value, void, typestrs=["<f4"] * 3)
+    assert ret[0] == ((3.5 if void else 3.25) if pid_value % 2 == 0 else 1.5)
+    assert "st.global" in ptx
