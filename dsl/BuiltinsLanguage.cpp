@@ -100,6 +100,13 @@ std::optional<SValue> Specializer::callLanguageMethod(const SValue &self, const 
     }
     error(args.loc, "dtype has no method '" + method + "'");
   }
+  if (self.isIR() && method == "item") { // x.item(): the element of a one-element block
+    bind(*this, args, "item", {});
+    ir::Value *x = self.value;
+    if (x->type.isBlock() && x->type.numElements() != 1)
+      error(args.loc, "item() needs a block of one element, got " + x->type.str());
+    return SValue::ir(reshapeTo(x, {}, args.loc));
+  }
   if (self.isIR() && method != "to" && isTensorMember(method)) {
     CallArgs withSelf = args;
     withSelf.args.insert(withSelf.args.begin(), self);

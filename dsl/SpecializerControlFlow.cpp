@@ -274,6 +274,8 @@ Specializer::Flow Specializer::execIf(const ast::If &s) {
     return execBody(constTruth(cond.c) ? s.body : s.orelse);
   if (!cond.isIR()) error(s.cond->loc, "an if condition must be a scalar, got " + describe(cond));
   ir::Value *c = toBool(toIR(cond, s.cond->loc));
+  if (c->type.isBlock() && c->type.numElements() == 1) // Triton takes a one-element block's element
+    c = reshapeTo(c, {}, s.cond->loc);
   if (c->type.isBlock())
     error(s.cond->loc, "an if condition must be a scalar, got a block of type " + c->type.str() +
                            " (use tl.where for elementwise choice)");

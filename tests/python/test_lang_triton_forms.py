@@ -88,3 +88,20 @@ def test_conditional_expression_runs_only_the_chosen_call(void, pid_value):
     ptx = run_and_compile(if_expression_kernel, [x_true, x_false, ret], pid_value, void, typestrs=["<f4"] * 3)
     assert ret[0] == ((3.5 if void else 3.25) if pid_value % 2 == 0 else 1.5)
     assert "st.global" in ptx
+
+
+@tessera.jit
+def unsplat_kernel(x, explicit: tl.constexpr):
+    condition = tl.load(x + tl.arange(0, 1)) > 42  # a one-element block
+    if explicit:
+        condition = condition.item()
+    if condition:
+        tl.store(x, 42)
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+@pytest.mark.parametrize("value, expected", [(41, 41), (43, 42)])
+def test_if_on_a_one_element_block(explicit, value, expected):
+    x = np.full(1, value, np.int32)
+    run_and_compile(unsplat_kernel, [x], explicit)
+    assert x[0] == expected
