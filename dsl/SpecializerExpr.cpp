@@ -296,10 +296,11 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
       std::vector<int64_t> s = v->type.shape;
       if (dim > s.size()) error(idx->loc, "too many indices");
       s.insert(s.begin() + dim, 1);
-      v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
+      else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
       ++dim;
     } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
-      if (dim >= v->type.rank()) error(idx->loc, "too many indices for a block of rank " + std::to_string(v->type.rank()));
+      // Past the last dim ':' keeps nothing, as in Triton (Z[None, None, None, :] of a scalar pointer is <1x1x1>).
       ++dim;
     } else {
       error(idx->loc, "only ':' and None are supported as block indices (x[:, None])");

@@ -105,3 +105,17 @@ def test_if_on_a_one_element_block(explicit, value, expected):
     x = np.full(1, value, np.int32)
     run_and_compile(unsplat_kernel, [x], explicit)
     assert x[0] == expected
+
+
+@tessera.jit
+def index_scalar_pointer_kernel(X, Z):
+    x = tl.load(X + tl.arange(0, 2))[:, None, None]      # <2x1x1>
+    z = tl.sum(x, axis=0, keep_dims=True)                  # <1x1x1>
+    z_ptr = Z[None, None, None, :]                         # a scalar pointer indexed like Triton's test_reduce
+    tl.store(z_ptr, z)
+
+
+def test_colon_past_the_last_dim_keeps_nothing():
+    x, z = np.array([3, 4], np.int32), np.zeros(1, np.int32)
+    run_and_compile(index_scalar_pointer_kernel, [x, z])
+    assert z[0] == 7
