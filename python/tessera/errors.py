@@ -7,7 +7,8 @@
     │   └── DriverNotFoundError       no CUDA driver on this machine ("no CUDA driver found: ...")
     └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
 
-Argument errors are TypeError / ValueError naming the argument.
+Argument errors are TypeError / ValueError naming the argument (NumWarpsError: a ValueError
+that is also an AssertionError, as in Triton).
 """
 
 
@@ -62,4 +63,9 @@ class LaunchError(TesseraError, RuntimeError):
     """A kernel could not be loaded or launched (bad grid, too much shared memory, wrong device...)."""
 
 
-__all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]
+class NumWarpsError(ValueError, AssertionError):
+    """num_warps is not a power of 2 between 1 and 32 (at a launch or warmup): a ValueError,
+    and the AssertionError Triton raises for it."""
+
+
+__all__ = ["NumWarpsError", "TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]
