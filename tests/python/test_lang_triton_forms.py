@@ -119,3 +119,19 @@ def test_colon_past_the_last_dim_keeps_nothing():
     x, z = np.array([3, 4], np.int32), np.zeros(1, np.int32)
     run_and_compile(index_scalar_pointer_kernel, [x, z])
     assert z[0] == 7
+
+
+@tessera.jit
+def interleave_kernel(Z, X, Y, N: tl.constexpr):
+    z = tl.interleave(tl.arange(0, N), tl.arange(N, 2 * N))
+    tl.store(Z + tl.arange(0, 2 * N), z)
+    pair = tl.interleave(tl.load(X), tl.load(Y))  # two scalars: a block of 2
+    tl.store(Z + 2 * N + tl.arange(0, 2), pair)
+
+
+def test_interleave():
+    n = 64
+    z, x, y = np.zeros(2 * n + 2, np.int32), np.array([10], np.int32), np.array([20], np.int32)
+    run_and_compile(interleave_kernel, [z, x, y], n)
+    assert (z[:2 * n] == np.stack([np.arange(n), np.arange(n, 2 * n)], axis=-1).reshape(-1)).all()
+    assert list(z[2 * n:]) == [10, 20]

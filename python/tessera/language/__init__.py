@@ -86,7 +86,7 @@ for _name in [
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
     "make_block_ptr", "advance", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
-    "to_tensor", "max_constancy", "condition",
+    "to_tensor", "max_constancy", "condition", "interleave",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
