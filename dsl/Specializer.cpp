@@ -136,6 +136,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["min"] = SValue::builtin("min");
   globals_["max"] = SValue::builtin("max");
   globals_["len"] = SValue::builtin("len");
+  globals_["isinstance"] = SValue::builtin("isinstance");
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   for (const auto &s : module.body) {

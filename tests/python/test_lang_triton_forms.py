@@ -135,3 +135,31 @@ def test_interleave():
     run_and_compile(interleave_kernel, [z, x, y], n)
     assert (z[:2 * n] == np.stack([np.arange(n), np.arange(n, 2 * n)], axis=-1).reshape(-1)).all()
     assert list(z[2 * n:]) == [10, 20]
+
+
+@tessera.jit
+def isinstance_kernel(X, Z, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, 2))
+    a, b = tl.split(x)
+    tl.static_assert(isinstance(a, tl.tensor))
+    tl.static_assert(not isinstance(N, tl.tensor) and isinstance(N, tl.constexpr))
+    tl.static_assert(isinstance(x.dtype, (tl.tensor, tl.dtype)))
+    tl.store(Z, a + b)
+
+
+def test_isinstance_in_kernels():
+    x, z = np.array([3, 4], np.int32), np.zeros(1, np.int32)
+    run_and_compile(isinstance_kernel, [x, z], 8)
+    assert z[0] == 7
+
+
+@tessera.jit
+def isinstance_of_int_kernel(Z, N: tl.constexpr):
+    tl.static_assert(isinstance(N, int))
+    tl.store(Z, N)
+
+
+def test_isinstance_of_other_classes_is_an_error():
+    with pytest.raises(tessera.CompilationError, match="isinstance.. in a kernel tests for tl.tensor, tl.constexpr "
+                                                       "or tl.dtype, got"):
+        isinstance_of_int_kernel.warmup(DeviceArray(), 8, grid=(1,))
