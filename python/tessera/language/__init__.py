@@ -28,6 +28,12 @@ class constexpr:
     def __bool__(self):
         return bool(self.value)
 
+    def __eq__(self, other):  # constexpr(constexpr(5)) == constexpr(5) == 5, as in Triton
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self):
+        return hash(self.value)
+
 
 class const:
     """A parameter annotation, `in_ptr: tl.const`: the kernel only reads through this pointer
