@@ -290,7 +290,11 @@ Arg intArg(py::handle value, const std::string &kernel, const std::string &param
     }
     PyErr_Clear();
   }
-  valueError(kernel, param, "= " + std::string(py::str(value)) + " does not fit in 64 bits");
+  // tessera.errors.ArgumentOverflowError: a ValueError, and the OverflowError Triton raises.
+  py::object cls = py::module_::import("tessera.errors").attr("ArgumentOverflowError");
+  py::str message(kernel + "(): argument '" + param + "' = " + std::string(py::str(value)) + " does not fit in 64 bits");
+  PyErr_SetObject(cls.ptr(), message.ptr());
+  throw py::error_already_set();
 }
 
 Arg floatArg(double d) {

@@ -8,7 +8,7 @@
     └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
 
 Argument errors are TypeError / ValueError naming the argument (NumWarpsError: a ValueError
-that is also an AssertionError, as in Triton).
+that is also an AssertionError, ArgumentOverflowError: also an OverflowError, as in Triton).
 """
 
 
@@ -68,4 +68,8 @@ class NumWarpsError(ValueError, AssertionError):
     and the AssertionError Triton raises for it."""
 
 
-__all__ = ["NumWarpsError", "TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]
+class ArgumentOverflowError(ValueError, OverflowError):
+    """An int argument outside [-2**63, 2**64): a ValueError, and the OverflowError Triton raises."""
+
+
+__all__ = ["ArgumentOverflowError", "NumWarpsError", "TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError"]
