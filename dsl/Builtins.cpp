@@ -109,7 +109,8 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
         error(args.loc, "cannot bitcast " + x->type.element().str() + " to " + target.str() + ": sizes differ");
       return SValue::ir(b_.op(OpCode::Bitcast, {x}, x->type.withElement(target)));
     }
-    if (x->type.pointer != target.pointer && !(x->type.pointer && target.isIntElement()))
+    // Pointers and integers convert both ways (addresses, as in Triton); floats and pointers do not.
+    if (x->type.pointer != target.pointer && !(x->type.pointer ? target.isIntElement() : x->type.isIntElement()))
       error(args.loc, "cannot convert " + x->type.element().str() + " to " + target.str());
     return SValue::ir(castElement(x, target));
   }
@@ -368,7 +369,9 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
     ir::Type pointee(ptr->type.scalar);
     ir::Value *value = toIR(b[1], b.locs[1], &pointee);
-    if (value->type.pointer) error(b.locs[1], "tl.store cannot store pointers");
+    // Pointers are stored as their 64-bit addresses (Triton's cast to the pointee type).
+    if (value->type.pointer && !(pointee.isIntElement() && ir::bitWidth(pointee.scalar) == 64))
+      error(b.locs[1], "tl.store stores pointers only through pointers to 64-bit integers, got " + ptr->type.element().str());
     auto shape = broadcastShapes(ptr->type, value->type, b.locs[1]);
     ir::Value *mask = nullptr;
     if (b.has(2)) {

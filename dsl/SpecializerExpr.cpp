@@ -226,6 +226,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
+      if (attr == "pi32_t") return SValue::dtypeOf(ir::Type::ptr(ScalarType::I32)); // Triton's pointer_type(int32)
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");

@@ -163,3 +163,21 @@ def test_isinstance_of_other_classes_is_an_error():
     with pytest.raises(tessera.CompilationError, match="isinstance.. in a kernel tests for tl.tensor, tl.constexpr "
                                                        "or tl.dtype, got"):
         isinstance_of_int_kernel.warmup(DeviceArray(), 8, grid=(1,))
+
+
+@tessera.jit
+def where_pointers_kernel(cond_ptr, a_ptr, b_ptr, output_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    decide = tl.load(cond_ptr + offsets)
+    a = tl.load(a_ptr + offsets).to(tl.pi32_t)  # int64 addresses as pointers (test_core.py::test_where)
+    b = tl.load(b_ptr + offsets).to(tl.pi32_t)
+    tl.store(output_ptr + offsets, tl.where(decide, a, b))
+
+
+def test_pi32_t_is_a_pointer_to_int32():
+    # int64 addresses become pointers with .to(tl.pi32_t), are selected, and stored back as int64.
+    cond = np.array([True, False] * 32)
+    a, b = np.arange(64, dtype=np.int64) + 1000, np.arange(64, dtype=np.int64) + 5000
+    out = np.zeros(64, np.int64)
+    run_and_compile(where_pointers_kernel, [cond, a, b, out], BLOCK=64, typestrs=["|b1", "<i8", "<i8", "<i8"])
+    assert (out == np.where(cond, a, b)).all()

@@ -105,5 +105,7 @@ def pointer_type(element_ty, address_space=1):
     return dtype("*" + element_ty.name, 64)
 
 
+pi32_t = pointer_type(int32)
+
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
