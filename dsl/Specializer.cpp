@@ -61,6 +61,17 @@ static bool isJitFunction(const ast::FunctionDef &fn) {
                      [](const ast::ExprPtr &d) { return isJitDecorator(*d); });
 }
 
+// @jit(noinline=True): Triton calls it (no inlining), so it takes no non-scalar blocks.
+static bool isNoInline(const ast::FunctionDef &fn) {
+  for (const auto &d : fn.decorators)
+    if (auto *call = dyn_cast<ast::Call>(d.get()); call && isJitDecorator(*d))
+      for (const auto &kw : call->keywords)
+        if (auto *c = dyn_cast<ast::Constant>(kw.value.get());
+            kw.name == "noinline" && c && c->type == ast::Constant::Type::Bool && c->intValue)
+          return true;
+  return false;
+}
+
 std::vector<std::string> jitFunctionNames(const ast::Module &module) {
   std::vector<std::string> names;
   for (const auto &s : module.body)
@@ -442,6 +453,14 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
     if (callee.count(name)) error(args.keywordLocs[k], "'" + fn.name + "' got multiple values for argument '" + name + "'");
     callee[name] = value;
   }
+  if (isNoInline(fn)) // Triton's rule, though tessera inlines it like any @jit function
+    for (const ast::Param &p : fn.params) {
+      auto it = callee.find(p.name);
+      if (it != callee.end() && it->second.isIR() && it->second.value->type.isBlock() &&
+          it->second.value->type.numElements() != 1)
+        error(args.loc, "Function " + fn.name + " is marked noinline, but was called with non-scalar argument " +
+                            p.name + ":" + it->second.value->type.str());
+    }
   // A prelude function runs with the prelude's globals (and a user combine
   // function called from the prelude with the user's).
   bool fromPrelude = false;
