@@ -232,6 +232,22 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "len() needs a tuple, got " + describe(b[0]));
     return constResult(ConstexprValue::ofInt(static_cast<int64_t>(b[0].elems.size())));
   }
+  if (name == "isinstance") { // isinstance(x, tl.tensor / tl.constexpr / tl.dtype, or a tuple of them)
+    Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"classinfo", true}});
+    auto is = [&](const SValue &cls) {
+      std::string path = cls.kind == SValue::Kind::Builtin ? cls.path : "";
+      if (path == "lang.tensor") return b[0].isIR();
+      if (path == "lang.constexpr") return b[0].isConst();
+      if (path == "lang.dtype") return b[0].kind == SValue::Kind::DType;
+      error(b.locs[1], "isinstance() in a kernel tests for tl.tensor, tl.constexpr or tl.dtype, got " + describe(cls));
+    };
+    bool result = false;
+    if (b[1].kind == SValue::Kind::Tuple)
+      for (const SValue &cls : b[1].elems) result = is(cls) || result;
+    else
+      result = is(b[1]);
+    return constResult(ConstexprValue::ofBool(result));
+  }
   if (name == "abs" && !args.args.empty() && args.args[0].isConst()) {
     ConstexprValue c = args.args[0].c;
     if (c.kind == CK::Float) return constResult(ConstexprValue::ofFloat(std::fabs(c.floatValue)));
@@ -372,9 +388,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
                     {"cache_modifier", false}, {"eviction_policy", false}});
     ir::Value *ptr = toIR(b[0], b.locs[0]);
     if (!ptr->type.pointer) error(b.locs[0], "tl.store needs a pointer or a block of pointers, got " + describe(b[0]));
+    if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
     ir::Type pointee(ptr->type.scalar);
     ir::Value *value = toIR(b[1], b.locs[1], &pointee);
-    if (value->type.pointer) error(b.locs[1], "tl.store cannot store pointers");
+    // Pointers are stored as their 64-bit addresses (Triton's cast to the pointee type).
+    if (value->type.pointer && !(pointee.isIntElement() && ir::bitWidth(pointee.scalar) == 64))
+      error(b.locs[1], "tl.store stores pointers only through pointers to 64-bit integers, got " + ptr->type.element().str());
     auto shape = broadcastShapes(ptr->type, value->type, b.locs[1]);
     ir::Value *mask = nullptr;
     if (b.has(2)) {

@@ -31,6 +31,14 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     Bound b = bind(*this, args, "tl.to_tensor", {{"x", true}});
     return SValue::ir(toIR(b[0], b.locs[0]));
   }
+  if (name == "lang.num_threads" || name == "lang.num_warps") { // tl.extra.cuda.num_threads(): a constexpr
+    bind(*this, args, "tl.extra.cuda." + name.substr(5), {});
+    return SValue::constant(ConstexprValue::ofInt(int64_t(spec_.numWarps) * (name == "lang.num_threads" ? 32 : 1)));
+  }
+  if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
+    Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
+    return b[0];
+  }
   if (name == "lang.pointer_type") {
     Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}});
     ir::Type elem = requireDType(b[0], b.locs[0], "tl.pointer_type's element type");
@@ -92,6 +100,13 @@ std::optional<SValue> Specializer::callLanguageMethod(const SValue &self, const 
       return SValue::dtypeOf(ir::Type(s));
     }
     error(args.loc, "dtype has no method '" + method + "'");
+  }
+  if (self.isIR() && method == "item") { // x.item(): the element of a one-element block
+    bind(*this, args, "item", {});
+    ir::Value *x = self.value;
+    if (x->type.isBlock() && x->type.numElements() != 1)
+      error(args.loc, "item() needs a block of one element, got " + x->type.str());
+    return SValue::ir(reshapeTo(x, {}, args.loc));
   }
   if (self.isIR() && method != "to" && isTensorMember(method)) {
     CallArgs withSelf = args;

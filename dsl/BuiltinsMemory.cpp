@@ -211,6 +211,7 @@ std::optional<SValue> Specializer::callMemoryBuiltin(const std::string &name, Ca
   if (b[0].kind == SValue::Kind::BlockPointer) error(b.locs[0], tlName + " does not take block pointers");
   ir::Value *ptr = toIR(b[0], b.locs[0]);
   if (!ptr->type.pointer) error(b.locs[0], tlName + " needs a pointer or a block of pointers, got " + describe(b[0]));
+  if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
   ir::Type pointee(ptr->type.scalar);
   std::string sem = b.has(3) ? constString(*this, b[3], b.locs[3], "sem") : "acq_rel";
   std::string scope = b.has(4) ? constString(*this, b[4], b.locs[4], "scope") : "gpu";

@@ -157,6 +157,15 @@ std::optional<SValue> Specializer::callShapeBuiltin(const std::string &name, Cal
     shape.push_back(2);
     return SValue::ir(b_.op(OpCode::Join, {x, y}, x->type.withShape(shape)));
   }
+  if (fn == "interleave") { // Triton's: join, then the last two dims merged (a0, b0, a1, b1, ...)
+    CallArgs joinArgs = args;
+    ir::Value *joined = toIR(*callShapeBuiltin("lang.join", joinArgs), loc);
+    std::vector<int64_t> shape = joined->type.shape;
+    if (shape.size() == 1) return SValue::ir(joined); // two scalars: <2>
+    shape[shape.size() - 2] *= 2;
+    shape.pop_back();
+    return SValue::ir(reshapeTo(joined, shape, loc));
+  }
   if (fn == "split") {
     Bound b = bind(*this, args, tlName, {{"a", true}});
     if (!b[0].isIR() || !b[0].value->type.isBlock() || b[0].value->type.shape.back() != 2)

@@ -59,6 +59,17 @@ static bool isJitFunction(const ast::FunctionDef &fn) {
                      [](const ast::ExprPtr &d) { return isJitDecorator(*d); });
 }
 
+// @jit(noinline=True): Triton calls it (no inlining), so it takes no non-scalar blocks.
+static bool isNoInline(const ast::FunctionDef &fn) {
+  for (const auto &d : fn.decorators)
+    if (auto *call = dyn_cast<ast::Call>(d.get()); call && isJitDecorator(*d))
+      for (const auto &kw : call->keywords)
+        if (auto *c = dyn_cast<ast::Constant>(kw.value.get());
+            kw.name == "noinline" && c && c->type == ast::Constant::Type::Bool && c->intValue)
+          return true;
+  return false;
+}
+
 std::vector<std::string> jitFunctionNames(const ast::Module &module) {
   std::vector<std::string> names;
   for (const auto &s : module.body)
@@ -134,6 +145,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["min"] = SValue::builtin("min");
   globals_["max"] = SValue::builtin("max");
   globals_["len"] = SValue::builtin("len");
+  globals_["isinstance"] = SValue::builtin("isinstance");
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   for (const auto &s : module.body) {
@@ -233,6 +245,14 @@ static bool isConstexprAnnotation(const ast::Expr *e) {
   return false;
 }
 
+// `p: tl.const`: a pointer the kernel only reads through.
+static bool isConstAnnotation(const ast::Expr *e) {
+  if (!e) return false;
+  if (auto *a = dyn_cast<ast::Attribute>(e)) return a->attr == "const";
+  if (auto *n = dyn_cast<ast::Name>(e)) return n->id == "const";
+  return false;
+}
+
 void Specializer::bindParameters(const ast::FunctionDef &kernel) {
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
@@ -263,9 +283,11 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     if (spec_.constexprs.count(p.name))
       error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it");
     const ArgSpec &arg = spec_.args[argIndex++];
-    ir::Param param{p.name, arg.type, arg.divisibility, arg.equalsOne};
+    ir::Type type = arg.type;
+    if (type.pointer && isConstAnnotation(p.annotation.get())) type.constPointee = true;
+    ir::Param param{p.name, type, arg.divisibility, arg.equalsOne};
     fn_->params.push_back(param);
-    ir::Value *v = fn_->body.addArgument(arg.type, p.name);
+    ir::Value *v = fn_->body.addArgument(type, p.name);
     // Triton specialises ints equal to 1 into the constant 1.
     if (arg.equalsOne && arg.type.isIntElement())
       (*env_)[p.name] = SValue::constant(ConstexprValue::ofInt(1));
@@ -429,6 +451,14 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
     if (callee.count(name)) error(args.keywordLocs[k], "'" + fn.name + "' got multiple values for argument '" + name + "'");
     callee[name] = value;
   }
+  if (isNoInline(fn)) // Triton's rule, though tessera inlines it like any @jit function
+    for (const ast::Param &p : fn.params) {
+      auto it = callee.find(p.name);
+      if (it != callee.end() && it->second.isIR() && it->second.value->type.isBlock() &&
+          it->second.value->type.numElements() != 1)
+        error(args.loc, "Function " + fn.name + " is marked noinline, but was called with non-scalar argument " +
+                            p.name + ":" + it->second.value->type.str());
+    }
   // A prelude function runs with the prelude's globals (and a user combine
   // function called from the prelude with the user's).
   bool fromPrelude = false;

@@ -206,6 +206,8 @@ void Specializer::mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const E
       ir::Value *a = toIR(tl[i], loc, peerForThen);
       b_.setInsertionPointToEnd(ifOp->region(1));
       ir::Value *b = toIR(el[i], loc, peerForElse);
+      if (a->type != b->type && name == "$retval") // Triton's wording
+        error(loc, "Inconsistent return types: " + a->type.str() + " on one path and " + b->type.str() + " on another");
       if (a->type != b->type)
         error(loc, shownName(name) + " has type " + a->type.str() + " on one path and " + b->type.str() + " on another");
       p.slot[i] = static_cast<int>(thenValues.size());
@@ -272,6 +274,8 @@ Specializer::Flow Specializer::execIf(const ast::If &s) {
     return execBody(constTruth(cond.c) ? s.body : s.orelse);
   if (!cond.isIR()) error(s.cond->loc, "an if condition must be a scalar, got " + describe(cond));
   ir::Value *c = toBool(toIR(cond, s.cond->loc));
+  if (c->type.isBlock() && c->type.numElements() == 1) // Triton takes a one-element block's element
+    c = reshapeTo(c, {}, s.cond->loc);
   if (c->type.isBlock())
     error(s.cond->loc, "an if condition must be a scalar, got a block of type " + c->type.str() +
                            " (use tl.where for elementwise choice)");
@@ -336,8 +340,8 @@ Specializer::Flow Specializer::execIf(const ast::If &s) {
     b_.setInsertionPointToEnd(ifOp->region(1));
     ir::Value *eval_ = toIR(ev, s.loc, peerForElse);
     if (tval->type != eval_->type)
-      error(s.loc, "variable '" + n + "' has type " + tval->type.str() + " in one branch of the if and " +
-                       eval_->type.str() + " in the other");
+      error(s.loc, "Mismatched type for " + n + " between the then branch (" + tval->type.str() +
+                       ") and the else branch (" + eval_->type.str() + ") of the if");
     carried.push_back(n);
     thenValues.push_back(tval);
     elseValues.push_back(eval_);
@@ -415,13 +419,19 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   for (const auto &a : call->args) bounds.push_back(eval(*a));
   if (bounds.empty() || bounds.size() > 3)
     error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
-  for (const auto &kw : call->keywords)
+  std::optional<SValue> stepKeyword; // tl.range / tl.static_range(start, end, step=...)
+  for (const auto &kw : call->keywords) {
+    if (kw.name == "step" && kind != "range" && bounds.size() < 3) {
+      stepKeyword = eval(*kw.value);
+      continue;
+    }
     if (kw.name != "num_stages" && kw.name != "loop_unroll_factor" && kw.name != "warp_specialize" &&
-        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten")
+        kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten" && kw.name != "disable_licm")
       error(kw.loc, "unexpected keyword argument '" + kw.name + "' to range");
+  }
   SValue lb = bounds.size() >= 2 ? bounds[0] : SValue::constant(ConstexprValue::ofInt(0));
   SValue ub = bounds.size() >= 2 ? bounds[1] : bounds[0];
-  SValue step = bounds.size() == 3 ? bounds[2] : SValue::constant(ConstexprValue::ofInt(1));
+  SValue step = bounds.size() == 3 ? bounds[2] : stepKeyword ? *stepKeyword : SValue::constant(ConstexprValue::ofInt(1));
 
   if (kind == "lang.static_range") {
     int64_t l = requireInt(lb, call->loc, "tl.static_range's start");

@@ -12,6 +12,7 @@
 
 using llvm::cast;
 using llvm::dyn_cast;
+using llvm::isa;
 
 namespace tessera::spec {
 
@@ -310,6 +311,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
+      if (attr == "pi32_t") return SValue::dtypeOf(ir::Type::ptr(ScalarType::I32)); // Triton's pointer_type(int32)
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
@@ -380,10 +382,11 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
       std::vector<int64_t> s = v->type.shape;
       if (dim > s.size()) error(idx->loc, "too many indices");
       s.insert(s.begin() + dim, 1);
-      v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
+      else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
       ++dim;
     } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
-      if (dim >= v->type.rank()) error(idx->loc, "too many indices for a block of rank " + std::to_string(v->type.rank()));
+      // Past the last dim ':' keeps nothing, as in Triton (Z[None, None, None, :] of a scalar pointer is <1x1x1>).
       ++dim;
     } else { // Triton's message: "unsupported tensor index: slice(10, None, None)"
       auto text = [&](const ast::Expr *part) -> std::string {
@@ -521,12 +524,60 @@ SValue Specializer::evalCompare(const ast::Compare &e) {
 SValue Specializer::evalIfExp(const ast::IfExp &e) {
   SValue cond = eval(*e.cond);
   if (cond.isConst()) return eval(truthy(cond.c) ? *e.thenValue : *e.elseValue);
+  // An arm that is a call (tl.store(...), tl.load(...), f(x)) runs only when chosen, as in
+  // Triton: a scalar condition becomes an if whose branches evaluate the arms.
+  if (cond.isIR() && !cond.value->type.isBlock() && (isa<ast::Call>(e.thenValue.get()) || isa<ast::Call>(e.elseValue.get())))
+    return branchingIfExp(e, toBool(cond.value));
   SValue a = eval(*e.thenValue), b = eval(*e.elseValue);
+  // Numbers promote as in tl.where; pointers must agree (pointee and tl.const).
+  if (a.isIR() && b.isIR() && (a.value->type.pointer || b.value->type.pointer) &&
+      a.value->type.element() != b.value->type.element())
+    error(e.loc, "Ternary expression with dynamic condition has inconsistent types " + a.value->type.str() + " and " +
+                     b.value->type.str());
   CallArgs args;
   args.loc = e.loc;
   args.args = {cond, a, b};
   args.argLocs = {e.cond->loc, e.thenValue->loc, e.elseValue->loc};
   return callBuiltin("lang.where", args);
+}
+
+SValue Specializer::branchingIfExp(const ast::IfExp &e, ir::Value *cond) {
+  ir::Operation *ifOp = b_.create(OpCode::If, {cond}, {}, {}, 2);
+  auto after = b_.block()->ops.end();
+  ir::Block *outer = b_.block();
+  b_.setInsertionPointToEnd(ifOp->region(0));
+  SValue a = eval(*e.thenValue);
+  b_.setInsertionPointToEnd(ifOp->region(1));
+  SValue b = eval(*e.elseValue);
+  std::vector<ir::Value *> thenValues, elseValues;
+  if (!a.isNone() || !b.isNone()) {
+    if (!(a.isIR() || a.isConst()) || !(b.isIR() || b.isConst()) || a.isNone() || b.isNone())
+      error(e.loc, "Ternary expression with dynamic condition has inconsistent types: " + describe(a) + " and " +
+                       describe(b));
+    // Each arm materialised in its own branch, typed like the other arm.
+    b_.setInsertionPointToEnd(ifOp->region(0));
+    ir::Value *av = toIR(a, e.thenValue->loc, b.isIR() ? &b.value->type : nullptr);
+    b_.setInsertionPointToEnd(ifOp->region(1));
+    ir::Value *bv = toIR(b, e.elseValue->loc, a.isIR() ? &a.value->type : nullptr);
+    if (av->type != bv->type)
+      error(e.loc, "Ternary expression with dynamic condition has inconsistent types " + av->type.str() + " and " +
+                       bv->type.str());
+    thenValues.push_back(av);
+    elseValues.push_back(bv);
+  }
+  b_.setInsertionPointToEnd(ifOp->region(0));
+  b_.create(OpCode::Yield, thenValues, {});
+  b_.setInsertionPointToEnd(ifOp->region(1));
+  b_.create(OpCode::Yield, elseValues, {});
+  b_.setInsertionPoint(outer, after);
+  if (thenValues.empty()) return SValue::constant(ConstexprValue::none());
+  auto v = std::make_unique<ir::Value>();
+  v->type = thenValues[0]->type;
+  v->definingOp = ifOp;
+  v->index = 0;
+  ir::Value *result = v.get();
+  ifOp->results.push_back(std::move(v));
+  return SValue::ir(result);
 }
 
 // ----------------------------------------------------------- constant folding
@@ -649,8 +700,9 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   bool isIntOp = op == ast::BinaryOp::FloorDiv || op == ast::BinaryOp::LShift || op == ast::BinaryOp::RShift ||
                  op == ast::BinaryOp::BitAnd || op == ast::BinaryOp::BitOr || op == ast::BinaryOp::BitXor;
   if (isIntOp && !elem.isIntElement())
-    error(loc, std::string("operator ") + text + " needs integer operands, got " + a->type.element().str() + " and " +
-                   b->type.element().str());
+    // Triton's wording (IncompatibleTypeErrorImpl), which its tests match.
+    error(loc, "invalid operands of type " + a->type.element().str() + " and " + b->type.element().str() +
+                   " for operator " + text + " (it needs integers)");
   if (op == ast::BinaryOp::Div && elem.isIntElement()) elem = ir::Type(ScalarType::F32); // true division
   // Triton: / and % of 16-bit floats compute in f32 (PTX has no f16 division).
   if ((op == ast::BinaryOp::Div || op == ast::BinaryOp::Mod) && (elem.scalar == ScalarType::F16 || elem.scalar == ScalarType::BF16))

@@ -78,6 +78,7 @@ public:
   SValue evalCompare(const ast::Compare &e);
   SValue evalBoolOp(const ast::BoolOp &e);
   SValue evalIfExp(const ast::IfExp &e);
+  SValue branchingIfExp(const ast::IfExp &e, ir::Value *cond);
   SValue unary(ast::UnaryOperator op, const SValue &v, SourceLoc loc);
   SValue binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);

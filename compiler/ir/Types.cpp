@@ -93,7 +93,7 @@ std::string Type::str() const {
       out += std::to_string(d) + "x";
     return out + name(scalar) + ">";
   }
-  std::string elem = pointer ? std::string("ptr<") + name(scalar) + ">" : name(scalar);
+  std::string elem = pointer ? std::string(constPointee ? "ptr<const " : "ptr<") + name(scalar) + ">" : name(scalar);
   if (shape.empty())
     return elem;
   std::string out = "<";

@@ -27,6 +27,10 @@ std::optional<ScalarType> parseScalarType(std::string_view text);
 struct Type {
   ScalarType scalar = ScalarType::I32; // the element; for pointers, the pointee
   bool pointer = false;
+  // A pointer the kernel only reads through (a `tl.const` parameter and the
+  // pointers computed from it): stores and atomics through it are errors, and
+  // it is a different type from the plain pointer, as in Triton.
+  bool constPointee = false;
   std::vector<int64_t> shape; // empty: not a block
   // Non-empty: a TMA tensor descriptor of `scalar` elements whose load reads
   // blocks of this shape (a kernel argument; docs/tma.md).

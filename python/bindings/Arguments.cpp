@@ -65,6 +65,15 @@ const char *kSupportedDtypes =
 
 std::optional<ScalarType> torchDtype(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
+  // Triton's dtype names: what tensors wrapped with a Triton dtype (triton's
+  // TensorWrapper, reinterpret()) report, e.g. fp8 views of uint8 storage.
+  static const std::pair<const char *, ScalarType> tritonNames[] = {
+      {"fp8e5", ScalarType::F8E5M2}, {"fp8e4nv", ScalarType::F8E4M3}, {"fp16", ScalarType::F16},
+      {"bf16", ScalarType::BF16},    {"fp32", ScalarType::F32},       {"fp64", ScalarType::F64},
+      {"int1", ScalarType::I1},
+  };
+  for (const auto &[n, t] : tritonNames)
+    if (name == n) return t;
   static const std::pair<const char *, ScalarType> table[] = {
       {"float32", ScalarType::F32},     {"float", ScalarType::F32},
       {"float16", ScalarType::F16},     {"half", ScalarType::F16},
@@ -281,7 +290,11 @@ Arg intArg(py::handle value, const std::string &kernel, const std::string &param
     }
     PyErr_Clear();
   }
-  valueError(kernel, param, "= " + std::string(py::str(value)) + " does not fit in 64 bits");
+  // tessera.errors.ArgumentOverflowError: a ValueError, and the OverflowError Triton raises.
+  py::object cls = py::module_::import("tessera.errors").attr("ArgumentOverflowError");
+  py::str message(kernel + "(): argument '" + param + "' = " + std::string(py::str(value)) + " does not fit in 64 bits");
+  PyErr_SetObject(cls.ptr(), message.ptr());
+  throw py::error_already_set();
 }
 
 Arg floatArg(double d) {

@@ -75,6 +75,15 @@ unsigned optionValue(py::handle v, const std::string &kernel, const char *what) 
 
 } // namespace
 
+// num_warps must be a power of 2 in 1..32 (the compiler's rule, checked here before the cache
+// key): tessera.errors.NumWarpsError, a ValueError that is also the AssertionError Triton raises.
+[[noreturn]] void numWarpsError(unsigned n) {
+  py::object cls = py::module_::import("tessera.errors").attr("NumWarpsError");
+  py::str message("num_warps must be a power of 2 between 1 and 32, got " + std::to_string(n));
+  PyErr_SetObject(cls.ptr(), message.ptr());
+  throw py::error_already_set();
+}
+
 std::string plural(size_t n, const char *word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -127,7 +136,10 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       return text() == name;
     };
     bool option = false;
-    if (isOption(sNumWarps, "num_warps")) b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
+    if (isOption(sNumWarps, "num_warps")) {
+      b.numWarps = optionValue(value, k.name, "num_warps"), option = true;
+      if (b.numWarps > 32 || (b.numWarps & (b.numWarps - 1))) numWarpsError(b.numWarps);
+    }
     else if (isOption(sNumStages, "num_stages")) b.numStages = optionValue(value, k.name, "num_stages"), option = true;
     if (param != numParams) {
       if (values[param])
@@ -142,7 +154,8 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
                               std::to_string(b.maxRegisters));
     } else if (isOption(sNumCtas, "num_ctas")) {
       if (optionValue(value, k.name, "num_ctas") != 1)
-        throw py::value_error(k.name + "(): tessera launches one CTA per program (num_ctas must be 1)");
+        throw py::value_error(k.name + "(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
+                                       "which tessera does not use: it launches one CTA per program (num_ctas must be 1)");
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
                            "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream)");

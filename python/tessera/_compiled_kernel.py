@@ -1,17 +1,18 @@
 """CompiledKernel: one specialisation of a kernel, compiled to PTX, as tessera.compile()
 (compiler.py) and JITFunction.warmup (jit.py) return it. It wraps the extension's
 tessera._C.CompiledKernel; compiler.py's docstring shows what it offers."""
+import collections
 import types
 
 
 class CompiledKernel:
     """One specialisation of a kernel, compiled to PTX."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, name=None):
         self._h = handle  # tessera._C.CompiledKernel
-        self.name = handle.name
+        self.name = name or handle.name  # a @jit(repr=fn) kernel's name comes from fn
         self.metadata = types.SimpleNamespace(
-            name=handle.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
+            name=self.name, num_warps=handle.num_warps, num_stages=handle.num_stages,
             shared=handle.shared, target=handle.arch, arch=handle.arch, signature=handle.signature,
             constexprs=handle.constexprs, backend=handle.backend)
         self.backend = handle.backend
@@ -63,3 +64,39 @@ class CompiledKernel:
     def __repr__(self):
         return (f"CompiledKernel({self.name}, signature={self.signature!r}, constexprs={self.metadata.constexprs}, "
                 f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
+
+
+SpecializationProxy = collections.namedtuple("SpecializationProxy", ["constants", "signature"])
+
+
+def _split_signature(text):
+    """'i32,*fp32:16,tensordesc<bf16[128,64]>' -> its entries (commas inside <> and [] stay)."""
+    entries, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "<[" and 1 or ch in ">]" and -1 or 0
+        if ch == "," and depth == 0:
+            entries.append(text[start:i])
+            start = i + 1
+    if text:
+        entries.append(text[start:])
+    return entries
+
+
+def specialization_proxy(params, signature, constexprs):
+    """What Triton passes to @jit(repr=fn): .signature maps each parameter to its type ("i32",
+    "*fp32"; "constexpr" for constexprs and for ints specialised to 1), .constants maps the
+    constexprs and the ints specialised to 1 to their values."""
+    entries = iter(_split_signature(signature))
+    sig, constants = {}, {}
+    for name, is_constexpr, _ in params:
+        if is_constexpr:
+            sig[name] = "constexpr"
+            if name in constexprs:
+                constants[name] = constexprs[name]
+            continue
+        ty, _, hint = next(entries, "").partition(":")
+        if hint == "1" and not ty.startswith("*"):
+            sig[name], constants[name] = "constexpr", 1
+        else:
+            sig[name] = ty
+    return SpecializationProxy(constants, sig)

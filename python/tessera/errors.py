@@ -8,7 +8,8 @@
     └── LaunchError (RuntimeError)    a kernel cannot be loaded or launched (grid, shared memory, device)
         └── OutOfResources            Triton's name for "needs more than the hardware has" (required, limit, name)
 
-Argument errors are TypeError / ValueError naming the argument.
+Argument errors are TypeError / ValueError naming the argument (NumWarpsError: a ValueError
+that is also an AssertionError, ArgumentOverflowError: also an OverflowError, as in Triton).
 """
 
 
@@ -45,6 +46,13 @@ class CompilationError(TesseraError):
 
     def __str__(self):
         return self.message
+
+    @property
+    def error_message(self):
+        """The message alone, without its location and source line (Triton's attribute)."""
+        first = self.message.split("\n", 1)[0]
+        at = first.find("error: ")
+        return first[at + len("error: "):] if at >= 0 else first
 
 
 class InterpreterError(CompilationError):
@@ -91,5 +99,14 @@ class OutOfResources(LaunchError):
         return (type(self), (self.required, self.limit, self.name, self.message))
 
 
-__all__ = ["TesseraError", "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError",
-           "OutOfResources"]
+class NumWarpsError(ValueError, AssertionError):
+    """num_warps is not a power of 2 between 1 and 32 (at a launch or warmup): a ValueError,
+    and the AssertionError Triton raises for it."""
+
+
+class ArgumentOverflowError(ValueError, OverflowError):
+    """An int argument outside [-2**63, 2**64): a ValueError, and the OverflowError Triton raises."""
+
+
+__all__ = ["ArgumentOverflowError", "NumWarpsError", "TesseraError", "CompilationError", "InterpreterError",
+           "DriverError", "DriverNotFoundError", "LaunchError", "OutOfResources"]

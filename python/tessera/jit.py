@@ -46,7 +46,7 @@ import hashlib
 import inspect
 
 from . import _compose, _env, _ext, _source, _source_cache
-from ._compiled_kernel import CompiledKernel
+from ._compiled_kernel import CompiledKernel, specialization_proxy
 
 BACKENDS = ("llvm", "nvrtc")
 
@@ -214,7 +214,13 @@ class JITFunction(_ext.JitFunctionBase):
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.warmup(*args, grid=grid, target=target, **kwargs)
-        return CompiledKernel(self._get_handle().warmup(args, kwargs, target))
+        handle = self._get_handle()
+        compiled = handle.warmup(args, kwargs, target)
+        name_of = self.options.get("repr")  # Triton's @jit(repr=fn): the name from the specialisation
+        if name_of is None:
+            return CompiledKernel(compiled)
+        return CompiledKernel(compiled, name_of(specialization_proxy(handle.params, compiled.signature,
+                                                                     compiled.constexprs)))
 
     def specialization(self, *args, **kwargs):
         """(signature, constexprs, options, device) these arguments specialise to, e.g.
@@ -373,7 +379,9 @@ class _Launcher:
 
 
 def jit(fn=None, **options):
-    """Use as @jit or @jit(do_not_specialize=["n"], interpret=True, ...)."""
+    """Use as @jit or @jit(do_not_specialize=["n"], interpret=True, ...). As in Triton,
+    repr=fn names what warmup() returns: fn(specialization) with .signature and .constants
+    (tessera._compiled_kernel.specialization_proxy); the PTX entry keeps the function's name."""
     if fn is None:
         return lambda f: JITFunction(f, **options)
     return JITFunction(fn, **options)

@@ -71,6 +71,13 @@ def test_unexpected_keyword():
                    lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, foo=1))
 
 
+def test_num_ctas_other_than_one():
+    # Triton's words first (test_core.py::test_num_ctas_pre_sm90 matches them), then why.
+    raises_exactly(ValueError, "add_kernel(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
+                               "which tessera does not use: it launches one CTA per program (num_ctas must be 1)",
+                   lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=2))
+
+
 @pytest.mark.parametrize("value", [8, 256, 1000])
 def test_maxnreg_out_of_range(value):
     raises_exactly(ValueError, f"add_kernel(): maxnreg must be between 16 and 255 registers a thread, got {value}",
@@ -115,9 +122,14 @@ def test_null_pointer():
                    lambda: add_kernel[(1,)](D, None, D, 16, BLOCK_SIZE=16))
 
 
-def test_integer_argument_too_large():
-    raises_exactly(ValueError, "add_kernel(): argument 'n_elements' = 1180591620717411303424 does not fit in 64 bits",
-                   lambda: add_kernel.specialization(D, D, D, 2 ** 70, BLOCK_SIZE=16))
+@pytest.mark.parametrize("value", [2 ** 70, 2 ** 64, -2 ** 63 - 1])
+def test_integer_argument_too_large(value):
+    # Also the OverflowError Triton raises (test_core.py::test_value_specialization_overflow).
+    error = raises_exactly(OverflowError, f"add_kernel(): argument 'n_elements' = {value} does not fit in 64 bits",
+                           lambda: add_kernel.specialization(D, D, D, value, BLOCK_SIZE=16))
+    assert isinstance(error, ValueError)
+    add_kernel.specialization(D, D, D, 2 ** 64 - 1, BLOCK_SIZE=16)  # u64
+    add_kernel.specialization(D, D, D, -2 ** 63, BLOCK_SIZE=16)  # i64
 
 
 def test_missing_constexpr():
@@ -156,8 +168,10 @@ def test_num_warps_not_a_power_of_two(num_warps):
     message = f"num_warps must be a power of 2 between 1 and 32, got {num_warps}"
     raises_exactly(ValueError, message, lambda: tessera.compile(add_kernel, SIG, {"BLOCK_SIZE": 1024},
                                                                 num_warps=num_warps))
-    raises_exactly(ValueError, message, lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, num_warps=num_warps,
-                                                                  grid=(1,)))
+    # At a launch or warmup it is also the AssertionError Triton raises (test_core.py::test_num_warps_pow2).
+    error = raises_exactly(AssertionError, message, lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16,
+                                                                              num_warps=num_warps, grid=(1,)))
+    assert isinstance(error, ValueError) and type(error) is tessera.errors.NumWarpsError
 
 
 @pytest.mark.parametrize("arch", ["sm_70", "sm_75", "sm_100", "gfx90a"])

@@ -162,6 +162,28 @@ def test_torch_like_tensor_dtypes_and_device(dtype, expected):
     assert device == 3
 
 
+class TritonDtype:
+    """A Triton dtype (str() is its name, as tl.float8e5 prints "fp8e5")."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    ("fp8e5", "*fp8e5"), ("fp8e4nv", "*fp8e4nv"), ("fp16", "*fp16"), ("bf16", "*bf16"), ("fp32", "*fp32"),
+])
+def test_tensors_wrapped_with_a_triton_dtype(dtype, expected):
+    # triton's TensorWrapper / reinterpret(): a torch tensor's memory seen with a Triton dtype
+    # (test_core.py passes fp8 data as uint8 tensors wrapped with tl.float8e5 / tl.float8e4nv).
+    wrapped = FakeTensor(X)
+    wrapped.dtype = TritonDtype(dtype)
+    sig = spec(wrapped, FakeTensor(Y), FakeTensor(OUT), 16, BLOCK_SIZE=64)[0]
+    assert sig.split(",")[0] == expected + ":16"
+
+
 def test_dlpack_arrays():
     a = DLPackArray(X, code=4, bits=16, device_id=1)  # bfloat16
     y = DLPackArray(Y, byte_offset=8, device_id=1)

@@ -149,6 +149,31 @@ def test_warmup_compiles_without_a_gpu_and_caches():
     assert ".target sm_80" in k80.asm["ptx"]
 
 
+def test_repr_names_the_compiled_kernel_from_its_specialisation():
+    # Triton's @jit(repr=fn): fn gets .signature (types, "constexpr" for constexprs and for
+    # ints specialised to 1) and .constants (their values); test_core.py::test_value_specialization.
+    seen = []
+
+    def name_of(specialization):
+        seen.append(specialization)
+        ones = "_".join(k for k, v in specialization.constants.items() if v == 1)
+        return f"kernel_{specialization.signature['value1']}_{ones}"
+
+    @tessera.jit(repr=name_of)
+    def kernel(value1, is_one, X, BLOCK: tl.constexpr):
+        pass
+
+    class Buf:
+        __cuda_array_interface__ = {"data": (1 << 20, False), "typestr": "<f4", "shape": (4,), "version": 3}
+
+    for value, ty in [(-1, "i32"), (2**31, "i64"), (2**64 - 1, "u64"), (16, "i32")]:
+        k = kernel.warmup(value, 1, Buf(), BLOCK=4, grid=(1,))
+        assert k.name == k.metadata.name == f"kernel_{ty}_is_one"
+    assert seen[-1].signature == {"value1": "i32", "is_one": "constexpr", "X": "*fp32", "BLOCK": "constexpr"}
+    assert seen[-1].constants == {"is_one": 1, "BLOCK": 4}
+    assert ".visible .entry kernel(" in k.asm["ptx"]  # the PTX entry keeps the function's name
+
+
 def test_kernel_parameters_binding(extension):
     text = (ROOT / "kernels" / "vector_add.py").read_text()
     params = extension.kernel_parameters(text, "kernels/vector_add.py", 1, "add_kernel")

@@ -25,6 +25,9 @@ def test_kernel_file_imports(path):
 def test_language_names():
     assert tl.float16 == tl.float16 and tl.float16 != tl.bfloat16
     assert tl.constexpr(3).value == 3
+    # A constexpr of a constexpr is the same constexpr (test_core.py::test_constexpr_flattens).
+    assert tl.constexpr(tl.constexpr(5)) == tl.constexpr(5) == 5 and tl.constexpr(5) != tl.constexpr(6)
+    assert len({tl.constexpr(5), tl.constexpr(tl.constexpr(5))}) == 1
     assert tessera.cdiv(10, 4) == 3
     with pytest.raises(RuntimeError, match="only be called inside a @tessera.jit kernel"):
         tl.arange(0, 4)

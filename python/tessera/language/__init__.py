@@ -28,6 +28,17 @@ class constexpr:
     def __bool__(self):
         return bool(self.value)
 
+    def __eq__(self, other):  # constexpr(constexpr(5)) == constexpr(5) == 5, as in Triton
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+class const:
+    """A parameter annotation, `in_ptr: tl.const`: the kernel only reads through this pointer
+    (tl.store and atomics on it are compile errors; its type differs from a plain pointer's)."""
+
 
 class dtype:
     def __init__(self, name, bits):
@@ -81,7 +92,7 @@ for _name in [
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
     "make_block_ptr", "advance", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
-    "to_tensor", "max_constancy",
+    "to_tensor", "max_constancy", "condition", "interleave",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
@@ -93,6 +104,8 @@ def pointer_type(element_ty, address_space=1):
     """The dtype of a pointer to `element_ty` (for x.to(tl.pointer_type(tl.int32)))."""
     return dtype("*" + element_ty.name, 64)
 
+
+pi32_t = pointer_type(int32)
 
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
