@@ -4,6 +4,7 @@
 // and emits block IR.
 #include "dsl/BuiltinArgs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -197,15 +198,57 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return constResult(name == "int" ? ConstexprValue::ofInt(v) : ConstexprValue::ofBool(v != 0));
   }
   if (name == "min" || name == "max") {
-    if (args.args.size() < 2 || !args.keywords.empty()) error(loc, name + "() takes two or more constexpr arguments");
-    ConstexprValue best = requireConst(args.args[0], args.argLocs[0], name + "()'s argument");
-    for (size_t i = 1; i < args.args.size(); ++i) {
-      ConstexprValue c = requireConst(args.args[i], args.argLocs[i], name + "()'s argument");
-      double a = best.kind == CK::Float ? best.floatValue : double(best.intValue);
-      double x = c.kind == CK::Float ? c.floatValue : double(c.intValue);
-      if (name == "min" ? x < a : x > a) best = c;
+    // Triton's builtin_min/builtin_max: constexprs fold as in Python; otherwise
+    // a left fold of tl.minimum / tl.maximum (on scalars and blocks).
+    for (size_t k = 0; k < args.keywords.size(); ++k)
+      if (args.keywords[k].first != "propagate_nan")
+        error(args.keywordLocs[k], name + "() got an unexpected keyword argument '" + args.keywords[k].first + "'");
+    if (args.args.size() < 2) error(loc, name + "() takes two or more arguments");
+    bool allConst = std::all_of(args.args.begin(), args.args.end(), [](const SValue &v) { return v.isConst(); });
+    if (allConst) {
+      if (!args.keywords.empty()) error(args.keywordLocs[0], "propagate_nan is not supported on constexprs");
+      ConstexprValue best = requireConst(args.args[0], args.argLocs[0], name + "()'s argument");
+      for (size_t i = 1; i < args.args.size(); ++i) {
+        ConstexprValue c = requireConst(args.args[i], args.argLocs[i], name + "()'s argument");
+        double a = best.kind == CK::Float ? best.floatValue : double(best.intValue);
+        double x = c.kind == CK::Float ? c.floatValue : double(c.intValue);
+        if (name == "min" ? x < a : x > a) best = c;
+      }
+      return constResult(best);
     }
-    return constResult(best);
+    SValue acc = args.args[0];
+    SourceLoc accLoc = args.argLocs[0];
+    for (size_t i = 1; i < args.args.size(); ++i) {
+      CallArgs pair;
+      pair.loc = loc;
+      pair.args = {acc, args.args[i]};
+      pair.argLocs = {accLoc, args.argLocs[i]};
+      pair.keywords = args.keywords;
+      pair.keywordLocs = args.keywordLocs;
+      acc = callBuiltin(name == "min" ? "lang.minimum" : "lang.maximum", pair);
+    }
+    return acc;
+  }
+  if (name == "getattr") {
+    // getattr(tl, NAME) with a constexpr string; a default is returned where the attribute is missing.
+    if (args.args.size() < 2 || args.args.size() > 3 || !args.keywords.empty())
+      error(loc, "getattr() takes an object, a constexpr string and an optional default");
+    ConstexprValue attr = requireConst(args.args[1], args.argLocs[1], "getattr()'s name");
+    if (attr.kind != CK::String) error(args.argLocs[1], "getattr()'s name must be a string, got " + attr.str());
+    if (args.args.size() == 2) return attributeOf(args.args[0], attr.stringValue, loc);
+    try {
+      return attributeOf(args.args[0], attr.stringValue, loc);
+    } catch (const CompileError &) {
+      return args.args[2];
+    }
+  }
+  if (name == "top.next_power_of_2") {
+    Bound b = bind(*this, args, "triton.next_power_of_2", {{"n", true}});
+    int64_t n = requireInt(b[0], b.locs[0], "next_power_of_2()'s argument");
+    if (n > (int64_t(1) << 62)) error(b.locs[0], "next_power_of_2(" + std::to_string(n) + ") does not fit in 64 bits");
+    int64_t p = n <= 0 ? 0 : 1; // Triton's bit trick gives 0 for n <= 0
+    while (p < n) p <<= 1;
+    return constResult(ConstexprValue::ofInt(p));
   }
   if (name == "len") {
     Bound b = bind(*this, args, "len", {{"x", true}});

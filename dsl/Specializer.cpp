@@ -20,6 +20,13 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
   if (text == "True" || text == "true") return ofBool(true);
   if (text == "False" || text == "false") return ofBool(false);
   if (text == "None") return none();
+  // tl.float16, triton.language.float16, tessera.language.float16: a dtype.
+  for (const char *prefix : {"tl.", "triton.language.", "tessera.language."}) {
+    std::string_view p(prefix);
+    if (text.size() > p.size() && text.compare(0, p.size(), p) == 0) {
+      if (std::optional<ConstexprValue> dtype = ofDTypeName(std::string_view(text).substr(p.size()))) return *dtype;
+    }
+  }
   int64_t i = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
   if (ec == std::errc() && p == text.data() + text.size() && !text.empty()) return ofInt(i);
@@ -29,12 +36,29 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
   return ofString(text);
 }
 
+ConstexprValue ConstexprValue::ofDType(ir::ScalarType type) {
+  static const char *names[] = {"int1",   "int8",    "int16",    "int32",   "int64",      "uint8",   "uint16", "uint32",
+                                "uint64", "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"};
+  static_assert(sizeof names / sizeof names[0] == size_t(ir::ScalarType::F8E5M2) + 1);
+  ConstexprValue c;
+  c.kind = Kind::DType;
+  c.stringValue = names[size_t(type)];
+  return c;
+}
+
+std::optional<ConstexprValue> ConstexprValue::ofDTypeName(std::string_view name) {
+  if (name == "i1" || name == "bool") return std::nullopt; // not triton.language names
+  if (std::optional<ir::ScalarType> t = ir::parseScalarType(name)) return ofDType(*t);
+  return std::nullopt;
+}
+
 std::string ConstexprValue::str() const {
   switch (kind) {
   case Kind::Int: return std::to_string(intValue);
   case Kind::Bool: return intValue ? "True" : "False";
   case Kind::None: return "None";
   case Kind::String: return "'" + stringValue + "'";
+  case Kind::DType: return "tl." + stringValue;
   case Kind::Float: {
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof buf, floatValue);
@@ -138,6 +162,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["len"] = SValue::builtin("len");
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
+  globals_["getattr"] = SValue::builtin("getattr");
   for (const auto &s : module.body) {
     if (auto *imp = dyn_cast<ast::Import>(s.get())) {
       for (const auto &alias : imp->names) {
@@ -235,10 +260,23 @@ static bool isConstexprAnnotation(const ast::Expr *e) {
   return false;
 }
 
+// A constexpr value as the kernel sees it: a dtype constexpr is a dtype.
+static SValue constexprArgument(const ConstexprValue &c) {
+  if (c.kind == ConstexprValue::Kind::DType) return SValue::dtypeOf(ir::Type(*ir::parseScalarType(c.stringValue)));
+  return SValue::constant(c);
+}
+
 void Specializer::bindParameters(const ast::FunctionDef &kernel) {
+  // As in Triton, a None argument for a non-constexpr parameter is specialised
+  // as the constexpr None (`if bias_ptr is not None:` folds): it takes no
+  // signature entry.
+  auto givenNone = [&](const ast::Param &p) {
+    auto it = spec_.constexprs.find(p.name);
+    return it != spec_.constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
+  };
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
-    if (!isConstexprAnnotation(p.annotation.get())) ++runtimeCount;
+    if (!isConstexprAnnotation(p.annotation.get()) && !givenNone(p)) ++runtimeCount;
   if (runtimeCount != spec_.args.size())
     error(kernel.loc, "kernel '" + kernel.name + "' has " + std::to_string(runtimeCount) +
                           " non-constexpr parameter" + (runtimeCount == 1 ? "" : "s") +
@@ -254,7 +292,7 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     if (isConstexprAnnotation(p.annotation.get())) {
       auto it = spec_.constexprs.find(p.name);
       if (it != spec_.constexprs.end()) {
-        (*env_)[p.name] = SValue::constant(it->second);
+        (*env_)[p.name] = constexprArgument(it->second);
       } else if (p.defaultValue) {
         (*env_)[p.name] = evalGlobal(*p.defaultValue);
       } else {
@@ -262,8 +300,13 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
       }
       continue;
     }
+    if (givenNone(p)) {
+      (*env_)[p.name] = SValue::constant(ConstexprValue::none());
+      continue;
+    }
     if (spec_.constexprs.count(p.name))
-      error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it");
+      error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it "
+                   "(only None is, as for a None argument)");
     const ArgSpec &arg = spec_.args[argIndex++];
     ir::Param param{p.name, arg.type, arg.divisibility, arg.equalsOne};
     fn_->params.push_back(param);

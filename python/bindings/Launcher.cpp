@@ -230,13 +230,18 @@ void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
   key.append(bytes, 2);
 }
 
+// A None for a runtime parameter: the constexpr None, as in Triton (no launch
+// slot). Two bytes like any runtime argument's, with a scalar no type has.
+void appendNoneArgKey(KeyBuffer &key) { appendArgKey(key, 0xff, 0); }
+
 void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {
   key.push(static_cast<char>(v.kind));
   switch (v.kind) {
   case ConstexprValue::Kind::Int:
   case ConstexprValue::Kind::Bool: key.append(&v.intValue, sizeof v.intValue); break;
   case ConstexprValue::Kind::Float: key.append(&v.floatValue, sizeof v.floatValue); break;
-  case ConstexprValue::Kind::String: {
+  case ConstexprValue::Kind::String:
+  case ConstexprValue::Kind::DType: {
     uint32_t size = static_cast<uint32_t>(v.stringValue.size());
     key.append(&size, sizeof size);
     key.append(v.stringValue.data(), size);
@@ -300,6 +305,11 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
       ConstexprValue v = toConstexpr(values[i], k.name, p.name);
       appendConstexpr(key, v);
       s.constexprs.emplace_back(i, std::move(v));
+      continue;
+    }
+    if (values[i] == Py_None) {
+      appendNoneArgKey(key);
+      s.constexprs.emplace_back(i, ConstexprValue::none());
       continue;
     }
     Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i]);
@@ -511,6 +521,10 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
     }
     FastArg f;
     if (!classifyFast(value, k.specialize[i], f)) [[unlikely]] {
+      if (value == Py_None) { // specialised as the constexpr None: no slot
+        appendNoneArgKey(out.key);
+        continue;
+      }
       if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
         const void *map = encodedTensorMap(*d, k.name, k.params[i].name, i, numParams);
         appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
@@ -736,8 +750,15 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   const std::vector<ArgSpec> &sig = kernel.signature();
   const std::string &name = kernel.name();
   std::vector<size_t> runtimeParams; // indices into entry->params
+  auto compiledForNone = [&](size_t i) { // a runtime parameter specialised as None
+    auto it = entry->constexprs.find(entry->params[i].name);
+    return it != entry->constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
+  };
   for (size_t i = 0; i < entry->params.size(); ++i)
-    if (!entry->params[i].isConstexpr) runtimeParams.push_back(i);
+    if (!entry->params[i].isConstexpr && !compiledForNone(i)) runtimeParams.push_back(i);
+    else if (!entry->params[i].isConstexpr && args.size() == entry->params.size() && !args[i].is_none())
+      throw py::type_error(name + "(): argument '" + entry->params[i].name +
+                           "' must be None: the kernel was compiled for None there");
   const size_t n = args.size();
   const bool all = n == entry->params.size();
   if (!all && n != sig.size()) {
