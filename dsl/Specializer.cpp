@@ -138,21 +138,55 @@ void Specializer::error(SourceLoc loc, const std::string &message) const {
   raiseError(inPrelude_ && prelude_ ? *prelude_->file : *module_.file, loc, message);
 }
 
+// The canonical path of a tessera / triton module ("top", "lang", "lang.math",
+// "lang.extra"), or "" for any other module.
+static std::string canonicalModule(const std::string &module) {
+  for (const char *top : {"tessera", "triton"}) {
+    std::string t = top;
+    if (module == t) return "top";
+    if (module == t + ".language") return "lang";
+    if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
+        module == t + ".language.extra.cuda.libdevice")
+      return "lang.math";
+    if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
+  }
+  return "";
+}
+
+// A tessera / triton module tessera does not know (triton.language.extra.hip, ...):
+// importing it is the ImportError a module-level `try` catches.
+static bool unknownLanguageModule(const std::string &module) {
+  std::string first = module.substr(0, module.find('.'));
+  return (first == "tessera" || first == "triton") && canonicalModule(module).empty();
+}
+
+// The names a statement list binds at module level (for an `if` whose branch
+// is not known at compile time).
+static void boundNames(const ast::Body &body, std::vector<std::string> &out) {
+  for (const std::string &n : assignedNames(body)) out.push_back(n);
+  for (const auto &s : body) {
+    if (auto *imp = dyn_cast<ast::Import>(s.get()))
+      for (const auto &alias : imp->names)
+        out.push_back(alias.asName.empty() ? alias.module.substr(0, alias.module.find('.')) : alias.asName);
+    else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get()))
+      for (const auto &alias : imp->names) out.push_back(alias.asName.empty() ? alias.name : alias.asName);
+    else if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()))
+      out.push_back(fn->name);
+    else if (auto *t = dyn_cast<ast::Try>(s.get())) {
+      boundNames(t->body, out);
+      for (const auto &h : t->handlers) boundNames(h.body, out);
+      boundNames(t->orelse, out);
+      boundNames(t->finalbody, out);
+    } else if (auto *i = dyn_cast<ast::If>(s.get())) {
+      boundNames(i->body, out);
+      boundNames(i->orelse, out);
+    }
+  }
+}
+
 // The names a kernel file can use at module level: imports (to recognise
 // tl / triton / tessera), @jit functions, and constants.
 void Specializer::collectModuleScope(const ast::Module &module) {
-  auto canonical = [](const std::string &module) -> std::string {
-    for (const char *top : {"tessera", "triton"}) {
-      std::string t = top;
-      if (module == t) return "top";
-      if (module == t + ".language") return "lang";
-      if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
-          module == t + ".language.extra.cuda.libdevice")
-        return "lang.math";
-      if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
-    }
-    return "";
-  };
   globals_["range"] = SValue::builtin("range");
   globals_["float"] = SValue::builtin("float");
   globals_["int"] = SValue::builtin("int");
@@ -163,57 +197,121 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");
-  for (const auto &s : module.body) {
+  // @jit functions are visible everywhere (kernels call helpers defined below them).
+  for (const auto &s : module.body)
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);
+  collectModuleStatements(module.body, false);
+}
+
+// Runs the module's top-level statements in order, as Python does, so later
+// constants can use earlier ones: imports, defs and constant assignments bind
+// names; an `if` whose condition folds runs its branch; a `try` runs its body
+// and, when it imports a tessera / triton module tessera does not know, its
+// first ImportError handler instead. Inside a `try` body (`inTry`), returns
+// false at such an import; elsewhere the import binds nothing.
+bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
+  auto bind = [&](const std::string &name, SValue v) {
+    globals_[name] = std::move(v);
+    undecidedGlobals_.erase(name);
+  };
+  for (const auto &s : body) {
     if (auto *imp = dyn_cast<ast::Import>(s.get())) {
       for (const auto &alias : imp->names) {
-        std::string path = canonical(alias.module);
+        if (unknownLanguageModule(alias.module) && inTry) return false;
+        std::string path = canonicalModule(alias.module);
         if (!alias.asName.empty()) {
-          if (!path.empty()) globals_[alias.asName] = SValue::module(path);
+          if (!path.empty()) bind(alias.asName, SValue::module(path));
         } else {
           // "import triton.language" binds "triton".
           std::string first = alias.module.substr(0, alias.module.find('.'));
-          if (!canonical(first).empty()) globals_[first] = SValue::module(canonical(first));
+          if (!canonicalModule(first).empty()) bind(first, SValue::module(canonicalModule(first)));
         }
       }
     } else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get())) {
-      std::string path = canonical(imp->module);
+      if (unknownLanguageModule(imp->module) && inTry) return false;
+      std::string path = canonicalModule(imp->module);
       if (path.empty()) continue;
       for (const auto &alias : imp->names) {
         const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
         if (alias.name == "language")
-          globals_[local] = SValue::module(path == "top" ? "lang" : path + ".language");
+          bind(local, SValue::module(path == "top" ? "lang" : path + ".language"));
         else if (alias.name == "libdevice" || (alias.name == "math" && path == "lang"))
-          globals_[local] = SValue::module("lang.math"); // from triton.language.extra.cuda import libdevice
-        else if (alias.name == "jit" || alias.name == "autotune" || alias.name == "heuristics")
-          globals_[local] = SValue::builtin(path + "." + alias.name);
+          bind(local, SValue::module("lang.math")); // from triton.language.extra.cuda import libdevice
         else if (alias.name != "*")
-          globals_[local] = SValue::builtin(path + "." + alias.name);
+          bind(local, SValue::builtin(path + "." + alias.name));
       }
     } else if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) {
-      globals_[fn->name] = SValue::function(fn);
+      bind(fn->name, SValue::function(fn));
+    } else if (isa<ast::Assign>(s.get()) || isa<ast::AnnAssign>(s.get())) {
+      const ast::Expr *value = nullptr;
+      std::vector<const ast::Expr *> targets;
+      if (auto *a = dyn_cast<ast::Assign>(s.get())) {
+        value = a->value.get();
+        for (const auto &t : a->targets) targets.push_back(t.get());
+      } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get()); a->value) {
+        value = a->value.get();
+        targets.push_back(a->target.get());
+      }
+      if (!value) continue;
+      SValue v;
+      try {
+        v = evalGlobal(*value);
+      } catch (const CompileError &) {
+        continue; // not a constant a kernel can use (e.g. a torch tensor); ignore it
+      }
+      std::function<void(const ast::Expr &, const SValue &)> assign = [&](const ast::Expr &t, const SValue &x) {
+        if (auto *n = dyn_cast<ast::Name>(&t)) {
+          bind(n->id, x);
+          return;
+        }
+        const std::vector<ast::ExprPtr> *elts = nullptr;
+        if (auto *tt = dyn_cast<ast::Tuple>(&t)) elts = &tt->elts;
+        if (auto *l = dyn_cast<ast::List>(&t)) elts = &l->elts;
+        if (elts && x.kind == SValue::Kind::Tuple && x.elems.size() == elts->size())
+          for (size_t i = 0; i < elts->size(); ++i) assign(*(*elts)[i], x.elems[i]); // A, B = 1, 2
+      };
+      for (const ast::Expr *t : targets) assign(*t, v);
+    } else if (auto *i = dyn_cast<ast::If>(s.get())) {
+      std::optional<bool> taken;
+      try {
+        SValue cond = evalGlobal(*i->cond);
+        if (cond.isConst()) taken = truthy(cond.c);
+        else if (cond.kind == SValue::Kind::DType || cond.kind == SValue::Kind::Module) taken = true;
+      } catch (const CompileError &) {
+      }
+      if (taken) {
+        if (!collectModuleStatements(*taken ? i->body : i->orelse, inTry)) return false;
+        continue;
+      }
+      // Not known at compile time (torch.cuda.is_available(), ...): what either
+      // branch binds is an error to use. (From Python, tessera/_source.py writes
+      // the branch Python took into the condition.)
+      std::vector<std::string> names;
+      boundNames(i->body, names);
+      boundNames(i->orelse, names);
+      for (const std::string &n : names) {
+        globals_.erase(n);
+        undecidedGlobals_[n] = i->loc;
+      }
+    } else if (auto *t = dyn_cast<ast::Try>(s.get())) {
+      if (collectModuleStatements(t->body, true)) {
+        if (!collectModuleStatements(t->orelse, inTry)) return false;
+      } else {
+        for (const auto &h : t->handlers) {
+          std::string type;
+          if (auto *n = h.type ? dyn_cast<ast::Name>(h.type.get()) : nullptr) type = n->id;
+          if (h.type && type != "ImportError" && type != "ModuleNotFoundError" && type != "Exception" &&
+              type != "BaseException")
+            continue;
+          if (!h.name.empty()) undecidedGlobals_[h.name] = h.loc;
+          if (!collectModuleStatements(h.body, inTry)) return false;
+          break;
+        }
+      }
+      if (!collectModuleStatements(t->finalbody, inTry)) return false;
     }
   }
-  // Module-level constants, in order, so that later ones can use earlier ones.
-  for (const auto &s : module.body) {
-    const ast::Expr *value = nullptr;
-    std::vector<const ast::Expr *> targets;
-    if (auto *a = dyn_cast<ast::Assign>(s.get())) {
-      value = a->value.get();
-      for (const auto &t : a->targets) targets.push_back(t.get());
-    } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get()); a && a->value) {
-      value = a->value.get();
-      targets.push_back(a->target.get());
-    }
-    if (!value) continue;
-    SValue v;
-    try {
-      v = evalGlobal(*value);
-    } catch (const CompileError &) {
-      continue; // not a constant a kernel can use (e.g. a torch tensor); ignore it
-    }
-    for (const ast::Expr *t : targets)
-      if (auto *n = dyn_cast<ast::Name>(t)) globals_[n->id] = v;
-  }
+  return true;
 }
 
 // Globals are evaluated with an empty environment and no IR builder access:
@@ -453,6 +551,8 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   case ast::StmtKind::Import:
   case ast::StmtKind::ImportFrom:
     error(s.loc, "unsupported construct: 'import' inside a kernel");
+  case ast::StmtKind::Try:
+    error(s.loc, "unsupported construct: 'try' inside a kernel");
   }
   error(s.loc, "unsupported statement");
 }

@@ -209,6 +209,9 @@ SValue Specializer::evalName(const ast::Name &e) {
   }
   auto it = globals_.find(e.id);
   if (it != globals_.end()) return it->second;
+  if (auto u = undecidedGlobals_.find(e.id); u != undecidedGlobals_.end() && !inPrelude_)
+    error(e.loc, "name '" + e.id + "' is bound under the module-level statement on line " +
+                     std::to_string(u->second.line) + ", whose branch is not known at compile time");
   error(e.loc, "name '" + e.id + "' is not defined");
 }
 
@@ -267,6 +270,9 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value
     }
+    if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
+      error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "
+                 "tl.cast(value, dtype) or tl.full((), value, dtype) make a typed scalar)");
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   default:
     error(loc, describe(base) + " has no attribute '" + attr + "'");
@@ -390,7 +396,7 @@ SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArg
   }
 }
 
-static bool truthy(const ConstexprValue &c) {
+bool truthy(const ConstexprValue &c) {
   switch (c.kind) {
   case CK::Int:
   case CK::Bool: return c.intValue != 0;

@@ -172,10 +172,16 @@ private:
   void loadPrelude();
 
   void collectModuleScope(const ast::Module &module);
+  bool collectModuleStatements(const ast::Body &body, bool inTry);
+  // Module globals bound under an `if` whose condition does not fold: where.
+  std::map<std::string, SourceLoc> undecidedGlobals_;
   SValue evalGlobal(const ast::Expr &e);
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);
 };
+
+// Python's truth value of a constexpr.
+bool truthy(const ConstexprValue &c);
 
 // Names assigned anywhere in a body (recursively), in first-assignment order.
 std::vector<std::string> assignedNames(const ast::Body &body);
