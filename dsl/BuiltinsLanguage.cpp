@@ -32,7 +32,8 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     return SValue::ir(toIR(b[0], b.locs[0]));
   }
   if (name == "lang.pointer_type") {
-    Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}});
+    // const=True (Triton's pointer to const data) is accepted; tessera does not check stores through it.
+    Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}, {"const", false}});
     ir::Type elem = requireDType(b[0], b.locs[0], "tl.pointer_type's element type");
     if (elem.pointer) error(b.locs[0], "pointers to pointers are not supported");
     return SValue::dtypeOf(ir::Type::ptr(elem.scalar));

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tessera
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from lang_support import assemble, compile_kernel
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
@@ -69,3 +69,22 @@ def test_try_inside_a_kernel_is_an_error(tmp_path):
                     "    except ImportError:\n        pass\n")
     with pytest.raises(tessera.CompilationError, match=r"k.py:5:5: error: unsupported construct: 'try'"):
         tessera.compile(str(path), kernel="k", signature="*fp32", target="sm_90a")
+
+
+def test_triton_spelling_on_the_cli(tmp_path):
+    # The front-end reads triton's module names as tessera's: the libdevice choice, aliases, tl.const.
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import triton\nimport triton.language as tl\n"
+        "try:\n    from triton.language.extra.cuda import libdevice\n"
+        "except ImportError:\n    from triton.language.math import libdevice\n"
+        "fast_tanh = libdevice.tanh\nfrom triton.language import load as tload\n"
+        "F16_PTR = tl.pointer_type(tl.float16, const=True)\n"
+        "\n@triton.jit\ndef k(x_ptr: tl.const, out_ptr, OUT: tl.constexpr):\n"
+        "    offs = tl.arange(0, 16)\n"
+        "    tl.static_assert(F16_PTR.element_ty == tl.float16)\n"
+        "    tl.store(out_ptr + offs, fast_tanh(tload(x_ptr + offs)).to(OUT))\n")
+    proc = run_cli(["compile", str(path), "--kernel", "k", "--signature", "*fp32,*fp16", "--constexpr",
+                    "OUT=triton.language.float16", "--arch", "sm_90a", "--emit", "ir"])
+    assert proc.returncode == 0, proc.stderr
+    assert "tanh" in proc.stdout and "f16" in proc.stdout
