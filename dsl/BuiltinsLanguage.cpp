@@ -99,9 +99,28 @@ static std::optional<bool> dtypePredicate(const SValue &d, const std::string &m)
   return std::nullopt;
 }
 
-// The attributes of Triton's dtype / pointer_type classes (core.py).
+// The attributes of Triton's dtype / pointer_type / block_type classes (core.py).
 SValue Specializer::dtypeAttribute(const SValue &base, const std::string &attr, SourceLoc loc) {
   const ir::Type &t = base.dtype;
+  if (t.isBlock()) { // x.type of a block
+    if (attr == "element_ty" || attr == "scalar") return SValue::dtypeOf(t.element());
+    if (attr == "shape") {
+      std::vector<SValue> dims;
+      for (int64_t d : t.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+      return SValue::tuple(std::move(dims));
+    }
+    if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(t.numElements()));
+    if (attr == "nbytes" && !t.pointer)
+      return SValue::constant(ConstexprValue::ofInt(t.numElements() * int64_t(ir::bitWidth(t.scalar) / 8)));
+    if (attr == "is_block" || attr == "get_block_shapes") {
+      SValue m;
+      m.kind = SValue::Kind::BoundMethod;
+      m.path = attr;
+      m.elems = {base};
+      return m;
+    }
+    error(loc, "block type " + t.str() + " has no attribute '" + attr + "'");
+  }
   auto constInt = [](int64_t v) { return SValue::constant(ConstexprValue::ofInt(v)); };
   auto noSuch = [&]() -> SValue {
     error(loc, "dtype " + tritonDTypeName(base) + " has no attribute '" + attr + "'");
@@ -141,6 +160,13 @@ SValue Specializer::dtypeAttribute(const SValue &base, const std::string &attr, 
 }
 
 std::optional<SValue> Specializer::callLanguageMethod(const SValue &self, const std::string &method, CallArgs &args) {
+  if (self.kind == SValue::Kind::DType && self.dtype.isBlock()) { // x.type.is_block(), get_block_shapes()
+    bind(*this, args, method, {});
+    if (method == "is_block") return SValue::constant(ConstexprValue::ofBool(true));
+    std::vector<SValue> dims;
+    for (int64_t d : self.dtype.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+    return SValue::tuple(std::move(dims));
+  }
   if (self.kind == SValue::Kind::DType) {
     if (std::optional<bool> p = dtypePredicate(self, method)) {
       bind(*this, args, method, {});

@@ -47,6 +47,9 @@ int64_t Specializer::requireInt(const SValue &v, SourceLoc loc, const std::strin
 ir::Type Specializer::requireDType(const SValue &v, SourceLoc loc, const std::string &what) const {
   if (v.kind == SValue::Kind::DType && !v.path.empty())
     error(loc, what + " is tl.float8" + v.path.substr(3) + ", a dtype tessera names but does not support yet");
+  if (v.kind == SValue::Kind::DType && v.dtype.isBlock())
+    error(loc, what + " must be a dtype such as tl.float32, got the block type " + v.dtype.str() +
+                   " (its .element_ty is the dtype)");
   if (v.kind == SValue::Kind::DType) return v.dtype;
   error(loc, what + " must be a dtype such as tl.float32, got " + describe(v));
 }
@@ -246,6 +249,8 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     return dtypeAttribute(base, attr, loc);
   case SValue::Kind::IR:
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
+    // Triton's x.type: the dtype for a scalar, a block type (element_ty, shape, ...) for a block.
+    if (attr == "type" && !base.value->type.isTensorDesc()) return SValue::dtypeOf(base.value->type);
     if (attr == "shape") {
       std::vector<SValue> dims;
       for (int64_t d : base.value->type.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));

@@ -106,6 +106,11 @@ def dtype_attributes_kernel(x_ptr, out_ptr):
     tl.static_assert(tl.float8e4b15 != tl.float8e4nv and tl.float8e4b15 == tl.float8e4b15)
     tl.static_assert(tl.float8e4b15.is_fp8() and tl.float8e4b15.is_fp8e4b15() and not tl.float8e4nv.is_fp8e4b15())
     tl.static_assert(tl.float8e4b15.primitive_bitwidth == 8 and tl.float8e4b15.exponent_bias == 15)
+    # x.type: a block type for a block, the dtype for a scalar.
+    tl.static_assert(x.type.element_ty == tl.float32 and x.type.shape == (16,) and x.type.is_block())
+    tl.static_assert(x.type.scalar == tl.float32 and x.type.numel == 16 and x.type.nbytes == 64)
+    tl.static_assert(tl.sum(x).type == tl.float32 and x.type != tl.float32)
+    x = x + tl.full(x.shape, 0, x.type.element_ty)
     if d == tl.float8e4b15:
         x = x.to(tl.float8e4b15)  # not taken: a constexpr if
     tl.store(out_ptr + offs, x)
@@ -130,6 +135,7 @@ def test_dtype_values_compile_to_ptx(tmp_path):
     ("y = tl.int32.fp_mantissa_width", "dtype int32 has no attribute 'fp_mantissa_width'"),
     ("y = tl.float32.int_bitwidth", "dtype fp32 has no attribute 'int_bitwidth'"),
     ("y = tl.float32.get_int_max_value()", "get_int_max_value() needs an integer dtype, got fp32"),
+    ("y = x.to(x.type)", "to()'s dtype must be a dtype such as tl.float32, got the block type <16xf32>"),
 ])
 def test_errors(tmp_path, body, message):
     path = tmp_path / "k.py"
