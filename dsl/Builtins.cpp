@@ -242,6 +242,43 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       return args.args[2];
     }
   }
+  if (name == "isinstance") {
+    // isinstance(v, tl.dtype / tl.tensor / tl.constexpr / int / float / bool, or a tuple of them).
+    Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"class_or_tuple", true}});
+    const SValue &v = b[0];
+    std::vector<SValue> classes = b[1].kind == SValue::Kind::Tuple ? b[1].elems : std::vector<SValue>{b[1]};
+    bool result = false;
+    for (const SValue &c : classes) {
+      if (c.kind != SValue::Kind::Builtin) error(b.locs[1], "isinstance()'s second argument must be a class, got " + describe(c));
+      const std::string &cls = c.path;
+      bool isConst = v.isConst();
+      if (cls == "lang.dtype") result |= v.kind == SValue::Kind::DType;
+      else if (cls == "lang.pointer_type") result |= v.kind == SValue::Kind::DType && v.dtype.pointer && !v.dtype.isBlock();
+      else if (cls == "lang.block_type") result |= v.kind == SValue::Kind::DType && v.dtype.isBlock();
+      else if (cls == "lang.tensor") result |= v.isIR();
+      else if (cls == "lang.constexpr") result |= isConst || v.kind == SValue::Kind::DType;
+      else if (cls == "int") result |= isConst && (v.c.kind == CK::Int || v.c.kind == CK::Bool);
+      else if (cls == "float") result |= isConst && v.c.kind == CK::Float;
+      else if (cls == "bool") result |= isConst && v.c.kind == CK::Bool;
+      else error(b.locs[1], "isinstance() does not know the class " + cls);
+    }
+    return constResult(ConstexprValue::ofBool(result));
+  }
+  if (name == "lang.dtype") { // tl.dtype("fp16"): Triton's dtype by its name
+    Bound b = bind(*this, args, "tl.dtype", {{"name", true}});
+    ConstexprValue n = requireConst(b[0], b.locs[0], "tl.dtype's name");
+    if (n.kind == CK::String) {
+      if (std::optional<ConstexprValue> d = ConstexprValue::ofDTypeName(n.stringValue))
+        return SValue::dtypeOf(ir::Type(*ir::parseScalarType(d->stringValue)));
+      for (const char *other : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+        if (n.stringValue == other) {
+          SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
+          d.path = other;
+          return d;
+        }
+    }
+    error(b.locs[0], "tl.dtype(): unknown dtype name " + n.str());
+  }
   if (name == "top.next_power_of_2") {
     Bound b = bind(*this, args, "triton.next_power_of_2", {{"n", true}});
     int64_t n = requireInt(b[0], b.locs[0], "next_power_of_2()'s argument");

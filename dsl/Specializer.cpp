@@ -197,6 +197,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");
+  globals_["isinstance"] = SValue::builtin("isinstance");
   // @jit functions are visible everywhere (kernels call helpers defined below them).
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);

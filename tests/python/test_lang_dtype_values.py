@@ -106,6 +106,10 @@ def dtype_attributes_kernel(x_ptr, out_ptr):
     tl.static_assert(tl.float8e4b15 != tl.float8e4nv and tl.float8e4b15 == tl.float8e4b15)
     tl.static_assert(tl.float8e4b15.is_fp8() and tl.float8e4b15.is_fp8e4b15() and not tl.float8e4nv.is_fp8e4b15())
     tl.static_assert(tl.float8e4b15.primitive_bitwidth == 8 and tl.float8e4b15.exponent_bias == 15)
+    tl.static_assert(tl.dtype("fp16") == tl.float16 and tl.dtype("fp8e4b15") == tl.float8e4b15)
+    tl.static_assert(isinstance(d, tl.dtype) and isinstance(x, tl.tensor) and not isinstance(x, tl.dtype))
+    tl.static_assert(isinstance(3, (float, int)) and not isinstance(3, float) and isinstance(x_ptr.dtype, tl.pointer_type))
+    tl.static_assert(isinstance(x.type, tl.block_type) and isinstance(16, tl.constexpr))
     # x.type: a block type for a block, the dtype for a scalar.
     tl.static_assert(x.type.element_ty == tl.float32 and x.type.shape == (16,) and x.type.is_block())
     tl.static_assert(x.type.scalar == tl.float32 and x.type.numel == 16 and x.type.nbytes == 64)
