@@ -153,11 +153,22 @@ static std::string canonicalModule(const std::string &module) {
   return "";
 }
 
-// A tessera / triton module tessera does not know (triton.language.extra.hip, ...):
+// A submodule of tessera.language / triton.language that does not exist (Triton
+// 3.6's package, or tessera's: triton.language.libdevice, tessera.language.extra.hip):
 // importing it is the ImportError a module-level `try` catches.
 static bool unknownLanguageModule(const std::string &module) {
-  std::string first = module.substr(0, module.find('.'));
-  return (first == "tessera" || first == "triton") && canonicalModule(module).empty();
+  static const char *triton[] = {"core", "math", "random", "semantic", "standard", "target_info", "extra",
+                                 "extra.libdevice", "extra.cuda", "extra.cuda.libdevice", "extra.cuda.utils",
+                                 "extra.cuda.gdc", "extra.hip", "extra.hip.libdevice", "extra.hip.utils"};
+  static const char *tessera[] = {"math", "random", "extra", "extra.libdevice", "extra.cuda", "extra.cuda.libdevice"};
+  for (bool isTriton : {true, false}) {
+    std::string prefix = isTriton ? "triton.language." : "tessera.language.";
+    if (module.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string sub = module.substr(prefix.size());
+    if (isTriton) return std::none_of(std::begin(triton), std::end(triton), [&](const char *m) { return sub == m; });
+    return std::none_of(std::begin(tessera), std::end(tessera), [&](const char *m) { return sub == m; });
+  }
+  return false;
 }
 
 // The names a statement list binds at module level (for an `if` whose branch

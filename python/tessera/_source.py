@@ -7,7 +7,11 @@ file. But a real file holds more than kernels (torch code, classes, f-strings,
 parse. So the file is handed over *reduced*: every top-level statement that
 is not an import, a simple constant assignment or a @jit function is blanked
 out line by line. Line and column numbers are untouched, so diagnostics name
-the real file:line:col.
+the real file:line:col. Module-level `if` / `try` statements made of imports and
+constants are kept; an `if` condition is replaced by the value Python gives it in
+the module's globals (`if True:`), so the front-end takes the branch Python took
+(the disk cache of reductions, _source_cache.py, keys on the file's text: a
+condition that changes between processes with the same file is read once).
 
 A kernel defined inside a function (as in tests) is lifted to the top level:
 its lines (and those of @jit siblings) are dedented; its line numbers stay

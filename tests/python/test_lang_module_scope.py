@@ -79,10 +79,15 @@ def test_triton_spelling_on_the_cli(tmp_path):
         "try:\n    from triton.language.extra.cuda import libdevice\n"
         "except ImportError:\n    from triton.language.math import libdevice\n"
         "fast_tanh = libdevice.tanh\nfrom triton.language import load as tload\n"
+        "try:\n    from triton.language.libdevice import tanh as old_tanh\n"  # gone in Triton 3
+        "except ImportError:\n    old_tanh = None\n"
+        "try:\n    from triton.language.extra.hip import libdevice as hip\n"  # exists in Triton 3.6
+        "    HIP = True\nexcept ImportError:\n    HIP = False\n"
         "F16_PTR = tl.pointer_type(tl.float16, const=True)\n"
         "\n@triton.jit\ndef k(x_ptr: tl.const, out_ptr, OUT: tl.constexpr):\n"
         "    offs = tl.arange(0, 16)\n"
         "    tl.static_assert(F16_PTR.element_ty == tl.float16)\n"
+        "    tl.static_assert(old_tanh is None and HIP)\n"
         "    tl.store(out_ptr + offs, fast_tanh(tload(x_ptr + offs)).to(OUT))\n")
     proc = run_cli(["compile", str(path), "--kernel", "k", "--signature", "*fp32,*fp16", "--constexpr",
                     "OUT=triton.language.float16", "--arch", "sm_90a", "--emit", "ir"])
