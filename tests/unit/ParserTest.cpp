@@ -331,7 +331,7 @@ TEST(Parser, ModuleLevelTry) {
             "    (else\n"
             "      (assign (name c) (const 2)))\n"
             "    (finally\n"
-            "      (assign (name d) (const 3))))\n");
+            "      (assign (name d) (const 3)))))\n");
   EXPECT_NE(parseError("try:\n  pass\nelse:\n  pass\n").find("3:1: error: expected 'except' or 'finally' block"),
             std::string::npos);
 }
