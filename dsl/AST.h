@@ -163,7 +163,7 @@ struct List : Expr {
 
 enum class StmtKind {
   Expr, Assign, AugAssign, AnnAssign, If, For, While, Break, Continue, Return,
-  Assert, Pass, FunctionDef, Import, ImportFrom,
+  Assert, Pass, FunctionDef, Import, ImportFrom, Try,
 };
 
 struct Stmt {
@@ -285,6 +285,17 @@ struct ImportFrom : Stmt {
   std::vector<Alias> names; // name "*" for star imports
   ImportFrom(SourceLoc loc) : Stmt(StmtKind::ImportFrom, loc) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::ImportFrom; }
+};
+
+// try: ... except [type [as name]]: ... else: ... finally: ... (module level only:
+// libraries choose their imports this way).
+struct Try : Stmt {
+  struct Handler { SourceLoc loc; ExprPtr type; std::string name; Body body; }; // type may be null
+  Body body;
+  std::vector<Handler> handlers;
+  Body orelse, finalbody;
+  Try(SourceLoc loc) : Stmt(StmtKind::Try, loc) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Try; }
 };
 
 // A whole file. Top level holds imports, function definitions, assignments of

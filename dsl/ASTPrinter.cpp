@@ -376,6 +376,31 @@ public:
       out += ")";
       return;
     }
+    case StmtKind::Try: {
+      auto &t = static_cast<const Try &>(s);
+      out += "(try";
+      body(t.body, indent + 2);
+      for (const Try::Handler &h : t.handlers) {
+        newline(indent + 2);
+        out += "(except";
+        if (h.type) {
+          out += " ";
+          expr(h.type.get());
+        }
+        if (!h.name.empty()) out += " as " + h.name;
+        body(h.body, indent + 4);
+        out += ")";
+      }
+      orelse(t.orelse, indent + 2);
+      if (!t.finalbody.empty()) {
+        newline(indent + 2);
+        out += "(finally";
+        body(t.finalbody, indent + 4);
+        out += ")";
+      }
+      out += ")";
+      return;
+    }
     case StmtKind::ImportFrom: {
       auto &imp = static_cast<const ImportFrom &>(s);
       out += "(from " + imp.module + " import ";

@@ -4,6 +4,7 @@
 // and emits block IR.
 #include "dsl/BuiltinArgs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -217,36 +218,99 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return constResult(name == "int" ? ConstexprValue::ofInt(v) : ConstexprValue::ofBool(v != 0));
   }
   if (name == "min" || name == "max") {
-    if (args.args.size() < 2 || !args.keywords.empty()) error(loc, name + "() takes two or more constexpr arguments");
-    ConstexprValue best = requireConst(args.args[0], args.argLocs[0], name + "()'s argument");
-    for (size_t i = 1; i < args.args.size(); ++i) {
-      ConstexprValue c = requireConst(args.args[i], args.argLocs[i], name + "()'s argument");
-      double a = best.kind == CK::Float ? best.floatValue : double(best.intValue);
-      double x = c.kind == CK::Float ? c.floatValue : double(c.intValue);
-      if (name == "min" ? x < a : x > a) best = c;
+    // Triton's builtin_min/builtin_max: constexprs fold as in Python; otherwise
+    // a left fold of tl.minimum / tl.maximum (on scalars and blocks).
+    for (size_t k = 0; k < args.keywords.size(); ++k)
+      if (args.keywords[k].first != "propagate_nan")
+        error(args.keywordLocs[k], name + "() got an unexpected keyword argument '" + args.keywords[k].first + "'");
+    if (args.args.size() < 2) error(loc, name + "() takes two or more arguments");
+    bool allConst = std::all_of(args.args.begin(), args.args.end(), [](const SValue &v) { return v.isConst(); });
+    if (allConst) {
+      if (!args.keywords.empty()) error(args.keywordLocs[0], "propagate_nan is not supported on constexprs");
+      ConstexprValue best = requireConst(args.args[0], args.argLocs[0], name + "()'s argument");
+      for (size_t i = 1; i < args.args.size(); ++i) {
+        ConstexprValue c = requireConst(args.args[i], args.argLocs[i], name + "()'s argument");
+        double a = best.kind == CK::Float ? best.floatValue : double(best.intValue);
+        double x = c.kind == CK::Float ? c.floatValue : double(c.intValue);
+        if (name == "min" ? x < a : x > a) best = c;
+      }
+      return constResult(best);
     }
-    return constResult(best);
+    SValue acc = args.args[0];
+    SourceLoc accLoc = args.argLocs[0];
+    for (size_t i = 1; i < args.args.size(); ++i) {
+      CallArgs pair;
+      pair.loc = loc;
+      pair.args = {acc, args.args[i]};
+      pair.argLocs = {accLoc, args.argLocs[i]};
+      pair.keywords = args.keywords;
+      pair.keywordLocs = args.keywordLocs;
+      acc = callBuiltin(name == "min" ? "lang.minimum" : "lang.maximum", pair);
+    }
+    return acc;
+  }
+  if (name == "getattr") {
+    // getattr(tl, NAME) with a constexpr string; a default is returned where the attribute is missing.
+    if (args.args.size() < 2 || args.args.size() > 3 || !args.keywords.empty())
+      error(loc, "getattr() takes an object, a constexpr string and an optional default");
+    ConstexprValue attr = requireConst(args.args[1], args.argLocs[1], "getattr()'s name");
+    if (attr.kind != CK::String) error(args.argLocs[1], "getattr()'s name must be a string, got " + attr.str());
+    if (args.args.size() == 2) return attributeOf(args.args[0], attr.stringValue, loc);
+    try {
+      return attributeOf(args.args[0], attr.stringValue, loc);
+    } catch (const CompileError &) {
+      return args.args[2];
+    }
+  }
+  if (name == "isinstance") {
+    // isinstance(v, tl.dtype / tl.tensor / tl.constexpr / int / float / bool, or a tuple of them).
+    Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"class_or_tuple", true}});
+    const SValue &v = b[0];
+    std::vector<SValue> classes = b[1].kind == SValue::Kind::Tuple ? b[1].elems : std::vector<SValue>{b[1]};
+    bool result = false;
+    for (const SValue &c : classes) {
+      if (c.kind != SValue::Kind::Builtin) error(b.locs[1], "isinstance()'s second argument must be a class, got " + describe(c));
+      const std::string &cls = c.path;
+      bool isConst = v.isConst();
+      if (cls == "lang.dtype") result |= v.kind == SValue::Kind::DType;
+      else if (cls == "lang.pointer_type") result |= v.kind == SValue::Kind::DType && v.dtype.pointer && !v.dtype.isBlock();
+      else if (cls == "lang.block_type") result |= v.kind == SValue::Kind::DType && v.dtype.isBlock();
+      else if (cls == "lang.tensor") result |= v.isIR();
+      else if (cls == "lang.constexpr") result |= isConst || v.kind == SValue::Kind::DType;
+      else if (cls == "int") result |= isConst && (v.c.kind == CK::Int || v.c.kind == CK::Bool);
+      else if (cls == "float") result |= isConst && v.c.kind == CK::Float;
+      else if (cls == "bool") result |= isConst && v.c.kind == CK::Bool;
+      else error(b.locs[1], "isinstance() does not know the class " + cls);
+    }
+    return constResult(ConstexprValue::ofBool(result));
+  }
+  if (name == "lang.dtype") { // tl.dtype("fp16"): Triton's dtype by its name
+    Bound b = bind(*this, args, "tl.dtype", {{"name", true}});
+    ConstexprValue n = requireConst(b[0], b.locs[0], "tl.dtype's name");
+    if (n.kind == CK::String) {
+      if (std::optional<ConstexprValue> d = ConstexprValue::ofDTypeName(n.stringValue))
+        return SValue::dtypeOf(ir::Type(*ir::parseScalarType(d->stringValue)));
+      for (const char *other : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+        if (n.stringValue == other) {
+          SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
+          d.path = other;
+          return d;
+        }
+    }
+    error(b.locs[0], "tl.dtype(): unknown dtype name " + n.str());
+  }
+  if (name == "top.next_power_of_2") {
+    Bound b = bind(*this, args, "triton.next_power_of_2", {{"n", true}});
+    int64_t n = requireInt(b[0], b.locs[0], "next_power_of_2()'s argument");
+    if (n > (int64_t(1) << 62)) error(b.locs[0], "next_power_of_2(" + std::to_string(n) + ") does not fit in 64 bits");
+    int64_t p = n <= 0 ? 0 : 1; // Triton's bit trick gives 0 for n <= 0
+    while (p < n) p <<= 1;
+    return constResult(ConstexprValue::ofInt(p));
   }
   if (name == "len") {
     Bound b = bind(*this, args, "len", {{"x", true}});
     if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "len() needs a tuple, got " + describe(b[0]));
     return constResult(ConstexprValue::ofInt(static_cast<int64_t>(b[0].elems.size())));
-  }
-  if (name == "isinstance") { // isinstance(x, tl.tensor / tl.constexpr / tl.dtype, or a tuple of them)
-    Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"classinfo", true}});
-    auto is = [&](const SValue &cls) {
-      std::string path = cls.kind == SValue::Kind::Builtin ? cls.path : "";
-      if (path == "lang.tensor") return b[0].isIR();
-      if (path == "lang.constexpr") return b[0].isConst();
-      if (path == "lang.dtype") return b[0].kind == SValue::Kind::DType;
-      error(b.locs[1], "isinstance() in a kernel tests for tl.tensor, tl.constexpr or tl.dtype, got " + describe(cls));
-    };
-    bool result = false;
-    if (b[1].kind == SValue::Kind::Tuple)
-      for (const SValue &cls : b[1].elems) result = is(cls) || result;
-    else
-      result = is(b[1]);
-    return constResult(ConstexprValue::ofBool(result));
   }
   if (name == "abs" && !args.args.empty() && args.args[0].isConst()) {
     ConstexprValue c = args.args[0].c;

@@ -8,6 +8,7 @@
 #include "dsl/LanguagePrelude.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace tessera::spec {
 
@@ -40,7 +41,8 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     return b[0];
   }
   if (name == "lang.pointer_type") {
-    Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}});
+    // const=True (Triton's pointer to const data) is accepted; tessera does not check stores through it.
+    Bound b = bind(*this, args, "tl.pointer_type", {{"element_ty", true}, {"address_space", false}, {"const", false}});
     ir::Type elem = requireDType(b[0], b.locs[0], "tl.pointer_type's element type");
     if (elem.pointer) error(b.locs[0], "pointers to pointers are not supported");
     return SValue::dtypeOf(ir::Type::ptr(elem.scalar));
@@ -61,12 +63,30 @@ static bool isTensorMember(const std::string &m) {
   return std::any_of(std::begin(members), std::end(members), [&](const char *n) { return m == n; });
 }
 
-static std::optional<bool> dtypePredicate(const ir::Type &t, const std::string &m) {
+// Triton's dtype.name: "fp16", "int32", "pointer<fp32>", ... (also for the dtypes tessera only names).
+static std::string tritonDTypeName(const SValue &d) {
+  if (!d.path.empty()) return d.path;
+  static const char *names[] = {"int1",   "int8", "int16", "int32", "int64", "uint8",   "uint16", "uint32",
+                                "uint64", "fp16", "bf16",  "fp32",  "fp64",  "fp8e4nv", "fp8e5"};
+  std::string scalar = names[size_t(d.dtype.scalar)];
+  return d.dtype.pointer ? "pointer<" + scalar + ">" : scalar;
+}
+
+static std::optional<bool> dtypePredicate(const SValue &d, const std::string &m) {
+  const ir::Type &t = d.dtype;
+  if (!d.path.empty()) { // fp8e4b15 & co.: floating-point, 8 bits
+    if (m == "is_floating" || m == "is_fp8") return true;
+    if (m == "is_" + d.path) return true;
+    if (m.rfind("is_", 0) == 0) return false;
+    return std::nullopt;
+  }
   bool ptr = t.pointer;
   ScalarType s = t.scalar;
   bool fp = !ptr && ir::isFloat(s), integer = !ptr && ir::isInteger(s);
   if (m == "is_ptr") return ptr;
+  if (m == "is_block" || m == "is_const" || m == "is_void") return false;
   if (m == "is_floating") return fp;
+  if (m == "is_standard_floating") return fp && (s == ScalarType::F16 || s == ScalarType::BF16 || s == ScalarType::F32 || s == ScalarType::F64);
   if (m == "is_int" || m == "is_integer_type") return integer;
   if (m == "is_int_signed") return integer && ir::isSigned(s);
   if (m == "is_int_unsigned") return integer && !ir::isSigned(s);
@@ -74,6 +94,7 @@ static std::optional<bool> dtypePredicate(const ir::Type &t, const std::string &
   if (m == "is_fp8") return !ptr && (s == ScalarType::F8E4M3 || s == ScalarType::F8E5M2);
   if (m == "is_fp8e4nv") return !ptr && s == ScalarType::F8E4M3;
   if (m == "is_fp8e5") return !ptr && s == ScalarType::F8E5M2;
+  if (m == "is_fp8e4b15" || m == "is_fp8e4b8" || m == "is_fp8e5b16") return false;
   if (m == "is_fp16") return !ptr && s == ScalarType::F16;
   if (m == "is_bf16") return !ptr && s == ScalarType::BF16;
   if (m == "is_fp32") return !ptr && s == ScalarType::F32;
@@ -87,14 +108,102 @@ static std::optional<bool> dtypePredicate(const ir::Type &t, const std::string &
   return std::nullopt;
 }
 
+// The attributes of Triton's dtype / pointer_type / block_type classes (core.py).
+SValue Specializer::dtypeAttribute(const SValue &base, const std::string &attr, SourceLoc loc) {
+  const ir::Type &t = base.dtype;
+  if (t.isBlock()) { // x.type of a block
+    if (attr == "element_ty" || attr == "scalar") return SValue::dtypeOf(t.element());
+    if (attr == "shape") {
+      std::vector<SValue> dims;
+      for (int64_t d : t.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+      return SValue::tuple(std::move(dims));
+    }
+    if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(t.numElements()));
+    if (attr == "nbytes" && !t.pointer)
+      return SValue::constant(ConstexprValue::ofInt(t.numElements() * int64_t(ir::bitWidth(t.scalar) / 8)));
+    if (attr == "is_block" || attr == "get_block_shapes") {
+      SValue m;
+      m.kind = SValue::Kind::BoundMethod;
+      m.path = attr;
+      m.elems = {base};
+      return m;
+    }
+    error(loc, "block type " + t.str() + " has no attribute '" + attr + "'");
+  }
+  auto constInt = [](int64_t v) { return SValue::constant(ConstexprValue::ofInt(v)); };
+  auto noSuch = [&]() -> SValue {
+    error(loc, "dtype " + tritonDTypeName(base) + " has no attribute '" + attr + "'");
+  };
+  if (attr == "name") return SValue::constant(ConstexprValue::ofString(tritonDTypeName(base)));
+  if (attr == "scalar") return base;
+  if (attr == "element_ty") {
+    if (!t.pointer) error(loc, "dtype " + tritonDTypeName(base) + " has no element_ty (it is not a pointer)");
+    return SValue::dtypeOf(ir::Type(t.scalar));
+  }
+  if (attr == "address_space") return t.pointer ? constInt(1) : noSuch();
+  const bool scalar = !t.pointer;
+  const unsigned bits = base.path.empty() ? ir::bitWidth(t.scalar) : 8;
+  if (attr == "primitive_bitwidth") return constInt(bits);
+  if (attr == "itemsize") return scalar ? constInt(bits / 8) : noSuch();
+  const bool fp = scalar && (!base.path.empty() || ir::isFloat(t.scalar));
+  if (attr == "int_bitwidth") return scalar && !fp ? constInt(bits) : noSuch();
+  if (attr == "fp_mantissa_width" || attr == "exponent_bias") {
+    if (!fp) return noSuch();
+    struct Format { const char *name; int mantissa, bias; };
+    static const Format formats[] = {{"fp16", 10, 15}, {"bf16", 7, 127}, {"fp32", 23, 127}, {"fp64", 52, 1023},
+                                     {"fp8e4nv", 3, 7}, {"fp8e5", 2, 15}, {"fp8e4b15", 3, 15},
+                                     {"fp8e4b8", 3, 8}, {"fp8e5b16", 2, 16}};
+    for (const Format &f : formats)
+      if (tritonDTypeName(base) == f.name) return constInt(attr == "exponent_bias" ? f.bias : f.mantissa);
+  }
+  // Methods: dtype.is_floating(), dtype.to_int_type(), ... (callLanguageMethod).
+  if (attr.rfind("is_", 0) == 0 || attr == "to_int_type" || attr == "get_int_max_value" ||
+      attr == "get_int_min_value" || attr == "codegen_name") {
+    SValue m;
+    m.kind = SValue::Kind::BoundMethod;
+    m.path = attr;
+    m.elems = {base};
+    return m;
+  }
+  return noSuch();
+}
+
 std::optional<SValue> Specializer::callLanguageMethod(const SValue &self, const std::string &method, CallArgs &args) {
+  if (self.kind == SValue::Kind::DType && self.dtype.isBlock()) { // x.type.is_block(), get_block_shapes()
+    bind(*this, args, method, {});
+    if (method == "is_block") return SValue::constant(ConstexprValue::ofBool(true));
+    std::vector<SValue> dims;
+    for (int64_t d : self.dtype.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+    return SValue::tuple(std::move(dims));
+  }
   if (self.kind == SValue::Kind::DType) {
-    if (std::optional<bool> p = dtypePredicate(self.dtype, method)) {
+    if (std::optional<bool> p = dtypePredicate(self, method)) {
       bind(*this, args, method, {});
       return SValue::constant(ConstexprValue::ofBool(*p));
     }
+    if (method == "codegen_name") { // "float16", "bfloat16", "int32", ...
+      bind(*this, args, method, {});
+      std::string n = tritonDTypeName(self);
+      if (n.rfind("fp", 0) == 0) n = "float" + n.substr(2);
+      else if (n.rfind("bf", 0) == 0) n = "bfloat" + n.substr(2);
+      return SValue::constant(ConstexprValue::ofString(n));
+    }
+    if (method == "get_int_max_value" || method == "get_int_min_value") {
+      bind(*this, args, method, {});
+      const ir::Type &t = self.dtype;
+      if (t.pointer || !self.path.empty() || !ir::isInteger(t.scalar))
+        error(args.loc, method + "() needs an integer dtype, got " + tritonDTypeName(self));
+      unsigned bits = ir::bitWidth(t.scalar);
+      bool isSigned = ir::isSigned(t.scalar), isMax = method == "get_int_max_value";
+      if (!isSigned && bits == 64 && isMax)
+        error(args.loc, "uint64's maximum does not fit a 64-bit constexpr"); // 2**64 - 1
+      int64_t v = isMax ? (isSigned ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t((uint64_t(1) << bits) - 1))
+                        : (isSigned ? (bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1))) : 0);
+      return SValue::constant(ConstexprValue::ofInt(v));
+    }
     if (method == "to_int_type") {
       bind(*this, args, method, {});
+      requireDType(self, args.loc, "to_int_type()'s dtype");
       unsigned bits = ir::bitWidth(self.dtype.scalar);
       ScalarType s = bits == 8 ? ScalarType::I8 : bits == 16 ? ScalarType::I16 : bits == 32 ? ScalarType::I32 : ScalarType::I64;
       return SValue::dtypeOf(ir::Type(s));

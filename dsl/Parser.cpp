@@ -26,7 +26,8 @@
 // indent", "expected an indented block after 'if' statement on line 3".
 // Python constructs outside the kernel subset (class, with, try, lambda,
 // comprehensions, star-args, ...) are recognised and rejected with
-// "unsupported construct: ..." at their first token.
+// "unsupported construct: ..." at their first token; `try` only at module level
+// (where libraries pick their imports with it).
 //
 // Locations: every node carries the location of its first token, with two
 // conventions: a parenthesised expression keeps the location of the
@@ -155,6 +156,10 @@ void Parser::parseStatement(Body &out) {
     }
     if (t.text == "def") {
       out.push_back(parseFunctionDef({}));
+      return;
+    }
+    if (t.text == "try" && functionDepth_ == 0) {
+      out.push_back(parseTry());
       return;
     }
     if (t.text == "class" || t.text == "with" || t.text == "try" || t.text == "async")
@@ -496,6 +501,41 @@ StmtPtr Parser::parseWhile() {
   return node;
 }
 
+// try_stmt: 'try' ':' block except_block+ [else_block] [finally_block]
+//         | 'try' ':' block finally_block
+// except_block: 'except' [expression ['as' NAME]] ':' block
+// finally_block: 'finally' ':' block
+StmtPtr Parser::parseTry() {
+  Token kw = take();
+  auto node = std::make_unique<Try>(kw.loc);
+  expectOp(":", "expected ':'");
+  parseBlock(node->body, "'try' statement on line " + std::to_string(kw.loc.line));
+  while (isKeyword("except")) {
+    Token ex = take();
+    Try::Handler handler;
+    handler.loc = ex.loc;
+    if (!isOp(":")) {
+      handler.type = parseExpression();
+      if (isKeyword("as")) {
+        take();
+        handler.name = expectName("expected a name after 'as'");
+      }
+    }
+    expectOp(":", "expected ':'");
+    parseBlock(handler.body, "'except' statement on line " + std::to_string(ex.loc.line));
+    node->handlers.push_back(std::move(handler));
+  }
+  if (!node->handlers.empty() && isKeyword("else")) parseElse(node->orelse);
+  if (isKeyword("finally")) {
+    Token fin = take();
+    expectOp(":", "expected ':'");
+    parseBlock(node->finalbody, "'finally' statement on line " + std::to_string(fin.loc.line));
+  } else if (node->handlers.empty()) {
+    error(tok().loc, "expected 'except' or 'finally' block");
+  }
+  return node;
+}
+
 // decorated: ('@' expression NEWLINE)+ function_def
 StmtPtr Parser::parseDecorated() {
   std::vector<ExprPtr> decorators;
@@ -524,7 +564,9 @@ StmtPtr Parser::parseFunctionDef(std::vector<ExprPtr> decorators) {
   if (acceptOp("->"))
     node->returns = parseExpression();
   expectOp(":", "expected ':'");
+  ++functionDepth_;
   parseBlock(node->body, "function definition on line " + std::to_string(kw.loc.line));
+  --functionDepth_;
   return node;
 }
 

@@ -59,6 +59,7 @@ private:
   StmtPtr parseIf();
   StmtPtr parseFor();
   StmtPtr parseWhile();
+  StmtPtr parseTry();
   StmtPtr parseDecorated();
   StmtPtr parseFunctionDef(std::vector<ExprPtr> decorators);
   void parseParams(FunctionDef &def);
@@ -106,6 +107,7 @@ private:
   std::deque<Token> tokens_; // tokens_[0] is the current token
   unsigned exprDepth_ = 0;
   unsigned blockDepth_ = 0;
+  unsigned functionDepth_ = 0; // inside a def: `try` is not part of the kernel language
   std::unordered_map<const Expr *, unsigned> heights_;
 };
 

@@ -20,11 +20,34 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
   if (text == "True" || text == "true") return ofBool(true);
   if (text == "False" || text == "false") return ofBool(false);
   if (text == "None") return none();
+  // tl.float16, triton.language.float16, tessera.language.float16: a dtype.
+  for (const char *prefix : {"tl.", "triton.language.", "tessera.language."}) {
+    std::string_view p(prefix);
+    if (text.size() > p.size() && text.compare(0, p.size(), p) == 0) {
+      if (std::optional<ConstexprValue> dtype = ofDTypeName(std::string_view(text).substr(p.size()))) return *dtype;
+    }
+  }
   if (auto i = parseConstInt(text)) return ofInt(*i);
   double d = 0;
   auto [q, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
   if (ec2 == std::errc() && q == text.data() + text.size() && !text.empty()) return ofFloat(d);
   return ofString(text);
+}
+
+ConstexprValue ConstexprValue::ofDType(ir::ScalarType type) {
+  static const char *names[] = {"int1",   "int8",    "int16",    "int32",   "int64",      "uint8",   "uint16", "uint32",
+                                "uint64", "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"};
+  static_assert(sizeof names / sizeof names[0] == size_t(ir::ScalarType::F8E5M2) + 1);
+  ConstexprValue c;
+  c.kind = Kind::DType;
+  c.stringValue = names[size_t(type)];
+  return c;
+}
+
+std::optional<ConstexprValue> ConstexprValue::ofDTypeName(std::string_view name) {
+  if (name == "i1" || name == "bool") return std::nullopt; // not triton.language names
+  if (std::optional<ir::ScalarType> t = ir::parseScalarType(name)) return ofDType(*t);
+  return std::nullopt;
 }
 
 std::string ConstexprValue::str() const {
@@ -33,6 +56,7 @@ std::string ConstexprValue::str() const {
   case Kind::Bool: return intValue ? "True" : "False";
   case Kind::None: return "None";
   case Kind::String: return "'" + stringValue + "'";
+  case Kind::DType: return "tl." + stringValue;
   case Kind::Float: {
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof buf, floatValue);
@@ -123,21 +147,66 @@ void Specializer::error(SourceLoc loc, const std::string &message) const {
   raiseError(inPrelude_ && prelude_ ? *prelude_->file : *module_.file, loc, message);
 }
 
+// The canonical path of a tessera / triton module ("top", "lang", "lang.math",
+// "lang.extra"), or "" for any other module.
+static std::string canonicalModule(const std::string &module) {
+  for (const char *top : {"tessera", "triton"}) {
+    std::string t = top;
+    if (module == t) return "top";
+    if (module == t + ".language") return "lang";
+    if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
+        module == t + ".language.extra.cuda.libdevice")
+      return "lang.math";
+    if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
+  }
+  return "";
+}
+
+// A submodule of tessera.language / triton.language that does not exist (Triton
+// 3.6's package, or tessera's: triton.language.libdevice, tessera.language.extra.hip):
+// importing it is the ImportError a module-level `try` catches.
+static bool unknownLanguageModule(const std::string &module) {
+  static const char *triton[] = {"core", "math", "random", "semantic", "standard", "target_info", "extra",
+                                 "extra.libdevice", "extra.cuda", "extra.cuda.libdevice", "extra.cuda.utils",
+                                 "extra.cuda.gdc", "extra.hip", "extra.hip.libdevice", "extra.hip.utils"};
+  static const char *tessera[] = {"math", "random", "extra", "extra.libdevice", "extra.cuda", "extra.cuda.libdevice"};
+  for (bool isTriton : {true, false}) {
+    std::string prefix = isTriton ? "triton.language." : "tessera.language.";
+    if (module.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string sub = module.substr(prefix.size());
+    if (isTriton) return std::none_of(std::begin(triton), std::end(triton), [&](const char *m) { return sub == m; });
+    return std::none_of(std::begin(tessera), std::end(tessera), [&](const char *m) { return sub == m; });
+  }
+  return false;
+}
+
+// The names a statement list binds at module level (for an `if` whose branch
+// is not known at compile time).
+static void boundNames(const ast::Body &body, std::vector<std::string> &out) {
+  for (const std::string &n : assignedNames(body)) out.push_back(n);
+  for (const auto &s : body) {
+    if (auto *imp = dyn_cast<ast::Import>(s.get()))
+      for (const auto &alias : imp->names)
+        out.push_back(alias.asName.empty() ? alias.module.substr(0, alias.module.find('.')) : alias.asName);
+    else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get()))
+      for (const auto &alias : imp->names) out.push_back(alias.asName.empty() ? alias.name : alias.asName);
+    else if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()))
+      out.push_back(fn->name);
+    else if (auto *t = dyn_cast<ast::Try>(s.get())) {
+      boundNames(t->body, out);
+      for (const auto &h : t->handlers) boundNames(h.body, out);
+      boundNames(t->orelse, out);
+      boundNames(t->finalbody, out);
+    } else if (auto *i = dyn_cast<ast::If>(s.get())) {
+      boundNames(i->body, out);
+      boundNames(i->orelse, out);
+    }
+  }
+}
+
 // The names a kernel file can use at module level: imports (to recognise
 // tl / triton / tessera), @jit functions, and constants.
 void Specializer::collectModuleScope(const ast::Module &module) {
-  auto canonical = [](const std::string &module) -> std::string {
-    for (const char *top : {"tessera", "triton"}) {
-      std::string t = top;
-      if (module == t) return "top";
-      if (module == t + ".language") return "lang";
-      if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
-          module == t + ".language.extra.cuda.libdevice")
-        return "lang.math";
-      if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
-    }
-    return "";
-  };
   globals_["range"] = SValue::builtin("range");
   globals_["float"] = SValue::builtin("float");
   globals_["int"] = SValue::builtin("int");
@@ -148,57 +217,122 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["isinstance"] = SValue::builtin("isinstance");
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
-  for (const auto &s : module.body) {
+  globals_["getattr"] = SValue::builtin("getattr");
+  // @jit functions are visible everywhere (kernels call helpers defined below them).
+  for (const auto &s : module.body)
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);
+  collectModuleStatements(module.body, false);
+}
+
+// Runs the module's top-level statements in order, as Python does, so later
+// constants can use earlier ones: imports, defs and constant assignments bind
+// names; an `if` whose condition folds runs its branch; a `try` runs its body
+// and, when it imports a tessera / triton module tessera does not know, its
+// first ImportError handler instead. Inside a `try` body (`inTry`), returns
+// false at such an import; elsewhere the import binds nothing.
+bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
+  auto bind = [&](const std::string &name, SValue v) {
+    globals_[name] = std::move(v);
+    undecidedGlobals_.erase(name);
+  };
+  for (const auto &s : body) {
     if (auto *imp = dyn_cast<ast::Import>(s.get())) {
       for (const auto &alias : imp->names) {
-        std::string path = canonical(alias.module);
+        if (unknownLanguageModule(alias.module) && inTry) return false;
+        std::string path = canonicalModule(alias.module);
         if (!alias.asName.empty()) {
-          if (!path.empty()) globals_[alias.asName] = SValue::module(path);
+          if (!path.empty()) bind(alias.asName, SValue::module(path));
         } else {
           // "import triton.language" binds "triton".
           std::string first = alias.module.substr(0, alias.module.find('.'));
-          if (!canonical(first).empty()) globals_[first] = SValue::module(canonical(first));
+          if (!canonicalModule(first).empty()) bind(first, SValue::module(canonicalModule(first)));
         }
       }
     } else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get())) {
-      std::string path = canonical(imp->module);
+      if (unknownLanguageModule(imp->module) && inTry) return false;
+      std::string path = canonicalModule(imp->module);
       if (path.empty()) continue;
       for (const auto &alias : imp->names) {
         const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
         if (alias.name == "language")
-          globals_[local] = SValue::module(path == "top" ? "lang" : path + ".language");
+          bind(local, SValue::module(path == "top" ? "lang" : path + ".language"));
         else if (alias.name == "libdevice" || (alias.name == "math" && path == "lang"))
-          globals_[local] = SValue::module("lang.math"); // from triton.language.extra.cuda import libdevice
-        else if (alias.name == "jit" || alias.name == "autotune" || alias.name == "heuristics")
-          globals_[local] = SValue::builtin(path + "." + alias.name);
+          bind(local, SValue::module("lang.math")); // from triton.language.extra.cuda import libdevice
         else if (alias.name != "*")
-          globals_[local] = SValue::builtin(path + "." + alias.name);
+          bind(local, SValue::builtin(path + "." + alias.name));
       }
     } else if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) {
-      globals_[fn->name] = SValue::function(fn);
+      bind(fn->name, SValue::function(fn));
+    } else if (isa<ast::Assign>(s.get()) || isa<ast::AnnAssign>(s.get())) {
+      const ast::Expr *value = nullptr;
+      std::vector<const ast::Expr *> targets;
+      if (auto *a = dyn_cast<ast::Assign>(s.get())) {
+        value = a->value.get();
+        for (const auto &t : a->targets) targets.push_back(t.get());
+      } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get()); a->value) {
+        value = a->value.get();
+        targets.push_back(a->target.get());
+      }
+      if (!value) continue;
+      SValue v;
+      try {
+        v = evalGlobal(*value);
+      } catch (const CompileError &) {
+        continue; // not a constant a kernel can use (e.g. a torch tensor); ignore it
+      }
+      std::function<void(const ast::Expr &, const SValue &)> assign = [&](const ast::Expr &t, const SValue &x) {
+        if (auto *n = dyn_cast<ast::Name>(&t)) {
+          bind(n->id, x);
+          return;
+        }
+        const std::vector<ast::ExprPtr> *elts = nullptr;
+        if (auto *tt = dyn_cast<ast::Tuple>(&t)) elts = &tt->elts;
+        if (auto *l = dyn_cast<ast::List>(&t)) elts = &l->elts;
+        if (elts && x.kind == SValue::Kind::Tuple && x.elems.size() == elts->size())
+          for (size_t i = 0; i < elts->size(); ++i) assign(*(*elts)[i], x.elems[i]); // A, B = 1, 2
+      };
+      for (const ast::Expr *t : targets) assign(*t, v);
+    } else if (auto *i = dyn_cast<ast::If>(s.get())) {
+      std::optional<bool> taken;
+      try {
+        SValue cond = evalGlobal(*i->cond);
+        if (cond.isConst()) taken = truthy(cond.c);
+        else if (cond.kind == SValue::Kind::DType || cond.kind == SValue::Kind::Module) taken = true;
+      } catch (const CompileError &) {
+      }
+      if (taken) {
+        if (!collectModuleStatements(*taken ? i->body : i->orelse, inTry)) return false;
+        continue;
+      }
+      // Not known at compile time (torch.cuda.is_available(), ...): what either
+      // branch binds is an error to use. (From Python, tessera/_source.py writes
+      // the branch Python took into the condition.)
+      std::vector<std::string> names;
+      boundNames(i->body, names);
+      boundNames(i->orelse, names);
+      for (const std::string &n : names) {
+        globals_.erase(n);
+        undecidedGlobals_[n] = i->loc;
+      }
+    } else if (auto *t = dyn_cast<ast::Try>(s.get())) {
+      if (collectModuleStatements(t->body, true)) {
+        if (!collectModuleStatements(t->orelse, inTry)) return false;
+      } else {
+        for (const auto &h : t->handlers) {
+          std::string type;
+          if (auto *n = h.type ? dyn_cast<ast::Name>(h.type.get()) : nullptr) type = n->id;
+          if (h.type && type != "ImportError" && type != "ModuleNotFoundError" && type != "Exception" &&
+              type != "BaseException")
+            continue;
+          if (!h.name.empty()) undecidedGlobals_[h.name] = h.loc;
+          if (!collectModuleStatements(h.body, inTry)) return false;
+          break;
+        }
+      }
+      if (!collectModuleStatements(t->finalbody, inTry)) return false;
     }
   }
-  // Module-level constants, in order, so that later ones can use earlier ones.
-  for (const auto &s : module.body) {
-    const ast::Expr *value = nullptr;
-    std::vector<const ast::Expr *> targets;
-    if (auto *a = dyn_cast<ast::Assign>(s.get())) {
-      value = a->value.get();
-      for (const auto &t : a->targets) targets.push_back(t.get());
-    } else if (auto *a = dyn_cast<ast::AnnAssign>(s.get()); a && a->value) {
-      value = a->value.get();
-      targets.push_back(a->target.get());
-    }
-    if (!value) continue;
-    SValue v;
-    try {
-      v = evalGlobal(*value);
-    } catch (const CompileError &) {
-      continue; // not a constant a kernel can use (e.g. a torch tensor); ignore it
-    }
-    for (const ast::Expr *t : targets)
-      if (auto *n = dyn_cast<ast::Name>(t)) globals_[n->id] = v;
-  }
+  return true;
 }
 
 // Globals are evaluated with an empty environment and no IR builder access:
@@ -253,10 +387,23 @@ static bool isConstAnnotation(const ast::Expr *e) {
   return false;
 }
 
+// A constexpr value as the kernel sees it: a dtype constexpr is a dtype.
+static SValue constexprArgument(const ConstexprValue &c) {
+  if (c.kind == ConstexprValue::Kind::DType) return SValue::dtypeOf(ir::Type(*ir::parseScalarType(c.stringValue)));
+  return SValue::constant(c);
+}
+
 void Specializer::bindParameters(const ast::FunctionDef &kernel) {
+  // As in Triton, a None argument for a non-constexpr parameter is specialised
+  // as the constexpr None (`if bias_ptr is not None:` folds): it takes no
+  // signature entry.
+  auto givenNone = [&](const ast::Param &p) {
+    auto it = spec_.constexprs.find(p.name);
+    return it != spec_.constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
+  };
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
-    if (!isConstexprAnnotation(p.annotation.get())) ++runtimeCount;
+    if (!isConstexprAnnotation(p.annotation.get()) && !givenNone(p)) ++runtimeCount;
   if (runtimeCount != spec_.args.size())
     error(kernel.loc, "kernel '" + kernel.name + "' has " + std::to_string(runtimeCount) +
                           " non-constexpr parameter" + (runtimeCount == 1 ? "" : "s") +
@@ -272,7 +419,7 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     if (isConstexprAnnotation(p.annotation.get())) {
       auto it = spec_.constexprs.find(p.name);
       if (it != spec_.constexprs.end()) {
-        (*env_)[p.name] = SValue::constant(it->second);
+        (*env_)[p.name] = constexprArgument(it->second);
       } else if (p.defaultValue) {
         (*env_)[p.name] = evalGlobal(*p.defaultValue);
       } else {
@@ -280,8 +427,13 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
       }
       continue;
     }
+    if (givenNone(p)) {
+      (*env_)[p.name] = SValue::constant(ConstexprValue::none());
+      continue;
+    }
     if (spec_.constexprs.count(p.name))
-      error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it");
+      error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it "
+                   "(only None is, as for a None argument)");
     const ArgSpec &arg = spec_.args[argIndex++];
     ir::Type type = arg.type;
     if (type.pointer && isConstAnnotation(p.annotation.get())) type.constPointee = true;
@@ -430,6 +582,8 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   case ast::StmtKind::Import:
   case ast::StmtKind::ImportFrom:
     error(s.loc, "unsupported construct: 'import' inside a kernel");
+  case ast::StmtKind::Try:
+    error(s.loc, "unsupported construct: 'try' inside a kernel");
   }
   error(s.loc, "unsupported statement");
 }

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,18 +19,22 @@ namespace tessera {
 
 // A compile-time Python value: what a tl.constexpr parameter or global holds.
 struct ConstexprValue {
-  enum class Kind { Int, Float, Bool, None, String };
+  enum class Kind { Int, Float, Bool, None, String, DType };
   Kind kind = Kind::None;
   ConstInt intValue = 0; // Int (exact up to 127 bits, dsl/ConstInt.h), Bool (0/1)
   double floatValue = 0;
-  std::string stringValue;
+  std::string stringValue; // String; DType: the element type's name ("fp16", "int32", ...)
 
   static ConstexprValue ofInt(ConstInt v) { ConstexprValue c; c.kind = Kind::Int; c.intValue = v; return c; }
   static ConstexprValue ofFloat(double v) { ConstexprValue c; c.kind = Kind::Float; c.floatValue = v; return c; }
   static ConstexprValue ofBool(bool v) { ConstexprValue c; c.kind = Kind::Bool; c.intValue = v; return c; }
   static ConstexprValue ofString(std::string s) { ConstexprValue c; c.kind = Kind::String; c.stringValue = std::move(s); return c; }
   static ConstexprValue none() { return {}; }
-  // Parses "1024", "0.5", "True", "None", anything else as a string.
+  // A dtype (`OUT_DTYPE=tl.float16`), kept as its triton.language name ("float16"); `name`
+  // is any spelling ir::parseScalarType accepts ("fp16", "float16", ...).
+  static ConstexprValue ofDType(ir::ScalarType type);
+  static std::optional<ConstexprValue> ofDTypeName(std::string_view name);
+  // Parses "1024", "0.5", "True", "None", "tl.float16" (a dtype), anything else as a string.
   static ConstexprValue parse(const std::string &text);
   std::string str() const; // Python's repr
   bool operator==(const ConstexprValue &o) const = default;

@@ -102,7 +102,7 @@ bool sameLeaf(const SValue &a, const SValue &b) {
   switch (a.kind) {
   case SValue::Kind::IR: return a.value == b.value;
   case SValue::Kind::Const: return a.c == b.c;
-  case SValue::Kind::DType: return a.dtype == b.dtype;
+  case SValue::Kind::DType: return a.dtype == b.dtype && a.path == b.path;
   case SValue::Kind::Function: return a.fn == b.fn;
   case SValue::Kind::Module:
   case SValue::Kind::Builtin: return a.path == b.path;

@@ -24,7 +24,7 @@ std::string Specializer::describe(const SValue &v) const {
   switch (v.kind) {
   case SValue::Kind::IR: return (v.value->type.isBlock() ? "a block of type " : "a value of type ") + v.value->type.str();
   case SValue::Kind::Const: return "the constant " + v.c.str();
-  case SValue::Kind::DType: return "the dtype " + v.dtype.str();
+  case SValue::Kind::DType: return "the dtype " + (v.path.empty() ? v.dtype.str() : v.path);
   case SValue::Kind::Module: return "a module";
   case SValue::Kind::Function: return "the function '" + v.fn->name + "'";
   case SValue::Kind::Builtin: return "the builtin '" + v.path + "'";
@@ -47,6 +47,11 @@ int64_t Specializer::requireInt(const SValue &v, SourceLoc loc, const std::strin
 }
 
 ir::Type Specializer::requireDType(const SValue &v, SourceLoc loc, const std::string &what) const {
+  if (v.kind == SValue::Kind::DType && !v.path.empty())
+    error(loc, what + " is tl.float8" + v.path.substr(3) + ", a dtype tessera names but does not support yet");
+  if (v.kind == SValue::Kind::DType && v.dtype.isBlock())
+    error(loc, what + " must be a dtype such as tl.float32, got the block type " + v.dtype.str() +
+                   " (its .element_ty is the dtype)");
   if (v.kind == SValue::Kind::DType) return v.dtype;
   error(loc, what + " must be a dtype such as tl.float32, got " + describe(v));
 }
@@ -292,12 +297,15 @@ SValue Specializer::evalName(const ast::Name &e) {
   }
   auto it = globals_.find(e.id);
   if (it != globals_.end()) return it->second;
+  if (auto u = undecidedGlobals_.find(e.id); u != undecidedGlobals_.end() && !inPrelude_)
+    error(e.loc, "name '" + e.id + "' is bound under the module-level statement on line " +
+                     std::to_string(u->second.line) + ", whose branch is not known at compile time");
   error(e.loc, "name '" + e.id + "' is not defined");
 }
 
-SValue Specializer::evalAttribute(const ast::Attribute &e) {
-  SValue base = eval(*e.value);
-  const std::string &attr = e.attr;
+SValue Specializer::evalAttribute(const ast::Attribute &e) { return attributeOf(eval(*e.value), e.attr, e.loc); }
+
+SValue Specializer::attributeOf(const SValue &base, const std::string &attr, SourceLoc loc) {
   switch (base.kind) {
   case SValue::Kind::Module: {
     if (base.path == "top") {
@@ -312,27 +320,23 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
       if (attr == "pi32_t") return SValue::dtypeOf(ir::Type::ptr(ScalarType::I32)); // Triton's pointer_type(int32)
+      for (const char *unsupported : {"float8e4b15", "float8e4b8", "float8e5b16"}) // Triton's other fp8 types
+        if (attr == unsupported) {
+          SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
+          d.path = "fp8" + attr.substr(6);
+          return d;
+        }
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
     return SValue::builtin(base.path + "." + attr);
   }
   case SValue::Kind::DType:
-    if (attr == "element_ty") {
-      if (!base.dtype.pointer) error(e.loc, "dtype " + base.dtype.str() + " has no element_ty (it is not a pointer)");
-      return SValue::dtypeOf(ir::Type(base.dtype.scalar));
-    }
-    if (attr == "primitive_bitwidth") return SValue::constant(ConstexprValue::ofInt(bitWidth(base.dtype.scalar)));
-    if (attr.rfind("is_", 0) == 0 || attr == "to_int_type") { // dtype.is_floating(), ... (BuiltinsLanguage.cpp)
-      SValue m;
-      m.kind = SValue::Kind::BoundMethod;
-      m.path = attr;
-      m.elems = {base};
-      return m;
-    }
-    error(e.loc, "dtype has no attribute '" + attr + "'");
+    return dtypeAttribute(base, attr, loc);
   case SValue::Kind::IR:
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
+    // Triton's x.type: the dtype for a scalar, a block type (element_ty, shape, ...) for a block.
+    if (attr == "type" && !base.value->type.isTensorDesc()) return SValue::dtypeOf(base.value->type);
     if (attr == "shape") {
       std::vector<SValue> dims;
       for (int64_t d : base.value->type.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
@@ -341,9 +345,9 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
     if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(base.value->type.numElements()));
     if (attr == "T") {
       CallArgs none;
-      none.loc = e.loc;
+      none.loc = loc;
       none.args = {base};
-      none.argLocs = {e.loc};
+      none.argLocs = {loc};
       return callBuiltin("lang.trans", none);
     }
     {
@@ -357,16 +361,43 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value
     }
-    error(e.loc, describe(base) + " has no attribute '" + attr + "'");
+    if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
+      error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "
+                 "tl.cast(value, dtype) or tl.full((), value, dtype) make a typed scalar)");
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   default:
-    error(e.loc, describe(base) + " has no attribute '" + attr + "'");
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   }
+}
+
+// shape[1:], shape[:-1], shape[::-1]: Python's slice of a tuple.
+SValue Specializer::sliceTuple(const SValue &tuple, const ast::Slice &sl) {
+  const int64_t n = static_cast<int64_t>(tuple.elems.size());
+  auto bound = [&](const ast::ExprPtr &e, const char *what) -> std::optional<int64_t> {
+    if (!e) return std::nullopt;
+    SValue v = eval(*e);
+    if (v.isNone()) return std::nullopt;
+    return requireInt(v, e->loc, std::string("a slice's ") + what);
+  };
+  int64_t step = bound(sl.step, "step").value_or(1);
+  if (step == 0) error(sl.loc, "slice step cannot be zero");
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t i = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
+  };
+  int64_t start = clamp(bound(sl.lower, "start"), step > 0 ? 0 : n - 1);
+  int64_t stop = clamp(bound(sl.upper, "stop"), step > 0 ? n : -1);
+  std::vector<SValue> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(tuple.elems[size_t(i)]);
+  return SValue::tuple(std::move(out));
 }
 
 SValue Specializer::evalSubscript(const ast::Subscript &e) {
   SValue base = eval(*e.value);
   if (base.kind == SValue::Kind::Tuple) {
     if (e.indices.size() != 1) error(e.loc, "a tuple takes one index");
+    if (auto *sl = dyn_cast<ast::Slice>(e.indices[0].get())) return sliceTuple(base, *sl);
     int64_t i = requireInt(eval(*e.indices[0]), e.indices[0]->loc, "a tuple index");
     int64_t n = static_cast<int64_t>(base.elems.size());
     if (i < 0) i += n;
@@ -465,7 +496,7 @@ SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArg
   }
 }
 
-static bool truthy(const ConstexprValue &c) {
+bool truthy(const ConstexprValue &c) {
   switch (c.kind) {
   case CK::Int:
   case CK::Bool: return c.intValue != 0;
@@ -668,7 +699,29 @@ static ScalarType withSignedness(ScalarType t, bool isSignedType) {
 
 SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
   if (lhs.isConst() && rhs.isConst()) return foldBinary(*this, op, lhs.c, rhs.c, loc);
+  if (lhs.kind == SValue::Kind::Tuple || rhs.kind == SValue::Kind::Tuple) {
+    // Shapes are tuples: `shape + [4]` concatenates, `[2] * RANK` repeats (Python's list semantics).
+    if (op == ast::BinaryOp::Add && lhs.kind == rhs.kind) {
+      std::vector<SValue> elems = lhs.elems;
+      elems.insert(elems.end(), rhs.elems.begin(), rhs.elems.end());
+      return SValue::tuple(std::move(elems));
+    }
+    if (op == ast::BinaryOp::Mul && (lhs.isConst() || rhs.isConst())) {
+      const SValue &tuple = lhs.kind == SValue::Kind::Tuple ? lhs : rhs;
+      const SValue &count = lhs.kind == SValue::Kind::Tuple ? rhs : lhs;
+      int64_t n = requireInt(count, loc, "a tuple's repeat count");
+      if (n > 4096) error(loc, "a tuple repeated " + std::to_string(n) + " times is too long");
+      std::vector<SValue> elems;
+      for (int64_t i = 0; i < n; ++i) elems.insert(elems.end(), tuple.elems.begin(), tuple.elems.end());
+      return SValue::tuple(std::move(elems));
+    }
+    error(loc, std::string("unsupported operand types for ") + ast::spelling(op) + ": " + describe(lhs) + " and " +
+                   describe(rhs));
+  }
   const char *text = ast::spelling(op);
+  if (lhs.isNone() || rhs.isNone()) // e.g. a pointer argument passed as None (the constexpr None)
+    error(loc, std::string("unsupported operand types for ") + text + ": " +
+                   (lhs.isNone() ? "None" : describe(lhs)) + " and " + (rhs.isNone() ? "None" : describe(rhs)));
   if (op == ast::BinaryOp::Pow) error(loc, "'**' is only supported on constexprs; use tl.exp2/tl.math.pow for blocks");
   if (op == ast::BinaryOp::MatMul) error(loc, "'@' (matrix product) is not supported yet; use tl.dot");
   if (!(lhs.isIR() || lhs.isConst())) error(loc, std::string("unsupported operand for ") + text + ": " + describe(lhs));
@@ -741,11 +794,42 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
   return SValue::ir(b_.op(code, {a, b}, a->type));
 }
 
+// Python's tuple comparison: element by element, the first difference
+// decides (a shorter prefix is smaller). Elements are constexprs or dtypes.
+SValue Specializer::compareTuples(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
+  auto boolean = [](bool b) { return SValue::constant(ConstexprValue::ofBool(b)); };
+  if (lhs.kind != rhs.kind) { // a tuple never equals a non-tuple
+    if (op == ast::CompareOp::Eq) return boolean(false);
+    if (op == ast::CompareOp::NotEq) return boolean(true);
+    error(loc, "cannot order " + describe(lhs) + " and " + describe(rhs));
+  }
+  size_t n = std::min(lhs.elems.size(), rhs.elems.size());
+  for (size_t i = 0; i < n; ++i) {
+    SValue eq = compare(ast::CompareOp::Eq, lhs.elems[i], rhs.elems[i], loc);
+    if (!eq.isConst())
+      error(loc, "tuples are compared at compile time, but element " + std::to_string(i) + " is a runtime value");
+    if (eq.c.intValue) continue;
+    if (op == ast::CompareOp::Eq) return boolean(false);
+    if (op == ast::CompareOp::NotEq) return boolean(true);
+    return compare(op, lhs.elems[i], rhs.elems[i], loc);
+  }
+  size_t a = lhs.elems.size(), b = rhs.elems.size();
+  switch (op) {
+  case ast::CompareOp::Eq: return boolean(a == b);
+  case ast::CompareOp::NotEq: return boolean(a != b);
+  case ast::CompareOp::Lt: return boolean(a < b);
+  case ast::CompareOp::LtE: return boolean(a <= b);
+  case ast::CompareOp::Gt: return boolean(a > b);
+  case ast::CompareOp::GtE: return boolean(a >= b);
+  default: error(loc, std::string("unsupported comparison of tuples: ") + ast::spelling(op));
+  }
+}
+
 SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc) {
   if (op == ast::CompareOp::Is || op == ast::CompareOp::IsNot) {
     bool same;
     if (lhs.isConst() && rhs.isConst()) same = lhs.c == rhs.c;
-    else if (lhs.kind == SValue::Kind::DType && rhs.kind == SValue::Kind::DType) same = lhs.dtype == rhs.dtype;
+    else if (lhs.kind == SValue::Kind::DType && rhs.kind == SValue::Kind::DType) same = lhs.sameDType(rhs);
     else same = false; // a runtime value is never None
     return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::Is ? same : !same));
   }
@@ -754,12 +838,13 @@ SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &
     bool found = false;
     for (const SValue &x : rhs.elems) {
       if (lhs.isConst() && x.isConst() && lhs.c == x.c) found = true;
-      if (lhs.kind == SValue::Kind::DType && x.kind == SValue::Kind::DType && lhs.dtype == x.dtype) found = true;
+      if (lhs.sameDType(x)) found = true;
     }
     return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::In ? found : !found));
   }
-  if (lhs.kind == SValue::Kind::DType && rhs.kind == SValue::Kind::DType) {
-    bool eq = lhs.dtype == rhs.dtype;
+  if (lhs.kind == SValue::Kind::Tuple || rhs.kind == SValue::Kind::Tuple) return compareTuples(op, lhs, rhs, loc);
+  if (lhs.kind == SValue::Kind::DType || rhs.kind == SValue::Kind::DType) {
+    bool eq = lhs.sameDType(rhs); // a dtype equals only the same dtype (Triton's dtype.__eq__)
     if (op == ast::CompareOp::Eq) return SValue::constant(ConstexprValue::ofBool(eq));
     if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!eq));
   }

@@ -19,7 +19,8 @@ struct SValue {
   enum class Kind {
     IR,          // a runtime value: ir::Value (scalar or block)
     Const,       // a compile-time Python value
-    DType,       // tl.float16, x.dtype, ptr.dtype.element_ty, ...
+    DType,       // tl.float16, x.dtype, ptr.dtype.element_ty, ... (path non-empty: a dtype
+                 // tessera only names, such as "fp8e4b15": it compares, but no value has it)
     Module,      // tl, tl.math, triton, ...
     Function,    // a @jit function of this file
     Builtin,     // a builtin function, e.g. "tl.arange", "range", "float"
@@ -47,6 +48,7 @@ struct SValue {
   bool isIR() const { return kind == Kind::IR; }
   bool isConst() const { return kind == Kind::Const; }
   bool isNone() const { return kind == Kind::Const && c.kind == ConstexprValue::Kind::None; }
+  bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
 
 using Env = std::map<std::string, SValue>;
@@ -72,6 +74,8 @@ public:
   SValue eval(const ast::Expr &e);
   SValue evalName(const ast::Name &e);
   SValue evalAttribute(const ast::Attribute &e);
+  SValue attributeOf(const SValue &base, const std::string &attr, SourceLoc loc); // base.attr, getattr()
+  SValue dtypeAttribute(const SValue &dtype, const std::string &attr, SourceLoc loc);
   SValue evalSubscript(const ast::Subscript &e);
   SValue evalCall(const ast::Call &e);
   SValue evalCallOf(const SValue &callee, const ast::Call &e, CallArgs &args);
@@ -82,6 +86,8 @@ public:
   SValue unary(ast::UnaryOperator op, const SValue &v, SourceLoc loc);
   SValue binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
+  SValue compareTuples(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
+  SValue sliceTuple(const SValue &tuple, const ast::Slice &slice);
 
   // --- values and types
   ir::Value *toIR(const SValue &v, SourceLoc loc, const ir::Type *peer = nullptr);
@@ -176,10 +182,16 @@ private:
   void loadPrelude();
 
   void collectModuleScope(const ast::Module &module);
+  bool collectModuleStatements(const ast::Body &body, bool inTry);
+  // Module globals bound under an `if` whose condition does not fold: where.
+  std::map<std::string, SourceLoc> undecidedGlobals_;
   SValue evalGlobal(const ast::Expr &e);
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);
 };
+
+// Python's truth value of a constexpr.
+bool truthy(const ConstexprValue &c);
 
 // Names assigned anywhere in a body (recursively), in first-assignment order.
 std::vector<std::string> assignedNames(const ast::Body &body);

@@ -119,6 +119,7 @@ std::string constexprKey(const ConstexprValue &v) {
   case ConstexprValue::Kind::Int: return "int " + constIntToString(v.intValue);
   case ConstexprValue::Kind::Bool: return v.intValue ? "bool True" : "bool False";
   case ConstexprValue::Kind::None: return "None";
+  case ConstexprValue::Kind::DType: return "dtype " + v.stringValue;
   case ConstexprValue::Kind::String:
     return "str " + std::to_string(v.stringValue.size()) + " " + escapeLine(v.stringValue);
   case ConstexprValue::Kind::Float: {

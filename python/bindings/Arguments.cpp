@@ -456,8 +456,8 @@ Arg classifyArgument(py::handle value, const std::string &kernel, const std::str
   if (PyBool_Check(o)) return boolArg(o == Py_True);
   if (PyLong_Check(o)) return intArg(value, kernel, param, specialize);
   if (PyFloat_Check(o)) return floatArg(PyFloat_AS_DOUBLE(o));
-  if (o == Py_None)
-    typeError(kernel, param, "is None; only tl.constexpr parameters accept None");
+  if (o == Py_None) // launches specialise None as a constexpr before classifying (Launcher.cpp)
+    typeError(kernel, param, "is None, but the kernel was compiled for a value here");
   if (const TensorDesc *d = tensorDescOf(o)) return tensorDescArg(*d, kernel, param);
   if (hasAttr(value, "data_ptr") && hasAttr(value, "dtype") && hasAttr(value, "device"))
     return tensorArg(value, kernel, param, specialize);
@@ -578,24 +578,32 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   }
   if (PyFloat_Check(o)) return ConstexprValue::ofFloat(PyFloat_AS_DOUBLE(o));
   if (PyUnicode_Check(o)) return ConstexprValue::ofString(value.cast<std::string>());
+  const std::string type = py::str(py::type::handle_of(value).attr("__name__"));
   // tl.constexpr(x) wraps a value.
-  if (std::string(py::str(py::type::handle_of(value).attr("__name__"))) == "constexpr" && hasAttr(value, "value"))
-    return toConstexpr(value.attr("value"), kernel, param);
+  if (type == "constexpr" && hasAttr(value, "value")) return toConstexpr(value.attr("value"), kernel, param);
+  // A triton.language / tessera.language dtype (OUT_DTYPE=tl.float16): its .name is "fp16", "int32", ...
+  if (type == "dtype" && hasAttr(value, "name")) {
+    py::object name = value.attr("name");
+    if (py::isinstance<py::str>(name))
+      if (std::optional<ConstexprValue> d = ConstexprValue::ofDTypeName(name.cast<std::string>())) return *d;
+    return bad("is the dtype " + std::string(py::str(value)) + ", which tessera does not support (supported: " +
+               "int1, int8 .. int64, uint8 .. uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5)");
+  }
   if (hasAttr(value, "data_ptr") || hasAttr(value, "__cuda_array_interface__") || hasAttr(value, "__dlpack__"))
-    return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings or None");
+    return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings, dtypes or None");
   if (isNumpyBool(value)) return ConstexprValue::ofBool(PyObject_IsTrue(o) == 1);
   if (PyIndex_Check(o)) {
     py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(o));
     if (!i) throw py::error_already_set();
     return toConstexpr(i, kernel, param);
   }
-  if (hasAttr(value, "__float__") && std::string(py::str(py::type::handle_of(value).attr("__name__"))) != "dtype") {
+  if (hasAttr(value, "__float__")) {
     double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
     return ConstexprValue::ofFloat(d);
   }
   return bad("has unsupported type '" + typeName(value) +
-             "'; tl.constexpr parameters take ints, floats, bools, strings or None");
+             "'; tl.constexpr parameters take ints, floats, bools, strings, dtypes or None");
 }
 
 py::object fromConstexpr(const ConstexprValue &value) {
@@ -606,6 +614,7 @@ py::object fromConstexpr(const ConstexprValue &value) {
   case ConstexprValue::Kind::Float: return py::float_(value.floatValue);
   case ConstexprValue::Kind::Bool: return py::bool_(value.intValue != 0);
   case ConstexprValue::Kind::String: return py::str(value.stringValue);
+  case ConstexprValue::Kind::DType: return py::module_::import("tessera.language").attr(value.stringValue.c_str());
   case ConstexprValue::Kind::None: break;
   }
   return py::none();

@@ -259,6 +259,11 @@ public:
         continue;
       }
       if (!values[i]) throw py::type_error(name_ + "() missing argument '" + p.name + "'");
+      if (values[i].is_none()) { // the constexpr None, as in Triton (launches do the same)
+        key += p.name + "=None;";
+        constexprs[p.name] = ConstexprValue::none();
+        continue;
+      }
       HostArg h = convertHostArgument(values[i], name_, p.name, specialize_[i]);
       key += argSpecText(h.spec) + ",";
       signature.push_back(h.spec);

@@ -161,6 +161,10 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
     }
     FastArg f;
     if (!classifyFast(value, k.specialize[i], f)) [[unlikely]] {
+      if (value == Py_None) { // specialised as the constexpr None: no slot
+        appendNoneArgKey(out.key);
+        continue;
+      }
       if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
         const void *map = encodedTensorMap(*d, k.name, k.params[i].name, i, numParams);
         appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
@@ -340,8 +344,15 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   const std::vector<ArgSpec> &sig = kernel.signature();
   const std::string &name = kernel.name();
   std::vector<size_t> runtimeParams; // indices into entry->params
+  auto compiledForNone = [&](size_t i) { // a runtime parameter specialised as None
+    auto it = entry->constexprs.find(entry->params[i].name);
+    return it != entry->constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
+  };
   for (size_t i = 0; i < entry->params.size(); ++i)
-    if (!entry->params[i].isConstexpr) runtimeParams.push_back(i);
+    if (!entry->params[i].isConstexpr && !compiledForNone(i)) runtimeParams.push_back(i);
+    else if (!entry->params[i].isConstexpr && args.size() == entry->params.size() && !args[i].is_none())
+      throw py::type_error(name + "(): argument '" + entry->params[i].name +
+                           "' must be None: the kernel was compiled for None there");
   const size_t n = args.size();
   const bool all = n == entry->params.size();
   if (!all && n != sig.size()) {

@@ -202,7 +202,8 @@ void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {
   case ConstexprValue::Kind::Int:
   case ConstexprValue::Kind::Bool: key.append(&v.intValue, sizeof v.intValue); break;
   case ConstexprValue::Kind::Float: key.append(&v.floatValue, sizeof v.floatValue); break;
-  case ConstexprValue::Kind::String: {
+  case ConstexprValue::Kind::String:
+  case ConstexprValue::Kind::DType: {
     uint32_t size = static_cast<uint32_t>(v.stringValue.size());
     key.append(&size, sizeof size);
     key.append(v.stringValue.data(), size);
@@ -218,6 +219,10 @@ void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
   const uint8_t bytes[2] = {scalar, flags};
   key.append(bytes, 2);
 }
+
+// A None for a runtime parameter: the constexpr None, as in Triton (no launch
+// slot). Two bytes like any runtime argument's, with a scalar no type has.
+void appendNoneArgKey(KeyBuffer &key) { appendArgKey(key, 0xff, 0); }
 
 void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param) {
   if (PyBool_Check(o)) return appendConstexpr(key, ConstexprValue::ofBool(o == Py_True));
@@ -263,6 +268,11 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
       ConstexprValue v = toConstexpr(values[i], k.name, p.name);
       appendConstexpr(key, v);
       s.constexprs.emplace_back(i, std::move(v));
+      continue;
+    }
+    if (values[i] == Py_None) {
+      appendNoneArgKey(key);
+      s.constexprs.emplace_back(i, ConstexprValue::none());
       continue;
     }
     Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i]);

@@ -7,7 +7,11 @@ file. But a real file holds more than kernels (torch code, classes, f-strings,
 parse. So the file is handed over *reduced*: every top-level statement that
 is not an import, a simple constant assignment or a @jit function is blanked
 out line by line. Line and column numbers are untouched, so diagnostics name
-the real file:line:col.
+the real file:line:col. Module-level `if` / `try` statements made of imports and
+constants are kept; an `if` condition is replaced by the value Python gives it in
+the module's globals (`if True:`), so the front-end takes the branch Python took
+(the disk cache of reductions, _source_cache.py, keys on the file's text: a
+condition that changes between processes with the same file is read once).
 
 A kernel defined inside a function (as in tests) is lifted to the top level:
 its lines (and those of @jit siblings) are dedented; its line numbers stay
@@ -60,9 +64,21 @@ def _simple_target(node):
     return False
 
 
+def _kept_block(body):
+    return all(isinstance(n, ast.Pass) or _kept_top_level(n) for n in body)
+
+
 def _kept_top_level(node):
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return True
+    # Libraries pick their imports and constants under `if` / `try` (e.g. `try: from
+    # triton.language.extra.cuda import libdevice` / `except ImportError: ...`).
+    if isinstance(node, ast.If):
+        return _simple_expression(node.test) and _kept_block(node.body) and _kept_block(node.orelse)
+    if isinstance(node, ast.Try):
+        return (_kept_block(node.body) and _kept_block(node.orelse) and _kept_block(node.finalbody)
+                and all((h.type is None or _simple_expression(h.type)) and _kept_block(h.body)
+                        for h in node.handlers))
     if isinstance(node, ast.Assign):
         return all(_simple_target(t) for t in node.targets) and _simple_expression(node.value)
     if isinstance(node, ast.AnnAssign):
@@ -93,7 +109,26 @@ def _find_function(tree, name, first_line):
     return best
 
 
-def _reduce(text, lines, name, first_line):
+def _taken_branches(node, module_globals, out):
+    """Module-level `if`s: the branch Python took, by the condition's value in the
+    module's globals, written into the source (`if True:`) where the front-end
+    could not fold the condition itself (torch.cuda.is_available(), ...)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(child, ast.If) and child.test.lineno == child.test.end_lineno:
+            try:
+                value = bool(eval(compile(ast.Expression(child.test), "<if>", "eval"), dict(module_globals)))
+            except Exception:
+                value = None
+            if value is not None:
+                i = child.test.lineno - 1
+                line = out[i]
+                out[i] = line[:child.test.col_offset] + repr(value) + line[child.test.end_col_offset:]
+        _taken_branches(child, module_globals, out)
+
+
+def _reduce(text, lines, name, first_line, module_globals=None):
     tree = ast.parse(text)
     found = _find_function(tree, name, first_line)
     if found is None:
@@ -125,6 +160,11 @@ def _reduce(text, lines, name, first_line):
                     out[line - 1] = "\n"
         elif isinstance(node, ast.FunctionDef):
             strip_non_jit_decorators(node)
+
+    if module_globals is not None:
+        for node in tree.body:
+            if _kept_top_level(node) and isinstance(node, (ast.If, ast.Try)):
+                _taken_branches(ast.Module(body=[node], type_ignores=[]), module_globals, out)
 
     if parent is not tree:
         # A nested kernel: lift it (and @jit functions next to it) to the top level.
@@ -158,7 +198,7 @@ def kernel_source(fn):
     if lines:
         text = "".join(lines)
         try:
-            reduced = _reduce(text, lines, fn.__name__, first_line)
+            reduced = _reduce(text, lines, fn.__name__, first_line, fn.__globals__)
         except SyntaxError:
             reduced = None  # the file changed on disk since it was imported
         if reduced is not None:
@@ -197,4 +237,16 @@ def _prelude(fn):
             out.append(f"{name} = {value!r}\n")
         elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
             out.append(f"{name} = {value.value!r}\n")
+        elif type(value).__name__ == "dtype" and _language_dtype_name(value) and not name.startswith("__"):
+            out.append(f"import tessera.language\n{name} = tessera.language.{_language_dtype_name(value)}\n")
     return "".join(out)
+
+
+def _language_dtype_name(value):
+    """tl.float16's attribute name for a dtype object (tessera's or Triton's), or None."""
+    from . import language
+    for attr in ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                 "bfloat16", "float32", "float64", "float8e4nv", "float8e5"):
+        if getattr(language, attr).name == getattr(value, "name", None):
+            return attr
+    return None

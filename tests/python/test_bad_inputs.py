@@ -118,8 +118,13 @@ def test_unsupported_argument_type():
 
 def test_null_pointer():
     # None is the null pointer users pass by mistake; an integer 0 is a valid (Triton-style) raw pointer.
-    raises_exactly(TypeError, "add_kernel(): argument 'y_ptr' is None; only tl.constexpr parameters accept None",
-                   lambda: add_kernel[(1,)](D, None, D, 16, BLOCK_SIZE=16))
+    # As in Triton, a None argument is the constexpr None: the kernel's use of it is the error.
+    error = raises_exactly(tessera.CompilationError,
+                           f"{VA}:13:17: error: unsupported operand types for +: None and a block of type <16xi32>\n"
+                           "    y = tl.load(y_ptr + offsets, mask=mask)\n"
+                           "                ^",
+                           lambda: add_kernel.warmup(D, None, D, 16, BLOCK_SIZE=16, grid=(1,)))
+    assert error.line == 13
 
 
 @pytest.mark.parametrize("value", [2 ** 70, 2 ** 64, -2 ** 63 - 1])

@@ -317,6 +317,25 @@ TEST(Parser, ElifChains) {
   EXPECT_TRUE(static_cast<const If &>(*outer.orelse[0]).orelse.empty());
 }
 
+TEST(Parser, ModuleLevelTry) {
+  // Libraries choose their imports with try/except at module level (not inside kernels).
+  EXPECT_EQ(dump("try:\n  from a import b\nexcept (ImportError, KeyError) as e:\n  b = 1\nexcept:\n  pass\n"
+                 "else:\n  c = 2\nfinally:\n  d = 3\n"),
+            "(module\n"
+            "  (try\n"
+            "    (from a import b)\n"
+            "    (except (tuple (name ImportError) (name KeyError)) as e\n"
+            "      (assign (name b) (const 1)))\n"
+            "    (except\n"
+            "      (pass))\n"
+            "    (else\n"
+            "      (assign (name c) (const 2)))\n"
+            "    (finally\n"
+            "      (assign (name d) (const 3)))))\n");
+  EXPECT_NE(parseError("try:\n  pass\nelse:\n  pass\n").find("3:1: error: expected 'except' or 'finally' block"),
+            std::string::npos);
+}
+
 TEST(Parser, Loops) {
   EXPECT_EQ(dump("for i, (j, k) in zip(a, b):\n  if i: break\n  continue\nelse:\n  pass\n"
                  "while x < 10:\n  x += 1\n"),
@@ -503,7 +522,9 @@ TEST(ParserErrors, UnsupportedConstructs) {
             "    ^");
   EXPECT_NE(parseError("global x\n").find("1:1: error: unsupported construct: 'global'"),
             std::string::npos);
-  EXPECT_NE(parseError("try:\n  pass\n").find("1:1: error: unsupported construct: 'try'"),
+  EXPECT_NE(parseError("def f():\n  try:\n    pass\n  except:\n    pass\n").find("2:3: error: unsupported construct: 'try'"),
+            std::string::npos);
+  EXPECT_NE(parseError("try:\n  pass\nx = 1\n").find("3:1: error: expected 'except' or 'finally' block"),
             std::string::npos);
   EXPECT_NE(parseError("del x\n").find("1:1: error: unsupported construct: 'del'"),
             std::string::npos);
