@@ -114,8 +114,9 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def src(self):
-        """The function's text from `def` on, dedented (Triton's JITFunction.src: no decorators)."""
-        return _without_decorators(textwrap.dedent(inspect.getsource(self.fn)))
+        """The function's source lines as they stand in its file (decorators included; Triton's
+        spelling drops them: _unsafe_update_src takes either)."""
+        return inspect.getsource(self.fn)
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
