@@ -44,6 +44,9 @@ argument is a @jit function.
 import collections
 import hashlib
 import inspect
+import itertools
+import linecache
+import textwrap
 
 from . import _compose, _env, _ext, _source, _source_cache
 from ._compiled_kernel import CompiledKernel, specialization_proxy
@@ -58,6 +61,18 @@ def _check_backend(backend):
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)} (or None for TESSERA_BACKEND), "
                          f"got {backend!r}")
     return backend
+
+
+_patch_counter = itertools.count(1)
+
+
+def _without_decorators(text):
+    """`text` (a dedented function) from its `def` line on."""
+    lines = text.splitlines(True)
+    for i, line in enumerate(lines):
+        if line.startswith(("def ", "async def ")):
+            return "".join(lines[i:])
+    return text
 
 
 class JITFunction(_ext.JitFunctionBase):
@@ -99,11 +114,44 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def src(self):
+        """The function's source lines as they stand in its file (decorators included; Triton's
+        spelling drops them: _unsafe_update_src takes either)."""
         return inspect.getsource(self.fn)
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
         return _source.kernel_source(self.fn)
+
+    def _unsafe_update_src(self, new_src):
+        """Triton's JITFunction._unsafe_update_src: from now on the kernel is the function `new_src`
+        defines (Triton's own tests substitute expressions into a kernel template this way).
+
+        The front-end compiles a kernel from its file's text (imports, globals, the @jit functions it
+        calls), so the new definition replaces the old one's lines in a copy of that text, kept in
+        linecache under a name of its own; the decorators stay. Line numbers are kept where the new
+        text is as long as the old one, so errors still point into the file."""
+        fn = self.fn
+        path = fn.__code__.co_filename
+        lines = linecache.getlines(path, fn.__globals__)
+        old_lines, first = inspect.getsourcelines(fn)
+        if not lines or lines[first - 1:first - 1 + len(old_lines)] != old_lines:
+            raise RuntimeError(f"_unsafe_update_src: cannot find the source of {self.__name__} in {path}")
+        indent = old_lines[0][:len(old_lines[0]) - len(old_lines[0].lstrip())]
+        decorators = list(itertools.takewhile(lambda line: not line.lstrip().startswith(("def ", "async def ")),
+                                              old_lines))
+        body = textwrap.indent(_without_decorators(textwrap.dedent(new_src)), indent).splitlines(True)
+        body = [line if line.endswith("\n") else line + "\n" for line in body]
+        new_lines = decorators + body
+        text = lines[:first - 1] + new_lines + lines[first - 1 + len(old_lines):]
+        fake_path = f"{path.split('::patched-')[0]}::patched-{next(_patch_counter)}"
+        linecache.cache[fake_path] = (sum(map(len, text)), None, text, fake_path)
+        code = compile("\n" * (first - 1) + textwrap.dedent("".join(new_lines)), fake_path, "exec")
+        namespace = {}
+        exec(code, fn.__globals__, namespace)
+        new_fn = namespace[fn.__name__]
+        while isinstance(new_fn, JITFunction):  # the decorators ran again
+            new_fn = new_fn.fn
+        JITFunction.__init__(self, new_fn, **self.options)
 
     def _defaults(self):
         fn = self.fn
