@@ -6,6 +6,7 @@
 // rewrite-tensor-pointer pass does, so codegen never sees it.
 #include "dsl/BuiltinArgs.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::spec {
@@ -136,6 +137,16 @@ std::optional<SValue> Specializer::callMemoryBuiltin(const std::string &name, Ca
     return bp;
   }
   if (fn == "make_tensor_descriptor") return makeTensorDescriptor(args);
+  if (fn == "load_tensor_descriptor" || fn == "store_tensor_descriptor") { // tl.load_tensor_descriptor(desc, offsets)
+    if (args.args.empty()) error(loc, tlName + " takes a tensor descriptor first");
+    CallArgs rest = args;
+    rest.args.erase(rest.args.begin());
+    rest.argLocs.erase(rest.argLocs.begin());
+    const SValue &desc = args.args[0];
+    if (desc.kind != SValue::Kind::TensorDescriptor && !(desc.isIR() && desc.value->type.isTensorDesc()))
+      error(args.argLocs[0], tlName + " needs a tensor descriptor, got " + describe(desc));
+    return callMethod(desc, fn == "load_tensor_descriptor" ? "load" : "store", rest);
+  }
   if (fn == "advance") {
     Bound b = bind(*this, args, tlName, {{"base", true}, {"offsets", true}});
     if (b[0].kind != SValue::Kind::BlockPointer) error(b.locs[0], "tl.advance needs a block pointer, got " + describe(b[0]));
@@ -366,11 +377,29 @@ SValue Specializer::makeTensorDescriptor(CallArgs &args) {
 
 SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::string &method, CallArgs &args) {
   enum { kDescBase, kDescShape, kDescStrides, kDescBlockShape, kDescPadding };
-  if (method != "load" && method != "store")
-    error(args.loc, "a tensor descriptor has no method '" + method + "' (it has load and store)");
-  const bool store = method == "store";
-  Bound b = store ? bind(*this, args, "store", {{"offsets", true}, {"value", true}})
+  static const char *atomics[] = {"atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"};
+  const bool atomic = std::find(std::begin(atomics), std::end(atomics), method) != std::end(atomics);
+  if (method != "load" && method != "store" && !atomic)
+    error(args.loc, "a tensor descriptor has no method '" + method +
+                        "' (it has load, store and atomic_add/min/max/and/or/xor)");
+  const bool store = method == "store" || atomic;
+  Bound b = store ? bind(*this, args, method, {{"offsets", true}, {"value", true}})
                   : bind(*this, args, "load", {{"offsets", true}, {"cache_modifier", false}, {"eviction_policy", false}});
+  if (atomic) { // the element types Triton's descriptor atomics take (semantic.descriptor_atomic_*)
+    const ScalarType t = desc.elems[kDescBase].value->type.scalar;
+    auto among = [&](std::initializer_list<ScalarType> ok) { return std::find(ok.begin(), ok.end(), t) != ok.end(); };
+    bool supported = method == "atomic_add" ? among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::F32,
+                                                     ScalarType::F16, ScalarType::BF16})
+                     : method == "atomic_min" || method == "atomic_max"
+                         ? among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::I64})
+                         : among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::I64});
+    if (!supported)
+      error(args.loc, "desc." + method + " does not take " + ir::Type(t).str() + " elements (Unsupported dtype" +
+                          ((method == "atomic_min" || method == "atomic_max") &&
+                                   (t == ScalarType::F16 || t == ScalarType::BF16)
+                               ? ": 16-bit float types require native tma support)"
+                               : ")"));
+  }
   const size_t rank = desc.elems[kDescBlockShape].elems.size();
   if (b[0].kind != SValue::Kind::Tuple)
     error(b.locs[0], method + "()'s offsets must be a list or tuple of " + std::to_string(rank) + " integers");
@@ -400,7 +429,7 @@ SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::stri
   if (store) {
     ir::Value *value = toIR(b[1], b.locs[1]);
     if (!value->type.isBlock() || value->type.pointer || value->type.shape != access.ptrs->type.shape)
-      error(b.locs[1], "store()'s value must be a block of the descriptor's shape " +
+      error(b.locs[1], method + "()'s value must be a block of the descriptor's shape " +
                            elem.withShape(access.ptrs->type.shape).str() + ", got " + value->type.str());
     plain.args.push_back(SValue::ir(value)); // converted to the element type, as tl.store converts
     plain.argLocs.push_back(b.locs[1]);
@@ -416,6 +445,10 @@ SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::stri
       plain.keywords.emplace_back(i == 1 ? "cache_modifier" : "eviction_policy", b[i]);
       plain.keywordLocs.push_back(b.locs[i]);
     }
+  }
+  if (atomic) {
+    callBuiltin("lang." + method, plain);
+    return SValue::constant(ConstexprValue::none()); // Triton's descriptor atomics return nothing
   }
   return callBuiltin(store ? "lang.store" : "lang.load", plain);
 }

@@ -285,7 +285,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
     if (attr == "strides") return descriptorStrides(base);
     if (attr == "block_shape") return base.elems[3];
     if (attr == "dtype") return SValue::dtypeOf(ir::Type(base.elems[0].value->type.scalar));
-    if (attr == "load" || attr == "store") {
+    if (attr == "load" || attr == "store" || attr.rfind("atomic_", 0) == 0) {
       SValue m;
       m.kind = SValue::Kind::BoundMethod;
       m.path = attr;
@@ -293,7 +293,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       return m;
     }
     error(e.loc, "a tensor descriptor has no attribute '" + attr +
-                     "' (it has base, shape, strides, block_shape, dtype, load and store)");
+                     "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value

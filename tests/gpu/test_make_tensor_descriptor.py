@@ -63,3 +63,15 @@ def test_descriptor_carried_by_a_loop():
     out = torch.zeros(16, device="cuda", dtype=torch.float32)
     kernels.made_desc_in_loop[(1, )](x, out, M, N, 16, 16)
     torch.testing.assert_close(out[:N], x.sum(dim=0), rtol=1e-5, atol=1e-5)
+
+
+def test_descriptor_functions_and_atomics():
+    M, N, BM = 40, 16, 16
+    x = torch.randint(-50, 50, (M, N), device="cuda", dtype=torch.int32)
+    acc = torch.zeros((2, N), device="cuda", dtype=torch.int32)
+    acc[1] = -1000
+    doubled = x.clone()
+    kernels.made_desc_functions_and_atomics[(tessera.cdiv(M, BM), )](doubled, acc, M, N, BM, N)
+    torch.testing.assert_close(acc[0], x.sum(dim=0).to(torch.int32), rtol=0, atol=0)
+    torch.testing.assert_close(acc[1], x.max(dim=0).values, rtol=0, atol=0)
+    torch.testing.assert_close(doubled, 2 * x, rtol=0, atol=0)

@@ -116,3 +116,22 @@ def test_made_descriptor_attributes_and_padding_assemble(tmp_path):
                          {"BLOCK_M": 16, "BLOCK_N": 16, "PADDING": "zero"})
     compile_and_assemble(tmp_path, FILE, "made_desc_in_loop", "*fp32,*fp32,i32,i32",
                          {"BLOCK_M": 16, "BLOCK_N": 16})
+
+
+def test_descriptor_functions_and_atomics_interpreted():
+    M, N, BM = 40, 16, 16
+    x = np.random.default_rng(2).integers(-50, 50, size=(M, N)).astype(np.int32)
+    acc = np.zeros((2, N), dtype=np.int32)
+    acc[1] = -1000
+    doubled = x.copy()
+    interpreted(kernels.made_desc_functions_and_atomics)[(math.ceil(M / BM), )](doubled, acc, M, N, BM, N)
+    np.testing.assert_array_equal(acc[0], x.sum(axis=0))
+    np.testing.assert_array_equal(acc[1], x.max(axis=0))
+    np.testing.assert_array_equal(doubled, 2 * x)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_descriptor_atomics_assemble(tmp_path, arch):
+    ptx = compile_and_assemble(tmp_path, FILE, "made_desc_functions_and_atomics", "*i32,*i32,i32,i32",
+                               {"BLOCK_M": 16, "BLOCK_N": 16}, arch)
+    assert "atom" in ptx or "red." in ptx

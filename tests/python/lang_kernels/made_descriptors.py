@@ -69,3 +69,16 @@ def made_desc_in_loop(in_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.
         desc = tl.make_tensor_descriptor(desc.base + BLOCK_M * N, [rows_left, N], desc.strides, desc.block_shape)
     rn = tl.arange(0, BLOCK_N)
     tl.store(out_ptr + rn, acc, mask=rn < N)
+
+
+@tessera.jit
+def made_desc_functions_and_atomics(in_ptr, acc_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # tl.load_tensor_descriptor / tl.store_tensor_descriptor, and desc.atomic_add / atomic_max
+    # (every program adds its block into acc and keeps the maximum in the row after it):
+    # acc_ptr is 2 x BLOCK_N, the blocks outside the tensor change nothing.
+    src = tl.make_tensor_descriptor(in_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    acc = tl.make_tensor_descriptor(acc_ptr, [2, N], [N, 1], [1, BLOCK_N])
+    x = tl.load_tensor_descriptor(src, [tl.program_id(0) * BLOCK_M, 0])
+    acc.atomic_add([0, 0], tl.sum(x, axis=0)[None, :])
+    acc.atomic_max([1, 0], tl.max(x, axis=0)[None, :])
+    tl.store_tensor_descriptor(src, [tl.program_id(0) * BLOCK_M, 0], x * 2)
