@@ -135,3 +135,8 @@ def test_descriptor_atomics_assemble(tmp_path, arch):
     ptx = compile_and_assemble(tmp_path, FILE, "made_desc_functions_and_atomics", "*i32,*i32,i32,i32",
                                {"BLOCK_M": 16, "BLOCK_N": 16}, arch)
     assert "atom" in ptx or "red." in ptx
+
+
+def test_descriptor_argument_attributes(tmp_path):
+    ptx = compile_and_assemble(tmp_path, FILE, "host_desc_attributes", "tensordesc<fp16[64,64]>,*fp16", {})
+    assert "cp.async.bulk.tensor.2d" in ptx

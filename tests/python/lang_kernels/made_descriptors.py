@@ -82,3 +82,12 @@ def made_desc_functions_and_atomics(in_ptr, acc_ptr, M, N, BLOCK_M: tl.constexpr
     acc.atomic_add([0, 0], tl.sum(x, axis=0)[None, :])
     acc.atomic_max([1, 0], tl.max(x, axis=0)[None, :])
     tl.store_tensor_descriptor(src, [tl.program_id(0) * BLOCK_M, 0], x * 2)
+
+
+@tessera.jit
+def host_desc_attributes(in_desc, out_ptr):
+    # A descriptor argument has block_shape and dtype too; tl.load_tensor_descriptor reads it.
+    BM: tl.constexpr = in_desc.block_shape[0]
+    BN: tl.constexpr = in_desc.block_shape[1]
+    x = tl.load_tensor_descriptor(in_desc, [0, 0]).to(in_desc.dtype)
+    tl.store(out_ptr + tl.arange(0, BM * BN), x.reshape([BM * BN]))
