@@ -99,6 +99,7 @@ SValue Specializer::reduce(ir::Value *x, const SValue &axisArg, const std::strin
 
 SValue Specializer::callMethod(const SValue &self, const std::string &method, CallArgs &args) {
   if (self.isIR() && self.value->type.isTensorDesc()) return callDescriptorMethod(self.value, method, args);
+  if (self.kind == SValue::Kind::TensorDescriptor) return callMadeDescriptorMethod(self, method, args);
   if (std::optional<SValue> r = callLanguageMethod(self, method, args)) return *r;
   if (method == "to") {
     Bound b = bind(*this, args, "to", {{"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});

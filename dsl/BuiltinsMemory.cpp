@@ -6,6 +6,7 @@
 // rewrite-tensor-pointer pass does, so codegen never sees it.
 #include "dsl/BuiltinArgs.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::spec {
@@ -134,6 +135,17 @@ std::optional<SValue> Specializer::callMemoryBuiltin(const std::string &name, Ca
     bp.kind = SValue::Kind::BlockPointer;
     bp.elems = std::move(fields);
     return bp;
+  }
+  if (fn == "make_tensor_descriptor") return makeTensorDescriptor(args);
+  if (fn == "load_tensor_descriptor" || fn == "store_tensor_descriptor") { // tl.load_tensor_descriptor(desc, offsets)
+    if (args.args.empty()) error(loc, tlName + " takes a tensor descriptor first");
+    CallArgs rest = args;
+    rest.args.erase(rest.args.begin());
+    rest.argLocs.erase(rest.argLocs.begin());
+    const SValue &desc = args.args[0];
+    if (desc.kind != SValue::Kind::TensorDescriptor && !(desc.isIR() && desc.value->type.isTensorDesc()))
+      error(args.argLocs[0], tlName + " needs a tensor descriptor, got " + describe(desc));
+    return callMethod(desc, fn == "load_tensor_descriptor" ? "load" : "store", rest);
   }
   if (fn == "advance") {
     Bound b = bind(*this, args, tlName, {{"base", true}, {"offsets", true}});
@@ -283,6 +295,165 @@ std::optional<SValue> Specializer::callMemoryBuiltin(const std::string &name, Ca
     return SValue::ir(b_.op(OpCode::Bitcast, {old}, val->type));
   }
   return SValue::ir(rmw(kind, ptr, val, mask));
+}
+
+// tl.make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+// a descriptor made by the kernel, with Triton's checks (semantic.make_tensor_descriptor)
+// at the argument they concern. Like a block pointer it is a compile-time struct of
+// its fields (base, shape, strides but the last, block_shape, padding); desc.load/desc.store become masked loads/stores of the block (elements
+// outside the tensor read as the padding and are not written), as Triton's
+// rewrite-tensor-descriptor-to-pointer pass does on targets without TMA. Not yet a
+// tensormap in global scratch (docs/tma.md, "Descriptors made in the kernel").
+// A made descriptor's strides: the leading ones it holds, then the last, 1.
+SValue descriptorStrides(const SValue &desc) {
+  SValue strides = desc.elems[2];
+  strides.elems.push_back(SValue::constant(ConstexprValue::ofInt(1)));
+  return strides;
+}
+
+SValue Specializer::makeTensorDescriptor(CallArgs &args) {
+  const std::string tlName = "tl.make_tensor_descriptor";
+  Bound b = bind(*this, args, tlName,
+                 {{"base", true}, {"shape", true}, {"strides", true}, {"block_shape", true}, {"padding_option", false}});
+  auto listOf = [](const SValue &v) { return v.kind == SValue::Kind::Tuple ? v : SValue::tuple({v}); };
+  const SValue shape = listOf(b[1]), strides = listOf(b[2]), block = listOf(b[3]);
+  const size_t rank = shape.elems.size();
+  if (rank < 1 || rank > 5)
+    error(b.locs[1], "Expected 1 <= ndim <= 5 but got " + std::to_string(rank) + " dimensions");
+  if (strides.elems.size() != rank)
+    error(b.locs[2], "Expected " + std::to_string(rank) + " strides but got " + std::to_string(strides.elems.size()));
+  if (block.elems.size() != rank)
+    error(b.locs[3], "Expected block_shape to have " + std::to_string(rank) + " dimensions but got " +
+                         std::to_string(block.elems.size()));
+  if (b[0].kind != SValue::Kind::IR && b[0].kind != SValue::Kind::Const)
+    error(b.locs[0], tlName + "'s base must be a scalar pointer, got " + describe(b[0]));
+  ir::Value *base = toIR(b[0], b.locs[0]);
+  if (!base->type.pointer || base->type.isBlock())
+    error(b.locs[0], tlName + "'s base must be a scalar pointer, got " + describe(b[0]));
+  std::vector<SValue> blockShape;
+  for (const SValue &e : block.elems) {
+    int64_t v = requireInt(e, b.locs[3], tlName + "'s block_shape");
+    if (!isPowerOfTwo(v)) error(b.locs[3], "block dimensions must be powers of 2, got " + std::to_string(v));
+    blockShape.push_back(SValue::constant(ConstexprValue::ofInt(v)));
+  }
+  const int64_t elemBytes = std::max(ir::bitWidth(base->type.scalar) / 8, 1u);
+  const int64_t lastBytes = blockShape.back().c.intValue * elemBytes;
+  if (lastBytes < 16)
+    error(b.locs[3], "Descriptor block shape must have at least 16 bytes in the last dimension, but got " +
+                         std::to_string(blockShape.back().c.intValue) + " * " + std::to_string(elemBytes) + " = " +
+                         std::to_string(lastBytes) + " bytes");
+  const SValue &lastStride = strides.elems.back();
+  if (!lastStride.isConst() || (lastStride.c.kind != CK::Int && lastStride.c.kind != CK::Bool) ||
+      lastStride.c.intValue != 1)
+    error(b.locs[2], "Tensor descriptor last dim must be 1 but got " +
+                         (lastStride.isConst() ? lastStride.c.str() : describe(lastStride)));
+  std::string padding = b.has(4) ? constString(*this, b[4], b.locs[4], "padding_option") : "zero";
+  if (padding != "zero" && padding != "nan")
+    error(b.locs[4], "padding_option must be \"zero\" or \"nan\", got \"" + padding + "\"");
+  if (padding == "nan" && !ir::isFloat(base->type.scalar))
+    error(b.locs[4], "Padding option `nan` is not supported for integer blocks");
+  // shape as i32 and strides as i64 scalars (Triton's types); constants stay constants.
+  auto scalars = [&](const SValue &list, SourceLoc loc, const std::string &what, ScalarType type) {
+    std::vector<SValue> out;
+    const ir::Type t(type);
+    for (const SValue &e : list.elems) {
+      if (e.isConst() && (e.c.kind == CK::Int || e.c.kind == CK::Bool)) {
+        out.push_back(SValue::constant(ConstexprValue::ofInt(e.c.intValue)));
+        continue;
+      }
+      if (!(e.isIR() && e.value->type.isIntElement() && !e.value->type.isBlock()))
+        error(loc, tlName + "'s " + what + " must be integer scalars, got " + describe(e));
+      out.push_back(SValue::ir(e.value->type == t ? e.value : castElement(e.value, t)));
+    }
+    return SValue::tuple(std::move(out));
+  };
+  SValue desc;
+  desc.kind = SValue::Kind::TensorDescriptor;
+  // The last stride, 1, is left out: a loop carries the other fields as values.
+  SValue leadingStrides = strides;
+  leadingStrides.elems.pop_back();
+  desc.elems = {SValue::ir(base), scalars(shape, b.locs[1], "shape", ScalarType::I32),
+                scalars(leadingStrides, b.locs[2], "strides", ScalarType::I64), SValue::tuple(std::move(blockShape)),
+                SValue::constant(ConstexprValue::ofString(padding))};
+  return desc;
+}
+
+SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::string &method, CallArgs &args) {
+  enum { kDescBase, kDescShape, kDescStrides, kDescBlockShape, kDescPadding };
+  static const char *atomics[] = {"atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"};
+  const bool atomic = std::find(std::begin(atomics), std::end(atomics), method) != std::end(atomics);
+  if (method != "load" && method != "store" && !atomic)
+    error(args.loc, "a tensor descriptor has no method '" + method +
+                        "' (it has load, store and atomic_add/min/max/and/or/xor)");
+  const bool store = method == "store" || atomic;
+  Bound b = store ? bind(*this, args, method, {{"offsets", true}, {"value", true}})
+                  : bind(*this, args, "load", {{"offsets", true}, {"cache_modifier", false}, {"eviction_policy", false}});
+  if (atomic) { // the element types Triton's descriptor atomics take (semantic.descriptor_atomic_*)
+    const ScalarType t = desc.elems[kDescBase].value->type.scalar;
+    auto among = [&](std::initializer_list<ScalarType> ok) { return std::find(ok.begin(), ok.end(), t) != ok.end(); };
+    bool supported = method == "atomic_add" ? among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::F32,
+                                                     ScalarType::F16, ScalarType::BF16})
+                     : method == "atomic_min" || method == "atomic_max"
+                         ? among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::I64})
+                         : among({ScalarType::U32, ScalarType::I32, ScalarType::U64, ScalarType::I64});
+    if (!supported)
+      error(args.loc, "desc." + method + " does not take " + ir::Type(t).str() + " elements (Unsupported dtype" +
+                          ((method == "atomic_min" || method == "atomic_max") &&
+                                   (t == ScalarType::F16 || t == ScalarType::BF16)
+                               ? ": 16-bit float types require native tma support)"
+                               : ")"));
+  }
+  const size_t rank = desc.elems[kDescBlockShape].elems.size();
+  if (b[0].kind != SValue::Kind::Tuple)
+    error(b.locs[0], method + "()'s offsets must be a list or tuple of " + std::to_string(rank) + " integers");
+  if (b[0].elems.size() != rank)
+    error(b.locs[0], method + "() takes " + std::to_string(rank) + " offsets for a " + std::to_string(rank) +
+                         "-D descriptor, got " + std::to_string(b[0].elems.size()));
+  for (const SValue &o : b[0].elems)
+    if (!(o.isConst() && (o.c.kind == CK::Int || o.c.kind == CK::Bool)) &&
+        !(o.isIR() && o.value->type.isIntElement() && !o.value->type.isBlock()))
+      error(b.locs[0], method + "()'s offsets must be integer scalars, got " + describe(o));
+  // The block pointer at those offsets, every dimension bounds-checked.
+  std::vector<SValue> order, checked;
+  for (size_t d = 0; d < rank; ++d) {
+    order.push_back(SValue::constant(ConstexprValue::ofInt(static_cast<int64_t>(rank - 1 - d))));
+    checked.push_back(SValue::constant(ConstexprValue::ofInt(static_cast<int64_t>(d))));
+  }
+  SValue bp;
+  bp.kind = SValue::Kind::BlockPointer;
+  bp.elems = {desc.elems[kDescBase], desc.elems[kDescShape], descriptorStrides(desc), b[0],
+              desc.elems[kDescBlockShape], SValue::tuple(std::move(order))};
+  BlockAccess access = lowerBlockPointer(*this, b_, bp, SValue::tuple(std::move(checked)), b.locs[0]);
+  const ir::Type elem(access.ptrs->type.scalar);
+  CallArgs plain;
+  plain.loc = args.loc;
+  plain.args = {SValue::ir(access.ptrs)};
+  plain.argLocs = {b.locs[0]};
+  if (store) {
+    ir::Value *value = toIR(b[1], b.locs[1]);
+    if (!value->type.isBlock() || value->type.pointer || value->type.shape != access.ptrs->type.shape)
+      error(b.locs[1], method + "()'s value must be a block of the descriptor's shape " +
+                           elem.withShape(access.ptrs->type.shape).str() + ", got " + value->type.str());
+    plain.args.push_back(SValue::ir(value)); // converted to the element type, as tl.store converts
+    plain.argLocs.push_back(b.locs[1]);
+  }
+  plain.keywords.emplace_back("mask", SValue::ir(access.mask));
+  plain.keywordLocs.push_back(b.locs[0]);
+  if (!store) {
+    const bool nan = desc.elems[kDescPadding].c.stringValue == "nan";
+    plain.keywords.emplace_back("other", SValue::constant(nan ? ConstexprValue::ofFloat(NAN) : ConstexprValue::ofInt(0)));
+    plain.keywordLocs.push_back(b.locs[0]);
+    for (size_t i : {size_t(1), size_t(2)}) {
+      if (!b.has(i)) continue;
+      plain.keywords.emplace_back(i == 1 ? "cache_modifier" : "eviction_policy", b[i]);
+      plain.keywordLocs.push_back(b.locs[i]);
+    }
+  }
+  if (atomic) {
+    callBuiltin("lang." + method, plain);
+    return SValue::constant(ConstexprValue::none()); // Triton's descriptor atomics return nothing
+  }
+  return callBuiltin(store ? "lang.store" : "lang.load", plain);
 }
 
 } // namespace tessera::spec

@@ -69,14 +69,19 @@ bool mayExit(const ast::Stmt &s) {
   return false;
 }
 
-// Tuples and block pointers are carried leaf by leaf.
+// Tuples, block pointers and tensor descriptors made by the kernel are carried leaf by leaf.
 bool isStructured(const SValue &v) {
-  return v.kind == SValue::Kind::Tuple || v.kind == SValue::Kind::BlockPointer;
+  return v.kind == SValue::Kind::Tuple || v.kind == SValue::Kind::BlockPointer ||
+         v.kind == SValue::Kind::TensorDescriptor;
 }
 
-// A block pointer's block_shape and order (fields 4, 5) stay compile-time
+// A block pointer's block_shape and order (fields 4, 5), and a tensor
+// descriptor's block_shape and padding (fields 3, 4), stay compile-time
 // constants: they are opaque leaves, never carried.
-bool opaqueField(const SValue &parent, size_t i) { return parent.kind == SValue::Kind::BlockPointer && i >= 4; }
+bool opaqueField(const SValue &parent, size_t i) {
+  return (parent.kind == SValue::Kind::BlockPointer && i >= 4) ||
+         (parent.kind == SValue::Kind::TensorDescriptor && i >= 3);
+}
 
 void flatten(const SValue &v, std::vector<SValue> &leaves) {
   if (isStructured(v)) {

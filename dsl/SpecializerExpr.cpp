@@ -30,6 +30,8 @@ std::string Specializer::describe(const SValue &v) const {
   case SValue::Kind::Builtin: return "the builtin '" + v.path + "'";
   case SValue::Kind::BoundMethod: return "the method '" + v.path + "'";
   case SValue::Kind::Tuple: return "a tuple of " + std::to_string(v.elems.size());
+  case SValue::Kind::BlockPointer: return "a block pointer";
+  case SValue::Kind::TensorDescriptor: return "a tensor descriptor";
   }
   return "a value";
 }
@@ -334,6 +336,17 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
   case SValue::Kind::DType:
     return dtypeAttribute(base, attr, loc);
   case SValue::Kind::IR:
+    if (base.value->type.isTensorDesc()) { // desc.dtype, desc.block_shape (Triton's tensor_descriptor)
+      const ir::Type &t = base.value->type;
+      if (attr == "dtype") return SValue::dtypeOf(ir::Type(t.scalar));
+      if (attr == "block_shape") {
+        std::vector<SValue> dims;
+        for (int64_t d : t.descBlock) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+        return SValue::tuple(std::move(dims));
+      }
+      if (attr != "load" && attr != "store")
+        error(e.loc, "a tensor descriptor has no attribute '" + attr + "' (it has dtype, block_shape, load and store)");
+    }
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
     // Triton's x.type: the dtype for a scalar, a block type (element_ty, shape, ...) for a block.
     if (attr == "type" && !base.value->type.isTensorDesc()) return SValue::dtypeOf(base.value->type);
@@ -357,6 +370,21 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       m.elems = {base};
       return m;
     }
+  case SValue::Kind::TensorDescriptor: // Triton's tensor_descriptor: base, shape, strides, block_shape, dtype
+    if (attr == "base") return base.elems[0];
+    if (attr == "shape") return base.elems[1];
+    if (attr == "strides") return descriptorStrides(base);
+    if (attr == "block_shape") return base.elems[3];
+    if (attr == "dtype") return SValue::dtypeOf(ir::Type(base.elems[0].value->type.scalar));
+    if (attr == "load" || attr == "store" || attr.rfind("atomic_", 0) == 0) {
+      SValue m;
+      m.kind = SValue::Kind::BoundMethod;
+      m.path = attr;
+      m.elems = {base};
+      return m;
+    }
+    error(e.loc, "a tensor descriptor has no attribute '" + attr +
+                     "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value

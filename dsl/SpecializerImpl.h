@@ -28,6 +28,9 @@ struct SValue {
     Tuple,       // (a, b): elems
     BlockPointer,// tl.make_block_ptr(...): elems = base, shape, strides, offsets, block_shape, order
                  // (the last five are tuples); loads/stores lower it to pointers + masks
+    TensorDescriptor, // tl.make_tensor_descriptor(...): elems = base, shape, strides but the last (always 1),
+                      // block_shape (tuples), padding
+                      // (a string constant); desc.load/store lower it to pointers + masks (BuiltinsMemory.cpp)
   };
   Kind kind = Kind::Const;
   ir::Value *value = nullptr;
@@ -50,6 +53,9 @@ struct SValue {
   bool isNone() const { return kind == Kind::Const && c.kind == ConstexprValue::Kind::None; }
   bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
+
+// A tensor descriptor's strides, the last (1, not held) included (BuiltinsMemory.cpp).
+SValue descriptorStrides(const SValue &desc);
 
 using Env = std::map<std::string, SValue>;
 
@@ -122,6 +128,9 @@ public:
   std::optional<SValue> callShapeBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callReduceBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callMemoryBuiltin(const std::string &name, CallArgs &args);
+  SValue makeTensorDescriptor(CallArgs &args); // tl.make_tensor_descriptor (BuiltinsMemory.cpp)
+  // desc.load(offsets) / desc.store(offsets, value) on a descriptor the kernel made (BuiltinsMemory.cpp).
+  SValue callMadeDescriptorMethod(const SValue &desc, const std::string &method, CallArgs &args);
   std::optional<SValue> callDebugBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callDataDependentBuiltin(const std::string &name, CallArgs &args); // sort, gather, histogram
   std::optional<SValue> callInlineAsmBuiltin(const std::string &name, CallArgs &args);

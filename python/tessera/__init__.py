@@ -38,7 +38,7 @@ __all__ = [
     "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
     "OutOfResources", "runtime", "testing", "driver_available", "device_count", "synchronize",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "elementwise", "fuse", "ElementwiseFunction",
-    "TensorDescriptor",
+    "TensorDescriptor", "set_allocator",
 ]
 __version__ = "0.1.0"
 
@@ -52,6 +52,17 @@ def next_power_of_2(n):
     """The smallest power of 2 >= n (1 for n <= 1)."""
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+_allocator = [None]
+
+
+def set_allocator(allocator):
+    """Triton's hook for the global scratch memory some kernels ask for (allocator(size, alignment,
+    stream) -> a tensor; triton.set_allocator is this function). tessera's kernels need no global
+    scratch (tl.make_tensor_descriptor becomes masked loads and stores, docs/tma.md): it is kept,
+    never called."""
+    _allocator[0] = allocator
 
 
 def driver_available():

@@ -85,3 +85,10 @@ def int_then_desc(n, desc):
 def jit_mode(a, n):
     """Launched only by test_jit_mode (its loads are counted)."""
     pass
+
+
+@tessera.jit
+def made_descriptor_copy(in_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    src = tl.make_tensor_descriptor(in_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    dst = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    dst.store([tl.program_id(0) * BLOCK_M, 0], src.load([tl.program_id(0) * BLOCK_M, 0]))

@@ -99,6 +99,7 @@ def test_triton_names_are_tesseras_objects(compat):
     assert triton.language.extra.libdevice.exp is tessera.language.math.exp
     assert triton.cdiv(10, 4) == 3 and triton.next_power_of_2(17) == 32
     assert triton.set_allocator(lambda size, align, stream: None) is None
+    assert triton.set_allocator is tessera.set_allocator
     # The driver's queries libraries make, as Triton spells them.
     assert ns["driver"] is ns["config"] and ns["driver"].active is ns["config"].default
     active = triton.runtime.driver.active

@@ -90,7 +90,7 @@ for _name in [
     "expand_dims", "trans", "permute", "join", "split", "cat", "flip", "reduce", "associative_scan",
     "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "dot", "atomic_add", "atomic_max",
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
-    "make_block_ptr", "advance", "device_print", "device_assert", "assume", "debug_barrier",
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
     "to_tensor", "max_constancy", "condition", "interleave",
     # tessera's own: two warpgroups taking turns (docs/language.md)

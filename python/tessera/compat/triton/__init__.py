@@ -3,7 +3,8 @@
 Triton's top-level names, each one tessera's own object: triton.jit is tessera.jit,
 triton.language is tessera.language, triton.testing is tessera.testing, ...
 """
-from tessera import Config, JITFunction, autotune, cdiv, heuristics, jit, language, next_power_of_2, testing
+from tessera import (Config, JITFunction, autotune, cdiv, heuristics, jit, language, next_power_of_2, set_allocator,
+                     testing)
 from tessera.autotune import KernelInterface
 from tessera.errors import CompilationError, InterpreterError, OutOfResources
 from tessera.errors import TesseraError as TritonError
@@ -12,15 +13,6 @@ from . import backends, errors, runtime
 
 # The Triton release whose language and API tessera follows.
 __version__ = "3.6.0"
-
-_allocator = [None]
-
-
-def set_allocator(allocator):
-    """Triton's hook for the global scratch memory some kernels ask for (allocator(size, alignment,
-    stream) -> a tensor). tessera's kernels need no global scratch: it is kept, never called."""
-    _allocator[0] = allocator
-
 
 __all__ = [
     "autotune", "cdiv", "CompilationError", "Config", "heuristics", "InterpreterError", "jit", "JITFunction",

@@ -1,0 +1,8 @@
+# RUN: --kernel k --signature "*fp32"
+import tessera
+import tessera.language as tl
+
+@tessera.jit
+def k(ptr):
+    desc = tl.make_tensor_descriptor(ptr, [64, 64], [64, 1], [16, 16])
+    desc.load([0])
