@@ -1,0 +1,75 @@
+"""tl.dot with fp8 operands (torch.float8_e4m3fn / float8_e5m2 tensors as *fp8e4nv / *fp8e5
+arguments, mixed pairs too) against torch's upcast matmul in float64, for the GPU's own
+target (sm_90a on Hopper: the f16 wgmma) and for sm_80 (the f16 mma.sync, fp8 widened from
+its bits); and every fp8 code widened to f16 / f32 bit for bit as torch widens it.
+The kernels are tests/python/lang_kernels/dot_fp8.py."""
+import importlib.util
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tessera  # noqa: E402
+import tessera.language as tl  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+_spec = importlib.util.spec_from_file_location(
+    "dot_fp8", pathlib.Path(__file__).resolve().parents[1] / "python/lang_kernels/dot_fp8.py")
+kernels = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kernels)
+
+TORCH = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+TL = {"e4m3": tl.float8e4nv, "e5m2": tl.float8e5}
+SIG = {"e4m3": "fp8e4nv", "e5m2": "fp8e5"}
+PAIRS = [("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3")]
+TARGETS = ["", "sm_80"]  # "": the GPU's own
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_80"])
+@pytest.mark.parametrize("out", ["fp32", "fp16"])
+@pytest.mark.parametrize("pair", PAIRS, ids=["x".join(p) for p in PAIRS])
+@pytest.mark.parametrize("imprecise", [0, 32])
+def test_fp8_dot_against_torch(pair, out, target, imprecise):
+    M, N, K = (1000, 300, 700) if out == "fp32" else (256, 128, 256)
+    scale = 4.0 if out == "fp32" else 1.0
+    g = torch.Generator(device="cuda").manual_seed(7)
+    a = (torch.randn((M, K), device="cuda", generator=g) * scale).to(TORCH[pair[0]])
+    b = (torch.randn((K, N), device="cuda", generator=g) * scale).to(TORCH[pair[1]])
+    out_t = torch.float32 if out == "fp32" else torch.float16
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=out_t)
+    sig = f"*{SIG[pair[0]]}:16,*{SIG[pair[1]]}:16,*{out}:16,i32,i32,i32,i32:16,i32:16,i32:16"
+    BM, BN, BK = 128, 128, 64
+    k = tessera.compile(kernels.dot_fp8_kernel, signature=sig, num_warps=4, num_stages=3, target=target,
+                        constexprs={"A_TYPE": TL[pair[0]], "B_TYPE": TL[pair[1]],
+                                    "OUT": tl.float32 if out == "fp32" else tl.float16, "IMPRECISE": imprecise,
+                                    "BM": BM, "BN": BN, "BK": BK})
+    k[(tessera.cdiv(M, BM), tessera.cdiv(N, BN))](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()  # torch's upcast: exact values, exact products
+    if out == "fp32":
+        # Exact products accumulated in f32: within K * 2^-24 of the sum of magnitudes.
+        bound = (a.double().abs() @ b.double().abs()) * (K * 2.0 ** -24)
+        assert ((c.double() - ref).abs() <= bound).all()
+        ref32 = (a.float() @ b.float()).double()  # torch's own fp8 path: upcast, f32 matmul
+        assert ((c.double() - ref32).norm() / ref.norm()).item() <= 1e-5
+    else:  # an f16 accumulator rounds every k-step
+        assert ((c.double() - ref).norm() / ref.norm()).item() <= 1e-2
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_80"])
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_widening_every_code(kind, target):
+    x = torch.arange(256, device="cuda", dtype=torch.int32).to(torch.uint8)
+    h = torch.zeros(256, device="cuda", dtype=torch.float16)
+    f = torch.zeros(256, device="cuda", dtype=torch.float32)
+    k = tessera.compile(kernels.widen_fp8_kernel, signature="*u8:16,*fp16:16,*fp32:16", target=target,
+                        constexprs={"X_TYPE": TL[kind], "BLOCK": 256})
+    k[(1,)](x, h, f)
+    torch.cuda.synchronize()
+    want = x.view(TORCH[kind])
+    nan = want.float().isnan()
+    assert torch.equal(h.isnan(), nan) and torch.equal(f.isnan(), nan)
+    assert torch.equal(h[~nan].view(torch.int16), want.to(torch.float16)[~nan].view(torch.int16))
+    assert torch.equal(f[~nan].view(torch.int32), want.to(torch.float32)[~nan].view(torch.int32))
