@@ -72,3 +72,19 @@ def test_fp8_widening_every_code(kind, target):
     assert torch.equal(h.isnan(), nan) and torch.equal(f.isnan(), nan)
     assert torch.equal(h[~nan].view(torch.int16), want.to(torch.float16)[~nan].view(torch.int16))
     assert torch.equal(f[~nan].view(torch.int32), want.to(torch.float32)[~nan].view(torch.int32))
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_chain_dot_as_triton(kind):
+    # test_dot's fp8 'chain-dot' case (128x128x64, 4 warps): z = x @ y, narrowed to fp8, then z @ w.
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("conversions to fp8 need sm_90")
+    M, N, K = 128, 128, 64
+    g = torch.Generator(device="cuda").manual_seed(17)
+    x, y, w = ((torch.randn(shape, device="cuda", generator=g)).to(TORCH[kind]) for shape in [(M, K), (K, N), (N, N)])
+    z = torch.full((M, N), float("nan"), device="cuda")
+    kernels.chain_dot_fp8_kernel[(1,)](x, y, w, z, E5=int(kind == "e5m2"), BLOCK_M=M, BLOCK_N=N, BLOCK_K=K,
+                                       num_warps=4)
+    torch.cuda.synchronize()
+    ref = (x.float() @ y.float()).to(TORCH[kind]).float() @ w.float()
+    torch.testing.assert_close(z, ref, rtol=0.01, atol=1e-3)  # test_dot's tolerance

@@ -153,3 +153,45 @@ def test_max_num_imprecise_acc_above_k_is_an_error():
 def test_fp8_dot_out_bf16_is_an_error():
     err = compile_error("dot_fp8.py", "dot_out_bf16_kernel", "*u8,*u8,*fp32", {"BLOCK": 32})
     assert "out_dtype=bfloat16 is unsupported" in err
+
+
+# ------------------------------------------------------------------ Triton's chain-dot case
+
+def round_to_fp8(x, kind):
+    """numpy's f64 values rounded to the nearest fp8 value, ties to even, saturating (cvt.rn.satfinite)."""
+    values = fp8_values(kind)
+    codes = np.flatnonzero(np.isfinite(values[:128]))  # the positive codes: ascending values
+    grid = values[codes]
+    a = np.minimum(np.abs(x), grid[-1])
+    hi = np.clip(np.searchsorted(grid, a), 1, len(grid) - 1)
+    lo = hi - 1
+    d_lo, d_hi = a - grid[lo], grid[hi] - a
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (codes[hi] % 2 == 0))
+    return np.copysign(np.where(pick_hi, grid[hi], grid[lo]), x)
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_chain_dot_as_triton(tmp_path, kind):
+    M, N, K = 128, 128, 64  # get_test_dot_fp8_output_cases: 4 warps, 'chain-dot', 'ieee'
+    rng = np.random.default_rng(17)
+    x, y, w = (finite_codes(kind, rng, shape, 2.0) for shape in [(M, K), (K, N), (N, N)])
+    z = np.full((M, N), np.nan, np.float32)
+    kernel = tessera.jit(kernels().chain_dot_fp8_kernel.fn, interpret=True)
+    kernel[(1,)](x, y, w, z, E5=int(kind == "e5m2"), BLOCK_M=M, BLOCK_N=N, BLOCK_K=K, num_warps=4)
+    v = fp8_values(kind)
+    ref = round_to_fp8(v[x] @ v[y], kind) @ v[w]
+    np.testing.assert_allclose(z, ref, rtol=0.01, atol=1e-3)  # test_dot's tolerance
+    # On the GPU (sm_90a only: z.to(fp8) needs sm_90): both dots on wgmma.
+    ptx = compile_kernel("dot_fp8.py", "chain_dot_fp8_kernel", "*u8:16,*u8:16,*u8:16,*fp32:16",
+                         {"E5": int(kind == "e5m2"), "BLOCK_M": M, "BLOCK_N": N, "BLOCK_K": K}, "sm_90a",
+                         extra=["--num-warps", "4"])
+    assemble(ptx, "sm_90a", tmp_path)
+    assert "cvt.rn.satfinite" in ptx and ptx.count("wgmma.mma_async") >= 2
+
+
+def test_round_to_fp8_matches_the_table():
+    for kind in ["e4m3", "e5m2"]:
+        v = fp8_values(kind)
+        finite = v[np.isfinite(v)]
+        np.testing.assert_array_equal(round_to_fp8(finite, kind), finite)
+    assert round_to_fp8(np.array([1.0625, 1.1875, 1e9, -1e9]), "e4m3").tolist() == [1.0, 1.25, 448.0, -448.0]

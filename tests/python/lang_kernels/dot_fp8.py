@@ -50,3 +50,18 @@ def dot_out_bf16_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     a = as_fp8(tl.load(a_ptr + offs), 1)
     c = tl.dot(a, a, out_dtype=tl.bfloat16)
     tl.store(c_ptr + offs, c.to(tl.float32))
+
+
+@tessera.jit
+def chain_dot_fp8_kernel(X, Y, W, Z, E5: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_K: tl.constexpr):
+    # Triton's test_dot 'chain-dot' fp8 case: z = x @ y in f32, narrowed to fp8, then z @ w.
+    off_m = tl.arange(0, BLOCK_M)
+    off_n = tl.arange(0, BLOCK_N)
+    off_k = tl.arange(0, BLOCK_K)
+    x = as_fp8(tl.load(X + off_m[:, None] * BLOCK_K + off_k[None, :]), E5)
+    y = as_fp8(tl.load(Y + off_k[:, None] * BLOCK_N + off_n[None, :]), E5)
+    w = as_fp8(tl.load(W + off_n[:, None] * BLOCK_N + off_n[None, :]), E5)
+    z = tl.dot(x, y, input_precision="ieee", out_dtype=tl.float32)
+    z = tl.dot(z.to(w.dtype), w, input_precision="ieee", out_dtype=tl.float32)
+    tl.store(Z + off_m[:, None] * BLOCK_N + off_n[None, :], z)
