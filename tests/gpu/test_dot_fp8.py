@@ -88,3 +88,27 @@ def test_fp8_chain_dot_as_triton(kind):
     torch.cuda.synchronize()
     ref = (x.float() @ y.float()).to(TORCH[kind]).float() @ w.float()
     torch.testing.assert_close(z, ref, rtol=0.01, atol=1e-3)  # test_dot's tolerance
+
+
+@pytest.mark.parametrize("low_precision_acc", [0, 32, 64, 128])
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("blocks", [(128, 256, 128), (64, 64, 64)], ids=["128x256x128", "64x64x64"])
+def test_dot_max_num_imprecise_acc_as_triton(blocks, kind, low_precision_acc):
+    # test_dot_max_num_imprecise_acc: M, N, K = 128, 256, 256, 8 warps, 3 stages; the value is
+    # passed when it is at most BLOCK_K (else None), and the result is full precision here.
+    M, N, K = 128, 256, 256
+    BM, BN, BK = blocks
+    g = torch.Generator(device="cuda").manual_seed(low_precision_acc)
+    a = torch.randn((M, K), device="cuda", generator=g).to(TORCH[kind])
+    b = torch.randn((K, N), device="cuda", generator=g).to(TORCH[kind])
+    c = torch.full((M, N), float("nan"), device="cuda")
+    imprecise = low_precision_acc if low_precision_acc <= BK else None
+    kernels.dot_fp8_kernel[(tessera.cdiv(M, BM), tessera.cdiv(N, BN))](
+        a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), A_E5=int(kind == "e5m2"), B_E5=int(kind == "e5m2"),
+        OUT_F16=0, IMPRECISE=imprecise, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=3)
+    torch.cuda.synchronize()
+    ref = (a.to(torch.float16) @ b.to(torch.float16)).to(torch.float32)  # Triton's reference and tolerance
+    tol = 0.01 if kind == "e4m3" else 1e-3
+    torch.testing.assert_close(ref, c, rtol=tol, atol=tol)
+    exact = a.double() @ b.double()  # and at least as accurate as full f32 accumulation
+    assert ((c.double() - exact).abs() <= (a.double().abs() @ b.double().abs()) * (K * 2.0 ** -22)).all()
