@@ -234,6 +234,31 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     if (rank == 3 && a->type.shape[0] != bb->type.shape[0])
       error(loc, "tl.dot: the batch dims differ (" + a->type.str() + " @ " + bb->type.str() + ")");
     if (a->type.pointer || bb->type.pointer) error(loc, "tl.dot needs numbers, got pointers");
+    auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
+    const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
+    if (fp8Operands) {
+      const int64_t K = a->type.shape[rank - 1];
+      // Triton's limit on how many products the tensor core may add in its own reduced precision
+      // before the f32 accumulator takes them; ours always accumulates in full f32.
+      if (b.has(5)) {
+        const int64_t imprecise = requireInt(b[5], b.locs[5], "tl.dot's max_num_imprecise_acc");
+        if (imprecise > K)
+          error(b.locs[5], "max_num_imprecise_acc (" + std::to_string(imprecise) + ") must be <= K (" +
+                               std::to_string(K) + ")");
+      }
+      if (b.has(6)) {
+        const ir::Type out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
+        if (out.scalar == ScalarType::BF16)
+          error(b.locs[6], "out_dtype=bfloat16 is unsupported. Please use out_dtype=float32/float16 and cast with "
+                           "`.to(tl.bfloat16)`");
+        if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16)
+          error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
+      }
+      // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
+      // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products.
+      a = castElement(a, ir::Type(ScalarType::F16));
+      bb = castElement(bb, ir::Type(ScalarType::F16));
+    }
     if (a->type.element() != bb->type.element()) {
       ir::Type common = promote(a->type, bb->type, "dot", loc);
       a = castElement(a, common);

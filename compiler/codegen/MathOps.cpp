@@ -3,7 +3,8 @@
 // f16/bf16 compute in f32 and round back (as Triton does). Accurate libdevice
 // functions (__nv_sinf, __nv_erff, ...) where PTX has no accurate instruction;
 // rsqrt uses rsqrt.approx (as Triton's __nv_rsqrtf does). fp8 values travel as
-// their bits (i8); conversions use cvt.*.e4m3x2 / e5m2x2 (sm_90 with PTX 8.0).
+// their bits (i8); conversions use cvt.*.e4m3x2 / e5m2x2 (sm_90 with PTX 8.0); before sm_90
+// fp8 is widened from its bits and narrowing is an error.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -45,11 +46,34 @@ static bool isFp8(const ir::Type &t) {
   return !t.pointer && (t.scalar == ir::ScalarType::F8E4M3 || t.scalar == ir::ScalarType::F8E5M2);
 }
 
+// fp8 -> f16/f32 without cvt.*.e4m3x2, from the bits (exact: every fp8 value is an f16).
+// e5m2 is the high byte of an f16. e4m3 (bias 7, no infinities, S.1111.111 is NaN): a normal
+// number's exponent and mantissa shifted into an f32 with the bias raised by 120; a subnormal
+// m * 2^-9 from the integer m (no f32 subnormal, so flush-to-zero cannot touch it).
+Value *KernelLowering::widenFp8Bits(Value *x, const ir::Type &from) {
+  if (from.scalar == ir::ScalarType::F8E5M2)
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(x, b_.getInt16Ty()), 8), b_.getHalfTy());
+  Type *i32 = b_.getInt32Ty(), *f32 = b_.getFloatTy();
+  Value *bits = b_.CreateZExt(x, i32);
+  Value *magnitude = b_.CreateAnd(bits, 0x7F);
+  Value *normal = b_.CreateBitCast(b_.CreateAdd(b_.CreateShl(magnitude, 20), b_.getInt32(120 << 23)), f32);
+  Value *subnormal = b_.CreateFMul(b_.CreateUIToFP(magnitude, f32), ConstantFP::get(f32, 0x1p-9));
+  Value *value = b_.CreateSelect(b_.CreateICmpULT(magnitude, b_.getInt32(8)), subnormal, normal);
+  value = b_.CreateSelect(b_.CreateICmpEQ(magnitude, b_.getInt32(0x7F)), ConstantFP::getNaN(f32), value);
+  Value *sign = b_.CreateShl(b_.CreateAnd(bits, 0x80), 24);
+  return b_.CreateBitCast(b_.CreateOr(b_.CreateBitCast(value, i32), sign), f32);
+}
+
 Value *KernelLowering::castFp8(ir::Operation &op, Value *x, const ir::Type &from, const ir::Type &to) {
   if (from == to) return x;
+  const bool nativeCvt = arch_ == "sm_90" || arch_ == "sm_90a";
+  if (isFp8(from) && !isFp8(to) && !nativeCvt) {
+    const ir::Type wide(from.scalar == ir::ScalarType::F8E5M2 ? ir::ScalarType::F16 : ir::ScalarType::F32);
+    return castElement(op, widenFp8Bits(x, from), wide, to);
+  }
   // cvt.*.e4m3x2 needs sm_89 with PTX 8.1, or sm_90; tessera emits PTX 8.0.
-  if (arch_ != "sm_90" && arch_ != "sm_90a")
-    notSupported(op, "fp8 conversions need sm_90 (this is " + arch_ + ")");
+  if (!nativeCvt)
+    notSupported(op, "conversions to fp8 need sm_90 (this is " + arch_ + ")");
   const ir::Type f16(ir::ScalarType::F16), f32(ir::ScalarType::F32);
   if (isFp8(from) && isFp8(to)) return castFp8(op, castFp8(op, x, from, f16), f16, to);
   if (isFp8(from)) {

@@ -1,5 +1,6 @@
 """float8e4nv / float8e5: loads, stores, constants and casts (cvt.*.e4m3x2 /
-e5m2x2 on sm_90); a clear error on older targets."""
+e5m2x2 on sm_90); before sm_90 conversions from fp8 are made from the bits and
+conversions to fp8 are a clear error."""
 from lang_support import assemble, compile_kernel
 from conftest import run_cli
 
@@ -17,7 +18,7 @@ def test_fp8_casts_need_sm90():
     proc = run_cli(["compile", "tests/python/lang_kernels/fp8.py", "--kernel", "fp8_kernel", "--signature", SIG,
                     "--constexpr", "BLOCK=128", "--arch", "sm_80"])
     assert proc.returncode == 1
-    assert "fp8 conversions need sm_90 (this is sm_80)" in proc.stderr
+    assert "conversions to fp8 need sm_90 (this is sm_80)" in proc.stderr
 
 
 def test_fp8_arithmetic_is_refused(tmp_path):

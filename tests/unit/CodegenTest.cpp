@@ -580,7 +580,7 @@ TEST(Codegen, UnsupportedThingsNameTheOp) {
   k.store(x, k.cast(k.cast(k.load(x), ScalarType::F32), ScalarType::F8E4M3));
   auto fn = k.finish();
   passes::assignLayouts(*fn);
-  try { // fp8 conversions need sm_90 (cvt.*.e4m3x2)
+  try { // conversions to fp8 need sm_90 (cvt.*.e4m3x2)
     codegen::generate(*fn, codegenOptions("sm_80", true), true);
     FAIL() << "fp8 conversions should be rejected on sm_80";
   } catch (const std::runtime_error &e) {
