@@ -244,8 +244,13 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       return m;
     }
     error(e.loc, "dtype has no attribute '" + attr + "'");
+  case SValue::Kind::BlockPointer:
+    // Triton's is pointer<block<elt>>; its element_ty is used to cast to the element type.
+    if (attr == "dtype" || attr == "type") return SValue::dtypeOf(base.elems[0].value->type.element());
+    error(e.loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::IR:
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
+    if (attr == "type" && !base.value->type.isBlock()) return SValue::dtypeOf(base.value->type); // X.type.element_ty
     if (attr == "shape") {
       std::vector<SValue> dims;
       for (int64_t d : base.value->type.shape) dims.push_back(SValue::constant(ConstexprValue::ofInt(d)));

@@ -1,0 +1,135 @@
+"""Constructs that third-party Triton libraries (Liger-Kernel, vLLM, FlagGems, Unsloth, Inductor's
+generated code) use, in kernels written here in their style: run through the compatibility mode
+where the construct is host-side, compiled to PTX and interpreted where it is in a kernel."""
+import numpy as np
+import pytest
+
+from conftest import PTXAS
+
+import tessera
+import tessera.compat
+import tessera.language as tl
+from tessera.language.extra import libdevice
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+
+# ------------------------------------------------------------------ libdevice written in the language
+
+@tessera.jit(interpret=True)
+def classify_kernel(x_ptr, flags_ptr, ints_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(flags_ptr + 0 * BLOCK + offs, libdevice.isinf(x))
+    tl.store(flags_ptr + 1 * BLOCK + offs, libdevice.isnan(x).to(tl.int1).to(tl.int32))  # Inductor's spelling
+    tl.store(flags_ptr + 2 * BLOCK + offs, libdevice.signbit(x))
+    tl.store(flags_ptr + 3 * BLOCK + offs, libdevice.finitef(x))
+    finite = libdevice.finitef(x) != 0
+    tl.store(ints_ptr + 0 * BLOCK + offs, libdevice.float2int_rn(tl.where(finite, x, 0.0)))
+    tl.store(ints_ptr + 1 * BLOCK + offs, libdevice.float2int_rd(tl.where(finite, x, 0.0)))
+    tl.store(ints_ptr + 2 * BLOCK + offs, libdevice.float2int_ru(tl.where(finite, x, 0.0)))
+    tl.store(ints_ptr + 3 * BLOCK + offs, libdevice.float2int_rz(tl.where(finite, x, 0.0)))
+    tl.store(ints_ptr + 4 * BLOCK + offs, libdevice.float_as_int(x))
+    tl.store(ints_ptr + 5 * BLOCK + offs, libdevice.llrint(tl.where(finite, x, 0.0)).to(tl.int32))
+    # where() with an int32 condition, as in `tl.where(libdevice.isnan(p), 0.0, p)`
+    y = tl.where(libdevice.isnan(x), 0.0, libdevice.int_as_float(libdevice.float_as_int(x)))
+    tl.store(out_ptr + offs, libdevice.add_rn(libdevice.mul_rn(y, 2.0), libdevice.rcp_rn(tl.full((BLOCK,), 2.0, tl.float32))))
+
+
+X = np.array([1.5, -2.5, np.inf, -np.inf, np.nan, -0.0, 0.0, 2.5, 3.5, -0.5, 7.49, -7.51, 1e9, -1e-30, 0.5, 100.0],
+             np.float32)
+
+
+def test_libdevice_classification_and_conversions_interpreted():
+    flags = np.zeros(4 * 16, np.int32)
+    ints = np.zeros(6 * 16, np.int32)
+    out = np.zeros(16, np.float32)
+    classify_kernel[(1,)](X, flags, ints, out, BLOCK=16)
+    flags, ints = flags.reshape(4, 16), ints.reshape(6, 16)
+    np.testing.assert_array_equal(flags[0], np.isinf(X))
+    np.testing.assert_array_equal(flags[1], np.isnan(X))
+    np.testing.assert_array_equal(flags[2], np.signbit(X))  # -0.0 and -nan-free negatives
+    np.testing.assert_array_equal(flags[3], np.isfinite(X))
+    xf = np.where(np.isfinite(X), X, 0).astype(np.float64)
+    np.testing.assert_array_equal(ints[0], np.rint(xf))      # ties to even: 2.5 -> 2, -2.5 -> -2, 0.5 -> 0
+    np.testing.assert_array_equal(ints[1], np.floor(xf))
+    np.testing.assert_array_equal(ints[2], np.ceil(xf))
+    np.testing.assert_array_equal(ints[3], np.trunc(xf))
+    np.testing.assert_array_equal(ints[4], X.view(np.int32))
+    np.testing.assert_array_equal(ints[5], np.rint(xf).astype(np.int64).astype(np.int32))
+    y = np.where(np.isnan(X), 0, X)
+    np.testing.assert_array_equal(out, y * 2 + np.float32(0.5))
+
+
+def test_libdevice_classification_compiles_to_ptx(tmp_path):
+    k = tessera.compile(classify_kernel, signature="*fp32,*i32,*i32,*fp32", constexprs={"BLOCK": 256},
+                        target="sm_90a")
+    assert ".visible .entry classify_kernel" in k.asm["ptx"]
+
+
+@tessera.jit(interpret=True)
+def double_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    r = libdevice.isinf(x) + 2 * libdevice.signbit(x) + 4 * libdevice.isfinited(x)
+    r += 8 * (libdevice.double_as_longlong(x) == libdevice.double_as_longlong(libdevice.longlong_as_double(
+        libdevice.double_as_longlong(x)))).to(tl.int32)
+    tl.store(out_ptr + offs, r + 16 * libdevice.double2int_rn(tl.where(libdevice.isfinited(x) != 0, x, 0.0)))
+
+
+def test_libdevice_float64_forms():
+    x = np.array([-np.inf, -1.5, 0.5, np.nan], np.float64)
+    out = np.zeros(4, np.int32)
+    double_kernel[(1,)](x, out, BLOCK=4)
+    expected = np.isinf(x) + 2 * np.signbit(x) + 4 * np.isfinite(x) + 8 + 16 * np.rint(np.where(np.isfinite(x), x, 0))
+    np.testing.assert_array_equal(out, expected)
+
+
+@tessera.jit(interpret=True)
+def isnan_of_ints_kernel(x_ptr, out_ptr):
+    tl.store(out_ptr, libdevice.isnan(tl.load(x_ptr)))
+
+
+@tessera.jit(interpret=True)
+def float_as_int_of_doubles_kernel(x_ptr, out_ptr):
+    tl.store(out_ptr, libdevice.float_as_int(tl.load(x_ptr)))
+
+
+def test_libdevice_operand_types_are_checked():
+    with pytest.raises(tessera.CompilationError, match=r"tl.isnan: .*isnan needs floats"):
+        tessera.compile(isnan_of_ints_kernel, signature="*i32,*i32", target="sm_90a")
+    with pytest.raises(tessera.CompilationError, match=r"float_as_int needs float32 operands"):
+        tessera.compile(float_as_int_of_doubles_kernel, signature="*fp64,*i32", target="sm_90a")
+
+
+def test_libdevice_names_import_in_compatibility_mode():
+    tessera.compat.install()
+    try:
+        ns = {"__name__": "user_lib"}
+        exec("from triton.language.extra.cuda.libdevice import isinf, isnan, signbit, float2int_rn, "
+             "double2ull_rz, int_as_float, llrint", ns)
+        assert ns["isinf"] is libdevice.isinf
+    finally:
+        tessera.compat.uninstall()
+
+
+# ------------------------------------------------------------------ dtypes of block pointers and pointer arguments
+
+@tessera.jit(interpret=True)
+def block_copy_kernel(a_ptr, out_ptr, M, N, stride_m, stride_n, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_block_ptr(a_ptr, (M, N), (stride_m, stride_n), (tl.program_id(0) * BM, 0), (BM, BN), (1, 0))
+    dst = tl.make_block_ptr(out_ptr, (M, N), (stride_m, stride_n), (tl.program_id(0) * BM, 0), (BM, BN), (1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc += tl.load(src, boundary_check=(0, 1), padding_option="zero").to(tl.float32) * 2
+    # the store's element type read from the block pointer and from the pointer argument
+    tl.store(dst, acc.to(dst.dtype.element_ty).to(out_ptr.type.element_ty), boundary_check=(0, 1))
+
+
+def test_block_pointer_dtype_element_ty():
+    a = np.arange(6 * 5, dtype=np.float16).reshape(6, 5)
+    out = np.zeros_like(a)
+    block_copy_kernel[(2,)](a, out, 6, 5, 5, 1, BM=4, BN=8)
+    np.testing.assert_array_equal(out, a * 2)
+    k = tessera.compile(block_copy_kernel, signature="*fp16,*fp16,i32,i32,i32,i32",
+                        constexprs={"BM": 64, "BN": 64}, target="sm_90a")
+    assert "st.global" in k.asm["ptx"]
