@@ -502,6 +502,11 @@ class Autotuner(KernelInterface):
         for t in (stored or {}).get("timings", []):
             known[Config.from_json(t["config"])] = (t.get("ms"), t.get("error"))
 
+        if _base_jit(self.fn).interpret:  # host timings say nothing about the GPU: no tuning
+            best = self.prune_configs(named, kwargs)[0]
+            self._log(f"{self.__name__}: interpreted: using the first config for key {key}: {best}")
+            self.cache[key] = best
+            return best
         if _off("TESSERA_AUTOTUNE"):
             best = Config.from_json(stored["best"]) if stored and stored.get("best") else self.configs[0]
             match = [c for c in self.configs if c == best]

@@ -133,3 +133,36 @@ def test_block_pointer_dtype_element_ty():
     k = tessera.compile(block_copy_kernel, signature="*fp16,*fp16,i32,i32,i32,i32",
                         constexprs={"BM": 64, "BN": 64}, target="sm_90a")
     assert "st.global" in k.asm["ptx"]
+
+
+# ------------------------------------------------------------------ autotuned kernels under the interpreter
+
+HOOKED = []
+
+
+def _drop_small_blocks(configs, named_args, **kwargs):
+    return [c for c in configs if c.kwargs["BLOCK"] >= 64]
+
+
+@tessera.autotune(
+    configs=[tessera.Config({"BLOCK": 32}, num_warps=2),
+             tessera.Config({"BLOCK": 64}, num_warps=4, pre_hook=lambda nargs: HOOKED.append(nargs["BLOCK"])),
+             tessera.Config({"BLOCK": 128}, num_warps=8)],
+    key=["n"], reset_to_zero=["out_ptr"], restore_value=["x_ptr"],
+    prune_configs_by={"early_config_prune": _drop_small_blocks, "perf_model": None, "top_k": 2},
+)
+@tessera.jit(interpret=True, do_not_specialize=["n"])
+def autotuned_add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def test_autotuned_kernel_runs_interpreted_with_the_first_pruned_config():
+    # Libraries autotune nearly every kernel; interpreted (no GPU to time on) the launch takes the
+    # first config left by prune_configs_by, and runs its pre_hook (it failed: numpy arrays are not CUDA memory).
+    x = np.arange(200, dtype=np.float32)
+    out = np.zeros_like(x)
+    HOOKED.clear()
+    autotuned_add_one[lambda meta: (tessera.cdiv(x.size, meta["BLOCK"]),)](x, out, x.size)
+    np.testing.assert_array_equal(out, x + 1)
+    assert autotuned_add_one.best_config.kwargs == {"BLOCK": 64} and HOOKED == [64]
