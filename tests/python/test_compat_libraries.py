@@ -9,6 +9,7 @@ from conftest import PTXAS
 import tessera
 import tessera.compat
 import tessera.language as tl
+from tessera.autotune import KernelInterface
 from tessera.language.extra import libdevice
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
@@ -166,3 +167,108 @@ def test_autotuned_kernel_runs_interpreted_with_the_first_pruned_config():
     autotuned_add_one[lambda meta: (tessera.cdiv(x.size, meta["BLOCK"]),)](x, out, x.size)
     np.testing.assert_array_equal(out, x + 1)
     assert autotuned_add_one.best_config.kwargs == {"BLOCK": 64} and HOOKED == [64]
+
+
+# ------------------------------------------------------------------ a library's own launcher over JITFunction (FlagGems' libentry style)
+
+@tessera.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@tessera.jit(interpret=True, do_not_specialize=["n"])
+def scaled_copy(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr, EVEN: tl.constexpr, SHIFT: tl.constexpr = 0.0):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * scale + SHIFT)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * scale + SHIFT, mask=offs < n)
+
+
+class CachingLauncher(KernelInterface):
+    """Launches through fn.run once per constexpr key, then through the kernel run() returned, with
+    the runtime arguments only (the parameters' num / is_constexpr / do_not_specialize / default)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        jit = fn
+        while not isinstance(jit, tessera.JITFunction):
+            jit = jit.fn
+        self.params = jit.params
+        self.cache = {}
+        self.launched = []
+
+    def run(self, *args, grid, **kwargs):
+        runtime = [a for p, a in zip(self.params, args) if not p.is_constexpr]
+        constexprs = tuple(kwargs.get(p.name, p.default) for p in self.params[len(args):] if p.is_constexpr)
+        if constexprs not in self.cache:
+            self.cache[constexprs] = self.fn.run(*args, grid=grid, **kwargs)
+            self.launched.append("run")
+            return
+        self.cache[constexprs][grid](*runtime)
+        self.launched.append("cached")
+
+
+def test_kernel_run_returns_a_kernel_to_launch_with_runtime_arguments():
+    params = scaled_copy.fn.params
+    assert [p.num for p in params] == list(range(7))
+    assert [p.name for p in params if p.do_not_specialize] == ["n"]
+    assert params[6].default == 0.0 and params[0].default is __import__("inspect").Parameter.empty
+    assert params[4] == ("BLOCK", True, False)  # still tuples
+    launcher = CachingLauncher(scaled_copy)
+    x = np.arange(100, dtype=np.float32)
+    for scale in (2.0, 3.0):
+        out = np.zeros_like(x)
+        launcher[(4,)](x, out, 100, scale, BLOCK=32, SHIFT=1.0)
+        np.testing.assert_array_equal(out, x * scale + 1)
+    assert launcher.launched == ["run", "cached"]
+    kernel = scaled_copy.fn.run(x, out, 100, 1.0, grid=(4,), BLOCK=32, EVEN=False)
+    assert kernel.constexprs == {"BLOCK": 32, "EVEN": False}
+    kernel[(4,)](x, out, 100, 5.0, 32, False, 0.0)  # every parameter, constexprs ignored (as Triton's)
+    np.testing.assert_array_equal(out, x * 5)
+
+
+# ------------------------------------------------------------------ a library's Autotuner subclass, constructed in Triton's order
+
+class KeyedTuner(tessera.Autotuner):
+    """Overrides run(): picks by Triton's _bench(*args, config=...), prunes with prune_configs(kwargs),
+    resets with pre_hook(nargs, reset_only=True), as library tuners built on Triton's Autotuner do."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook=None, post_hook=None,
+                 prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False):
+        super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook, post_hook,
+                         prune_configs_by, warmup, rep, use_cuda_graph)
+        self.chosen = {}
+
+    def run(self, *args, grid, warmup, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        key = tuple(self.nargs[k] for k in self.keys)
+        if key not in self.chosen:
+            timings = {c: self._bench(*args, config=c, grid=grid, **kwargs) for c in self.prune_configs(kwargs)}
+            self.chosen[key] = min(timings, key=timings.get)
+            self.pre_hook({**self.nargs, **kwargs}, reset_only=True)
+        self.best_config = self.chosen[key]
+        try:
+            return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **self.best_config.all_kwargs())
+        finally:
+            self.nargs = None
+
+
+def _accumulate(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+def test_autotuner_subclass_in_tritons_argument_order():
+    jit = tessera.jit(interpret=True)(_accumulate)
+    tuner = KeyedTuner(jit, jit.arg_names, [tessera.Config({"BLOCK": 16}), tessera.Config({"BLOCK": 64})], ["n"],
+                       ["out_ptr"], None, prune_configs_by={"early_config_prune": lambda cs, nargs, **kw: cs[::-1]})
+    assert tuner.base_fn is _accumulate and tuner.reset_to_zero == ["out_ptr"]
+    assert tuner.early_config_prune is not None
+    x = np.ones(100, np.float32)
+    out = np.full(1, 7.0, np.float32)  # zeroed by pre_hook(reset_only=True)
+    tuner[lambda meta: (tessera.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+    assert out[0] == 100 and tuner.best_config.kwargs == {"BLOCK": 64}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        tessera.Autotuner(jit, [tessera.Config({"BLOCK": 16})], ["n"], bogus=1)
+    # Heuristics in Triton's order (fn, arg_names, values)
+    h = tessera.Heuristics(jit, jit.arg_names, {"BLOCK": lambda args: 32})
+    out[:] = 0
+    h[(4,)](x, out, 100)
+    assert out[0] == 100
