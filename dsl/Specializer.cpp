@@ -143,16 +143,22 @@ void Specializer::collectModuleScope(const ast::Module &module) {
       for (const auto &alias : imp->names) {
         std::string path = canonical(alias.module);
         if (!alias.asName.empty()) {
-          if (!path.empty()) globals_[alias.asName] = SValue::module(path);
+          globals_[alias.asName] = SValue::module(path.empty() ? kOtherModule + alias.module : path);
         } else {
           // "import triton.language" binds "triton".
           std::string first = alias.module.substr(0, alias.module.find('.'));
-          if (!canonical(first).empty()) globals_[first] = SValue::module(canonical(first));
+          globals_[first] = SValue::module(canonical(first).empty() ? kOtherModule + first : canonical(first));
         }
       }
     } else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get())) {
       std::string path = canonical(imp->module);
-      if (path.empty()) continue;
+      if (path.empty()) { // another library's names: its @jit functions, when the host appended them
+        for (const auto &alias : imp->names)
+          if (alias.name != "*")
+            globals_[alias.asName.empty() ? alias.name : alias.asName] =
+                SValue::module(kOtherModule + imp->module + "." + alias.name);
+        continue;
+      }
       for (const auto &alias : imp->names) {
         const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
         if (alias.name == "language")

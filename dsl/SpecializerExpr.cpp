@@ -23,7 +23,10 @@ std::string Specializer::describe(const SValue &v) const {
   case SValue::Kind::IR: return (v.value->type.isBlock() ? "a block of type " : "a value of type ") + v.value->type.str();
   case SValue::Kind::Const: return "the constant " + v.c.str();
   case SValue::Kind::DType: return "the dtype " + v.dtype.str();
-  case SValue::Kind::Module: return "a module";
+  case SValue::Kind::Module:
+    if (v.path.rfind(kOtherModule, 0) == 0)
+      return "'" + v.path.substr(std::string(kOtherModule).size()) + "' (not a @jit function tessera was given)";
+    return "a module";
   case SValue::Kind::Function: return "the function '" + v.fn->name + "'";
   case SValue::Kind::Builtin: return "the builtin '" + v.path + "'";
   case SValue::Kind::BoundMethod: return "the method '" + v.path + "'";
@@ -228,6 +231,11 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
+    if (base.path.rfind(kOtherModule, 0) == 0) { // helpers.fn: the @jit function the host appended
+      auto it = globals_.find(attr);
+      if (it != globals_.end() && it->second.kind == SValue::Kind::Function) return it->second;
+      return SValue::module(base.path + "." + attr);
+    }
     return SValue::builtin(base.path + "." + attr);
   }
   case SValue::Kind::DType:

@@ -14,6 +14,10 @@
 
 namespace tessera::spec {
 
+// The module path of names imported from other libraries ("other:helpers"): their @jit
+// functions are the ones the host appends to the kernel's text (python/tessera/_compose.py).
+inline constexpr const char *kOtherModule = "other:";
+
 // What a Python name can stand for while a kernel is being specialised.
 struct SValue {
   enum class Kind {

@@ -111,6 +111,10 @@ def _collect(roots):
         out.functions[name] = (text, jf)
         scope = dict(fn.__globals__)
         scope.update(_closure(fn))
+        functions, modules = _called_elsewhere(node, scope)
+        queue.extend(functions)
+        for alias, module in modules.items():
+            out.imports[alias] = module
         for free in sorted(_free_names(node)):
             if free not in scope:
                 continue
@@ -129,6 +133,78 @@ def _collect(roots):
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
                 _add_constant(out, free, value.value, name)
     return out
+
+
+def _module_attribute(node, scope):
+    """(base name, object) of a.b.c when `a` is a module (not tessera's or triton's) in scope."""
+    chain = []
+    while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not isinstance(scope.get(node.id), types.ModuleType):
+        return None
+    value = scope[node.id]
+    if value.__name__.split(".")[0] in _LANG_MODULES:
+        return None
+    for attr in reversed(chain):
+        value = getattr(value, attr, None)
+        if value is None:
+            return None
+    return node.id, value
+
+
+def _called_elsewhere(node, scope):
+    """The @jit functions a function's body names through a module (helpers.fn(...)), and the
+    modules (base name -> module name) it names them through."""
+    functions, modules = [], {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute):
+            found = _module_attribute(n, scope)
+            inner = as_jit(found[1]) if found else None
+            if inner is not None and inner.fn.__name__ == n.attr:
+                functions.append(inner)
+                modules[found[0]] = scope[found[0]].__name__
+    return functions, modules
+
+
+def foreign_source(fn, text, path):
+    """(source, depends_elsewhere) for a kernel compiled from its file's reduced `text`: the @jit
+    functions of other modules that the kernel and its @jit helpers in the file call (by a name
+    imported from there, or through a module: `helpers.fn(...)`), with what they need in turn
+    (function_source), to append to the text; depends_elsewhere says whether the kernel names
+    anything of another module (then its text is not remembered by its file alone)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "", True
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    scope = fn.__globals__
+    roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
+    while queue:
+        name = queue.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        node = defs[name]
+        for n in ast.walk(node):
+            if not isinstance(n, ast.Name) or n.id not in scope or n.id in defs:
+                if isinstance(n, ast.Name) and n.id in defs:
+                    queue.append(n.id)
+                continue
+            value = scope[n.id]
+            inner = as_jit(value)
+            if inner is not None and getattr(inner.fn, "__code__", None) is not None \
+                    and inner.fn.__code__.co_filename != path:
+                elsewhere = True
+                if inner.fn.__name__ == n.id:
+                    roots.append(inner)
+            elif isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _LANG_MODULES:
+                elsewhere = True
+        functions, _ = _called_elsewhere(node, scope)
+        roots.extend(functions)
+    if not roots:
+        return "", elsewhere
+    return "# @jit functions of other modules the kernel calls\n" + function_source(roots, text, path), True
 
 
 def _add_constant(out, name, value, user):
@@ -200,6 +276,9 @@ def function_source(functions, base_text="", base_file=None):
         if have is not None:
             if have[0] == "def" and base_file is not None and jf.fn.__code__.co_filename == base_file:
                 continue  # the kernel's own file defines it
+            if have[0] == "import" and have[1] == f"{jf.fn.__module__}.{name}":
+                parts.append("\n\n" + text)  # `from module import name`: its definition
+                continue
             raise CompositionError(f"@jit function '{name}' clashes with a name the kernel's file defines; "
                                    "rename the function")
         parts.append("\n\n" + text)

@@ -1,6 +1,8 @@
 """Constructs that third-party Triton libraries (Liger-Kernel, vLLM, FlagGems, Unsloth, Inductor's
 generated code) use, in kernels written here in their style: run through the compatibility mode
 where the construct is host-side, compiled to PTX and interpreted where it is in a kernel."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -272,3 +274,103 @@ def test_autotuner_subclass_in_tritons_argument_order():
     out[:] = 0
     h[(4,)](x, out, 100)
     assert out[0] == 100
+
+
+# ------------------------------------------------------------------ @jit functions of other modules
+
+HELPERS = '''
+import triton
+import triton.language as tl
+
+SCALE = 2.0
+
+
+@triton.jit
+def _pick_larger(a, b):
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def larger(a, b):
+    return _pick_larger(a, b)
+
+
+@triton.jit
+def row_max(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, larger)
+
+
+@triton.jit
+def scaled(x):
+    return x * SCALE
+
+
+@triton.jit
+def pid64(axis: tl.constexpr):
+    return tl.program_id(axis).to(tl.int64)
+'''
+
+KERNELS = '''
+import numpy
+import triton
+import triton.language as tl
+import rwlib.ops.helpers
+from rwlib.ops import helpers
+from rwlib.ops import helpers as h
+from rwlib.ops.helpers import scaled
+
+
+@triton.jit
+def _inner(x):
+    return helpers.larger(x, 0.0)
+
+
+@triton.jit
+def rows_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = h.pid64(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + offs[None, :], mask=offs[None, :] < n_cols, other=float("-inf"))
+    m = rwlib.ops.helpers.row_max(x, 1)
+    tl.store(out_ptr + row + tl.arange(0, 1), scaled(_inner(m)))
+
+
+@triton.jit
+def wrong_kernel(out_ptr):
+    tl.store(out_ptr, numpy.float32(1.0))
+'''
+
+
+@pytest.fixture
+def library(tmp_path, monkeypatch):
+    """A package `rwlib` whose kernels call @jit helpers of another module four ways."""
+    (tmp_path / "rwlib" / "ops").mkdir(parents=True)
+    (tmp_path / "rwlib" / "__init__.py").write_text("")
+    (tmp_path / "rwlib" / "ops" / "__init__.py").write_text("")
+    (tmp_path / "rwlib" / "ops" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "rwlib" / "ops" / "kernels.py").write_text(KERNELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
+    tessera.compat.install()
+    import importlib
+    try:
+        yield importlib.import_module("rwlib.ops.kernels")
+    finally:
+        tessera.compat.uninstall()
+        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops", "rwlib"]:
+            sys.modules.pop(name, None)
+
+
+def test_jit_functions_of_other_modules_are_compiled_with_the_kernel(library):
+    x = np.array([[1.0, -3.0, 2.0], [-1.0, -5.0, -2.0], [4.0, np.nan, 0.0]], np.float32)
+    out = np.zeros(3, np.float32)
+    library.rows_kernel[(3,)](x, out, 3, BLOCK=4)
+    np.testing.assert_array_equal(out, [4.0, 0.0, np.nan])
+    k = tessera.compile(library.rows_kernel, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                        target="sm_90a")
+    assert "max.f32" in k.asm["ptx"] or "setp" in k.asm["ptx"]
+
+
+def test_a_name_of_another_library_used_in_a_kernel_says_what_it_is(library):
+    with pytest.raises(tessera.CompilationError, match=r"'numpy.float32' \(not a @jit function tessera was given\)"):
+        library.wrong_kernel[(1,)](np.zeros(1, np.float32))
