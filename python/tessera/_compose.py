@@ -179,6 +179,8 @@ def foreign_source(fn, text, path):
         return "", True
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     scope = fn.__globals__
+    defined = _defined_names(text)
+    lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
     roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
     while queue:
         name = queue.pop()
@@ -200,11 +202,20 @@ def foreign_source(fn, text, path):
                     roots.append(inner)
             elif isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _LANG_MODULES:
                 elsewhere = True
+            elif isinstance(value, types.ModuleType):
+                module = _source.kernel_module_name(value.__name__)
+                have = defined.get(n.id)
+                if have is None or have[0] != "import" or not _same_module(have[1], module):
+                    lang_imports[n.id] = module
+                    elsewhere = True
         functions, _ = _called_elsewhere(node, scope)
         roots.extend(functions)
-    if not roots:
+    extra = "".join(f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
+    if roots:
+        extra += function_source(roots, text + extra, path)
+    if not extra:
         return "", elsewhere
-    return "# @jit functions of other modules the kernel calls\n" + function_source(roots, text, path), True
+    return "# what the kernel names from other modules\n" + extra, True
 
 
 def _add_constant(out, name, value, user):

@@ -340,6 +340,22 @@ def wrong_kernel(out_ptr):
 '''
 
 
+REEXPORTED = '''
+from rwlib.triton_utils import tl, triton
+
+
+@triton.jit
+def blocks(n, BLOCK):
+    return (n + BLOCK - 1) // BLOCK
+
+
+@triton.jit
+def add_block_count(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + blocks(n, BLOCK), mask=offs < n)
+'''
+
+
 @pytest.fixture
 def library(tmp_path, monkeypatch):
     """A package `rwlib` whose kernels call @jit helpers of another module four ways."""
@@ -348,6 +364,8 @@ def library(tmp_path, monkeypatch):
     (tmp_path / "rwlib" / "ops" / "__init__.py").write_text("")
     (tmp_path / "rwlib" / "ops" / "helpers.py").write_text(HELPERS)
     (tmp_path / "rwlib" / "ops" / "kernels.py").write_text(KERNELS)
+    (tmp_path / "rwlib" / "triton_utils.py").write_text("import triton\nimport triton.language as tl\n")
+    (tmp_path / "rwlib" / "ops" / "reexported.py").write_text(REEXPORTED)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
@@ -357,7 +375,8 @@ def library(tmp_path, monkeypatch):
         yield importlib.import_module("rwlib.ops.kernels")
     finally:
         tessera.compat.uninstall()
-        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops", "rwlib"]:
+        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops", "rwlib.triton_utils",
+                     "rwlib"]:
             sys.modules.pop(name, None)
 
 
@@ -374,3 +393,12 @@ def test_jit_functions_of_other_modules_are_compiled_with_the_kernel(library):
 def test_a_name_of_another_library_used_in_a_kernel_says_what_it_is(library):
     with pytest.raises(tessera.CompilationError, match=r"'numpy.float32' \(not a @jit function tessera was given\)"):
         library.wrong_kernel[(1,)](np.zeros(1, np.float32))
+
+
+def test_tl_and_triton_imported_from_a_module_that_reexports_them(library):
+    import importlib
+    module = importlib.import_module("rwlib.ops.reexported")  # from rwlib.triton_utils import tl, triton
+    x = np.zeros(10, np.float32)
+    out = np.zeros(10, np.float32)
+    module.add_block_count[(3,)](x, out, 10, BLOCK=4)
+    np.testing.assert_array_equal(out, np.full(10, 3.0))
