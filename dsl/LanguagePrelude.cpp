@@ -35,6 +35,11 @@ def _xor_combine(a, b):
     return a ^ b
 
 
+@jit
+def _or_combine(a, b):
+    return a | b
+
+
 # (value, index) pairs: keep the larger (smaller) value; on equal values the
 # "left" variants keep the lower index, the "fast" ones whichever came second.
 @jit

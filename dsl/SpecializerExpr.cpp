@@ -231,6 +231,7 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
+    if (base.path == "lang.math" && attr == "libdevice") return base; // tl.extra.cuda.libdevice
     if (base.path.rfind(kOtherModule, 0) == 0) { // helpers.fn: the @jit function the host appended
       auto it = globals_.find(attr);
       if (it != globals_.end() && it->second.kind == SValue::Kind::Function) return it->second;

@@ -402,3 +402,35 @@ def test_tl_and_triton_imported_from_a_module_that_reexports_them(library):
     out = np.zeros(10, np.float32)
     module.add_block_count[(3,)](x, out, 10, BLOCK=4)
     np.testing.assert_array_equal(out, np.full(10, 3.0))
+
+
+# ------------------------------------------------------------------ tl.extra.cuda.libdevice spelled out; tl.reduce_or
+
+@tessera.jit(interpret=True)
+def nan_bits_kernel(x_ptr, out_ptr, bits_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    is_nan = tl.extra.cuda.libdevice.isnan(x).to(tl.int1)  # the module path written out in the kernel
+    tl.store(out_ptr + offs, tl.where(is_nan, 0.0, x))
+    flags = tl.where(is_nan, 1 << offs, 0)
+    tl.store(bits_ptr, tl.reduce_or(flags, 0))
+    tl.store(bits_ptr + 1, flags.reduce_or(axis=0))  # the tensor method
+
+
+def test_libdevice_through_tl_extra_cuda_and_reduce_or():
+    x = np.array([1.0, np.nan, 2.0, np.nan], np.float32)
+    out = np.zeros(4, np.float32)
+    bits = np.zeros(2, np.int32)
+    nan_bits_kernel[(1,)](x, out, bits, BLOCK=4)
+    np.testing.assert_array_equal(out, [1.0, 0.0, 2.0, 0.0])
+    np.testing.assert_array_equal(bits, [0b1010, 0b1010])
+
+
+@tessera.jit
+def reduce_or_of_floats_kernel(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.reduce_or(tl.load(x_ptr + tl.arange(0, 4)), 0))
+
+
+def test_reduce_or_needs_integers():
+    with pytest.raises(tessera.CompilationError, match="tl.reduce_or needs integers, got f32"):
+        tessera.compile(reduce_or_of_floats_kernel, signature="*fp32,*fp32", target="sm_90a")
