@@ -167,6 +167,12 @@ def _called_elsewhere(node, scope):
     return functions, modules
 
 
+def _language_function(value):
+    """A function of tessera.language (tl.cast, libdevice.tanh, ...): device-only, known to the front-end."""
+    return isinstance(value, types.FunctionType) and getattr(value, "__module__", "").startswith("tessera.language") \
+        and as_jit(value) is None
+
+
 def foreign_source(fn, text, path):
     """(source, depends_elsewhere) for a kernel compiled from its file's reduced `text`: the @jit
     functions of other modules that the kernel and its @jit helpers in the file call (by a name
@@ -200,6 +206,10 @@ def foreign_source(fn, text, path):
                 elsewhere = True
                 if inner.fn.__name__ == n.id:
                     roots.append(inner)
+            elif _language_function(value) and defined.get(n.id, ("",))[0] not in ("def", "const"):
+                # triton_tanh = libdevice.tanh in another module, imported: import it as what it is
+                lang_imports[n.id] = (value.__module__, value.__name__)
+                elsewhere = True
             elif isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _LANG_MODULES:
                 elsewhere = True
             elif isinstance(value, types.ModuleType):
@@ -210,7 +220,8 @@ def foreign_source(fn, text, path):
                     elsewhere = True
         functions, _ = _called_elsewhere(node, scope)
         roots.extend(functions)
-    extra = "".join(f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
+    extra = "".join(f"from {module[0]} import {module[1]} as {alias}\n" if isinstance(module, tuple)
+                    else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
     if roots:
         extra += function_source(roots, text + extra, path)
     if not extra:

@@ -356,6 +356,21 @@ def add_block_count(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 '''
 
 
+SOFTCAP = '''
+import triton
+import triton.language as tl
+from rwlib.compat_utils import fast_tanh, to_type
+
+
+@triton.jit
+def softcap_kernel(x_ptr, out_ptr, row_stride, CAP: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_ptr += row * to_type(row_stride, tl.int64)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + row * BLOCK + offs, CAP * fast_tanh(tl.load(x_ptr + offs) / CAP))
+'''
+
+
 @pytest.fixture
 def library(tmp_path, monkeypatch):
     """A package `rwlib` whose kernels call @jit helpers of another module four ways."""
@@ -366,6 +381,10 @@ def library(tmp_path, monkeypatch):
     (tmp_path / "rwlib" / "ops" / "kernels.py").write_text(KERNELS)
     (tmp_path / "rwlib" / "triton_utils.py").write_text("import triton\nimport triton.language as tl\n")
     (tmp_path / "rwlib" / "ops" / "reexported.py").write_text(REEXPORTED)
+    (tmp_path / "rwlib" / "compat_utils.py").write_text(
+        "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
+        "fast_tanh = libdevice.tanh\nto_type = tl.cast\n")
+    (tmp_path / "rwlib" / "ops" / "softcap.py").write_text(SOFTCAP)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
@@ -375,8 +394,8 @@ def library(tmp_path, monkeypatch):
         yield importlib.import_module("rwlib.ops.kernels")
     finally:
         tessera.compat.uninstall()
-        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops", "rwlib.triton_utils",
-                     "rwlib"]:
+        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops.softcap", "rwlib.ops",
+                     "rwlib.triton_utils", "rwlib.compat_utils", "rwlib"]:
             sys.modules.pop(name, None)
 
 
@@ -434,3 +453,12 @@ def reduce_or_of_floats_kernel(x_ptr, out_ptr):
 def test_reduce_or_needs_integers():
     with pytest.raises(tessera.CompilationError, match="tl.reduce_or needs integers, got f32"):
         tessera.compile(reduce_or_of_floats_kernel, signature="*fp32,*fp32", target="sm_90a")
+
+
+def test_language_functions_imported_under_other_names_from_another_module(library):
+    import importlib
+    module = importlib.import_module("rwlib.ops.softcap")  # from rwlib.compat_utils import fast_tanh, to_type
+    x = np.linspace(-30, 30, 24, dtype=np.float32).reshape(3, 8)
+    out = np.zeros_like(x)
+    module.softcap_kernel[(3,)](x, out, 8, CAP=15.0, BLOCK=8)
+    np.testing.assert_allclose(out, 15.0 * np.tanh(x / 15.0), rtol=1e-6, atol=1e-6)
