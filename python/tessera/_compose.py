@@ -167,6 +167,13 @@ def _called_elsewhere(node, scope):
     return functions, modules
 
 
+def _constant_value(value):
+    """An int, float or bool (or tl.constexpr of one) a kernel may use as a global; else None."""
+    if type(value).__name__ == "constexpr":
+        value = getattr(value, "value", None)
+    return value if isinstance(value, (bool, int, float)) else None
+
+
 def _language_function(value):
     """A function of tessera.language (tl.cast, libdevice.tanh, ...): device-only, known to the front-end."""
     return isinstance(value, types.FunctionType) and getattr(value, "__module__", "").startswith("tessera.language") \
@@ -187,6 +194,7 @@ def foreign_source(fn, text, path):
     scope = fn.__globals__
     defined = _defined_names(text)
     lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
+    constants = {}     # ints, floats, bools imported from another module
     roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
     while queue:
         name = queue.pop()
@@ -206,6 +214,9 @@ def foreign_source(fn, text, path):
                 elsewhere = True
                 if inner.fn.__name__ == n.id:
                     roots.append(inner)
+            elif _constant_value(value) is not None and defined.get(n.id, ("",))[0] == "import":
+                constants[n.id] = _constant_value(value)  # from .config import BLOCK: its value
+                elsewhere = True
             elif _language_function(value) and defined.get(n.id, ("",))[0] not in ("def", "const"):
                 # triton_tanh = libdevice.tanh in another module, imported: import it as what it is
                 lang_imports[n.id] = (value.__module__, value.__name__)
@@ -222,6 +233,7 @@ def foreign_source(fn, text, path):
         roots.extend(functions)
     extra = "".join(f"from {module[0]} import {module[1]} as {alias}\n" if isinstance(module, tuple)
                     else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
+    extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))
     if roots:
         extra += function_source(roots, text + extra, path)
     if not extra:

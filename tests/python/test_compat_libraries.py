@@ -359,15 +359,20 @@ def add_block_count(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 SOFTCAP = '''
 import triton
 import triton.language as tl
-from rwlib.compat_utils import fast_tanh, to_type
+from rwlib.compat_utils import fast_tanh, to_type, DEFAULT_CAP, ON
 
 
 @triton.jit
-def softcap_kernel(x_ptr, out_ptr, row_stride, CAP: tl.constexpr, BLOCK: tl.constexpr):
+def softcap_kernel(x_ptr, out_ptr, row_stride, CAP: tl.constexpr, BLOCK: tl.constexpr, CAPPED: tl.constexpr):
     row = tl.program_id(0)
     x_ptr += row * to_type(row_stride, tl.int64)
     offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + row * BLOCK + offs, CAP * fast_tanh(tl.load(x_ptr + offs) / CAP))
+    y = tl.load(x_ptr + offs)
+    if CAPPED == ON:
+        y = CAP * fast_tanh(y / CAP)
+    else:
+        y = DEFAULT_CAP * fast_tanh(y / DEFAULT_CAP)
+    tl.store(out_ptr + row * BLOCK + offs, y)
 '''
 
 
@@ -383,7 +388,7 @@ def library(tmp_path, monkeypatch):
     (tmp_path / "rwlib" / "ops" / "reexported.py").write_text(REEXPORTED)
     (tmp_path / "rwlib" / "compat_utils.py").write_text(
         "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
-        "fast_tanh = libdevice.tanh\nto_type = tl.cast\n")
+        "fast_tanh = libdevice.tanh\nto_type = tl.cast\nDEFAULT_CAP = 15.0\nON = tl.constexpr(1)\n")
     (tmp_path / "rwlib" / "ops" / "softcap.py").write_text(SOFTCAP)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
@@ -455,10 +460,12 @@ def test_reduce_or_needs_integers():
         tessera.compile(reduce_or_of_floats_kernel, signature="*fp32,*fp32", target="sm_90a")
 
 
-def test_language_functions_imported_under_other_names_from_another_module(library):
+def test_language_functions_and_constants_imported_from_another_module(library):
     import importlib
     module = importlib.import_module("rwlib.ops.softcap")  # from rwlib.compat_utils import fast_tanh, to_type
     x = np.linspace(-30, 30, 24, dtype=np.float32).reshape(3, 8)
     out = np.zeros_like(x)
-    module.softcap_kernel[(3,)](x, out, 8, CAP=15.0, BLOCK=8)
+    module.softcap_kernel[(3,)](x, out, 8, CAP=10.0, BLOCK=8, CAPPED=1)
+    np.testing.assert_allclose(out, 10.0 * np.tanh(x / 10.0), rtol=1e-6, atol=1e-6)
+    module.softcap_kernel[(3,)](x, out, 8, CAP=10.0, BLOCK=8, CAPPED=0)  # the other module's DEFAULT_CAP
     np.testing.assert_allclose(out, 15.0 * np.tanh(x / 15.0), rtol=1e-6, atol=1e-6)
