@@ -143,6 +143,17 @@ def _reduce(text, lines, name, first_line):
         for i in range(first - 1, last):
             out[i] = lines[i]
         strip_non_jit_decorators(target)
+    # @jit(launch_metadata=f, repr=lambda ...): the front-end reads only the decorator's name, and
+    # its parser knows no lambdas: such a decorator becomes a plain @jit (same lines).
+    jit_defs = [n for n in tree.body if _is_jit_def(n)]
+    if parent is not tree:
+        jit_defs += [n for n in siblings if _is_jit_def(n)]
+    for node in jit_defs:
+        for d in node.decorator_list:
+            if _is_jit_decorator(d) and isinstance(d, ast.Call) and not all(
+                    _simple_expression(a) for a in list(d.args) + [k.value for k in d.keywords]):
+                blank(d.lineno, d.end_lineno)
+                out[d.lineno - 1] = "@jit\n"
     if not _is_jit_def(target) and target.lineno >= 2 and out[target.lineno - 2].strip() == "":
         # kernel = tessera.jit(fn): mark fn for the front-end on the (blank) line above it.
         out[target.lineno - 2] = "@jit\n"

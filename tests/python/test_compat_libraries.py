@@ -469,3 +469,21 @@ def test_language_functions_and_constants_imported_from_another_module(library):
     np.testing.assert_allclose(out, 10.0 * np.tanh(x / 10.0), rtol=1e-6, atol=1e-6)
     module.softcap_kernel[(3,)](x, out, 8, CAP=10.0, BLOCK=8, CAPPED=0)  # the other module's DEFAULT_CAP
     np.testing.assert_allclose(out, 15.0 * np.tanh(x / 15.0), rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------ @jit(...) with arguments the kernel language has no syntax for
+
+@tessera.jit(interpret=True, launch_metadata=lambda grid, kernel, args: {"name": f"fill {args['n']}"},
+             repr=lambda specialization: "fill_kernel")
+def fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32) + n, mask=offs < n)
+
+
+def test_jit_decorator_with_lambda_arguments():
+    # Triton's tutorials pass launch_metadata=...; the decorator's arguments are the host's business
+    # (it was "unsupported construct: 'lambda'" at the decorator).
+    out = np.zeros(8, np.float32)
+    fill_kernel[(1,)](out, 5, BLOCK=8)
+    np.testing.assert_array_equal(out, [5, 6, 7, 8, 9, 0, 0, 0])
+    tessera.compile(fill_kernel, signature="*fp32,i32", constexprs={"BLOCK": 64}, target="sm_90a")
