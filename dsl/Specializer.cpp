@@ -143,7 +143,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
       for (const auto &alias : imp->names) {
         std::string path = canonical(alias.module);
         if (!alias.asName.empty()) {
-          globals_[alias.asName] = SValue::module(path.empty() ? kOtherModule + alias.module : path);
+          globals_[alias.asName] = SValue::module(path.empty() ? kOtherModule + alias.asName : path);
         } else {
           // "import triton.language" binds "triton".
           std::string first = alias.module.substr(0, alias.module.find('.'));
@@ -156,7 +156,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
         for (const auto &alias : imp->names)
           if (alias.name != "*")
             globals_[alias.asName.empty() ? alias.name : alias.asName] =
-                SValue::module(kOtherModule + imp->module + "." + alias.name);
+                SValue::module(kOtherModule + (alias.asName.empty() ? alias.name : alias.asName));
         continue;
       }
       for (const auto &alias : imp->names) {

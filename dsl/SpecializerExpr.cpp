@@ -232,10 +232,15 @@ SValue Specializer::evalAttribute(const ast::Attribute &e) {
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
     if (base.path == "lang.math" && attr == "libdevice") return base; // tl.extra.cuda.libdevice
-    if (base.path.rfind(kOtherModule, 0) == 0) { // helpers.fn: the @jit function the host appended
+    if (base.path.rfind(kOtherModule, 0) == 0) {
+      // helpers.fn: the @jit function the host appended; helpers.name (a language function or a
+      // constant): what the host bound to __tessera_attr__helpers__name (python/tessera/_compose.py)
+      std::string chain = base.path.substr(std::string(kOtherModule).size()) + "." + attr, mangled = "__tessera_attr__";
+      for (char ch : chain) ch == '.' ? (void)(mangled += "__") : (void)(mangled += ch);
+      if (auto it = globals_.find(mangled); it != globals_.end()) return it->second;
       auto it = globals_.find(attr);
       if (it != globals_.end() && it->second.kind == SValue::Kind::Function) return it->second;
-      return SValue::module(base.path + "." + attr);
+      return SValue::module(kOtherModule + chain);
     }
     return SValue::builtin(base.path + "." + attr);
   }

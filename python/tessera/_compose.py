@@ -153,6 +153,15 @@ def _module_attribute(node, scope):
     return node.id, value
 
 
+def _attribute_chain(node):
+    """["helpers", "shim", "pow"] for helpers.shim.pow."""
+    chain = []
+    while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    return [node.id] + chain[::-1]
+
+
 def _called_elsewhere(node, scope):
     """The @jit functions a function's body names through a module (helpers.fn(...)), and the
     modules (base name -> module name) it names them through."""
@@ -231,6 +240,15 @@ def foreign_source(fn, text, path):
                     elsewhere = True
         functions, _ = _called_elsewhere(node, scope)
         roots.extend(functions)
+        for n in ast.walk(node):  # helpers.name: a language function or a constant of another module
+            found = _module_attribute(n, scope) if isinstance(n, ast.Attribute) else None
+            if found is None or as_jit(found[1]) is not None:
+                continue
+            mangled = "__tessera_attr__" + "__".join(_attribute_chain(n))
+            if _language_function(found[1]):
+                lang_imports[mangled] = (found[1].__module__, found[1].__name__)
+            elif _constant_value(found[1]) is not None:
+                constants[mangled] = _constant_value(found[1])
     extra = "".join(f"from {module[0]} import {module[1]} as {alias}\n" if isinstance(module, tuple)
                     else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
     extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))

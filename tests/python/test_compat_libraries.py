@@ -376,6 +376,35 @@ def softcap_kernel(x_ptr, out_ptr, row_stride, CAP: tl.constexpr, BLOCK: tl.cons
 '''
 
 
+SHIM = '''
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+erf = libdevice.erf
+HALF = 0.5
+INV_SQRT2 = tl.constexpr(0.7071067811865476)
+
+
+@triton.jit
+def square(x):
+    return x * x
+'''
+
+GELU = '''
+import triton
+import triton.language as tl
+from rwlib import shim
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, shim.HALF * x * (1.0 + shim.erf(x * shim.INV_SQRT2)) + 0.0 * shim.square(x))
+'''
+
+
 @pytest.fixture
 def library(tmp_path, monkeypatch):
     """A package `rwlib` whose kernels call @jit helpers of another module four ways."""
@@ -390,6 +419,8 @@ def library(tmp_path, monkeypatch):
         "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
         "fast_tanh = libdevice.tanh\nto_type = tl.cast\nDEFAULT_CAP = 15.0\nON = tl.constexpr(1)\n")
     (tmp_path / "rwlib" / "ops" / "softcap.py").write_text(SOFTCAP)
+    (tmp_path / "rwlib" / "shim.py").write_text(SHIM)
+    (tmp_path / "rwlib" / "ops" / "gelu.py").write_text(GELU)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
@@ -399,8 +430,8 @@ def library(tmp_path, monkeypatch):
         yield importlib.import_module("rwlib.ops.kernels")
     finally:
         tessera.compat.uninstall()
-        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops.softcap", "rwlib.ops",
-                     "rwlib.triton_utils", "rwlib.compat_utils", "rwlib"]:
+        for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops.softcap",
+                     "rwlib.ops.gelu", "rwlib.ops", "rwlib.triton_utils", "rwlib.compat_utils", "rwlib.shim", "rwlib"]:
             sys.modules.pop(name, None)
 
 
@@ -487,3 +518,15 @@ def test_jit_decorator_with_lambda_arguments():
     fill_kernel[(1,)](out, 5, BLOCK=8)
     np.testing.assert_array_equal(out, [5, 6, 7, 8, 9, 0, 0, 0])
     tessera.compile(fill_kernel, signature="*fp32,i32", constexprs={"BLOCK": 64}, target="sm_90a")
+
+
+def test_language_functions_and_constants_reached_through_another_module(library):
+    # shim.erf (= libdevice.erf there), shim.HALF, shim.INV_SQRT2 (a tl.constexpr), shim.square (@jit)
+    import importlib
+    import math
+    module = importlib.import_module("rwlib.ops.gelu")
+    x = np.linspace(-3, 3, 16, dtype=np.float32)
+    out = np.zeros_like(x)
+    module.gelu_kernel[(1,)](x, out, BLOCK=16)
+    expected = [0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
