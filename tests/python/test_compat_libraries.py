@@ -530,3 +530,12 @@ def test_language_functions_and_constants_reached_through_another_module(library
     module.gelu_kernel[(1,)](x, out, BLOCK=16)
     expected = [0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)]
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tritons_launch_options_interpreted():
+    out = np.zeros(8, np.float32)
+    fill_kernel[(1,)](out, 8, BLOCK=8, enable_fp_fusion=False, launch_pdl=True, sanitize_overflow=True,
+                      extern_libs=None, launch_cooperative_grid=False)
+    np.testing.assert_array_equal(out, np.arange(8) + 8)
+    with pytest.raises(ValueError, match="launch_cooperative_grid=True is not supported"):
+        fill_kernel[(1,)](out, 8, BLOCK=8, launch_cooperative_grid=True)
