@@ -7,7 +7,8 @@ file. But a real file holds more than kernels (torch code, classes, f-strings,
 parse. So the file is handed over *reduced*: every top-level statement that
 is not an import, a simple constant assignment or a @jit function is blanked
 out line by line. Line and column numbers are untouched, so diagnostics name
-the real file:line:col.
+the real file:line:col. A plain function made @jit by a call at the top level
+(`helper = triton.jit(helper)`) is kept, marked `@jit` on the blank line above it.
 
 A kernel defined inside a function (as in tests) is lifted to the top level:
 its lines (and those of @jit siblings) are dedented; its line numbers stay
@@ -112,13 +113,23 @@ def _reduce(text, lines, name, first_line):
             if not _is_jit_decorator(d) and d.end_lineno < node.lineno:
                 blank(d.lineno, d.end_lineno)
 
+    # Functions made @jit by a call (`helper = triton.jit(helper)`, as Unsloth writes them) are
+    # @jit functions too.
+    wrapped = {n.value.args[0].id for n in tree.body
+               if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and _is_jit_decorator(n.value)
+               and n.value.args and isinstance(n.value.args[0], ast.Name)}
+    called_jit = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wrapped and not _is_jit_def(n)]
+
+    def kept(node):
+        return _kept_top_level(node) or node in called_jit
+
     # Top level: blank what the front-end does not need (line by line).
     kept_lines = set()
     for node in tree.body:
-        if _kept_top_level(node):
+        if kept(node):
             kept_lines.update(range(_start(node), node.end_lineno + 1))
     for node in tree.body:
-        if not _kept_top_level(node):
+        if not kept(node):
             first, last = _start(node), node.end_lineno
             for line in range(first, last + 1):
                 if line not in kept_lines:
@@ -154,6 +165,10 @@ def _reduce(text, lines, name, first_line):
                     _simple_expression(a) for a in list(d.args) + [k.value for k in d.keywords]):
                 blank(d.lineno, d.end_lineno)
                 out[d.lineno - 1] = "@jit\n"
+    for node in called_jit if parent is tree else []:
+        strip_non_jit_decorators(node)
+        if node.lineno >= 2 and out[node.lineno - 2].strip() == "":
+            out[node.lineno - 2] = "@jit\n"  # helper = triton.jit(helper): mark it on the (blank) line above
     if not _is_jit_def(target) and target.lineno >= 2 and out[target.lineno - 2].strip() == "":
         # kernel = tessera.jit(fn): mark fn for the front-end on the (blank) line above it.
         out[target.lineno - 2] = "@jit\n"

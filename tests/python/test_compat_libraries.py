@@ -405,6 +405,24 @@ def gelu_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 '''
 
 
+WRAPPED = '''
+import triton
+import triton.language as tl
+
+
+def _scale(x, factor):
+    return x * factor
+_scale = triton.jit(_scale)
+
+
+def scale_kernel(x_ptr, out_ptr, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, _scale(tl.load(x_ptr + offs), FACTOR))
+scale_kernel = triton.jit(scale_kernel)
+scale_kernel = triton.heuristics({"BLOCK": lambda args: 8})(scale_kernel)
+'''
+
+
 @pytest.fixture
 def library(tmp_path, monkeypatch):
     """A package `rwlib` whose kernels call @jit helpers of another module four ways."""
@@ -421,6 +439,7 @@ def library(tmp_path, monkeypatch):
     (tmp_path / "rwlib" / "ops" / "softcap.py").write_text(SOFTCAP)
     (tmp_path / "rwlib" / "shim.py").write_text(SHIM)
     (tmp_path / "rwlib" / "ops" / "gelu.py").write_text(GELU)
+    (tmp_path / "rwlib" / "ops" / "wrapped.py").write_text(WRAPPED)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
@@ -431,7 +450,7 @@ def library(tmp_path, monkeypatch):
     finally:
         tessera.compat.uninstall()
         for name in ["rwlib.ops.kernels", "rwlib.ops.helpers", "rwlib.ops.reexported", "rwlib.ops.softcap",
-                     "rwlib.ops.gelu", "rwlib.ops", "rwlib.triton_utils", "rwlib.compat_utils", "rwlib.shim", "rwlib"]:
+                     "rwlib.ops.gelu", "rwlib.ops.wrapped", "rwlib.ops", "rwlib.triton_utils", "rwlib.compat_utils", "rwlib.shim", "rwlib"]:
             sys.modules.pop(name, None)
 
 
@@ -539,3 +558,13 @@ def test_tritons_launch_options_interpreted():
     np.testing.assert_array_equal(out, np.arange(8) + 8)
     with pytest.raises(ValueError, match="launch_cooperative_grid=True is not supported"):
         fill_kernel[(1,)](out, 8, BLOCK=8, launch_cooperative_grid=True)
+
+
+def test_helpers_made_jit_by_a_call(library):
+    # `_scale = triton.jit(_scale)` after a plain def (it was "name '_scale' is not defined")
+    import importlib
+    module = importlib.import_module("rwlib.ops.wrapped")
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros_like(x)
+    module.scale_kernel[(1,)](x, out, FACTOR=3.0)
+    np.testing.assert_array_equal(out, x * 3)
