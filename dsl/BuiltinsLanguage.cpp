@@ -54,7 +54,7 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
 static bool isTensorMember(const std::string &m) {
   static const char *members[] = {
       "broadcast_to", "trans", "permute", "split", "view", "reshape", "expand_dims", "ravel", "flip",
-      "reduce", "associative_scan", "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "sort",
+      "reduce", "associative_scan", "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "sort",
       "sigmoid", "softmax", "sin", "cos", "rsqrt", "erf", "floor", "ceil", "exp", "exp2", "log",
       "log2", "sqrt", "abs", "sum", "max", "min", "atomic_add", "atomic_max", "atomic_min",
       "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "cast", "join", "fma",

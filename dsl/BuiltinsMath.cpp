@@ -41,6 +41,25 @@ const char *kLibdevice1[] = {"tanh", "sinh", "cosh", "tan", "asin", "acos", "ata
 const char *kLibdevice2[] = {"pow", "atan2", "fmod", "hypot", "fmin", "fmax", "copysign", "nextafter",
                              "fdim", "remainder", "rhypot", "fast_powf", "fast_dividef"};
 
+// libdevice functions written in the language (dsl/LanguagePrelude.cpp): classification, bit
+// reinterpretation, conversions with a named rounding, "_rn" arithmetic.
+bool isPreludeLibdevice(const std::string &fn) {
+  static const char *names[] = {"isnan", "isinf", "finitef", "isfinited", "signbit", "float_as_int",
+                                "float_as_uint", "int_as_float", "uint_as_float", "double_as_longlong",
+                                "longlong_as_double", "int2float_rn", "uint2float_rn", "ll2float_rn",
+                                "ull2float_rn", "int2double_rn", "uint2double_rn", "ll2double_rn",
+                                "ull2double_rn", "double2float_rn", "llrint", "llround", "add_rn", "sub_rn",
+                                "mul_rn", "fma_rn", "rcp_rn"};
+  for (const char *n : names)
+    if (fn == n) return true;
+  // float2int_rn, double2ull_rz, ...: (float|double)2(int|uint|ll|ull)_(rn|rz|rd|ru)
+  for (const char *src : {"float2", "double2"})
+    for (const char *dst : {"int_", "uint_", "ll_", "ull_"})
+      for (const char *r : {"rn", "rz", "rd", "ru"})
+        if (fn == std::string(src) + dst + r) return true;
+  return false;
+}
+
 double foldLibdevice(const std::string &fn, const std::vector<double> &x, bool &ok) {
   ok = true;
   double a = x[0], b = x.size() > 1 ? x[1] : 0;
@@ -178,6 +197,7 @@ std::optional<SValue> Specializer::callMathBuiltin(const std::string &name, Call
     return callPrelude("softmax", call);
   }
   if (fn == "swizzle2d") return callPrelude("swizzle2d", args);
+  if (isPreludeLibdevice(fn)) return callPrelude(fn, args);
 
   size_t arity = listed(kLibdevice1, std::size(kLibdevice1), fn) ? 1 : listed(kLibdevice2, std::size(kLibdevice2), fn) ? 2 : 0;
   if (arity == 0) return std::nullopt;

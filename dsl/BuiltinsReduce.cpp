@@ -199,11 +199,12 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     return scanWith(SValue::ir(x), b[1], preludeFunction(fn == "cumsum" ? "_sum_combine" : "_prod_combine"),
                     flag(b, 2, "reverse"), tlName);
   }
-  if (fn == "xor_sum") {
-    Bound b = bind(*this, args, tlName, {{"input", true}, {"axis", false}, {"keep_dims", false}});
+  if (fn == "xor_sum" || fn == "reduce_or") {
+    Bound b = bind(*this, args, tlName, {{"input", true}, {"axis", fn == "reduce_or"}, {"keep_dims", false}});
     ir::Value *x = toIR(b[0], b.locs[0]);
-    if (!x->type.isIntElement()) error(b.locs[0], "tl.xor_sum needs integers, got " + x->type.element().str());
-    return reduceWith(SValue::ir(x), b[1], preludeFunction("_xor_combine"), flag(b, 2, "keep_dims"), tlName);
+    if (!x->type.isIntElement()) error(b.locs[0], tlName + " needs integers, got " + x->type.element().str());
+    return reduceWith(SValue::ir(x), b[1], preludeFunction(fn == "xor_sum" ? "_xor_combine" : "_or_combine"),
+                      flag(b, 2, "keep_dims"), tlName);
   }
   if (fn == "argmax" || fn == "argmin") {
     Bound b = bind(*this, args, tlName, {{"input", true}, {"axis", true}, {"tie_break_left", false}, {"keep_dims", false}});

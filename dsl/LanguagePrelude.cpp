@@ -35,6 +35,11 @@ def _xor_combine(a, b):
     return a ^ b
 
 
+@jit
+def _or_combine(a, b):
+    return a | b
+
+
 # (value, index) pairs: keep the larger (smaller) value; on equal values the
 # "left" variants keep the lower index, the "fast" ones whichever came second.
 @jit
@@ -83,6 +88,351 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     first_row = (linear // per_group) * size_g
     rows = tl.minimum(size_i - first_row, size_g)
     return first_row + (linear % rows), (linear % per_group) // rows
+
+
+# ------------------------------------------------------------------ libdevice
+# libdevice functions that are plain language: classification, bit
+# reinterpretation and conversions with a named rounding (results typed as
+# libdevice's: predicates are int32, nonzero for true).
+
+@jit
+def _libdevice_float(x, fn: tl.constexpr):
+    tl.static_assert(x.dtype.is_floating(), fn + " needs floats")
+    return x
+
+
+@jit
+def isnan(x):
+    x = _libdevice_float(x, "isnan")
+    return (x != x).to(tl.int32)
+
+
+@jit
+def isinf(x):
+    x = _libdevice_float(x, "isinf")
+    return (tl.abs(x) == float("inf")).to(tl.int32)
+
+
+@jit
+def finitef(x):
+    x = _libdevice_float(x, "finitef")
+    return (tl.abs(x) < float("inf")).to(tl.int32)
+
+
+@jit
+def isfinited(x):
+    x = _libdevice_float(x, "isfinited")
+    return (tl.abs(x) < float("inf")).to(tl.int32)
+
+
+@jit
+def signbit(x):
+    x = _libdevice_float(x, "signbit")
+    if x.dtype == tl.float64:
+        bits = x.to(tl.int64, bitcast=True)
+    else:
+        bits = x.to(tl.float32).to(tl.int32, bitcast=True)
+    return (bits < 0).to(tl.int32)
+
+
+@jit
+def _reinterpret(x, src: tl.constexpr, dst: tl.constexpr, fn: tl.constexpr):
+    tl.static_assert(x.dtype == src, fn)
+    return x.to(dst, bitcast=True)
+
+
+@jit
+def float_as_int(x):
+    return _reinterpret(x, tl.float32, tl.int32, "float_as_int needs float32 operands")
+
+
+@jit
+def float_as_uint(x):
+    return _reinterpret(x, tl.float32, tl.uint32, "float_as_uint needs float32 operands")
+
+
+@jit
+def int_as_float(x):
+    return _reinterpret(x, tl.int32, tl.float32, "int_as_float needs int32 operands")
+
+
+@jit
+def uint_as_float(x):
+    return _reinterpret(x, tl.uint32, tl.float32, "uint_as_float needs uint32 operands")
+
+
+@jit
+def double_as_longlong(x):
+    return _reinterpret(x, tl.float64, tl.int64, "double_as_longlong needs float64 operands")
+
+
+@jit
+def longlong_as_double(x):
+    return _reinterpret(x, tl.int64, tl.float64, "longlong_as_double needs int64 operands")
+
+
+# Float to integer with rounding "rn" (to nearest even), "rz", "rd", "ru".
+@jit
+def _float_to_int(x, src: tl.constexpr, dst: tl.constexpr, rounding: tl.constexpr, fn: tl.constexpr):
+    tl.static_assert(x.dtype == src, fn)
+    if rounding == "rn":
+        x = tl.math.rint(x)
+    elif rounding == "rd":
+        x = tl.floor(x)
+    elif rounding == "ru":
+        x = tl.ceil(x)
+    return x.to(dst)
+
+
+@jit
+def float2int_rn(x):
+    return _float_to_int(x, tl.float32, tl.int32, "rn", "float2int_rn")
+
+
+@jit
+def float2int_rz(x):
+    return _float_to_int(x, tl.float32, tl.int32, "rz", "float2int_rz")
+
+
+@jit
+def float2int_rd(x):
+    return _float_to_int(x, tl.float32, tl.int32, "rd", "float2int_rd")
+
+
+@jit
+def float2int_ru(x):
+    return _float_to_int(x, tl.float32, tl.int32, "ru", "float2int_ru")
+
+
+@jit
+def float2uint_rn(x):
+    return _float_to_int(x, tl.float32, tl.uint32, "rn", "float2uint_rn")
+
+
+@jit
+def float2uint_rz(x):
+    return _float_to_int(x, tl.float32, tl.uint32, "rz", "float2uint_rz")
+
+
+@jit
+def float2uint_rd(x):
+    return _float_to_int(x, tl.float32, tl.uint32, "rd", "float2uint_rd")
+
+
+@jit
+def float2uint_ru(x):
+    return _float_to_int(x, tl.float32, tl.uint32, "ru", "float2uint_ru")
+
+
+@jit
+def float2ll_rn(x):
+    return _float_to_int(x, tl.float32, tl.int64, "rn", "float2ll_rn")
+
+
+@jit
+def float2ll_rz(x):
+    return _float_to_int(x, tl.float32, tl.int64, "rz", "float2ll_rz")
+
+
+@jit
+def float2ll_rd(x):
+    return _float_to_int(x, tl.float32, tl.int64, "rd", "float2ll_rd")
+
+
+@jit
+def float2ll_ru(x):
+    return _float_to_int(x, tl.float32, tl.int64, "ru", "float2ll_ru")
+
+
+@jit
+def float2ull_rn(x):
+    return _float_to_int(x, tl.float32, tl.uint64, "rn", "float2ull_rn")
+
+
+@jit
+def float2ull_rz(x):
+    return _float_to_int(x, tl.float32, tl.uint64, "rz", "float2ull_rz")
+
+
+@jit
+def float2ull_rd(x):
+    return _float_to_int(x, tl.float32, tl.uint64, "rd", "float2ull_rd")
+
+
+@jit
+def float2ull_ru(x):
+    return _float_to_int(x, tl.float32, tl.uint64, "ru", "float2ull_ru")
+
+
+@jit
+def double2int_rn(x):
+    return _float_to_int(x, tl.float64, tl.int32, "rn", "double2int_rn")
+
+
+@jit
+def double2int_rz(x):
+    return _float_to_int(x, tl.float64, tl.int32, "rz", "double2int_rz")
+
+
+@jit
+def double2int_rd(x):
+    return _float_to_int(x, tl.float64, tl.int32, "rd", "double2int_rd")
+
+
+@jit
+def double2int_ru(x):
+    return _float_to_int(x, tl.float64, tl.int32, "ru", "double2int_ru")
+
+
+@jit
+def double2uint_rn(x):
+    return _float_to_int(x, tl.float64, tl.uint32, "rn", "double2uint_rn")
+
+
+@jit
+def double2uint_rz(x):
+    return _float_to_int(x, tl.float64, tl.uint32, "rz", "double2uint_rz")
+
+
+@jit
+def double2uint_rd(x):
+    return _float_to_int(x, tl.float64, tl.uint32, "rd", "double2uint_rd")
+
+
+@jit
+def double2uint_ru(x):
+    return _float_to_int(x, tl.float64, tl.uint32, "ru", "double2uint_ru")
+
+
+@jit
+def double2ll_rn(x):
+    return _float_to_int(x, tl.float64, tl.int64, "rn", "double2ll_rn")
+
+
+@jit
+def double2ll_rz(x):
+    return _float_to_int(x, tl.float64, tl.int64, "rz", "double2ll_rz")
+
+
+@jit
+def double2ll_rd(x):
+    return _float_to_int(x, tl.float64, tl.int64, "rd", "double2ll_rd")
+
+
+@jit
+def double2ll_ru(x):
+    return _float_to_int(x, tl.float64, tl.int64, "ru", "double2ll_ru")
+
+
+@jit
+def double2ull_rn(x):
+    return _float_to_int(x, tl.float64, tl.uint64, "rn", "double2ull_rn")
+
+
+@jit
+def double2ull_rz(x):
+    return _float_to_int(x, tl.float64, tl.uint64, "rz", "double2ull_rz")
+
+
+@jit
+def double2ull_rd(x):
+    return _float_to_int(x, tl.float64, tl.uint64, "rd", "double2ull_rd")
+
+
+@jit
+def double2ull_ru(x):
+    return _float_to_int(x, tl.float64, tl.uint64, "ru", "double2ull_ru")
+
+
+# Integer to float and double to float: round to nearest, as a cast does.
+@jit
+def _convert_rn(x, src: tl.constexpr, dst: tl.constexpr, fn: tl.constexpr):
+    tl.static_assert(x.dtype == src, fn)
+    return x.to(dst)
+
+
+@jit
+def int2float_rn(x):
+    return _convert_rn(x, tl.int32, tl.float32, "int2float_rn needs int32 operands")
+
+
+@jit
+def uint2float_rn(x):
+    return _convert_rn(x, tl.uint32, tl.float32, "uint2float_rn needs uint32 operands")
+
+
+@jit
+def ll2float_rn(x):
+    return _convert_rn(x, tl.int64, tl.float32, "ll2float_rn needs int64 operands")
+
+
+@jit
+def ull2float_rn(x):
+    return _convert_rn(x, tl.uint64, tl.float32, "ull2float_rn needs uint64 operands")
+
+
+@jit
+def int2double_rn(x):
+    return _convert_rn(x, tl.int32, tl.float64, "int2double_rn needs int32 operands")
+
+
+@jit
+def uint2double_rn(x):
+    return _convert_rn(x, tl.uint32, tl.float64, "uint2double_rn needs uint32 operands")
+
+
+@jit
+def ll2double_rn(x):
+    return _convert_rn(x, tl.int64, tl.float64, "ll2double_rn needs int64 operands")
+
+
+@jit
+def ull2double_rn(x):
+    return _convert_rn(x, tl.uint64, tl.float64, "ull2double_rn needs uint64 operands")
+
+
+@jit
+def double2float_rn(x):
+    return _convert_rn(x, tl.float64, tl.float32, "double2float_rn needs float64 operands")
+
+
+@jit
+def llrint(x):
+    x = _libdevice_float(x, "llrint")
+    return tl.math.rint(x).to(tl.int64)
+
+
+@jit
+def llround(x):
+    x = _libdevice_float(x, "llround")
+    return tl.math.round(x).to(tl.int64)
+
+
+# The "_rn" arithmetic is IEEE arithmetic (round to nearest even).
+@jit
+def add_rn(x, y):
+    return _libdevice_float(x, "add_rn") + y
+
+
+@jit
+def sub_rn(x, y):
+    return _libdevice_float(x, "sub_rn") - y
+
+
+@jit
+def mul_rn(x, y):
+    return _libdevice_float(x, "mul_rn") * y
+
+
+@jit
+def fma_rn(x, y, z):
+    return tl.fma(_libdevice_float(x, "fma_rn"), y, z)
+
+
+@jit
+def rcp_rn(x):
+    x = _libdevice_float(x, "rcp_rn")
+    return tl.div_rn(1.0, x)
 
 
 # ------------------------------------------------------------------ random

@@ -235,6 +235,13 @@ bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
     globals_[name] = std::move(v);
     undecidedGlobals_.erase(name);
   };
+  // A name imported from another library: a module whose attributes are the @jit functions the
+  // host appended (kOtherModule); a @jit function of that name the host appended stays.
+  auto bindOther = [&](const std::string &name) {
+    auto it = globals_.find(name);
+    if (it != globals_.end() && it->second.kind == SValue::Kind::Function) return;
+    bind(name, SValue::module(kOtherModule + name));
+  };
   for (const auto &s : body) {
     if (auto *imp = dyn_cast<ast::Import>(s.get())) {
       for (const auto &alias : imp->names) {
@@ -242,16 +249,22 @@ bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
         std::string path = canonicalModule(alias.module);
         if (!alias.asName.empty()) {
           if (!path.empty()) bind(alias.asName, SValue::module(path));
+          else bindOther(alias.asName);
         } else {
           // "import triton.language" binds "triton".
           std::string first = alias.module.substr(0, alias.module.find('.'));
           if (!canonicalModule(first).empty()) bind(first, SValue::module(canonicalModule(first)));
+          else bindOther(first);
         }
       }
     } else if (auto *imp = dyn_cast<ast::ImportFrom>(s.get())) {
       if (unknownLanguageModule(imp->module) && inTry) return false;
       std::string path = canonicalModule(imp->module);
-      if (path.empty()) continue;
+      if (path.empty()) { // another library's names: its @jit functions, when the host appended them
+        for (const auto &alias : imp->names)
+          if (alias.name != "*") bindOther(alias.asName.empty() ? alias.name : alias.asName);
+        continue;
+      }
       for (const auto &alias : imp->names) {
         const std::string &local = alias.asName.empty() ? alias.name : alias.asName;
         if (alias.name == "language")

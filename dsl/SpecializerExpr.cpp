@@ -25,7 +25,10 @@ std::string Specializer::describe(const SValue &v) const {
   case SValue::Kind::IR: return (v.value->type.isBlock() ? "a block of type " : "a value of type ") + v.value->type.str();
   case SValue::Kind::Const: return "the constant " + v.c.str();
   case SValue::Kind::DType: return "the dtype " + (v.path.empty() ? v.dtype.str() : v.path);
-  case SValue::Kind::Module: return "a module";
+  case SValue::Kind::Module:
+    if (v.path.rfind(kOtherModule, 0) == 0)
+      return "'" + v.path.substr(std::string(kOtherModule).size()) + "' (not a @jit function tessera was given)";
+    return "a module";
   case SValue::Kind::Function: return "the function '" + v.fn->name + "'";
   case SValue::Kind::Builtin: return "the builtin '" + v.path + "'";
   case SValue::Kind::BoundMethod: return "the method '" + v.path + "'";
@@ -331,10 +334,25 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       return SValue::builtin("lang." + attr);
     }
     if (base.path == "lang.extra") return SValue::module("lang.math");
+    if (base.path == "lang.math" && attr == "libdevice") return base; // tl.extra.cuda.libdevice
+    if (base.path.rfind(kOtherModule, 0) == 0) {
+      // helpers.fn: the @jit function the host appended; helpers.name (a language function or a
+      // constant): what the host bound to __tessera_attr__helpers__name (python/tessera/_compose.py)
+      std::string chain = base.path.substr(std::string(kOtherModule).size()) + "." + attr, mangled = "__tessera_attr__";
+      for (char ch : chain) ch == '.' ? (void)(mangled += "__") : (void)(mangled += ch);
+      if (auto it = globals_.find(mangled); it != globals_.end()) return it->second;
+      auto it = globals_.find(attr);
+      if (it != globals_.end() && it->second.kind == SValue::Kind::Function) return it->second;
+      return SValue::module(kOtherModule + chain);
+    }
     return SValue::builtin(base.path + "." + attr);
   }
   case SValue::Kind::DType:
     return dtypeAttribute(base, attr, loc);
+  case SValue::Kind::BlockPointer:
+    // Triton's is pointer<block<elt>>; its element_ty is used to cast to the element type.
+    if (attr == "dtype" || attr == "type") return SValue::dtypeOf(base.elems[0].value->type.element());
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::IR:
     if (base.value->type.isTensorDesc()) { // desc.dtype, desc.block_shape (Triton's tensor_descriptor)
       const ir::Type &t = base.value->type;

@@ -14,6 +14,11 @@
 
 namespace tessera::spec {
 
+// The module path of names imported from other libraries ("other:" and the name as the kernel's
+// file binds it, e.g. "other:helpers"): their @jit functions are the ones the host appends to the
+// kernel's text, their other values bound to __tessera_attr__helpers__name (python/tessera/_compose.py).
+inline constexpr const char *kOtherModule = "other:";
+
 // What a Python name can stand for while a kernel is being specialised.
 struct SValue {
   enum class Kind {

@@ -153,6 +153,7 @@ struct CompiledEntry {
   unsigned numWarps = 4;  // as asked for; kernel.numWarps() is what runs (a producer warpgroup adds 4)
   unsigned numStages = 3;
   unsigned maxRegisters = 0; // maxnreg (0: none)
+  int fpFusion = -1;         // enable_fp_fusion (-1: TESSERA_FP_FUSION)
   std::string backend; // as asked for ("" = TESSERA_BACKEND); kernel.compiled().backend is the resolved one
 };
 

@@ -55,6 +55,7 @@ py::dict asmOf(const CompiledEntry &entry) {
     options.numWarps = entry.numWarps;
     options.numStages = entry.numStages;
     options.maxRegisters = entry.maxRegisters;
+    options.fpFusion = entry.fpFusion;
     options.arch = entry.kernel.arch();
     options.backend = entry.kernel.compiled().backend;
     py::gil_scoped_release nogil;

@@ -90,6 +90,30 @@ std::string plural(size_t n, const char *word) {
 
 PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); }
 
+// Triton's other launch options that libraries pass: enable_fp_fusion (returned: 0 or 1),
+// launch_pdl (a scheduling hint), sanitize_overflow (checks only under debug), extern_libs=None,
+// launch_cooperative_grid=False (returned: -1); nullopt when `name` is none of them.
+static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_view name, py::handle value) {
+  auto flag = [&]() {
+    int truth = PyObject_IsTrue(value.ptr());
+    if (truth < 0) throw py::error_already_set();
+    return truth;
+  };
+  if (name == "enable_fp_fusion") return flag();
+  if (name == "launch_pdl" || name == "sanitize_overflow") return flag(), -1;
+  if (name == "extern_libs") {
+    if (!value.is_none() && flag())
+      throw py::value_error(k.name + "(): extern_libs is not supported (tessera links libdevice itself)");
+    return -1;
+  }
+  if (name == "launch_cooperative_grid") {
+    if (flag())
+      throw py::value_error(k.name + "(): launch_cooperative_grid=True is not supported (no cooperative launches)");
+    return -1;
+  }
+  return std::nullopt;
+}
+
 // args: positional values then the values of kwnames (a tuple or null).
 Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwnames) {
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
@@ -156,9 +180,12 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       if (optionValue(value, k.name, "num_ctas") != 1)
         throw py::value_error(k.name + "(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
                                        "which tessera does not use: it launches one CTA per program (num_ctas must be 1)");
+    } else if (std::optional<int> fusion = tritonLaunchOption(k, text(), value)) {
+      if (*fusion >= 0) b.fpFusion = *fusion;
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
-                           "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream)");
+                           "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream, "
+                           "enable_fp_fusion)");
     }
   }
 
@@ -244,6 +271,7 @@ void appendOptions(KeyBuffer &key, const Bound &b) {
   key.append(&b.numWarps, sizeof b.numWarps);
   key.append(&b.numStages, sizeof b.numStages);
   key.append(&b.maxRegisters, sizeof b.maxRegisters);
+  key.append(&b.fpFusion, sizeof b.fpFusion);
 }
 
 [[noreturn]] void raiseMixedDevices(const JitKernel &k, const std::string &first, int firstDevice,
@@ -302,6 +330,7 @@ CompileOptions compileOptions(const JitKernel &k, const Bound &b, const std::str
   options.numWarps = b.numWarps;
   options.numStages = b.numStages;
   options.maxRegisters = b.maxRegisters;
+  options.fpFusion = b.fpFusion;
   options.arch = arch;
   options.backend = k.backend;
   return options;
@@ -336,6 +365,7 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
   entry->numWarps = b.numWarps;
   entry->numStages = b.numStages;
   entry->maxRegisters = b.maxRegisters;
+  entry->fpFusion = b.fpFusion;
   entry->backend = k.backend;
   entry->constexprs = constexprsOf(k, s);
   std::vector<ArgSpec> signature = signatureOf(s);
@@ -374,6 +404,7 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   options["num_warps"] = b.numWarps;
   options["num_stages"] = b.numStages;
   if (b.maxRegisters) options["maxnreg"] = b.maxRegisters;
+  if (b.fpFusion >= 0) options["enable_fp_fusion"] = b.fpFusion != 0;
   py::object device = s.device == kUnknownDevice ? py::object(py::none()) : py::object(py::int_(s.device));
   return py::make_tuple(signature, constexprs, options, device);
 }

@@ -24,6 +24,7 @@ struct Bound {
   unsigned numWarps = 4;
   unsigned numStages = 3;
   unsigned maxRegisters = 0;  // launch option maxnreg=... (0 or None: ptxas's choice)
+  int fpFusion = -1;          // launch option enable_fp_fusion=... (-1: TESSERA_FP_FUSION)
   PyObject *stream = nullptr; // launch option stream=..., if given
 
   PyObject *const *values() const { return positional ? positional : bound.data(); }

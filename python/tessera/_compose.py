@@ -114,6 +114,10 @@ def _collect(roots):
         out.functions[name] = (text, jf)
         scope = dict(fn.__globals__)
         scope.update(_closure(fn))
+        functions, modules = _called_elsewhere(node, scope)
+        queue.extend(functions)
+        for alias, module in modules.items():
+            out.imports[alias] = module
         for free in sorted(_free_names(node)):
             if free not in scope:
                 continue
@@ -132,6 +136,130 @@ def _collect(roots):
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
                 _add_constant(out, free, value.value, name)
     return out
+
+
+def _module_attribute(node, scope):
+    """(base name, object) of a.b.c when `a` is a module (not tessera's or triton's) in scope."""
+    chain = []
+    while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not isinstance(scope.get(node.id), types.ModuleType):
+        return None
+    value = scope[node.id]
+    if value.__name__.split(".")[0] in _LANG_MODULES:
+        return None
+    for attr in reversed(chain):
+        value = getattr(value, attr, None)
+        if value is None:
+            return None
+    return node.id, value
+
+
+def _attribute_chain(node):
+    """["helpers", "shim", "pow"] for helpers.shim.pow."""
+    chain = []
+    while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    return [node.id] + chain[::-1]
+
+
+def _called_elsewhere(node, scope):
+    """The @jit functions a function's body names through a module (helpers.fn(...)), and the
+    modules (base name -> module name) it names them through."""
+    functions, modules = [], {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute):
+            found = _module_attribute(n, scope)
+            inner = as_jit(found[1]) if found else None
+            if inner is not None and inner.fn.__name__ == n.attr:
+                functions.append(inner)
+                modules[found[0]] = scope[found[0]].__name__
+    return functions, modules
+
+
+def _constant_value(value):
+    """An int, float or bool (or tl.constexpr of one) a kernel may use as a global; else None."""
+    if type(value).__name__ == "constexpr":
+        value = getattr(value, "value", None)
+    return value if isinstance(value, (bool, int, float)) else None
+
+
+def _language_function(value):
+    """A function of tessera.language (tl.cast, libdevice.tanh, ...): device-only, known to the front-end."""
+    return isinstance(value, types.FunctionType) and getattr(value, "__module__", "").startswith("tessera.language") \
+        and as_jit(value) is None
+
+
+def foreign_source(fn, text, path):
+    """(source, depends_elsewhere) for a kernel compiled from its file's reduced `text`: the @jit
+    functions of other modules that the kernel and its @jit helpers in the file call (by a name
+    imported from there, or through a module: `helpers.fn(...)`), with what they need in turn
+    (function_source), to append to the text; depends_elsewhere says whether the kernel names
+    anything of another module (then its text is not remembered by its file alone)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "", True
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    scope = fn.__globals__
+    defined = _defined_names(text)
+    lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
+    constants = {}     # ints, floats, bools imported from another module
+    roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
+    while queue:
+        name = queue.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        node = defs[name]
+        for n in ast.walk(node):
+            if not isinstance(n, ast.Name) or n.id not in scope or n.id in defs:
+                if isinstance(n, ast.Name) and n.id in defs:
+                    queue.append(n.id)
+                continue
+            value = scope[n.id]
+            inner = as_jit(value)
+            if inner is not None and getattr(inner.fn, "__code__", None) is not None \
+                    and inner.fn.__code__.co_filename != path:
+                elsewhere = True
+                if inner.fn.__name__ == n.id:
+                    roots.append(inner)
+            elif _constant_value(value) is not None and defined.get(n.id, ("",))[0] == "import":
+                constants[n.id] = _constant_value(value)  # from .config import BLOCK: its value
+                elsewhere = True
+            elif _language_function(value) and defined.get(n.id, ("",))[0] not in ("def", "const"):
+                # triton_tanh = libdevice.tanh in another module, imported: import it as what it is
+                lang_imports[n.id] = (value.__module__, value.__name__)
+                elsewhere = True
+            elif isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _LANG_MODULES:
+                elsewhere = True
+            elif isinstance(value, types.ModuleType):
+                module = _source.kernel_module_name(value.__name__)
+                have = defined.get(n.id)
+                if have is None or have[0] != "import" or not _same_module(have[1], module):
+                    lang_imports[n.id] = module
+                    elsewhere = True
+        functions, _ = _called_elsewhere(node, scope)
+        roots.extend(functions)
+        for n in ast.walk(node):  # helpers.name: a language function or a constant of another module
+            found = _module_attribute(n, scope) if isinstance(n, ast.Attribute) else None
+            if found is None or as_jit(found[1]) is not None:
+                continue
+            mangled = "__tessera_attr__" + "__".join(_attribute_chain(n))
+            if _language_function(found[1]):
+                lang_imports[mangled] = (found[1].__module__, found[1].__name__)
+            elif _constant_value(found[1]) is not None:
+                constants[mangled] = _constant_value(found[1])
+    extra = "".join(f"from {module[0]} import {module[1]} as {alias}\n" if isinstance(module, tuple)
+                    else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
+    extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))
+    if roots:
+        extra += function_source(roots, text + extra, path)
+    if not extra:
+        return "", elsewhere
+    return "# what the kernel names from other modules\n" + extra, True
 
 
 def _add_constant(out, name, value, user):
@@ -203,6 +331,9 @@ def function_source(functions, base_text="", base_file=None):
         if have is not None:
             if have[0] == "def" and base_file is not None and jf.fn.__code__.co_filename == base_file:
                 continue  # the kernel's own file defines it
+            if have[0] == "import" and have[1] == f"{jf.fn.__module__}.{name}":
+                parts.append("\n\n" + text)  # `from module import name`: its definition
+                continue
             raise CompositionError(f"@jit function '{name}' clashes with a name the kernel's file defines; "
                                    "rename the function")
         parts.append("\n\n" + text)

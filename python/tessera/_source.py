@@ -12,6 +12,8 @@ constants are kept; an `if` condition is replaced by the value Python gives it i
 the module's globals (`if True:`), so the front-end takes the branch Python took
 (the disk cache of reductions, _source_cache.py, keys on the file's text: a
 condition that changes between processes with the same file is read once).
+A plain function made @jit by a call at the top level (`helper = triton.jit(helper)`)
+is kept, marked `@jit` on the blank line above it.
 
 A kernel defined inside a function (as in tests) is lifted to the top level:
 its lines (and those of @jit siblings) are dedented; its line numbers stay
@@ -147,13 +149,23 @@ def _reduce(text, lines, name, first_line, module_globals=None):
             if not _is_jit_decorator(d) and d.end_lineno < node.lineno:
                 blank(d.lineno, d.end_lineno)
 
+    # Functions made @jit by a call (`helper = triton.jit(helper)`, as Unsloth writes them) are
+    # @jit functions too.
+    wrapped = {n.value.args[0].id for n in tree.body
+               if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and _is_jit_decorator(n.value)
+               and n.value.args and isinstance(n.value.args[0], ast.Name)}
+    called_jit = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wrapped and not _is_jit_def(n)]
+
+    def kept(node):
+        return _kept_top_level(node) or node in called_jit
+
     # Top level: blank what the front-end does not need (line by line).
     kept_lines = set()
     for node in tree.body:
-        if _kept_top_level(node):
+        if kept(node):
             kept_lines.update(range(_start(node), node.end_lineno + 1))
     for node in tree.body:
-        if not _kept_top_level(node):
+        if not kept(node):
             first, last = _start(node), node.end_lineno
             for line in range(first, last + 1):
                 if line not in kept_lines:
@@ -183,6 +195,21 @@ def _reduce(text, lines, name, first_line, module_globals=None):
         for i in range(first - 1, last):
             out[i] = lines[i]
         strip_non_jit_decorators(target)
+    # @jit(launch_metadata=f, repr=lambda ...): the front-end reads only the decorator's name, and
+    # its parser knows no lambdas: such a decorator becomes a plain @jit (same lines).
+    jit_defs = [n for n in tree.body if _is_jit_def(n)]
+    if parent is not tree:
+        jit_defs += [n for n in siblings if _is_jit_def(n)]
+    for node in jit_defs:
+        for d in node.decorator_list:
+            if _is_jit_decorator(d) and isinstance(d, ast.Call) and not all(
+                    _simple_expression(a) for a in list(d.args) + [k.value for k in d.keywords]):
+                blank(d.lineno, d.end_lineno)
+                out[d.lineno - 1] = "@jit\n"
+    for node in called_jit if parent is tree else []:
+        strip_non_jit_decorators(node)
+        if node.lineno >= 2 and out[node.lineno - 2].strip() == "":
+            out[node.lineno - 2] = "@jit\n"  # helper = triton.jit(helper): mark it on the (blank) line above
     if not _is_jit_def(target) and target.lineno >= 2 and out[target.lineno - 2].strip() == "":
         # kernel = tessera.jit(fn): mark fn for the front-end on the (blank) line above it.
         out[target.lineno - 2] = "@jit\n"
@@ -191,6 +218,24 @@ def _reduce(text, lines, name, first_line, module_globals=None):
 
 def kernel_source(fn):
     """(text, path, first_line) to compile the Python function `fn` from."""
+    return kernel_source_and_dependencies(fn)[:3]
+
+
+def kernel_source_and_dependencies(fn):
+    """kernel_source(fn) and whether the text depends on other modules than the kernel's file
+    (their @jit functions are appended: _compose.foreign_source), so that it may not be
+    remembered by the file's text alone."""
+    text, path, first_line = _own_source(fn)
+    if first_line != 1:
+        return text, path, first_line, False
+    from ._compose import foreign_source  # (_compose imports jit, which imports this module)
+    extra, elsewhere = foreign_source(fn, text, path)
+    if extra:
+        text = text + ("" if text.endswith("\n") else "\n") + extra
+    return text, path, first_line, elsewhere
+
+
+def _own_source(fn):
     code = fn.__code__
     path = code.co_filename
     first_line = code.co_firstlineno

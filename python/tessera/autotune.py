@@ -113,8 +113,23 @@ def _jsonable(v):
 # ------------------------------------------------------------- the kernels
 
 class KernelInterface:
+    """kernel[grid](*args, **kwargs) is kernel.run(*args, grid=grid, warmup=False, **kwargs), as in Triton
+    (libraries subclass it with run(self, *args, grid, warmup, **kwargs))."""
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+# reset_to_zero / restore_value on torch tensors, or numpy arrays (interpreted kernels).
+def _zero(x):
+    x.zero_() if hasattr(x, "zero_") else x.fill(0)
+
+
+def _clone(x):
+    return x.clone() if hasattr(x, "clone") else x.copy()
+
+
+def _copy_into(x, saved):
+    x.copy_(saved) if hasattr(x, "copy_") else x.__setitem__(..., saved)
 
 
 def _base_jit(fn):
@@ -127,7 +142,9 @@ def _base_jit(fn):
 class Heuristics(KernelInterface):
     """@heuristics({"BLOCK_SIZE": lambda args: ...}): meta-parameters computed from the arguments."""
 
-    def __init__(self, fn, values):
+    def __init__(self, fn, values, *triton_values):
+        if triton_values:  # Triton's Heuristics(fn, arg_names, values)
+            values = triton_values[0]
         self.fn = fn
         self.values = values
         self.__name__ = getattr(fn, "__name__", "kernel")
@@ -315,10 +332,37 @@ def _device_name():
 
 # --------------------------------------------------------------- Autotuner
 
+# Autotuner's parameters in tessera's order, and in Triton's (libraries that subclass Autotuner
+# call Triton's, positionally: Autotuner(fn, arg_names, configs, key, reset_to_zero, ...)).
+_AUTOTUNER_PARAMS = ["configs", "key", "prune_configs_by", "reset_to_zero", "restore_value", "pre_hook", "post_hook",
+                     "warmup", "rep", "do_bench", "use_cuda_graph", "cache_results"]
+_TRITON_AUTOTUNER_PARAMS = ["arg_names", "configs", "key", "reset_to_zero", "restore_value", "pre_hook", "post_hook",
+                            "prune_configs_by", "warmup", "rep", "use_cuda_graph", "do_bench", "cache_results"]
+
+
 class Autotuner(KernelInterface):
-    def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
-                 pre_hook=None, post_hook=None, warmup=25, rep=100, do_bench=None):
+    def __init__(self, fn, *args, **kwargs):
+        tritons = bool(args) and isinstance(args[0], (list, tuple)) and bool(args[0]) and \
+            all(isinstance(a, str) for a in args[0]) or "arg_names" in kwargs
+        names = _TRITON_AUTOTUNER_PARAMS if tritons else _AUTOTUNER_PARAMS
+        if len(args) > len(names):
+            raise TypeError(f"Autotuner() takes at most {len(names) + 1} positional arguments")
+        bound = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise TypeError(f"Autotuner() got an unexpected keyword argument '{name}'")
+            if name in bound:
+                raise TypeError(f"Autotuner() got multiple values for argument '{name}'")
+            bound[name] = value
+        for name in ("arg_names", "use_cuda_graph", "cache_results"):  # arg_names: the kernel's
+            bound.pop(name, None)
+        self._setup(fn, **bound)
+
+    def _setup(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+               pre_hook=None, post_hook=None, warmup=25, rep=100, do_bench=None):
         self.fn = fn
+        self.base_fn = _base_jit(fn).fn  # Triton's: the Python function under the decorators
+        self.nargs = None
         self.configs = list(configs) if configs else [Config({})]
         self.keys = list(key)
         self.reset_to_zero = list(reset_to_zero or [])
@@ -385,7 +429,10 @@ class Autotuner(KernelInterface):
         return None if d is None else os.path.join(d, identity_digest(identity) + ".json")
 
     # -- pruning
-    def prune_configs(self, named, kwargs):
+    def prune_configs(self, named, kwargs=None):
+        if kwargs is None:  # Triton's prune_configs(kwargs), the arguments in self.nargs
+            kwargs = named
+            named = {**(self.nargs or {}), **{k: v for k, v in kwargs.items() if k in self.arg_names}}
         configs = self.configs
         if self.early_config_prune:
             configs = self.early_config_prune(configs, named, **kwargs)
@@ -433,9 +480,9 @@ class Autotuner(KernelInterface):
 
         def pre(config):
             for name in self.reset_to_zero:
-                named[name].zero_()
+                _zero(named[name])
             for name in self.restore_value:
-                torch_restore[name] = named[name].clone()
+                torch_restore[name] = _clone(named[name])
             if config.pre_hook:
                 config.pre_hook({**named, **config.all_kwargs()})
             if self.user_pre_hook:
@@ -443,13 +490,13 @@ class Autotuner(KernelInterface):
 
         def post(config, exception):
             for name, saved in torch_restore.items():
-                named[name].copy_(saved)
+                _copy_into(named[name], saved)
             torch_restore.clear()
             if self.user_post_hook:
                 self.user_post_hook({**named, **config.all_kwargs()}, exception)
         return pre, post
 
-    def _bench(self, config, args, kwargs, grid, named):
+    def _time_config(self, config, args, kwargs, grid, named):
         pre, post = self._hooks(named)
         current = {**kwargs, **config.all_kwargs()}
 
@@ -466,6 +513,38 @@ class Autotuner(KernelInterface):
         call.config = config  # for fake timers in tests
         self.bench_count += 1
         return float(self.do_bench(call))
+
+    # -- Triton's Autotuner methods, for libraries that subclass it and override run()
+    def _bench(self, *args, config, **meta):
+        """Triton's: [median, p20, p80] ms of one config (inf where it fails to compile or run)."""
+        grid = meta.pop("grid", None)
+        meta.pop("warmup", None)
+        if _base_jit(self.fn).interpret:  # no timing on the host: every config ties, the first wins
+            return [0.0, 0.0, 0.0]
+        named = {**(self.nargs or {}), **self._named(args, meta)}
+        try:
+            ms = self._time_config(config, args, meta, grid, named)
+        except (TesseraError, ValueError, TypeError):
+            ms = float("inf")
+        return [ms, ms, ms]
+
+    def pre_hook(self, kwargs, reset_only=False):
+        """Triton's: zero reset_to_zero's arguments; unless reset_only, save restore_value's and
+        call the user's pre_hook."""
+        for name in self.reset_to_zero:
+            _zero(kwargs[name])
+        if not reset_only:
+            self._saved = {name: _clone(kwargs[name]) for name in self.restore_value}
+            if self.user_pre_hook:
+                self.user_pre_hook(kwargs)
+
+    def post_hook(self, kwargs, exception):
+        """Triton's: put restore_value's arguments back; call the user's post_hook."""
+        for name, saved in getattr(self, "_saved", {}).items():
+            _copy_into(kwargs[name], saved)
+        self._saved = {}
+        if self.user_post_hook:
+            self.user_post_hook(kwargs, exception)
 
     # -- the tuning itself
     def tune(self, *args, grid=None, **kwargs):
@@ -490,6 +569,11 @@ class Autotuner(KernelInterface):
         for t in (stored or {}).get("timings", []):
             known[Config.from_json(t["config"])] = (t.get("ms"), t.get("error"))
 
+        if _base_jit(self.fn).interpret:  # host timings say nothing about the GPU: no tuning
+            best = self.prune_configs(named, kwargs)[0]
+            self._log(f"{self.__name__}: interpreted: using the first config for key {key}: {best}")
+            self.cache[key] = best
+            return best
         if not _env.flag("TESSERA_AUTOTUNE", default=True):
             best = Config.from_json(stored["best"]) if stored and stored.get("best") else self.configs[0]
             match = [c for c in self.configs if c == best]
@@ -513,7 +597,7 @@ class Autotuner(KernelInterface):
                     known[config] = (None, failures[config])
                     continue
                 try:
-                    known[config] = (self._bench(config, args, kwargs, grid, named), None)
+                    known[config] = (self._time_config(config, args, kwargs, grid, named), None)
                 except (TesseraError, ValueError, TypeError) as e:
                     known[config] = (None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             progress.done()
@@ -543,13 +627,15 @@ class Autotuner(KernelInterface):
         if _env.flag("TESSERA_PRINT_AUTOTUNING"):
             print(f"tessera: autotune: {message}", file=sys.stderr, flush=True)
 
-    def run(self, *args, grid, **kwargs):
+    def run(self, *args, grid, warmup=False, **kwargs):
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         config = self.tune(*args, grid=grid, **kwargs)
         self.best_config = config
         if self._benchmarked_now:  # the timed runs left their output: zero it again (Triton does too)
             named = self._named(args, kwargs)
             for name in self.reset_to_zero:
-                named[name].zero_()
+                _zero(named[name])
         if config.pre_hook:
             config.pre_hook({**self._named(args, kwargs), **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())

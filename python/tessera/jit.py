@@ -197,7 +197,18 @@ class JITFunction(_ext.JitFunctionBase):
         """[KernelParam(name, is_constexpr, has_default)] of the kernel's parameters (tuples)."""
         handle = self._get_handle()
         if self.__dict__.get("_params_of") is not handle:
-            self._kernel_params = [KernelParam(*p) for p in handle.params]
+            signature = inspect.signature(self.fn).parameters
+            listed = lambda option: set(self.options.get(option) or ())  # names or positions
+            dns, dnsa = listed("do_not_specialize"), listed("do_not_specialize_on_alignment")
+            self._kernel_params = []
+            for num, p in enumerate(handle.params):
+                declared = signature.get(p[0])
+                annotation = "" if declared is None or declared.annotation is inspect.Parameter.empty else \
+                    getattr(declared.annotation, "__name__", str(declared.annotation))
+                self._kernel_params.append(KernelParam(
+                    *p, num=num, default=inspect.Parameter.empty if declared is None else declared.default,
+                    annotation=annotation, do_not_specialize=p[0] in dns or num in dns,
+                    do_not_specialize_on_alignment=p[0] in dnsa or num in dnsa))
             self._params_of = handle
         return self._kernel_params
 
@@ -241,18 +252,21 @@ class JITFunction(_ext.JitFunctionBase):
             return self.warmup(*args, grid=grid, **kwargs)
         direct = self._direct  # set when neither interpreted nor taking @jit functions (see _subscript)
         if direct is not None:
-            return direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
+            direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
+            return _LaunchedKernel(self, args, kwargs)
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.run(*args, grid=grid, **kwargs)
         if self.interpret:
-            return self._interpret_launch(grid, args, kwargs)
+            self._interpret_launch(grid, args, kwargs)
+            return _LaunchedKernel(self, args, kwargs)
         if self._handle is None:
             self._get_handle()
         if not self._function_params():
             self._direct = self._fast
         self._fast(grid, *args, **kwargs)
+        return _LaunchedKernel(self, args, kwargs)
 
     def warmup(self, *args, grid=None, target="", **kwargs):
         """Compiles for these arguments without launching (needs no GPU: without one it
@@ -327,8 +341,72 @@ class JITFunction(_ext.JitFunctionBase):
         return bool(self.options.get("noinline", False))
 
 
-# JITFunction.params' entries: tuples, with Triton's KernelParam attribute names.
-KernelParam = collections.namedtuple("KernelParam", ["name", "is_constexpr", "has_default"])
+class _LaunchedKernel:
+    """What kernel.run(...) returns: Triton returns the CompiledKernel it launched, which libraries
+    launch again with the runtime arguments only (FlagGems' libentry: kernel[grid](*args)). It is
+    looked up (compiled: a cache hit) only when used; interpreted, it is an _InterpretedKernel."""
+    __slots__ = ("_fn", "_args", "_kwargs", "_kernel")
+
+    def __init__(self, fn, args, kwargs):
+        self._fn, self._args, self._kwargs, self._kernel = fn, args, kwargs, None
+
+    def _resolve(self):
+        if self._kernel is None:
+            fn = self._fn
+            self._kernel = _InterpretedKernel(fn, self._args, self._kwargs) if fn.interpret else \
+                fn.warmup(*self._args, **self._kwargs)
+            self._args = self._kwargs = None
+        return self._kernel
+
+    def __getitem__(self, grid):
+        return self._resolve()[grid]
+
+    def __getattr__(self, name):
+        return getattr(self._resolve(), name)
+
+
+class _InterpretedKernel:
+    """One specialisation of an interpreted kernel: its constexprs bound, launched with the
+    runtime arguments (or every parameter, constexprs ignored), as a CompiledKernel is."""
+
+    def __init__(self, fn, args, kwargs):
+        params = fn.params
+        self._fn = fn
+        self._names = [p.name for p in params]
+        self._is_constexpr = [p.is_constexpr for p in params]
+        self.constexprs = {p.name: a for p, a in zip(params, args) if p.is_constexpr}
+        self.constexprs.update({k: v for k, v in kwargs.items() if k in self._names
+                                and self._is_constexpr[self._names.index(k)]})
+        self.name = fn.__name__
+
+    def __getitem__(self, grid):
+        def launch(*args, stream=None):
+            self.run(grid, *args)
+        return launch
+
+    def run(self, grid, *args, stream=None):
+        runtime = [n for n, c in zip(self._names, self._is_constexpr) if not c]
+        if len(args) == len(self._names):
+            args = [a for a, c in zip(args, self._is_constexpr) if not c]
+        self._fn._interpret_launch(grid, (), {**dict(zip(runtime, args)), **self.constexprs})
+
+    def __repr__(self):
+        return f"InterpretedKernel({self.name}, constexprs={self.constexprs})"
+
+
+# JITFunction.params' entries: tuples (name, is_constexpr, has_default), with Triton's KernelParam
+# attribute names; its other attributes (num, default, do_not_specialize, ...) beside the tuple.
+class KernelParam(collections.namedtuple("KernelParam", ["name", "is_constexpr", "has_default"])):
+    def __new__(cls, name, is_constexpr, has_default, num=None, default=inspect.Parameter.empty,
+                annotation="", do_not_specialize=False, do_not_specialize_on_alignment=False):
+        param = super().__new__(cls, name, is_constexpr, has_default)
+        param.num = num
+        param.default = default
+        param.annotation = annotation
+        param.do_not_specialize = do_not_specialize
+        param.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+        param.is_const = False
+        return param
 
 
 class SourceKernel(JITFunction):

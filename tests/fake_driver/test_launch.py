@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tessera
+import tessera.language as tl
 import kernels as K
 
 P = 0x7F0000001000  # 16-byte aligned "device pointers" (the fake driver never dereferences them)
@@ -483,3 +484,25 @@ def test_jit_mode(fake, monkeypatch, tmp_path, capfd):
     with pytest.raises(RuntimeError, match="TESSERA_JIT must be 'ptxas', 'whole' or 'link', got 'ptx'"):
         K.jit_mode[(1,)](t, 1, num_warps=16)
     assert fake.count == count + 4
+
+@tessera.jit
+def mul_add(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x * x + 1.5, mask=offs < n)
+
+
+def test_tritons_launch_options_libraries_pass(fake):
+    # enable_fp_fusion=False compiles without contraction (a kernel of its own); launch_pdl and
+    # sanitize_overflow are hints, extern_libs=None nothing, launch_cooperative_grid=False the default.
+    x, out = tensors(2)
+    fused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128)
+    unfused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128, enable_fp_fusion=False, launch_pdl=True,
+                          sanitize_overflow=True, extern_libs=None, launch_cooperative_grid=False)
+    assert "fma.rn.f32" in fused.asm["ptx"]
+    assert "fma.rn.f32" not in unfused.asm["ptx"] and "mul.rn.f32" in unfused.asm["ptx"]
+    assert mul_add.specialization(x, out, 100, BLOCK=128, enable_fp_fusion=False)[2]["enable_fp_fusion"] is False
+    with pytest.raises(ValueError, match="launch_cooperative_grid=True is not supported"):
+        mul_add[(1,)](x, out, 100, BLOCK=128, launch_cooperative_grid=True)
+    with pytest.raises(ValueError, match="extern_libs is not supported"):
+        mul_add[(1,)](x, out, 100, BLOCK=128, extern_libs={"libdevice": "/path/libdevice.10.bc"})
