@@ -291,7 +291,7 @@ def _language_dtype_name(value):
     """tl.float16's attribute name for a dtype object (tessera's or Triton's), or None."""
     from . import language
     for attr in ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-                 "bfloat16", "float32", "float64", "float8e4nv", "float8e5"):
+                 "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16"):
         if getattr(language, attr).name == getattr(value, "name", None):
             return attr
     return None

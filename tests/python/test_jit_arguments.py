@@ -343,3 +343,12 @@ def test_compiled_kernel_launch_without_a_driver():
 def test_calling_a_kernel_directly_explains_how_to_launch():
     with pytest.raises(RuntimeError, match=r"launch it with add_kernel\[grid\]"):
         add_kernel(1, 2)
+
+
+@pytest.mark.parametrize("dtype,expected", [(tl.float8e5, "*fp8e5"), (tl.float8e4nv, "*fp8e4nv"), (tl.bfloat16, "*bf16")])
+def test_tensors_wrapped_with_a_tessera_language_dtype(dtype, expected):
+    # str() of tessera.language's dtypes is Triton's name ("fp8e5"), which the launcher reads.
+    wrapped = FakeTensor(X)
+    wrapped.dtype = dtype
+    sig = spec(wrapped, FakeTensor(Y), FakeTensor(OUT), 16, BLOCK_SIZE=64)[0]
+    assert sig.split(",")[0] == expected + ":16"
