@@ -62,8 +62,14 @@ ExprPtr Parser::finish(ExprPtr node) {
     // spine, AST.h), so only the right operands add height.
     auto &b = static_cast<BinOp &>(*node);
     unsigned lhs = heightOf(b.lhs.get());
-    h = b.lhs->kind == ExprKind::BinOp ? lhs - 1 : lhs;
+    bool chained = b.lhs->kind == ExprKind::BinOp;
+    h = chained ? lhs - 1 : lhs;
     see(b.rhs.get());
+    unsigned length = chained ? chainLengths_[b.lhs.get()] + 1 : 1;
+    if (length > kMaxChainLength)
+      error(node->loc, "expression too long: more than " + std::to_string(kMaxChainLength) +
+                           " binary operators in one chain (split it over several statements)");
+    chainLengths_[node.get()] = length;
     break;
   }
   case ExprKind::UnaryOp:

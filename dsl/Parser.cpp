@@ -44,7 +44,8 @@
 // loops; both report "expression nested too deeply". A chain of binary
 // operators (`1+1+...+1`) is not nesting: every walk of the tree follows a
 // BinOp's left operands in a loop (binOpSpine, AST.h), so only its right
-// operands count towards the height, and a sum may have any number of terms.
+// operands count towards the height; a chain may have kMaxChainLength
+// operators ("expression too long"), more than Python 3.11 compiles.
 // Blocks nest at most 100 deep (the
 // lexer's indentation limit) and elif chains count as nesting too
 // ("too many statically nested blocks"), so every later recursive walk of the
