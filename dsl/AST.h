@@ -102,13 +102,21 @@ enum class BinaryOp {
 };
 const char *spelling(BinaryOp op); // "+", "//", ...
 
+// A chain a + b + c + ... is a BinOp whose lhs is a BinOp, and so on down: as
+// long as the source, so everything that walks it follows the lhs links in a
+// loop (binOpSpine), the destructor included.
 struct BinOp : Expr {
   BinaryOp op;
   ExprPtr lhs, rhs;
   BinOp(SourceLoc loc, BinaryOp op, ExprPtr lhs, ExprPtr rhs)
       : Expr(ExprKind::BinOp, loc), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+  ~BinOp() override;
   static bool classof(const Expr *e) { return e->kind == ExprKind::BinOp; }
 };
+
+// The BinOps of the chain that `top` heads, from `top` down to the first one
+// whose lhs is no BinOp (its lhs is the chain's first operand).
+std::vector<const BinOp *> binOpSpine(const BinOp &top);
 
 enum class UnaryOperator { Neg, Pos, Not, Invert };
 const char *spelling(UnaryOperator op); // "-", "+", "not", "~"

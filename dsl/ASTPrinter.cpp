@@ -172,12 +172,16 @@ public:
       return;
     }
     case ExprKind::BinOp: {
-      auto *b = static_cast<const BinOp *>(e);
-      out += std::string("(binop ") + spelling(b->op) + " ";
-      expr(b->lhs.get());
-      out += " ";
-      expr(b->rhs.get());
-      out += ")";
+      // (binop + (binop + a b) c), the chain's left operands in a loop.
+      std::vector<const BinOp *> spine = binOpSpine(*static_cast<const BinOp *>(e));
+      for (const BinOp *b : spine)
+        out += std::string("(binop ") + spelling(b->op) + " ";
+      expr(spine.back()->lhs.get());
+      for (auto b = spine.rbegin(); b != spine.rend(); ++b) {
+        out += " ";
+        expr((*b)->rhs.get());
+        out += ")";
+      }
       return;
     }
     case ExprKind::UnaryOp: {

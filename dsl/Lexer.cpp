@@ -69,27 +69,56 @@ std::string hex(uint32_t v, int digits) {
   return s;
 }
 
-// "invalid character ..." for the (possibly multi-byte) character at `p`.
-std::string invalidCharacterMessage(std::string_view text, size_t p) {
+// The UTF-8 sequence at `p`: its length and code point, or length 0 when
+// the bytes there are not UTF-8 (a stray or overlong byte, a surrogate).
+struct Utf8Char {
+  int length = 0;
+  uint32_t codePoint = 0;
+};
+
+Utf8Char decodeUtf8(std::string_view text, size_t p) {
   unsigned char c = text[p];
-  if (c >= 0x21 && c < 0x7F)
-    return std::string("invalid character '") + char(c) + "'";
   if (c < 0x80)
-    return "invalid character U+" + hex(c, 4);
-  // Decode one UTF-8 sequence; anything malformed is reported as a byte.
+    return {1, c};
   int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+  if (len == 0 || p + len > text.size())
+    return {};
   uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-  bool ok = len != 0 && p + len <= text.size();
-  for (int i = 1; ok && i < len; ++i) {
+  for (int i = 1; i < len; ++i) {
     unsigned char cc = text[p + i];
-    ok = (cc & 0xC0) == 0x80;
+    if ((cc & 0xC0) != 0x80)
+      return {};
     cp = (cp << 6) | (cc & 0x3F);
   }
   static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (!ok || cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-    return "invalid UTF-8 byte 0x" + hex(c, 2);
-  return "invalid character '" + std::string(text.substr(p, len)) + "' (U+" +
-         hex(cp, cp > 0xFFFF ? 6 : 4) + ")";
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return {};
+  return {len, cp};
+}
+
+// Python's str.isprintable() for the characters a pasted line brings along:
+// controls, the invisible spaces and format characters (U+00A0, U+200B,
+// U+FEFF, ...), private use. A message shows these by number, not as text.
+bool isNonPrintable(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD || cp == 0x061C || cp == 0x1680 ||
+         cp == 0x180E || (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
+         (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || (cp >= 0xE000 && cp <= 0xF8FF) ||
+         cp == 0xFEFF || (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE007F) ||
+         cp >= 0xF0000;
+}
+
+// "invalid character ..." for the (possibly multi-byte) character at `p`
+// (the text is UTF-8: the constructor checked it). Python's wording.
+std::string invalidCharacterMessage(std::string_view text, size_t p) {
+  Utf8Char ch = decodeUtf8(text, p);
+  if (ch.length == 0)
+    return "invalid UTF-8 byte 0x" + hex(static_cast<unsigned char>(text[p]), 2);
+  if (ch.codePoint >= 0x21 && ch.codePoint < 0x7F)
+    return std::string("invalid character '") + text[p] + "'";
+  std::string number = "U+" + hex(ch.codePoint, ch.codePoint > 0xFFFF ? 6 : 4);
+  if (isNonPrintable(ch.codePoint))
+    return "invalid non-printable character " + number;
+  return "invalid character '" + std::string(text.substr(p, ch.length)) + "' (" + number + ")";
 }
 
 char closerOf(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
@@ -130,18 +159,45 @@ std::string describe(const Token &token) {
 
 Lexer::Lexer(const SourceFile &file)
     : file_(file), text_(file.text), lineOffset_(file.firstLine ? file.firstLine - 1 : 0) {
+  // A UTF-8 byte-order mark may open the file, as in Python; it is no character.
+  if (text_.substr(0, 3) == "\xEF\xBB\xBF")
+    pos_ = lineStart_ = 3;
   // As in Python, a NUL byte anywhere is an error before anything else. The
   // quoted source line shows it as a space: C strings cannot hold it.
   size_t nul = text_.find('\0');
-  if (nul == std::string_view::npos)
-    return;
-  for (size_t p = text_.find('\n'); p < nul; p = text_.find('\n', p + 1)) {
+  if (nul != std::string_view::npos) {
+    SourceFile shown = file;
+    std::replace(shown.text.begin(), shown.text.end(), '\0', ' ');
+    errorBeforeLexing(shown, nul, "source code cannot contain null bytes");
+  }
+  // Python source is UTF-8, comments and strings included: the first byte
+  // that is not is an error (the quoted line shows such bytes as '?', so
+  // that the message itself is UTF-8).
+  for (size_t p = 0; p < text_.size();) {
+    int length = decodeUtf8(text_, p).length;
+    if (length == 0) {
+      SourceFile shown = file;
+      for (size_t q = 0; q < shown.text.size();) {
+        int n = decodeUtf8(shown.text, q).length;
+        if (n == 0)
+          shown.text[q++] = '?';
+        else
+          q += n;
+      }
+      errorBeforeLexing(shown, p,
+                        "invalid UTF-8 byte 0x" + hex(static_cast<unsigned char>(text_[p]), 2) +
+                            ": a kernel file must be UTF-8, as Python source is");
+    }
+    p += length;
+  }
+}
+
+void Lexer::errorBeforeLexing(const SourceFile &shown, size_t offset, std::string_view message) {
+  for (size_t p = text_.find('\n'); p < offset; p = text_.find('\n', p + 1)) {
     ++line_;
     lineStart_ = p + 1;
   }
-  SourceFile shown = file;
-  std::replace(shown.text.begin(), shown.text.end(), '\0', ' ');
-  raiseError(shown, locAt(nul), "source code cannot contain null bytes");
+  raiseError(shown, locAt(offset), message);
 }
 
 char Lexer::peekChar(size_t ahead) const {

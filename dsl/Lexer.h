@@ -13,6 +13,10 @@
 // 1-based line and column (in characters, not bytes) of its first character;
 // lines are offset by SourceFile::firstLine - 1.
 //
+// The text must be UTF-8 (comments and strings too, as in Python: the first
+// byte that is not is an error) and may open with a UTF-8 byte-order mark,
+// which is skipped.
+//
 // Deliberate restrictions: identifiers are ASCII; complex literals are
 // rejected; string prefixes r/b/u/f (and rb, br, fr, rf in any case) are
 // accepted and give a plain string (an f-string is not interpolated).
@@ -82,6 +86,8 @@ private:
   bool atNewline() const; // "\n" or "\r\n" at pos_
   void consumeNewline();
   [[noreturn]] void error(SourceLoc loc, std::string_view message) const;
+  // An error at a byte offset, found before lexing started (NUL, not UTF-8).
+  [[noreturn]] void errorBeforeLexing(const SourceFile &shown, size_t offset, std::string_view message);
 
   bool handleLineStart(); // true if it queued INDENT/DEDENT tokens
   Token lexToken();

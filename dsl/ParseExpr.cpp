@@ -56,10 +56,22 @@ ExprPtr Parser::finish(ExprPtr node) {
       see(k.value.get());
     break;
   }
-  case ExprKind::BinOp:
-    see(static_cast<BinOp &>(*node).lhs.get());
-    see(static_cast<BinOp &>(*node).rhs.get());
+  case ExprKind::BinOp: {
+    // The left operand of a binary operator may be another one without
+    // counting as nesting: a + b + c + ... is walked as a loop (BinOp's
+    // spine, AST.h), so only the right operands add height.
+    auto &b = static_cast<BinOp &>(*node);
+    unsigned lhs = heightOf(b.lhs.get());
+    bool chained = b.lhs->kind == ExprKind::BinOp;
+    h = chained ? lhs - 1 : lhs;
+    see(b.rhs.get());
+    unsigned length = chained ? chainLengths_[b.lhs.get()] + 1 : 1;
+    if (length > kMaxChainLength)
+      error(node->loc, "expression too long: more than " + std::to_string(kMaxChainLength) +
+                           " binary operators in one chain (split it over several statements)");
+    chainLengths_[node.get()] = length;
     break;
+  }
   case ExprKind::UnaryOp:
     see(static_cast<UnaryOp &>(*node).operand.get());
     break;

@@ -41,8 +41,13 @@
 // input (see tests/fuzz). Expression recursion (parentheses, calls,
 // subscripts, unary operators, `**`, conditional expressions) is limited to
 // kMaxExprDepth levels, and so is the height of every expression tree, which
-// bounds left-associative chains (`1+1+...+1`) that are built by loops; both
-// report "expression nested too deeply". Blocks nest at most 100 deep (the
+// bounds the chains of attributes, calls and subscripts that are built by
+// loops; both report "expression nested too deeply". A chain of binary
+// operators (`1+1+...+1`) is not nesting: every walk of the tree follows a
+// BinOp's left operands in a loop (binOpSpine, AST.h), so only its right
+// operands count towards the height; a chain may have kMaxChainLength
+// operators ("expression too long"), more than Python 3.11 compiles.
+// Blocks nest at most 100 deep (the
 // lexer's indentation limit) and elif chains count as nesting too
 // ("too many statically nested blocks"), so every later recursive walk of the
 // tree (printer, specialiser, destructors) stays shallow.

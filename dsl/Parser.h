@@ -18,10 +18,13 @@ namespace tessera::ast {
 class Parser {
 public:
   // Deepest nesting of expressions (parentheses, calls, unary operators, and
-  // the height of the expression tree, which also bounds left-associative
-  // chains like a+b+c+...) and of statement blocks (indentation, elif chains).
+  // the height of the expression tree, where a chain a+b+c+... does not count)
+  // and of statement blocks (indentation, elif chains).
   static constexpr unsigned kMaxExprDepth = 200;
   static constexpr unsigned kMaxBlockDepth = 200;
+  // Most binary operators in one chain: more than Python 3.11 compiles (about
+  // 3000); the optimiser's time grows faster than linearly with the chain.
+  static constexpr unsigned kMaxChainLength = 5000;
 
   explicit Parser(std::shared_ptr<const SourceFile> file);
   Module parseModule();
@@ -109,6 +112,7 @@ private:
   unsigned blockDepth_ = 0;
   unsigned functionDepth_ = 0; // inside a def: `try` is not part of the kernel language
   std::unordered_map<const Expr *, unsigned> heights_;
+  std::unordered_map<const Expr *, unsigned> chainLengths_; // BinOps: operators down the lhs links
 };
 
 // Short descriptions for "cannot assign to ..." messages: "function call", ...

@@ -272,10 +272,14 @@ SValue Specializer::eval(const ast::Expr &e) {
   case ast::ExprKind::Slice: error(e.loc, "a slice is only allowed inside []");
   case ast::ExprKind::Call: return evalCall(cast<ast::Call>(e));
   case ast::ExprKind::BinOp: {
-    auto &b = cast<ast::BinOp>(e);
-    SValue lhs = eval(*b.lhs);
-    SValue rhs = eval(*b.rhs);
-    return binary(b.op, lhs, rhs, e.loc);
+    // a + b + c + ...: the left operands in a loop (any length), in Python's order.
+    std::vector<const ast::BinOp *> spine = ast::binOpSpine(cast<ast::BinOp>(e));
+    SValue lhs = eval(*spine.back()->lhs);
+    for (auto b = spine.rbegin(); b != spine.rend(); ++b) {
+      SValue rhs = eval(*(*b)->rhs);
+      lhs = binary((*b)->op, lhs, rhs, (*b)->loc);
+    }
+    return lhs;
   }
   case ast::ExprKind::UnaryOp: {
     auto &u = cast<ast::UnaryOp>(e);

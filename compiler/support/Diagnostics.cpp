@@ -19,6 +19,8 @@ std::string_view SourceFile::lineText(uint32_t line) const {
   std::string_view view(text.data() + begin, end - begin);
   if (!view.empty() && view.back() == '\r')
     view.remove_suffix(1);
+  if (begin == 0 && view.substr(0, 3) == "\xEF\xBB\xBF")
+    view.remove_prefix(3); // a byte-order mark is no part of the first line (the lexer skips it)
   return view;
 }
 

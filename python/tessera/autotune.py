@@ -42,7 +42,7 @@ import tempfile
 import time
 
 from . import _env, _ext
-from .errors import TesseraError
+from .errors import TesseraError, describe_value
 
 FORMAT = "tessera-autotune-1"
 
@@ -167,6 +167,13 @@ class Heuristics(KernelInterface):
 
 def heuristics(values):
     """Decorator: @tessera.heuristics({"EVEN_N": lambda args: args["n"] % 128 == 0})."""
+    if not isinstance(values, dict):
+        raise TypeError("heuristics() takes a dict {name: function of the arguments}, "
+                        f"got {describe_value(values)}")
+    for name, heuristic in values.items():
+        if not callable(heuristic):
+            raise TypeError(f"heuristics(): the value for {name!r} must be a function of the arguments "
+                            f"(lambda args: ...), got {describe_value(heuristic)}")
     def decorator(fn):
         return Heuristics(fn, values)
     return decorator
@@ -363,13 +370,14 @@ class Autotuner(KernelInterface):
         self.fn = fn
         self.base_fn = _base_jit(fn).fn  # Triton's: the Python function under the decorators
         self.nargs = None
-        self.configs = list(configs) if configs else [Config({})]
-        self.keys = list(key)
+        self.configs = _checked_configs(configs)
+        self.keys = _checked_key(key)
+        self._keys_checked = False  # the names, against the kernel's parameters (at the first tuning)
         self.reset_to_zero = list(reset_to_zero or [])
         self.restore_value = list(restore_value or [])
         self.user_pre_hook = pre_hook
         self.user_post_hook = post_hook
-        prune = prune_configs_by or {}
+        prune = _checked_prune(prune_configs_by)
         self.perf_model = prune.get("perf_model")
         self.top_k = prune.get("top_k", 1.0)
         self.early_config_prune = prune.get("early_config_prune")
@@ -390,6 +398,19 @@ class Autotuner(KernelInterface):
         return self.fn.arg_names
 
     # -- keys and identity
+    def _check_key_names(self):
+        """Every key entry names a parameter of the kernel: one that does not would be left out of
+        the key, and a tuning for one size reused for every other."""
+        if self._keys_checked:
+            return
+        names = self.arg_names
+        for entry in self.keys:
+            name = entry if isinstance(entry, str) else entry[0]
+            if name not in names:
+                raise ValueError(f"autotune(): key {name!r} is not a parameter of {self.__name__} "
+                                 f"(its parameters: {', '.join(names)})")
+        self._keys_checked = True
+
     def _named(self, args, kwargs):
         named = dict(zip(self.arg_names, args))
         named.update({k: v for k, v in kwargs.items() if k in self.arg_names})
@@ -436,12 +457,16 @@ class Autotuner(KernelInterface):
         configs = self.configs
         if self.early_config_prune:
             configs = self.early_config_prune(configs, named, **kwargs)
+            if not configs:  # (Triton refuses this too)
+                raise ValueError(f"{self.__name__}: prune_configs_by's early_config_prune kept none of the "
+                                 f"{len(self.configs)} configs; it must return at least one tessera.Config")
         if self.perf_model:
             top_k = self.top_k
             if isinstance(top_k, float) and top_k <= 1.0:
                 top_k = max(1, int(len(self.configs) * top_k))
-            elif not isinstance(top_k, int):
-                raise TypeError("prune_configs_by['top_k'] must be an int or a float <= 1.0")
+            elif not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+                raise TypeError("prune_configs_by['top_k'] must be an int >= 1 or a float <= 1.0, "
+                                f"got {describe_value(top_k)}")
             if len(configs) > top_k:
                 est = [(self.perf_model(**named, **kwargs, **c.all_kwargs()), i, c) for i, c in enumerate(configs)]
                 configs = [c for _, _, c in sorted(est, key=lambda t: (t[0], t[1]))[:top_k]]
@@ -553,6 +578,7 @@ class Autotuner(KernelInterface):
         for k in kwargs:
             if any(k in c.all_kwargs() for c in self.configs):
                 raise ValueError(f"{self.__name__}(): '{k}' is set by the autotuner's configs; do not pass it")
+        self._check_key_names()
         named = self._named(args, kwargs)
         self._benchmarked_now = False
         if len(self.configs) == 1:  # nothing to choose from (Triton: no tuning either)
@@ -646,6 +672,56 @@ class Autotuner(KernelInterface):
         return [self.fn.warmup(*args, **kwargs, **c.all_kwargs()) for c in self.prune_configs(named, kwargs)]
 
 
+def _checked_configs(configs):
+    """autotune()'s configs as a list, each a Config (a dict would otherwise fail later, far away)."""
+    if isinstance(configs, Config):
+        raise TypeError("autotune(): configs must be a list of tessera.Config, got one Config (write configs=[...])")
+    if isinstance(configs, (dict, str)) or not hasattr(configs, "__iter__"):
+        raise TypeError(f"autotune(): configs must be a list of tessera.Config, got {describe_value(configs)}")
+    configs = list(configs)
+    if not configs:  # Triton's rule: no configs is one default Config (num_warps 4, num_stages 3)
+        return [Config({})]
+    for i, config in enumerate(configs):
+        if not isinstance(config, Config):
+            hint = f" (write tessera.Config({config!r}))" if isinstance(config, dict) else ""
+            raise TypeError(f"autotune(): configs[{i}] must be a tessera.Config, got {describe_value(config)}{hint}")
+    return configs
+
+
+def _checked_key(key):
+    """autotune()'s key as a list of entries, each a parameter name or a (name, function) pair."""
+    if isinstance(key, str):  # Triton would take it letter by letter
+        raise TypeError(f"autotune(): key must be a list of parameter names, got the string {key!r} "
+                        f"(write key=[{key!r}])")
+    if not isinstance(key, (list, tuple)):
+        raise TypeError(f"autotune(): key must be a list of parameter names, got {describe_value(key)}")
+    for i, entry in enumerate(key):
+        pair = isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str) and callable(entry[1])
+        if not isinstance(entry, str) and not pair:
+            raise TypeError(f"autotune(): key[{i}] must be a parameter name or a (name, function) pair, "
+                            f"got {describe_value(entry)}")
+    return list(key)
+
+
+PRUNE_ENTRIES = ("early_config_prune", "perf_model", "top_k")
+
+
+def _checked_prune(prune_configs_by):
+    """prune_configs_by as a dict of Triton's three entries (a misspelt one would be ignored)."""
+    if prune_configs_by is None:
+        return {}
+    if not isinstance(prune_configs_by, dict):
+        raise TypeError("autotune(): prune_configs_by must be a dict with early_config_prune, perf_model "
+                        f"and/or top_k, got {describe_value(prune_configs_by)}")
+    for name, value in prune_configs_by.items():
+        if name not in PRUNE_ENTRIES:
+            raise ValueError(f"autotune(): prune_configs_by has no entry {name!r} "
+                             f"(its entries: {', '.join(PRUNE_ENTRIES)})")
+        if name != "top_k" and value is not None and not callable(value):
+            raise TypeError(f"autotune(): prune_configs_by[{name!r}] must be a function, got {describe_value(value)}")
+    return prune_configs_by
+
+
 def do_bench_default(call, warmup, rep):
     return do_bench(call, warmup=warmup, rep=rep)
 
@@ -673,12 +749,18 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
              post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=True):
     """Decorator (Triton's triton.autotune): tune `configs` for each value of the `key` arguments.
 
+    configs: a non-empty list of Config; key: a list of parameter names (or (name, f) pairs), each
+    checked against the kernel's parameters at the first tuning.
+
     prune_configs_by: {"early_config_prune": f(configs, named_args, **kwargs) -> configs,
                        "perf_model": f(**named_args, **kwargs, **config) -> estimated ms, "top_k": int or fraction}
     reset_to_zero / restore_value: names of tensor arguments zeroed before / restored after each timed run.
     do_bench: f(call) -> ms, replacing the CUDA-event timer (call.config is the config being timed).
     Results always persist in the cache directory (cache_results is accepted for Triton's sake).
     """
+    # Checked at the decorator's line, not at a launch far away.
+    configs, key, prune_configs_by = _checked_configs(configs), _checked_key(key), _checked_prune(prune_configs_by)
+
     def decorator(fn):
         return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, warmup=warmup,

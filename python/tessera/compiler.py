@@ -15,6 +15,7 @@ import os
 
 from . import _compose, _ext
 from ._compiled_kernel import CompiledKernel
+from .errors import describe_value
 from .jit import JITFunction, _check_backend, compose
 
 
@@ -30,6 +31,7 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     on an SM; None: ptxas's choice.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
+    _check_options(signature, constexprs, num_warps, num_stages, target, kernel, maxnreg)
     C = _ext.require()
     backend = _check_backend(backend)
     if isinstance(fn, (str, os.PathLike)):
@@ -56,3 +58,42 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0))
 
+
+
+def _is_int(value):
+    return hasattr(type(value), "__index__") and not isinstance(value, bool)  # int, numpy ints
+
+
+def _check_options(signature, constexprs, num_warps, num_stages, target, kernel, maxnreg):
+    """Each argument of compile() has the type it needs, else a TypeError naming it (not the
+    extension's list of overloads)."""
+    def wrong(what, value):
+        return TypeError(f"tessera.compile(): {what}, got {describe_value(value)}")
+    if isinstance(signature, (list, tuple)):
+        for i, entry in enumerate(signature):
+            if not isinstance(entry, str):
+                raise wrong(f'signature[{i}] must be a string like "*fp32:16" or "i32"', entry)
+    elif not isinstance(signature, str):
+        raise wrong('signature must be a string like "*fp32:16,i32" or a list of such entries', signature)
+    if constexprs is not None:
+        if not isinstance(constexprs, dict):
+            raise wrong("constexprs must be a dict {name: value}", constexprs)
+        for name in constexprs:
+            if not isinstance(name, str):
+                raise wrong("constexprs' keys must be parameter names (strings)", name)
+    if not _is_int(num_warps):
+        raise wrong("num_warps must be an int (a power of 2 between 1 and 32)", num_warps)
+    if not 1 <= num_warps <= 32:  # (the power of 2 is checked by the compiler)
+        raise ValueError(f"num_warps must be a power of 2 between 1 and 32, got {num_warps}")
+    if not _is_int(num_stages):
+        raise wrong("num_stages must be an int", num_stages)
+    if not 1 <= num_stages < 2 ** 31:
+        raise ValueError(f"tessera.compile(): num_stages must be a positive int, got {num_stages}")
+    if target is not None and not isinstance(target, str):
+        raise wrong('target must be a string like "sm_90a" ("" or None: the current GPU\'s)', target)
+    if kernel is not None and not isinstance(kernel, str):
+        raise wrong("kernel must be the name of a @jit function (a string)", kernel)
+    if maxnreg is not None and not _is_int(maxnreg):
+        raise wrong("maxnreg must be an int (16..255) or None", maxnreg)
+    if maxnreg is not None and not (maxnreg == 0 or 16 <= maxnreg <= 255):
+        raise ValueError(f"maxnreg must be between 16 and 255 registers a thread (or 0: no limit), got {maxnreg}")

@@ -9,8 +9,10 @@
         └── OutOfResources            Triton's name for "needs more than the hardware has" (required, limit, name)
 
 Argument errors are TypeError / ValueError naming the argument (NumWarpsError: a ValueError
-that is also an AssertionError, ArgumentOverflowError: also an OverflowError, as in Triton).
+that is also an AssertionError, ArgumentOverflowError: also an OverflowError, as in Triton;
+describe_value() shows what was given instead).
 """
+import reprlib
 
 
 def _bare_message(message):
@@ -18,6 +20,15 @@ def _bare_message(message):
     first = str(message).split("\n", 1)[0]
     at = first.find(": error: ")
     return first[at + len(": error: "):] if at >= 0 else None
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+
+
+def describe_value(value):
+    """"int 42", "list [('BLOCK', 256)]": a wrong argument's type and (shortened) value, for messages."""
+    return f"{type(value).__name__} {_SHORT.repr(value)}"
 
 
 class TesseraError(Exception):

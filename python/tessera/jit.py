@@ -50,6 +50,7 @@ import textwrap
 
 from . import _compose, _env, _ext, _source, _source_cache
 from ._compiled_kernel import CompiledKernel, specialization_proxy
+from .errors import describe_value
 
 BACKENDS = ("llvm", "nvrtc")
 
@@ -75,8 +76,16 @@ def _without_decorators(text):
     return text
 
 
+def _check_function(fn):
+    # The front-end compiles the function's source text, which only a Python function has.
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise TypeError("tessera.jit() takes a Python function (write @tessera.jit above a def), "
+                        f"got {describe_value(fn)}")
+
+
 class JITFunction(_ext.JitFunctionBase):
     def __init__(self, fn, **options):
+        _check_function(fn)
         self.fn = fn
         self.options = options
         self.__name__ = fn.__name__

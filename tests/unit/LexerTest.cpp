@@ -283,8 +283,13 @@ TEST(Lexer, InvalidCharacters) {
             "      ^");
   EXPECT_NE(lexError("x = \xE2\x82\xAC\n").find("1:5: error: invalid character '\xE2\x82\xAC' (U+20AC)"),
             std::string::npos);
-  EXPECT_NE(lexError("x\x01").find("1:2: error: invalid character U+0001"), std::string::npos);
+  EXPECT_NE(lexError("x\x01").find("1:2: error: invalid non-printable character U+0001"), std::string::npos);
   EXPECT_NE(lexError("x \xFF").find("1:3: error: invalid UTF-8 byte 0xFF"), std::string::npos);
+  // Invisible characters are named by number, as Python does, not printed.
+  EXPECT_NE(lexError("x =\xC2\xA0" "1\n").find("1:4: error: invalid non-printable character U+00A0"),
+            std::string::npos);
+  EXPECT_NE(lexError("x = 1\xE2\x80\x8B\n").find("1:6: error: invalid non-printable character U+200B"),
+            std::string::npos);
   EXPECT_NE(lexError("x !").find("1:3: error: invalid character '!'"), std::string::npos);
 }
 
@@ -294,6 +299,41 @@ TEST(Lexer, NulBytesAreRejectedFirst) {
             "k.py:2:7: error: source code cannot contain null bytes\n"
             "s = 'a b'\n"
             "      ^");
+}
+
+TEST(Lexer, ByteOrderMarkAtTheStartIsSkipped) {
+  EXPECT_EQ(dump("\xEF\xBB\xBFx = 1\n"), "x = int:1 NL END");
+  std::vector<Token> toks = lex("\xEF\xBB\xBF  x\n");
+  EXPECT_EQ(toks[0].kind, TokenKind::Indent); // the mark is no indentation either
+  EXPECT_EQ(toks[1].loc.col, 3u);
+  // Columns do not count it, and the quoted line does not show it.
+  EXPECT_EQ(lexError("\xEF\xBB\xBFx = $\n"),
+            "k.py:1:5: error: invalid character '$'\n"
+            "x = $\n"
+            "    ^");
+}
+
+TEST(Lexer, ByteOrderMarkElsewhereIsAnError) {
+  EXPECT_EQ(lexError("x = 1\n\xEF\xBB\xBFy = 2\n"),
+            "k.py:2:1: error: invalid non-printable character U+FEFF\n"
+            "\xEF\xBB\xBFy = 2\n"
+            "^");
+}
+
+TEST(Lexer, TextThatIsNotUtf8IsAnErrorEvenInAComment) {
+  // Python refuses such a file; the whole text is checked before the first
+  // token (the syntax error on line 1 comes later), and the quoted line
+  // shows the bad bytes as '?' so that the message is UTF-8.
+  EXPECT_EQ(lexError("x = = 1\ny = 2  # caf\xE9 \xFF\n"),
+            "k.py:2:13: error: invalid UTF-8 byte 0xE9: a kernel file must be UTF-8, as Python source is\n"
+            "y = 2  # caf? ?\n"
+            "            ^");
+  EXPECT_NE(lexError("s = 'a\x80'\n").find("1:7: error: invalid UTF-8 byte 0x80"), std::string::npos);
+  EXPECT_NE(lexError("# \xC0\x80\n").find("1:3: error: invalid UTF-8 byte 0xC0"), std::string::npos); // overlong
+  EXPECT_NE(lexError("# \xED\xA0\x80\n").find("1:3: error: invalid UTF-8 byte 0xED"),
+            std::string::npos); // a surrogate
+  EXPECT_NE(lexError("# \xE2\x82\n").find("1:3: error: invalid UTF-8 byte 0xE2"), std::string::npos); // cut
+  EXPECT_EQ(dump("# caf\xC3\xA9 \xF0\x9F\x98\x80\nx\n"), "x NL END");
 }
 
 TEST(Lexer, BracketErrors) {

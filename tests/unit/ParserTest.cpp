@@ -636,12 +636,12 @@ TEST(ParserErrors, NestingLimits) {
     power += "**2";
   EXPECT_NE(parseError(power + "\n").find("error: expression nested too deeply"),
             std::string::npos);
-  // Left-associative chains are built by loops, but their height is limited too.
-  std::string chain = "x = 1";
+  // Nesting on the right of a binary operator is nesting.
+  std::string right = "x = 1";
   for (int i = 0; i < 300; ++i)
-    chain += "+1";
-  EXPECT_EQ(parseError(chain + "\n").substr(0, 47),
-            "k.py:1:5: error: expression nested too deeply\nx");
+    right += "+(1";
+  EXPECT_NE(parseError(right + std::string(300, ')') + "\n").find("error: expression nested too deeply"),
+            std::string::npos);
   std::string attrs = "x = a";
   for (int i = 0; i < 300; ++i)
     attrs += ".b";
@@ -651,6 +651,23 @@ TEST(ParserErrors, NestingLimits) {
   for (int i = 0; i < 300; ++i)
     elifs += "elif a: pass\n";
   EXPECT_NE(parseError(elifs).find("error: too many statically nested blocks"), std::string::npos);
+}
+
+TEST(Parser, ChainsOfBinaryOperatorsAreNotNesting) {
+  // a + b + c + ... up to 5000 operators, an operand itself as deep as allowed.
+  std::string chain = "x = 1", deep = std::string(150, '(') + "1" + std::string(150, ')');
+  for (int i = 0; i < 5000; ++i)
+    chain += i % 2 ? "+1" : i % 1000 ? "-2" : "-" + deep;
+  std::string printed = printAST(parse(chain + "\n"));
+  EXPECT_EQ(printed.substr(0, 53), "(module\n  (assign (name x) (binop + (binop - (binop +");
+  EXPECT_EQ(printed.substr(printed.size() - 13), "(const 1))))\n");
+  EXPECT_NE(parseError(chain + "+1\n")
+                .find("k.py:1:5: error: expression too long: more than 5000 binary operators in one chain "
+                      "(split it over several statements)\nx = 1"),
+            std::string::npos);
+  // Printed with the left operands first, as a recursive walk would.
+  EXPECT_EQ(dump("x = a - b + c * d\n"),
+            "(module\n  (assign (name x) (binop + (binop - (name a) (name b)) (binop * (name c) (name d)))))\n");
 }
 
 TEST(Parser, Spellings) {
