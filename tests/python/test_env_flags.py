@@ -62,7 +62,7 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 @pytest.mark.parametrize("value", [None, "", "0", "off", "false", "no", "1", " 0"], ids=repr)
 def test_python_and_the_compiler_read_wgmma_alike(monkeypatch, tmp_path, value):
-    """The kernel tables (kernels/_target.py) take the wgmma configs exactly when the compiler's
+    """The kernel tables (python/tessera/kernels/_target.py) take the wgmma configs exactly when the compiler's
     sm_90a dots are wgmma."""
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path))
     _set(monkeypatch, "TESSERA_WGMMA", value)

@@ -1,5 +1,5 @@
 """tl.sort, tl.gather, tl.histogram and int <-> pointer casts through the host interpreter,
-against numpy (the kernels are python/lang_kernels/data_ops.py, which test_lang_data.py
+against numpy (the kernels are tests/python/lang_kernels/data_ops.py, which test_lang_data.py
 compiles for the GPU). tl.inline_asm_elementwise cannot run there: one clear error."""
 import importlib.util
 import pathlib

@@ -1,5 +1,5 @@
 """tl.sort, tl.gather, tl.histogram, tl.inline_asm_elementwise and int <-> pointer casts
-(python/lang_kernels/data_ops.py) compile and assemble for sm_80 and sm_90a through both
+(tests/python/lang_kernels/data_ops.py) compile and assemble for sm_80 and sm_90a through both
 back-ends (LLVM's NVPTX and CUDA C++ through NVRTC); their IR has the ops we expect.
 Interpreter results against numpy: test_interpreter_data.py."""
 import pytest
