@@ -340,7 +340,7 @@ SValue Specializer::makeTensorDescriptor(CallArgs &args) {
   const int64_t lastBytes = blockShape.back().c.intValue * elemBytes;
   if (lastBytes < 16)
     error(b.locs[3], "Descriptor block shape must have at least 16 bytes in the last dimension, but got " +
-                         std::to_string(blockShape.back().c.intValue) + " * " + std::to_string(elemBytes) + " = " +
+                         std::to_string(lastBytes / elemBytes) + " * " + std::to_string(elemBytes) + " = " +
                          std::to_string(lastBytes) + " bytes");
   const SValue &lastStride = strides.elems.back();
   if (!lastStride.isConst() || (lastStride.c.kind != CK::Int && lastStride.c.kind != CK::Bool) ||

@@ -345,7 +345,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
         return SValue::tuple(std::move(dims));
       }
       if (attr != "load" && attr != "store")
-        error(e.loc, "a tensor descriptor has no attribute '" + attr + "' (it has dtype, block_shape, load and store)");
+        error(loc, "a tensor descriptor has no attribute '" + attr + "' (it has dtype, block_shape, load and store)");
     }
     if (attr == "dtype") return SValue::dtypeOf(base.value->type.element());
     // Triton's x.type: the dtype for a scalar, a block type (element_ty, shape, ...) for a block.
@@ -383,7 +383,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       m.elems = {base};
       return m;
     }
-    error(e.loc, "a tensor descriptor has no attribute '" + attr +
+    error(loc, "a tensor descriptor has no attribute '" + attr +
                      "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
