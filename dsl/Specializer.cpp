@@ -505,6 +505,37 @@ void Specializer::execAssign(const ast::Expr &target, const SValue &value) {
   error(target.loc, "unsupported assignment target");
 }
 
+// Triton's visit_Assign (_sanitize_value): a Python number (int, float, bool,
+// constexpr) bound by a plain or augmented assignment becomes a scalar tensor of
+// its to_tensor type (ints by range i32/u32/i64/u64, floats f32 or f64, bools
+// i1), so `a = 100; x_i8 * a` is i32 and `acc = 0; acc.to(...)` works. Only
+// `x: tl.constexpr = ...` keeps a compile-time constant. None, dtypes, functions
+// and strings stay. The elements of a tuple literal (`a, b = 1, 2`) are
+// converted one by one; other tuples (`M, N = x.shape`: Python tuples, which
+// Triton refuses to assign) stay constant, as tessera always had them.
+SValue Specializer::assignedValue(const ast::Expr &target, const SValue &value, const ast::Expr *valueExpr,
+                                  SourceLoc loc) {
+  if (value.kind == SValue::Kind::Tuple) {
+    if (!valueExpr || !(isa<ast::Tuple>(valueExpr) || isa<ast::List>(valueExpr))) return value;
+    const std::vector<ast::ExprPtr> *names = nullptr;
+    if (auto *t = dyn_cast<ast::Tuple>(&target)) names = &t->elts;
+    if (auto *l = dyn_cast<ast::List>(&target)) names = &l->elts;
+    SValue t = value;
+    for (size_t i = 0; i < t.elems.size(); ++i) {
+      const ast::Expr &elemTarget = names && names->size() == t.elems.size() ? *(*names)[i] : target;
+      t.elems[i] = assignedValue(elemTarget, t.elems[i], valueExpr, loc);
+    }
+    return t;
+  }
+  if (!value.isConst()) return value;
+  ConstexprValue::Kind k = value.c.kind;
+  if (k != ConstexprValue::Kind::Int && k != ConstexprValue::Kind::Float && k != ConstexprValue::Kind::Bool)
+    return value;
+  ir::Value *v = toIR(value, loc);
+  if (auto *n = dyn_cast<ast::Name>(&target)) assignedNumbers_[v] = {n->id, value.c.str()};
+  return SValue::ir(v);
+}
+
 Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   // IR ops carry locations in the user's file: the prelude's statements keep
   // the location of the user's tl.* call (callPrelude), so that an error found
@@ -521,7 +552,7 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   case ast::StmtKind::Assign: {
     auto &a = cast<ast::Assign>(s);
     SValue v = eval(*a.value);
-    for (const auto &t : a.targets) execAssign(*t, v);
+    for (const auto &t : a.targets) execAssign(*t, assignedValue(*t, v, a.value.get(), a.value->loc));
     return Flow::Normal;
   }
   case ast::StmtKind::AugAssign: {
@@ -530,12 +561,20 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
       error(a.target->loc, "augmented assignment needs a plain name on the left");
     SValue current = eval(*a.target);
     SValue rhs = eval(*a.value);
-    execAssign(*a.target, binary(a.op, current, rhs, s.loc));
+    execAssign(*a.target, assignedValue(*a.target, binary(a.op, current, rhs, s.loc), nullptr, s.loc));
     return Flow::Normal;
   }
   case ast::StmtKind::AnnAssign: {
     auto &a = cast<ast::AnnAssign>(s);
-    if (a.value) execAssign(*a.target, eval(*a.value));
+    if (!a.value) return Flow::Normal;
+    SValue v = eval(*a.value);
+    if (!isConstexprAnnotation(a.annotation.get())) {
+      execAssign(*a.target, assignedValue(*a.target, v, a.value.get(), a.value->loc));
+      return Flow::Normal;
+    }
+    if (v.isIR())
+      error(a.value->loc, "a name annotated tl.constexpr needs a compile-time value, but this is " + describe(v));
+    execAssign(*a.target, v);
     return Flow::Normal;
   }
   case ast::StmtKind::If:

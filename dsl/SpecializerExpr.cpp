@@ -41,6 +41,12 @@ std::string Specializer::describe(const SValue &v) const {
 
 ConstexprValue Specializer::requireConst(const SValue &v, SourceLoc loc, const std::string &what) const {
   if (v.isConst()) return v.c;
+  if (auto it = v.isIR() ? assignedNumbers_.find(v.value) : assignedNumbers_.end(); it != assignedNumbers_.end()) {
+    const auto &[name, number] = it->second;
+    error(loc, what + " must be a constexpr, but '" + name + "' is a scalar tensor: as in Triton, `" + name + " = " +
+                   number + "` makes one; write `" + name + ": tl.constexpr = " + number +
+                   "` to keep a compile-time constant");
+  }
   error(loc, what + " must be a constexpr (a literal, a tl.constexpr parameter or a global), but it is " + describe(v));
 }
 

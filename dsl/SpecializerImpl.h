@@ -155,6 +155,8 @@ public:
   Flow execBody(const ast::Body &body, size_t start = 0);
   Flow execStmt(const ast::Stmt &s);
   void execAssign(const ast::Expr &target, const SValue &value);
+  // Triton's visit_Assign: a plain assignment turns a Python number into a scalar tensor.
+  SValue assignedValue(const ast::Expr &target, const SValue &value, const ast::Expr *valueExpr, SourceLoc loc);
   Flow execIf(const ast::If &s);
   Flow execFor(const ast::For &s);
   Flow execWhile(const ast::While &s);
@@ -199,6 +201,10 @@ private:
   bool collectModuleStatements(const ast::Body &body, bool inTry);
   // Module globals bound under an `if` whose condition does not fold: where.
   std::map<std::string, SourceLoc> undecidedGlobals_;
+  // Scalar tensors made by `name = <number>`: the name and the number, for the hint
+  // of requireConst (`name: tl.constexpr = <number>` keeps a compile-time constant).
+  struct AssignedNumber { std::string name, number; };
+  std::map<const ir::Value *, AssignedNumber> assignedNumbers_;
   SValue evalGlobal(const ast::Expr &e);
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);

@@ -161,7 +161,7 @@ def _kernel_text(fn_name, kinds, ndim, fast, wide):
         params += ["n_rows", "n_cols"] + [f"D{d}" for d in range(1, outer)]
         params += ["BLOCK: tl.constexpr", "BLOCK_C: tl.constexpr"]
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        lines += ["    BLOCK_R = BLOCK // BLOCK_C",
+        lines += ["    BLOCK_R: tl.constexpr = BLOCK // BLOCK_C",
                   f"    rows = {pid} * BLOCK_R + tl.arange(0, BLOCK_R)",
                   "    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)"]
         if wide:

@@ -21,7 +21,7 @@ def min_max_kernel(x_ptr, out_ptr, n, lo):
     a = max(x, lo)             # a block and a runtime scalar: tl.maximum
     b = min(x, 5.0, a + 1.0)   # three operands: a left fold
     c = min(n, 7)              # runtime scalar and a literal
-    d = max(3, 9, 4)           # constexprs fold
+    d: tl.constexpr = max(3, 9, 4)  # constexprs fold (a plain `d = ...` would be a scalar tensor)
     tl.static_assert(d == 9)
     tl.store(out_ptr + offs, a)
     tl.store(out_ptr + 16 + offs, b)
