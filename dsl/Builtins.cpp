@@ -62,9 +62,6 @@ std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, Sourc
 SValue Specializer::reduce(ir::Value *x, const SValue &axisArg, const std::string &kind, bool keepDims, SourceLoc loc) {
   if (!x->type.isBlock()) return SValue::ir(x); // reducing a scalar is the identity
   if (x->type.pointer) error(loc, "cannot reduce a block of pointers");
-  // Small ints and bools are summed in i32, as Triton does.
-  if (kind == "sum" && x->type.isIntElement() && bitWidth(x->type.scalar) < 32)
-    x = castElement(x, ir::Type(ScalarType::I32));
   if (axisArg.isNone()) {
     // Reduce over every dim: innermost first.
     ir::Value *v = x;
@@ -548,7 +545,11 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       // tl.sum(input, axis=None, keep_dims=False, dtype=None): positional order differs.
       b = bind(*this, args, "tl.sum", {{"input", true}, {"axis", false}, {"keep_dims", false}, {"dtype", false}});
       ir::Value *x = toIR(b[0], b.locs[0]);
-      if (b.has(3)) x = castElement(x, requireDType(b[3], b.locs[3], "sum's dtype"));
+      // Triton's _pick_sum_dtype: the dtype given, else ints narrower than 32 bits widen to int32 / uint32
+      // (by their signedness; int1 counts as unsigned).
+      if (b.has(3) && !b[3].isNone()) x = castElement(x, requireDType(b[3], b.locs[3], "sum's dtype"));
+      else if (x->type.isIntElement() && bitWidth(x->type.scalar) < 32)
+        x = castElement(x, ir::Type(isSigned(x->type.scalar) ? ScalarType::I32 : ScalarType::U32));
       bool keep = b.has(2) && requireInt(b[2], b.locs[2], "keep_dims");
       return reduce(x, b[1], "sum", keep, loc);
     }

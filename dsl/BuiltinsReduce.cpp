@@ -282,6 +282,7 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
       if (out.isFloatElement() != elem.isFloatElement())
         error(b.locs[6], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
                              " out_dtype, got " + out.str());
+      if (elem.isIntElement()) out = ir::Type(ScalarType::I32); // Triton: int8 dots give int32, whatever out_dtype says
     }
     ir::Value *acc;
     if (b.has(2)) {

@@ -431,3 +431,21 @@ def split_function_args(kernel, args, kwargs):
                 new_kwargs[names[i]] = args[i]
         new_args = new_args[:first]
     return functions, tuple(new_args), new_kwargs
+
+
+def kernel_source(fn):
+    """(text, path, first_line) to compile the Python function `fn` from."""
+    return kernel_source_and_dependencies(fn)[:3]
+
+
+def kernel_source_and_dependencies(fn):
+    """kernel_source(fn) and whether the text depends on other modules than the kernel's file
+    (their @jit functions are appended: _compose.foreign_source), so that it may not be
+    remembered by the file's text alone."""
+    text, path, first_line = _source.own_source(fn)
+    if first_line != 1:
+        return text, path, first_line, False
+    extra, elsewhere = foreign_source(fn, text, path)
+    if extra:
+        text = text + ("" if text.endswith("\n") else "\n") + extra
+    return text, path, first_line, elsewhere

@@ -216,26 +216,9 @@ def _reduce(text, lines, name, first_line, module_globals=None):
     return "".join(out)
 
 
-def kernel_source(fn):
-    """(text, path, first_line) to compile the Python function `fn` from."""
-    return kernel_source_and_dependencies(fn)[:3]
-
-
-def kernel_source_and_dependencies(fn):
-    """kernel_source(fn) and whether the text depends on other modules than the kernel's file
-    (their @jit functions are appended: _compose.foreign_source), so that it may not be
-    remembered by the file's text alone."""
-    text, path, first_line = _own_source(fn)
-    if first_line != 1:
-        return text, path, first_line, False
-    from ._compose import foreign_source  # (_compose imports jit, which imports this module)
-    extra, elsewhere = foreign_source(fn, text, path)
-    if extra:
-        text = text + ("" if text.endswith("\n") else "\n") + extra
-    return text, path, first_line, elsewhere
-
-
-def _own_source(fn):
+def own_source(fn):
+    """(text, path, first_line): the reduced text of `fn`'s own file (_compose.kernel_source adds
+    what it takes from other modules)."""
     code = fn.__code__
     path = code.co_filename
     first_line = code.co_firstlineno

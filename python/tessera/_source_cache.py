@@ -70,7 +70,7 @@ def jit_kernel(C, fn, name, defaults, do_not_specialize):
                                params=params)
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    text, file, first_line, elsewhere = _source.kernel_source_and_dependencies(fn)
+    text, file, first_line, elsewhere = _compose.kernel_source_and_dependencies(fn)
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
     if path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
         _write_entry(path, {"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]})

@@ -129,7 +129,7 @@ class JITFunction(_ext.JitFunctionBase):
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
-        return _source.kernel_source(self.fn)
+        return _compose.kernel_source(self.fn)
 
     def _unsafe_update_src(self, new_src):
         """Triton's JITFunction._unsafe_update_src: from now on the kernel is the function `new_src`

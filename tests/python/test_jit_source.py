@@ -9,7 +9,7 @@ import pytest
 
 import tessera
 import tessera.language as tl
-from tessera import _source
+from tessera import _compose
 
 SCALE = tl.constexpr(3)
 NOT_A_CONSTANT = {"a": 1}  # the front-end cannot parse dicts: blanked out
@@ -79,7 +79,7 @@ def test_module_globals_and_callees_are_resolved_by_the_front_end():
 
 
 def test_reduced_source_keeps_every_line_in_place():
-    text, path, first_line = _source.kernel_source(uses_global_and_callee.fn)
+    text, path, first_line = _compose.kernel_source(uses_global_and_callee.fn)
     assert path == __file__ and first_line == 1
     original = open(__file__).read().splitlines()
     reduced = text.splitlines()

@@ -366,11 +366,7 @@ float64 = dtype("fp64")
 pi32_t = pointer_type(int32)
 
 
-def _device_only(name):
-    def fn(*args, **kwargs):
-        raise RuntimeError(f"tessera.language.{name} can only be called inside a @tessera.jit kernel")
-    fn.__name__ = name
-    return fn
+from ._device import _device_only  # noqa: E402
 
 
 for _name in [
