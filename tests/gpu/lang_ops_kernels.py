@@ -171,7 +171,7 @@ def reduce_kernel(x_ptr, out_ptr, idx_ptr, OP: tl.constexpr, AXIS: tl.constexpr,
     else:  # xor_sum of the bits
         i = tl.xor_sum(x.to(tl.int32, bitcast=True), axis=AXIS)
         r = i.to(tl.float32)
-    n = r.shape[0]
+    n: tl.constexpr = r.shape[0]  # as in Triton, a plain `n = ...` would make a scalar tensor
     tl.store(out_ptr + tl.arange(0, n), r)
     tl.store(idx_ptr + tl.arange(0, n), i)
 
