@@ -1,6 +1,7 @@
 // Internals of the specialiser, shared by Specializer.cpp (statements and
-// control flow), SpecializerExpr.cpp (expressions, promotion, broadcasting)
-// and Builtins.cpp (the tl.* functions).
+// control flow), SpecializerExpr.cpp (expressions, promotion, broadcasting),
+// SpecializerOperators.cpp (binary, comparison and unary operators, constant
+// folding) and Builtins.cpp (the tl.* functions).
 #pragma once
 
 #include "dsl/Specializer.h"
@@ -94,6 +95,7 @@ public:
   SValue evalBoolOp(const ast::BoolOp &e);
   SValue evalIfExp(const ast::IfExp &e);
   SValue branchingIfExp(const ast::IfExp &e, ir::Value *cond);
+  // (SpecializerOperators.cpp)
   SValue unary(ast::UnaryOperator op, const SValue &v, SourceLoc loc);
   SValue binary(ast::BinaryOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
