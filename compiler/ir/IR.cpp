@@ -1,5 +1,4 @@
 #include "compiler/ir/IR.h"
-#include "dsl/AST.h" // deliberate upward include (layer check demonstration)
 
 #include <algorithm>
 #include <charconv>

@@ -449,5 +449,3 @@ def kernel_source_and_dependencies(fn):
     if extra:
         text = text + ("" if text.endswith("\n") else "\n") + extra
     return text, path, first_line, elsewhere
-
-from . import jit as _jit_for_the_cycle_demo  # deliberate import cycle (layer check demonstration)
