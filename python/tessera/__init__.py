@@ -32,13 +32,14 @@ from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noq
 from .fusion import ElementwiseFunction, elementwise, fuse  # noqa: E402
 # TMA tensor descriptor arguments: tensordesc<DTYPE[block]> parameters (docs/runtime.md)
 from .tensor_descriptor import TensorDescriptor  # noqa: E402
+from .tensor_wrapper import TensorWrapper, reinterpret  # noqa: E402  (Triton's triton.reinterpret)
 
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",
     "CompilationError", "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "TesseraError",
     "OutOfResources", "runtime", "testing", "driver_available", "device_count", "synchronize",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "elementwise", "fuse", "ElementwiseFunction",
-    "TensorDescriptor", "set_allocator",
+    "TensorDescriptor", "TensorWrapper", "reinterpret", "set_allocator",
 ]
 __version__ = "0.1.0"
 

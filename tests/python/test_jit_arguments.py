@@ -352,3 +352,20 @@ def test_tensors_wrapped_with_a_tessera_language_dtype(dtype, expected):
     wrapped.dtype = dtype
     sig = spec(wrapped, FakeTensor(Y), FakeTensor(OUT), 16, BLOCK_SIZE=64)[0]
     assert sig.split(",")[0] == expected + ":16"
+
+
+@pytest.mark.parametrize("dtype,expected", [(tl.float8e5, "*fp8e5"), (tl.float8e4nv, "*fp8e4nv")])
+def test_reinterpreted_tensors_bind_as_their_new_dtype(dtype, expected):
+    # tessera.reinterpret (Triton's triton.reinterpret): the same memory, read as `dtype`.
+    base = FakeTensor(X)
+    wrapped = tessera.reinterpret(base, dtype)
+    assert wrapped.data_ptr() == base.data_ptr() and wrapped.base is base and wrapped.dtype == dtype
+    sig = spec(wrapped, FakeTensor(Y), FakeTensor(OUT), 16, BLOCK_SIZE=64)[0]
+    assert sig.split(",")[0] == expected + ":16"
+    assert tessera.reinterpret(wrapped, base.dtype) is base  # back to the base's own dtype: the base
+    assert tessera.reinterpret(wrapped, tl.float16).base is base
+
+
+def test_reinterpret_needs_a_tensor():
+    with pytest.raises(TypeError, match=r"reinterpret\(\) takes a tensor"):
+        tessera.reinterpret([1, 2, 3], tl.float8e5)

@@ -3,8 +3,8 @@
 Triton's top-level names, each one tessera's own object: triton.jit is tessera.jit,
 triton.language is tessera.language, triton.testing is tessera.testing, ...
 """
-from tessera import (Config, JITFunction, autotune, cdiv, heuristics, jit, language, next_power_of_2, set_allocator,
-                     testing)
+from tessera import (Config, JITFunction, TensorWrapper, autotune, cdiv, heuristics, jit, language, next_power_of_2,
+                     reinterpret, set_allocator, testing)
 from tessera.autotune import KernelInterface
 from tessera.errors import CompilationError, InterpreterError, OutOfResources
 from tessera.errors import TesseraError as TritonError
@@ -16,6 +16,7 @@ __version__ = "3.6.0"
 
 __all__ = [
     "autotune", "cdiv", "CompilationError", "Config", "heuristics", "InterpreterError", "jit", "JITFunction",
-    "KernelInterface", "language", "next_power_of_2", "OutOfResources", "runtime", "set_allocator",
+    "KernelInterface", "language", "next_power_of_2", "OutOfResources", "reinterpret", "runtime", "set_allocator",
+    "TensorWrapper",
     "TritonError", "testing",
 ]
