@@ -67,13 +67,12 @@ def _check_backend(backend):
 _patch_counter = itertools.count(1)
 
 
-def _without_decorators(text):
-    """`text` (a dedented function) from its `def` line on."""
-    lines = text.splitlines(True)
+def _split_decorators(lines):
+    """(the decorator lines, the lines from `def` on) of a function's source lines."""
     for i, line in enumerate(lines):
-        if line.startswith(("def ", "async def ")):
-            return "".join(lines[i:])
-    return text
+        if line.lstrip().startswith(("def ", "async def ")):
+            return lines[:i], lines[i:]
+    return [], lines
 
 
 def _check_function(fn):
@@ -146,9 +145,9 @@ class JITFunction(_ext.JitFunctionBase):
         if not lines or lines[first - 1:first - 1 + len(old_lines)] != old_lines:
             raise RuntimeError(f"_unsafe_update_src: cannot find the source of {self.__name__} in {path}")
         indent = old_lines[0][:len(old_lines[0]) - len(old_lines[0].lstrip())]
-        decorators = list(itertools.takewhile(lambda line: not line.lstrip().startswith(("def ", "async def ")),
-                                              old_lines))
-        body = textwrap.indent(_without_decorators(textwrap.dedent(new_src)), indent).splitlines(True)
+        decorators = _split_decorators(old_lines)[0]
+        new_def = "".join(_split_decorators(textwrap.dedent(new_src).splitlines(True))[1])
+        body = textwrap.indent(new_def, indent).splitlines(True)
         body = [line if line.endswith("\n") else line + "\n" for line in body]
         new_lines = decorators + body
         text = lines[:first - 1] + new_lines + lines[first - 1 + len(old_lines):]
