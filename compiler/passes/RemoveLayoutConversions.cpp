@@ -28,7 +28,10 @@ namespace {
 
 constexpr int kMaxRematOps = 32; // integer ops per element: cheaper than a shared-memory round trip
 
+// Whether an op has effects is Ops.def's (opIsPure); this list only says which pure
+// ops are cheap enough to recompute in another layout.
 bool isRematerialisable(OpCode code) {
+  if (!opIsPure(code)) return false;
   switch (code) {
   case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Broadcast:
   case OpCode::ExpandDims: case OpCode::ConvertLayout: case OpCode::Hint:

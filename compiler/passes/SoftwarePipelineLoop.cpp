@@ -7,8 +7,10 @@
 
 namespace tessera::passes::software_pipeline {
 
-// Cheap ops without side effects that address computations are made of.
+// Cheap ops that address computations are made of. Whether an op has effects is
+// Ops.def's (isPure); this list only says which pure ops are cheap enough to clone.
 bool isClonable(const Operation &op) {
+  if (!isPure(op)) return false;
   switch (op.code) {
   case OpCode::Constant: case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::MakeRange:
   case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::ConvertLayout:
