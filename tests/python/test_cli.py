@@ -1,8 +1,6 @@
 """The `tessera` command line (compiler/cli/CommandLine.h, python/tessera/tune.py): every command
 answers --help, --opt=value and --opt value are one thing, numbers are checked with the option
 named, and a wrong command line is one line with a hint to --help and exit status 2 (docs/cli.md)."""
-import json
-import os
 import subprocess
 
 import pytest
@@ -183,7 +181,8 @@ def test_a_directory_as_file_is_one_error(args):
 
 
 def test_a_directory_as_manifest_is_one_error():
-    assert one_error_line(run_cli(["aot", "kernels"]), 1) == "tessera: error: 'kernels' is a directory, not a manifest file"
+    line = one_error_line(run_cli(["aot", "kernels"]), 1)
+    assert line == "tessera: error: 'kernels' is a directory, not a manifest file"
 
 
 def test_a_directory_as_output_is_one_error(tmp_path):
@@ -252,7 +251,8 @@ def test_tune_grid_that_is_not_python_is_one_error():
 @pytest.mark.parametrize("args,message", [
     (VECTOR_ADD + ["--kernal", "x"],
      "unknown option '--kernal' for 'tessera compile'; did you mean '--kernel'? (see 'tessera compile --help')"),
-    (VECTOR_ADD + ["--frobnicate=3"], "unknown option '--frobnicate' for 'tessera compile' (see 'tessera compile --help')"),
+    (VECTOR_ADD + ["--frobnicate=3"],
+     "unknown option '--frobnicate' for 'tessera compile' (see 'tessera compile --help')"),
     (VECTOR_ADD + ["-x"], "unknown option '-x' for 'tessera compile' (see 'tessera compile --help')"),
     (VECTOR_ADD + ["--num-warps"], "--num-warps needs a value: --num-warps N (see 'tessera compile --help')"),
     (VECTOR_ADD + ["-o"], "-o needs a value: -o FILE (see 'tessera compile --help')"),
