@@ -6,6 +6,7 @@
 //   tessera cache verify          checks every entry; exit status 1 if any is corrupt
 //   tessera cache clear [--all]   removes the compiled kernels (--all: tuning results too)
 //   tessera tune ...              see `tessera tune --help`
+#include "compiler/cli/CommandLine.h"
 #include "compiler/driver/Compiler.h"
 #include "runtime/Cache.h"
 
@@ -23,19 +24,10 @@
 
 namespace {
 
-const char *kCacheUsage = R"(usage: tessera cache <info|list|verify|clear> [options]
-
-  info           the cache directory, its size cap and use, and the versions in its keys
-  list           one line per compiled kernel, most recently used first:
-                 DIGEST  KERNEL  ARCH  SIGNATURE  num_warps  SIZE  LAST-USED  CUBINS
-  verify         reads every entry back; prints the corrupt ones and exits 1 if any
-  clear [--all]  removes the compiled kernels; --all removes the autotuning results too
-
-The cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
+const char *kCacheNotes = R"(The cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
 ~/.cache/tessera. TESSERA_CACHE=off disables it; TESSERA_CACHE_MAX_BYTES caps
 it (default 1G); TESSERA_KEEP_STAGES=1 keeps the IR, LLVM IR and PTX next to
-each entry. See docs/runtime.md.
-)";
+each entry. See docs/runtime.md.)";
 
 std::string humanBytes(uint64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -89,31 +81,52 @@ int cacheList(const tessera::cache::DiskCache &disk, bool verifyOnly) {
   return bad ? 1 : 0;
 }
 
+// Each of `tessera cache info|list|verify` takes no options; clear takes --all.
+int cacheCommand(const char *name, const char *about, int argc, char **argv,
+                 int (*run)(const tessera::cache::DiskCache &)) {
+  tessera::cli::Command command(std::string("tessera cache ") + name, "", about);
+  command.notes(kCacheNotes);
+  if (!command.parse(argc, argv)) return 0;
+  tessera::cache::DiskCache disk;
+  return run(disk);
+}
+
+int cacheClear(int argc, char **argv) {
+  bool all = false;
+  tessera::cli::Command command("tessera cache clear", "[--all]", "Removes the compiled kernels from the cache.");
+  command.flag({"--all"}, "remove the autotuning results too", [&] { all = true; }).notes(kCacheNotes);
+  if (!command.parse(argc, argv)) return 0;
+  tessera::cache::DiskCache disk;
+  uint64_t n = disk.clear(all);
+  std::printf("removed %llu file%s from %s\n", static_cast<unsigned long long>(n), n == 1 ? "" : "s",
+              disk.config().dir.c_str());
+  return 0;
+}
+
 } // namespace
 
 int commandCache(int argc, char **argv) {
-  if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
-    std::fputs(kCacheUsage, argc < 1 ? stderr : stdout);
-    return argc < 1 ? 1 : 0;
-  }
-  std::string sub = argv[0];
-  bool all = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--all" && sub == "clear") all = true;
-    else throw std::invalid_argument("unexpected argument '" + arg + "' for 'tessera cache " + sub + "'");
-  }
-  tessera::cache::DiskCache disk;
-  if (sub == "info") return cacheInfo(disk);
-  if (sub == "list") return cacheList(disk, false);
-  if (sub == "verify") return cacheList(disk, true);
-  if (sub == "clear") {
-    uint64_t n = disk.clear(all);
-    std::printf("removed %llu file%s from %s\n", static_cast<unsigned long long>(n), n == 1 ? "" : "s",
-                disk.config().dir.c_str());
-    return 0;
-  }
-  throw std::invalid_argument("unknown cache command '" + sub + "' (info, list, verify, clear)");
+  static const std::vector<tessera::cli::Subcommand> subcommands = {
+      {"info", "", "the cache directory, its size cap and use, and the versions in its keys",
+       [](int argc, char **argv) {
+         return cacheCommand("info", "Prints where the cache is, its size cap and use, and the versions in its keys.",
+                             argc, argv, cacheInfo);
+       }},
+      {"list", "", "one line per compiled kernel, most recently used first",
+       [](int argc, char **argv) {
+         return cacheCommand("list",
+                             "Prints one line per compiled kernel, most recently used first:\n"
+                             "DIGEST  KERNEL  ARCH  SIGNATURE  num_warps  SIZE  LAST-USED  CUBINS",
+                             argc, argv, [](const tessera::cache::DiskCache &d) { return cacheList(d, false); });
+       }},
+      {"verify", "", "reads every entry back; prints the corrupt ones and exits 1 if any",
+       [](int argc, char **argv) {
+         return cacheCommand("verify", "Reads every entry back; prints the corrupt ones and exits 1 if any.", argc,
+                             argv, [](const tessera::cache::DiskCache &d) { return cacheList(d, true); });
+       }},
+      {"clear", "[--all]", "removes the compiled kernels; --all removes the autotuning results too", cacheClear},
+  };
+  return tessera::cli::dispatch("tessera cache", subcommands, kCacheNotes, argc, argv);
 }
 
 // The tuner needs Python (kernels are launched with torch tensors): run

@@ -136,7 +136,7 @@ void checkOptions(const CompileOptions &options) {
   if (!isSupportedArch(options.arch))
     throw std::invalid_argument("unsupported architecture '" + options.arch +
                                 "' (supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)");
-  if (options.numWarps == 0 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
+  if (!numWarpsInRange(options.numWarps))
     throw std::invalid_argument("num_warps must be a power of 2 between 1 and 32, got " +
                                 std::to_string(options.numWarps));
   if (!maxRegistersInRange(options.maxRegisters))
@@ -261,6 +261,8 @@ ResolvedOptions resolveOptions(const CompileOptions &options) {
   return r;
 }
 
+bool numWarpsInRange(long long n) { return n >= 1 && n <= 32 && (n & (n - 1)) == 0; }
+bool numStagesInRange(long long n) { return n >= 1 && n <= 0x7fffffff; }
 bool maxRegistersInRange(unsigned n) { return n == 0 || (n >= 16 && n <= 255); }
 
 } // namespace tessera

@@ -62,6 +62,12 @@ struct ResolvedOptions {
 // than llvm and nvrtc (see resolveBackend).
 ResolvedOptions resolveOptions(const CompileOptions &options);
 
+// The ranges of the numeric options, for every front door that reads them
+// (compileKernel, the CLI; python/tessera/compiler.py says the same in Python).
+// CompileOptions::numWarps: a power of 2, 1..32.
+bool numWarpsInRange(long long n);
+// CompileOptions::numStages: a positive int (1..2^31-1), as tessera.compile's num_stages.
+bool numStagesInRange(long long n);
 // A valid CompileOptions::maxRegisters: 0 (no cap) or 16..255.
 bool maxRegistersInRange(unsigned n);
 // options.backend resolved against TESSERA_BACKEND: "llvm" or "nvrtc".

@@ -293,7 +293,7 @@ def read_result(path):
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        if data.get("format") != FORMAT or not isinstance(data.get("timings"), list):
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("timings"), list):
             raise ValueError("not a tessera tuning result")
         return data
     except FileNotFoundError:

@@ -62,27 +62,55 @@ def export_db(path, kernel=None):
     entries = [data for _, data in stored_results() if kernel is None or data.get("kernel") == kernel]
     db = {"format": DB_FORMAT, "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
           "entries": sorted(entries, key=lambda d: (d["kernel"], json.dumps(d["key"]), d["device"]))}
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(db, f, indent=1, sort_keys=True)
-        f.write("\n")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(db, f, indent=1, sort_keys=True)
+            f.write("\n")
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror}") from None
     return len(entries)
+
+
+def _read_db(path):
+    """The database in `path` as a dict, else a UsageError naming the file and what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            db = json.load(f)
+    except IsADirectoryError:
+        raise UsageError(f"'{path}' is a directory, not a tuning database (a .json file)") from None
+    except OSError as e:
+        raise UsageError(f"cannot read '{path}': {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not JSON: byte {e.start} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    if not isinstance(db, dict) or db.get("format") != DB_FORMAT or not isinstance(db.get("entries"), list):
+        raise UsageError(f"{path} is not a tessera tuning database (format {DB_FORMAT})")
+    return db
+
+
+def _check_entry(path, i, entry):
+    if not isinstance(entry, dict):
+        raise UsageError(f"{path}: entry {i} is not an object (a JSON {{...}}), got {type(entry).__name__}")
+    missing = [k for k in ("kernel", "source_sha256", "key", "device", "tessera", "timings") if k not in entry]
+    if missing or entry.get("format") != at.FORMAT:
+        raise UsageError(f"{path}: entry {i} lacks {', '.join(missing) or 'the format ' + at.FORMAT}")
+    if not isinstance(entry["timings"], list) or not all(isinstance(t, dict) and "config" in t
+                                                        for t in entry["timings"]):
+        raise UsageError(f"{path}: entry {i}'s timings must be a list of {{\"config\": ..., ...}} objects")
 
 
 def import_db(path, replace=False):
     """Writes each entry of the database into the cache directory; merges with what is there
     (the imported timings win) unless `replace`. Returns the number of entries written."""
-    with open(path, encoding="utf-8") as f:
-        db = json.load(f)
-    if db.get("format") != DB_FORMAT or not isinstance(db.get("entries"), list):
-        raise UsageError(f"{path} is not a tessera tuning database (format {DB_FORMAT})")
+    db = _read_db(path)
     d = at.tuning_dir()
     if d is None:
         raise UsageError("the cache is off (TESSERA_CACHE=off): there is nowhere to import to")
+    for i, entry in enumerate(db["entries"]):
+        _check_entry(path, i, entry)
     written = 0
     for entry in db["entries"]:
-        missing = [k for k in ("kernel", "source_sha256", "key", "device", "tessera", "timings") if k not in entry]
-        if missing or entry.get("format") != at.FORMAT:
-            raise UsageError(f"{path}: an entry lacks {', '.join(missing) or 'the format ' + at.FORMAT}")
         target = os.path.join(d, at.identity_digest(entry) + ".json")
         merged = dict(entry)
         old = None if replace else at.read_result(target)
@@ -133,13 +161,37 @@ def _parse_config(text):
         if "=" not in part:
             raise UsageError(f"--config '{text}': expected NAME=VALUE,...")
         k, v = (s.strip() for s in part.split("=", 1))
-        value = ast.literal_eval(v)
+        try:
+            value = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            raise UsageError(f"--config '{text}': the value of {k} must be a Python literal, got '{v}'") from None
         (options if k in ("num_warps", "num_stages") else kwargs)[k] = value
+    # The rules of tessera.compile and `tessera compile` (compiler/driver/Compiler.h).
+    warps, stages = options.get("num_warps", 4), options.get("num_stages", 3)
+    if not (type(warps) is int and 1 <= warps <= 32 and warps & (warps - 1) == 0):
+        raise UsageError(f"--config '{text}': num_warps must be a power of 2 between 1 and 32, got {warps!r}")
+    if not (type(stages) is int and 1 <= stages < 2 ** 31):
+        raise UsageError(f"--config '{text}': num_stages must be a positive integer, got {stages!r}")
     return at.Config(kwargs, **options)
+
+
+def _check_command_line(options):
+    """What can be checked without a GPU, so that a typo is reported before "needs a GPU"."""
+    if os.path.isdir(options.file):
+        raise UsageError(f"'{options.file}' is a directory, not a kernel file")
+    if not os.path.isfile(options.file):
+        raise UsageError(f"cannot read '{options.file}': No such file or directory")
+    for text in options.config:
+        _parse_config(text)
+    try:
+        compile(options.grid, "--grid", "eval")
+    except SyntaxError as e:
+        raise UsageError(f"--grid '{options.grid}' is not a Python expression ({e.msg})") from None
 
 
 def tune(options):
     import tessera
+    _check_command_line(options)
     if not (tessera.driver_available() and tessera.device_count() > 0):
         why = tessera._C.driver_status()["error"] if tessera._C is not None else "tessera's extension is not built"
         print("tessera tune: tuning runs the kernel and needs a CUDA GPU, and this machine has none "
@@ -182,44 +234,86 @@ def tune(options):
 
 # ---------------------------------------------------------------- the CLI
 
+_COMMANDS = """commands (each answers --help):
+  tessera tune FILE --kernel NAME --grid GRID [options]   tune a kernel (needs a CUDA GPU)
+  tessera tune export DB.json [--kernel NAME]             every stored result (of one kernel) into DB.json
+  tessera tune import DB.json [--replace]                 DB.json's results into the cache directory
+  tessera tune list                                       the stored results"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the C++ commands' rules (compiler/cli/CommandLine.h): an unknown option or a
+    missing value is one line naming it, with a hint to --help, and exit status 2; no abbreviations."""
+
+    def __init__(self, prog, **kwargs):
+        super().__init__(prog=prog, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+                         **kwargs)
+
+    def parse_args(self, args):
+        i = 0
+        while i < len(args) and args[i] != "--":  # unknown options first (argparse reports a missing operand)
+            name = args[i].split("=", 1)[0]
+            action = self._option_string_actions.get(name)
+            if args[i].startswith("-") and len(args[i]) > 1 and action is None:
+                self.error(f"unknown option '{name}' for '{self.prog}'")
+            i += 2 if action is not None and action.nargs != 0 and "=" not in args[i] else 1
+        return super().parse_args(args)
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        sys.exit(2)
+
+
+def _parser(command):
+    prog = "tessera tune" + ("" if command == "run" else " " + command)
+    if command == "export":
+        p = _Parser(prog, description="Writes the stored tuning results to DB.json, one JSON database.")
+        p.add_argument("db", metavar="DB.json", help="the file to write")
+        p.add_argument("--kernel", metavar="NAME", help="only this kernel's results")
+    elif command == "import":
+        p = _Parser(prog, description="Stores DB.json's tuning results in the cache directory, where the "
+                                      "autotuner looks for them.")
+        p.add_argument("db", metavar="DB.json", help="a database written by `tessera tune export`")
+        p.add_argument("--replace", action="store_true", help="overwrite instead of merging timings")
+    elif command == "list":
+        p = _Parser(prog, description="Prints the stored tuning results, one a line.")
+    else:
+        p = _Parser(prog, usage=f"{prog} FILE --kernel NAME --grid GRID [options]\n"
+                                f"       {prog} export|import|list ...",
+                    description="\n\n".join(__doc__.split("\n\n")[2:]).rstrip(), epilog=_COMMANDS)
+        p.add_argument("file", metavar="FILE", help="the kernel file")
+        p.add_argument("--kernel", metavar="NAME", required=True, help="the @jit (or @autotune) function")
+        p.add_argument("--arg", metavar="NAME=SPEC", action="append", default=[],
+                       help="an argument: DTYPE[SHAPE], a literal or an expression (repeatable)")
+        p.add_argument("--grid", metavar="GRID", required=True,
+                       help="the grid: an expression or a lambda of the meta-parameters")
+        p.add_argument("--config", metavar="NAME=VALUE,...", action="append", default=[],
+                       help="a config, e.g. BLOCK=128,num_warps=8 (repeatable)")
+        p.add_argument("--key", metavar="NAMES", help="comma-separated key arguments (default: the int arguments)")
+    return p
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    prog = "tessera tune"
     if argv and argv[0] in ("export", "import", "list"):
         command, rest = argv[0], argv[1:]
     else:
         command, rest = "run", argv
+    options = _parser(command).parse_args(rest)
     try:
         if command == "export":
-            p = argparse.ArgumentParser(prog=f"{prog} export", description="Writes stored tuning results to DB.")
-            p.add_argument("db")
-            p.add_argument("--kernel")
-            o = p.parse_args(rest)
-            n = export_db(o.db, o.kernel)
-            print(f"exported {n} tuning result{'s' if n != 1 else ''} to {o.db}")
+            n = export_db(options.db, options.kernel)
+            print(f"exported {n} tuning result{'s' if n != 1 else ''} to {options.db}")
         elif command == "import":
-            p = argparse.ArgumentParser(prog=f"{prog} import", description="Stores DB's tuning results.")
-            p.add_argument("db")
-            p.add_argument("--replace", action="store_true", help="overwrite instead of merging timings")
-            o = p.parse_args(rest)
-            n = import_db(o.db, o.replace)
+            n = import_db(options.db, options.replace)
             print(f"imported {n} tuning result{'s' if n != 1 else ''} into {at.tuning_dir()}")
         elif command == "list":
-            argparse.ArgumentParser(prog=f"{prog} list").parse_args(rest)
             for path, data in stored_results():
                 best = at.Config.from_json(data["best"]) if data.get("best") else "-"
                 print(f"{os.path.basename(path)[:12]}  {data['kernel']:<24} key={data['key']}  {data['device']}  "
                       f"{len(data['timings'])} timings  best: {best}")
         else:
-            p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
-                                        formatter_class=argparse.RawDescriptionHelpFormatter)
-            p.add_argument("file", help="the kernel file")
-            p.add_argument("--kernel", required=True, help="the @jit (or @autotune) function")
-            p.add_argument("--arg", action="append", default=[], help="NAME=SPEC (DTYPE[SHAPE], literal or expression)")
-            p.add_argument("--grid", required=True, help="the grid: an expression or a lambda of the meta-parameters")
-            p.add_argument("--config", action="append", default=[], help="NAME=VALUE,...,num_warps=N (repeatable)")
-            p.add_argument("--key", help="comma-separated key arguments (default: the int arguments)")
-            return tune(p.parse_args(rest))
+            return tune(options)
     except UsageError as e:
         print(f"tessera tune: error: {e}", file=sys.stderr)
         return 1

@@ -113,7 +113,7 @@ def test_cubin_stage_without_a_ptxas_is_one_clear_error(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--emit", "bogus"], "--emit must be one of ast, ir, ir-opt, llvm, cuda, ptx, cubin; got 'bogus'"),
     (["--arch", "sm_70"], "unsupported architecture 'sm_70'"),
-    (["--num-warps", "3"], "num_warps must be a power of 2 between 1 and 32, got 3"),
+    (["--num-warps", "3"], "--num-warps must be a power of 2 between 1 and 32, got 3"),
     (["--constexpr", "BLOCK_SIZE"], "--constexpr needs NAME=VALUE, got 'BLOCK_SIZE'"),
 ])
 def test_bad_options_give_one_clear_error(args, message):
