@@ -63,10 +63,10 @@ std::optional<SValue> Specializer::callDotScaledBuiltin(const std::string &name,
   // The formats: constexpr strings naming one of Triton's ScaleDotElemType values, of which
   // e2m3 and e3m2 are not implemented (by Triton either).
   auto format = [&](size_t i, const char *what) {
-    ConstexprValue c = requireConst(b[i], b.locs[i], std::string("tl.dot_scaled's ") + what);
-    if (c.kind != ConstexprValue::Kind::String)
+    if (b[i].kind == SValue::Kind::DType || (b[i].isConst() && b[i].c.kind != ConstexprValue::Kind::String))
       error(b.locs[i], std::string("tl.dot_scaled's ") + what + " must be a string (\"e2m1\", \"e4m3\", \"e5m2\", "
-                                                                  "\"bf16\" or \"fp16\"), got " + c.str());
+                                                                  "\"bf16\" or \"fp16\"), got " + describe(b[i]));
+    ConstexprValue c = requireConst(b[i], b.locs[i], std::string("tl.dot_scaled's ") + what);
     std::string lower;
     for (char ch : c.stringValue) lower += char(std::tolower(static_cast<unsigned char>(ch)));
     static const char *known[] = {"e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "bf16", "fp16"};
