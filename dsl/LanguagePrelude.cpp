@@ -466,8 +466,8 @@ def dot_scaled(lhs, lhs_scale, lhs_format: tl.constexpr, lhs_k_pack: tl.constexp
 
 # One operand in `compute`: e2m1 unpacked along pack_axis, the other formats converted
 # (exactly, but bf16 to fp16), times its scales (one per 32 elements along k_axis, laid out
-# like the operand with K // 32 along k_axis); where a scale is 0xFF (NaN) the value is NaN,
-# unless fast_math.
+# like the operand with K // 32 along k_axis); a scale of 0xFF (NaN) makes its values NaN,
+# unless fast_math (then it is infinity, as Triton's).
 @jit
 def _mx_operand(x, scale, format: tl.constexpr, pack_axis: tl.constexpr, k_axis: tl.constexpr,
                 compute: tl.constexpr, fast_math: tl.constexpr):
@@ -476,10 +476,11 @@ def _mx_operand(x, scale, format: tl.constexpr, pack_axis: tl.constexpr, k_axis:
     else:
         x = x.to(compute)
     if scale is not None:
-        s = tl.gather(scale, _coordinate(x.shape, k_axis) >> 5, k_axis)  # k // 32
-        x = x * _e8m0_to_float(s, compute)
+        factor = _e8m0_to_float(scale, compute)
         if not fast_math:
-            x = tl.where(s == 0xFF, float("nan"), x)
+            factor = tl.where(scale == 0xFF, float("nan"), factor)
+        # spread along K after the conversion: the [.., K] block only holds the factors
+        x = x * tl.gather(factor, _coordinate(x.shape, k_axis) >> 5, k_axis)  # k // 32
     return x
 
 
@@ -531,7 +532,7 @@ def _e2m1_to_float(code, compute: tl.constexpr):
 
 # An e8m0 scale s to 2^(s - 127) in `compute`, from the bits as Triton builds it: s is
 # bf16's exponent field (fp16's range is too small: through fp32, rounded). s = 0 gives 0,
-# s = 255 infinity (the caller makes it NaN).
+# s = 255 infinity.
 @jit
 def _e8m0_to_float(s, compute: tl.constexpr):
     if compute == tl.bfloat16:

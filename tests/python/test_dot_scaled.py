@@ -8,11 +8,12 @@ Triton's test_scaled_dot with its reference upcast kernel, and the front-end's e
 The kernels are tests/python/lang_kernels/dot_scaled.py; the GPU test is tests/gpu/test_dot_scaled.py."""
 import importlib.util
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import PTXAS, ROOT
 from lang_support import assemble, compile_error, compile_kernel
 from test_dot_fp8 import fp8_values
 
@@ -399,3 +400,42 @@ def test_scaled_dot_errors(case):
     assert ERRORS[case] in err, err
     assert re.match(r"tests/python/lang_kernels/dot_scaled\.py:\d+:\d+: error: ", err), err
     assert err.count("error:") == 1
+
+
+# ------------------------------------------------------------------ a microscaled GEMM (a K loop)
+
+def run_matmul(monkeypatch, fmt, passes, M=128, N=64, K=256, BM=64, BN=64, BK=64):
+    if passes:
+        monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")  # software-pipelined, tensor cores on
+    rng = np.random.default_rng(K)
+    a = operand(rng, (M, K // 2 if fmt == "e2m1" else K), fmt, "bf16")
+    s = scales(rng, (M, K // 32), "bf16")
+    b = operand(rng, (K, N), "bf16", "bf16")
+    c = np.full((M, N), np.nan, np.float32)
+    kernel = tessera.jit(kernels().scaled_matmul_kernel.fn, interpret=True)
+    kernel[(M // BM, N // BN)](a, s, b, c, M, N, K, fmt, BM, BN, BK, num_warps=4, num_stages=3)
+    ref, magnitude = reference(a, s, fmt, b, None, "bf16")
+    return c, ref, magnitude, kernel
+
+
+@pytest.mark.parametrize("passes", [False, True], ids=["ir", "after-passes"])
+@pytest.mark.parametrize("fmt", ["e2m1", "e4m3"])
+def test_scaled_matmul_matches_numpy(monkeypatch, fmt, passes):
+    c, ref, magnitude, kernel = run_matmul(monkeypatch, fmt, passes)
+    assert_matches(c, ref, magnitude)
+    if passes:
+        assert "#mma<" in kernel._interpreter.ir()
+
+
+@pytest.mark.parametrize("arch,warps,block", [("sm_90a", 8, 128), ("sm_90a", 4, 64), ("sm_80", 4, 64)])
+@pytest.mark.parametrize("fmt", ["e2m1", "e4m3"])
+def test_scaled_matmul_compiles_without_spills(tmp_path, fmt, arch, warps, block):
+    constexprs = {"A_FORMAT": fmt, "BM": block, "BN": 128, "BK": 64}
+    ptx = compile_kernel("dot_scaled.py", "scaled_matmul_kernel", "*u8:16,*u8:16,*bf16:16,*fp32:16,i32:16,i32:16,i32:16",
+                         constexprs, arch, extra=["--num-warps", str(warps), "--num-stages", "3"])
+    assert MMA.search(ptx) and "cp.async" in ptx  # b is pipelined into shared memory
+    src, cubin = tmp_path / "k.ptx", tmp_path / "k.cubin"
+    src.write_text(ptx)
+    proc = subprocess.run([str(PTXAS), "-v", f"-arch={arch}", str(src), "-o", str(cubin)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 bytes spill stores" in proc.stderr, proc.stderr

@@ -160,3 +160,21 @@ def bad_scaled_dot(x_ptr, out_ptr, CASE: tl.constexpr):
         x4 = tl.broadcast_to(x[None, :, :], (4, 32, 32))
         c = tl.sum(tl.dot_scaled(x2, None, "e4m3", x4, None, "e4m3"), 0)
     tl.store(out_ptr + i[:, None] * 32 + i[None, :], c)
+
+
+# A microscaled GEMM: c[M, N] = (a * 2^(a_scale - 127)) @ b, a in e2m1 ([M, K // 2] bytes) or
+# e4m3 ([M, K] bytes) with scales [M, K // 32], b bf16 [K, N]; tiles of BM x BN, a K loop of BK
+# (a multiple of 64) accumulating through dot_scaled's acc. M, N, K multiples of the blocks.
+@tessera.jit
+def scaled_matmul_kernel(a_ptr, a_scale_ptr, b_ptr, c_ptr, M, N, K, A_FORMAT: tl.constexpr,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    PACK: tl.constexpr = 2 if A_FORMAT == "e2m1" else 1
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * (K // PACK) + (k // PACK + tl.arange(0, BK // PACK))[None, :])
+        s = tl.load(a_scale_ptr + rm[:, None] * (K // 32) + (k // 32 + tl.arange(0, BK // 32))[None, :])
+        b = tl.load(b_ptr + (k + tl.arange(0, BK))[:, None] * N + rn[None, :])
+        acc = tl.dot_scaled(a, s, A_FORMAT, b, None, "bf16", acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
