@@ -202,12 +202,14 @@ GENERAL = {  # name: (lhs_format, rhs_format, B, M, N, K, options)
 }
 
 
+@pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("case", list(GENERAL))
-def test_scaled_dot_forms_compile(tmp_path, case, arch):
+def test_scaled_dot_forms_compile(tmp_path, case, arch, backend):
     lf, rf, B, M, N, K, options = GENERAL[case]
     sig, constexprs = general_args(lf, rf, B, M, N, K, **options)
-    ptx = compile_kernel("dot_scaled.py", "scaled_dot_general", sig, constexprs, arch, extra=["--num-warps", "4"])
+    ptx = compile_kernel("dot_scaled.py", "scaled_dot_general", sig, constexprs, arch,
+                         extra=["--num-warps", "4", "--backend", backend])
     assemble(ptx, arch, tmp_path)
     if B == 0:
         assert MMA.search(ptx)
