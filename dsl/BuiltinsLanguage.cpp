@@ -17,7 +17,8 @@ using ir::ScalarType;
 std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, CallArgs &args) {
   for (auto handler : {&Specializer::callMathBuiltin, &Specializer::callShapeBuiltin, &Specializer::callReduceBuiltin,
                        &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin,
-                       &Specializer::callDataDependentBuiltin, &Specializer::callInlineAsmBuiltin})
+                       &Specializer::callDataDependentBuiltin, &Specializer::callInlineAsmBuiltin,
+                       &Specializer::callDotScaledBuiltin})
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
   // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
@@ -64,7 +65,7 @@ static bool isTensorMember(const std::string &m) {
 }
 
 // Triton's dtype.name: "fp16", "int32", "pointer<fp32>", ... (also for the dtypes tessera only names).
-static std::string tritonDTypeName(const SValue &d) {
+std::string tritonDTypeName(const SValue &d) {
   if (!d.path.empty()) return d.path;
   static const char *names[] = {"int1",   "int8", "int16", "int32", "int64", "uint8",   "uint16", "uint32",
                                 "uint64", "fp16", "bf16",  "fp32",  "fp64",  "fp8e4nv", "fp8e5"};

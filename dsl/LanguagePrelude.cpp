@@ -435,6 +435,112 @@ def rcp_rn(x):
     return tl.div_rn(1.0, x)
 
 
+# ------------------------------------------------------------------ dot_scaled
+
+# tl.dot_scaled, called by dsl/BuiltinsDotScaled.cpp with checked arguments (formats as
+# strings; e2m1 as packed uint8, the other formats bitcast to their float type). As Triton
+# does where the tensor cores have no microscaled formats: each operand is upcast to bf16
+# (fp16 when a format is fp16) and multiplied by its scales, then one tl.dot accumulates
+# in f32 (the bf16/fp16 tensor-core dot).
+@jit
+def dot_scaled(lhs, lhs_scale, lhs_format: tl.constexpr, lhs_k_pack: tl.constexpr, rhs, rhs_scale,
+               rhs_format: tl.constexpr, rhs_k_pack: tl.constexpr, acc, fast_math: tl.constexpr):
+    if lhs_format == "fp16" or rhs_format == "fp16":
+        compute: tl.constexpr = tl.float16
+    else:
+        compute: tl.constexpr = tl.bfloat16
+    rank: tl.constexpr = len(lhs.shape)
+    row: tl.constexpr = rank - 2  # lhs [..., M, K] @ rhs [..., K, N]: K is the lhs' col, the rhs' row
+    col: tl.constexpr = rank - 1
+    a = _mx_operand(lhs, lhs_scale, lhs_format, col if lhs_k_pack else row, col, compute, fast_math)
+    if rhs_scale is not None:  # given [..., N, K // 32] (Triton's layout): made [..., K // 32, N]
+        if rank == 2:
+            rhs_scale = tl.trans(rhs_scale)
+        else:
+            rhs_scale = tl.permute(rhs_scale, (0, 2, 1))
+    b = _mx_operand(rhs, rhs_scale, rhs_format, row if rhs_k_pack else col, row, compute, fast_math)
+    if acc is None:
+        return tl.dot(a, b)
+    return tl.dot(a, b, acc)
+
+
+# One operand in `compute`: e2m1 unpacked along pack_axis, the other formats converted
+# (exactly, but bf16 to fp16), times its scales (one per 32 elements along k_axis, laid out
+# like the operand with K // 32 along k_axis); a scale of 0xFF (NaN) makes its values NaN,
+# unless fast_math (then it is infinity, as Triton's).
+@jit
+def _mx_operand(x, scale, format: tl.constexpr, pack_axis: tl.constexpr, k_axis: tl.constexpr,
+                compute: tl.constexpr, fast_math: tl.constexpr):
+    if format == "e2m1":
+        x = _e2m1_unpack(x, pack_axis, compute)
+    else:
+        x = x.to(compute)
+    if scale is not None:
+        factor = _e8m0_to_float(scale, compute)
+        if not fast_math:
+            factor = tl.where(scale == 0xFF, float("nan"), factor)
+        # spread along K after the conversion: the [.., K] block only holds the factors
+        x = x * tl.gather(factor, _coordinate(x.shape, k_axis) >> 5, k_axis)  # k // 32
+    return x
+
+
+# Each element's index along `axis` in a block of `shape` (rank 2 or 3).
+@jit
+def _coordinate(shape, axis: tl.constexpr):
+    i = tl.arange(0, shape[axis])
+    if len(shape) == 2:
+        if axis == 0:
+            i = i[:, None]
+        else:
+            i = i[None, :]
+    else:
+        if axis == 0:
+            i = i[:, None, None]
+        elif axis == 1:
+            i = i[None, :, None]
+        else:
+            i = i[None, None, :]
+    return tl.broadcast_to(i, shape)
+
+
+# Bytes holding two e2m1 codes each along `axis` (the even index in the low nibble) to a
+# block twice as long along it, of the codes' values in `compute`.
+@jit
+def _e2m1_unpack(x, axis: tl.constexpr, compute: tl.constexpr):
+    shape: tl.constexpr = x.shape[:axis] + (2 * x.shape[axis],) + x.shape[axis + 1:]
+    i = _coordinate(shape, axis)
+    byte = tl.gather(x, i >> 1, axis)
+    return _e2m1_to_float(tl.where((i & 1) == 0, byte & 0xF, byte >> 4), compute)
+
+
+# An e2m1 code s.ee.m (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), made
+# exactly from its bits: the exponent rebiased, 0.5 (the one subnormal) spelled out.
+@jit
+def _e2m1_to_float(code, compute: tl.constexpr):
+    if compute == tl.bfloat16:
+        MANTISSA: tl.constexpr = 7
+        BIAS: tl.constexpr = 127
+    else:
+        MANTISSA: tl.constexpr = 10
+        BIAS: tl.constexpr = 15
+    HALF: tl.constexpr = (BIAS - 1) << MANTISSA
+    em = (code & 0x7).to(tl.uint16)
+    magnitude = tl.where(em >= 2, (em << (MANTISSA - 1)) + HALF, em * HALF)
+    sign = (code & 0x8).to(tl.uint16) << 12
+    return (magnitude | sign).to(compute, bitcast=True)
+
+
+# An e8m0 scale s to 2^(s - 127) in `compute`, from the bits as Triton builds it: s is
+# bf16's exponent field (fp16's range is too small: through fp32, rounded). s = 0 gives 0,
+# s = 255 infinity.
+@jit
+def _e8m0_to_float(s, compute: tl.constexpr):
+    if compute == tl.bfloat16:
+        return (s.to(tl.uint16) << 7).to(tl.bfloat16, bitcast=True)
+    else:
+        return (s.to(tl.uint32) << 23).to(tl.float32, bitcast=True).to(tl.float16)
+
+
 # ------------------------------------------------------------------ random
 
 # One Philox round: the multiply-high halves of two counter words, mixed

@@ -1,6 +1,8 @@
 // The language prelude: the tl.* functions that tessera writes in the kernel
-// language itself (random numbers, sigmoid, softmax, swizzle2d, and the
-// combine functions of argmax/argmin/cumsum/cumprod/xor_sum). The specialiser
+// language itself (random numbers, sigmoid, softmax, swizzle2d, the combine
+// functions of argmax/argmin/cumsum/cumprod/xor_sum, and tl.dot_scaled's
+// upcast, called by dsl/BuiltinsDotScaled.cpp once it has checked the
+// arguments). The specialiser
 // parses this source once per compilation and inlines its functions like a
 // user's @jit helpers (dsl/BuiltinsLanguage.cpp).
 #pragma once

@@ -141,6 +141,7 @@ public:
   std::optional<SValue> callDebugBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callDataDependentBuiltin(const std::string &name, CallArgs &args); // sort, gather, histogram
   std::optional<SValue> callInlineAsmBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callDotScaledBuiltin(const std::string &name, CallArgs &args); // BuiltinsDotScaled.cpp
   ir::Value *reshapeTo(ir::Value *x, const std::vector<int64_t> &shape, SourceLoc loc);
   // Builds the region of a reduce_combine/scan op by inlining `combineFn` on scalars.
   void buildCombineRegion(ir::Operation *op, const SValue &combineFn, SourceLoc loc);
@@ -211,6 +212,9 @@ private:
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);
 };
+
+// Triton's dtype.name of a dtype value: "fp16", "uint8", "pointer<fp32>", ... (BuiltinsLanguage.cpp).
+std::string tritonDTypeName(const SValue &dtype);
 
 // Python's truth value of a constexpr.
 bool truthy(const ConstexprValue &c);

@@ -378,7 +378,7 @@ for _name in [
     "sin", "cos", "rsqrt", "erf", "floor", "ceil", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi",
     "clamp", "sigmoid", "softmax", "broadcast", "broadcast_to", "reshape", "view", "ravel",
     "expand_dims", "trans", "permute", "join", "split", "cat", "flip", "reduce", "associative_scan",
-    "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "dot", "atomic_add", "atomic_max",
+    "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "dot", "dot_scaled", "atomic_add", "atomic_max",
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
