@@ -3,7 +3,7 @@
 
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32",
                         constexprs={"BLOCK_SIZE": 1024}, num_warps=4, target="sm_90a")
-    k.asm["ptx"]            # also "ast", "ir", "ir-opt" (alias "ttgir"), "llvm" (alias "llir"),
+    k.asm["ptx"]            # also "ast", "ir", "ir-opt", "llvm" (alias "llir"; no "ttir"/"ttgir"),
                             # "cuda" (the CUDA C++ of the nvrtc back-end: backend="nvrtc")
     k.metadata.shared       # dynamic shared memory in bytes; .num_warps, .name, .target ...
     k.n_regs                # loads it on the current GPU first
