@@ -124,6 +124,16 @@ def test_trans_3d(perm):
     np.testing.assert_array_equal(out, want.ravel())
 
 
+def test_transpose_attr_2d():
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    interpreted(kernels.transpose_attr_kernel)[(1,)](x, out, RANK=2)
+    np.testing.assert_array_equal(out, x.reshape(8, 8).T.ravel())
+    # x.T of a 3-D block is Triton's error (tests/errors/transpose_attr_of_3d), not tl.trans(x).
+    with pytest.raises(tessera.CompilationError, match="permute dims must have the same length as input shape"):
+        interpreted(kernels.transpose_attr_kernel)[(1,)](x, out, RANK=3)
+
+
 # ------------------------------------------------------------------ bf16x3 / bf16x6
 
 def to_bf16(x):

@@ -71,3 +71,13 @@ def trans3_kernel(In, Out, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr,
     else:
         y = tl.trans(x, P0, P1, P2)
     tl.store(Out + tl.arange(0, 64), y.reshape(64))
+
+
+@tessera.jit
+def transpose_attr_kernel(In, Out, RANK: tl.constexpr):
+    # x.T: Triton's permute(x, (1, 0)), for a 2-D block only.
+    if RANK == 2:
+        x = tl.load(In + tl.arange(0, 64)).reshape(8, 8)
+    else:
+        x = tl.load(In + tl.arange(0, 64)).reshape(2, 4, 8)
+    tl.store(Out + tl.arange(0, 64), x.T.reshape(64))
