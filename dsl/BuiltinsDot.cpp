@@ -94,6 +94,11 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
   if (a->type.pointer || bb->type.pointer) error(loc, "tl.dot needs numbers, got pointers");
   const int64_t M = a->type.shape[rank - 2], K = a->type.shape[rank - 1], N = bb->type.shape[rank - 1];
 
+  // semantic.dot: float inputs never accumulate in bf16.
+  if (b.has(6) && !a->type.isIntElement() &&
+      requireDType(b[6], b.locs[6], "tl.dot's out_dtype").scalar == ScalarType::BF16)
+    error(b.locs[6], "out_dtype=bfloat16 is unsupported. Please use out_dtype=float32/float16 and cast with "
+                     "`.to(tl.bfloat16)`");
   auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
   const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
   if (fp8Operands) {
@@ -107,10 +112,7 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
     }
     if (b.has(6)) {
       const ir::Type out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
-      if (out.scalar == ScalarType::BF16)
-        error(b.locs[6], "out_dtype=bfloat16 is unsupported. Please use out_dtype=float32/float16 and cast with "
-                         "`.to(tl.bfloat16)`");
-      if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16)
+      if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16 && out.scalar != ScalarType::BF16)
         error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
     }
     // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
