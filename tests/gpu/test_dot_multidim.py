@@ -79,6 +79,23 @@ def test_bf16xn_against_torch(precision, bound, target):
     assert re.search(r'(mma|wgmma.mma_async).sync.aligned.m\d+n\d+k16(?:.row.col)?.f32.bf16.bf16', k.asm["ptx"])
 
 
+@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_80"])
+@pytest.mark.parametrize("precision, bound", [("bf16x3", 3e-5), ("bf16x6", 1e-5)])
+def test_bf16xn_k_loop_against_torch(precision, bound, target):
+    M, N, K = 300, 200, 500
+    g = torch.Generator(device="cuda").manual_seed(11)
+    x, y = torch.randn((M, K), device="cuda", generator=g), torch.randn((K, N), device="cuda", generator=g)
+    z = torch.full((M, N), float("nan"), device="cuda")
+    k = tessera.compile(kernels.matmul_precision_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32,i32,i32",
+                        target=target, num_warps=4, num_stages=3,
+                        constexprs=dict(PRECISION=precision, BM=128, BN=128, BK=32))
+    k[(tessera.cdiv(M, 128), tessera.cdiv(N, 128))](x, y, z, M, N, K)
+    torch.cuda.synchronize()
+    ref = x.double() @ y.double()
+    err = ((z.double() - ref).abs() / (x.double().abs() @ y.double().abs())).max().item()
+    assert err <= bound, err
+
+
 @pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
 @pytest.mark.parametrize("size", [32, 64])
 def test_bf16xn_chain_dot_as_test_dot(precision, size):

@@ -200,6 +200,44 @@ def test_bf16xn_accuracy_class(precision, bound, floor):
     assert err.max() < one_pass.max() / 50
 
 
+@pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
+def test_bf16xn_batched_rank_4(precision):
+    shape = (2, 2, 32, 32)
+    rng = np.random.default_rng(4)
+    a, b, acc = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    z = np.full(shape, np.nan, np.float32)
+    interpreted(kernels.dot_multidim_kernel)[(1,)](a, b, acc, z, RANK=4, TRANS_A=0, TRANS_B=1, IN=tl.float32,
+                                                   USE_ACC=1, OUT=tl.float32, PRECISION=precision)
+    parts = 2 if precision == "bf16x3" else 3
+    for i, j in itertools.product(range(2), range(2)):
+        want = emulated_dot(a[i, j], np.ascontiguousarray(b[i, j].T), acc[i, j], parts)
+        np.testing.assert_array_equal(z[i, j], want)
+
+
+@pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
+def test_bf16xn_k_loop(precision):
+    # The accumulator goes through every k-block's emulated dot (added last, as Triton does).
+    M, N, K, BK = 40, 24, 96, 32
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    z = np.full((M, N), np.nan, np.float32)
+    interpreted(kernels.matmul_precision_kernel)[(2, 2)](x, y, z, M, N, K, PRECISION=precision, BM=32, BN=16, BK=BK)
+    want = np.zeros((M, N), np.float32)
+    for k0 in range(0, K, BK):
+        want = emulated_dot(x[:, k0:k0 + BK], y[k0:k0 + BK], want, 2 if precision == "bf16x3" else 3)
+    np.testing.assert_array_equal(z, want)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_bf16xn_k_loop_compiles(tmp_path, arch):
+    for precision in ["bf16x3", "bf16x6"]:
+        k = tessera.compile(kernels.matmul_precision_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32,i32,i32",
+                            target=arch, num_warps=4, num_stages=3,
+                            constexprs=dict(PRECISION=precision, BM=128, BN=128, BK=32))
+        assemble(k.asm["ptx"], arch, tmp_path)
+        assert re.search(r'(mma|wgmma.mma_async).sync.aligned.m\d+n\d+k16(?:.row.col)?.f32.bf16.bf16', k.asm["ptx"])
+
+
 def test_bf16xn_chain_dot_as_test_dot():
     # test_dot's 'chain-dot' epilogue and its tolerance, for both precisions.
     rng = np.random.default_rng(17)

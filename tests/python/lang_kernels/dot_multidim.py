@@ -81,3 +81,20 @@ def transpose_attr_kernel(In, Out, RANK: tl.constexpr):
     else:
         x = tl.load(In + tl.arange(0, 64)).reshape(2, 4, 8)
     tl.store(Out + tl.arange(0, 64), x.T.reshape(64))
+
+
+@tessera.jit
+def matmul_precision_kernel(X, Y, Z, M, N, K, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                            BK: tl.constexpr):
+    # Row-major f32 Z = X @ Y over a K loop, the accumulator carried through input_precision's dot.
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        x = tl.load(X + rm[:, None] * K + (k0 + rk[None, :]), mask=(rm[:, None] < M) & (k0 + rk[None, :] < K),
+                    other=0.0)
+        y = tl.load(Y + (k0 + rk[:, None]) * N + rn[None, :], mask=(k0 + rk[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(x, y, acc, input_precision=PRECISION)
+    tl.store(Z + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
