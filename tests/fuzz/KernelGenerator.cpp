@@ -598,7 +598,8 @@ private:
         define(in_.chance(50) ? "tl.trans(" + a.name + ")" : a.name + ".T", {s[1], s[0]}, a.dt);
         break;
       }
-      define("tl.trans(" + a.name + ")", s, a.dt); // rank != 2: probably a diagnostic
+      if (s.size() > 2) std::swap(s[s.size() - 2], s[s.size() - 1]); // Triton: the last two dims swapped
+      define("tl.trans(" + a.name + ")", s, a.dt);                     // rank 1: a diagnostic
       break;
     case 1: {
       if (s.size() == 2) { define("tl.permute(" + a.name + ", (1, 0))", {s[1], s[0]}, a.dt); break; }
