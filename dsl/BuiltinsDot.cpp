@@ -156,7 +156,10 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
     if (out.isFloatElement() != elem.isFloatElement())
       error(b.locs[6], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
                            " out_dtype, got " + out.str());
-    if (elem.isIntElement()) out = ir::Type(ScalarType::I32); // Triton: int8 dots give int32, whatever out_dtype says
+    // Triton: int8 dots give int32, f32 and bf16 dots f32, f64 dots f64, whatever out_dtype says.
+    if (elem.isIntElement()) out = ir::Type(ScalarType::I32);
+    else if (elem.scalar == ScalarType::F32 || elem.scalar == ScalarType::BF16) out = ir::Type(ScalarType::F32);
+    else if (elem.scalar == ScalarType::F64) out = ir::Type(ScalarType::F64);
   }
   ir::Value *acc;
   if (b.has(2)) {

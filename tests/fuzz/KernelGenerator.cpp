@@ -753,7 +753,9 @@ private:
     switch (in_.pick(6)) {
     case 0: extra = ", input_precision=\"tf32\""; break;
     case 1: extra = ", input_precision=\"ieee\""; break;
-    case 2: if (!isInt(at)) { extra = ", out_dtype=tl.float16"; acc = DT::F16; } break;
+    case 2: // out_dtype is honoured for f16 (and fp8) operands only; f32/bf16 dots give f32, as in Triton
+      if (at == DT::F16 || at == DT::F8E4) { extra = ", out_dtype=tl.float16"; acc = DT::F16; }
+      break;
     case 3: extra = ", allow_tf32=False"; break;
     default: break;
     }

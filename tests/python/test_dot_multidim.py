@@ -74,6 +74,16 @@ def test_dot_multidim_f16_out_f16_with_acc():
     np.testing.assert_array_equal(z, ref)  # integers: exact in f16 too (|sums| <= 516)
 
 
+@pytest.mark.parametrize("in_dtype", [tl.float32, tl.bfloat16])
+def test_dot_out_dtype_f16_of_f32_and_bf16_inputs_is_f32(in_dtype):
+    # Triton's semantic.dot: f32 and bf16 operands give an f32 dot whatever out_dtype says
+    # (an f16 result would round every element to 11 bits).
+    z, ref, magnitude = run_multidim(2, False, False, in_dtype, tl.float16, integers=False, precision="ieee")
+    assert not np.array_equal(z, z.astype(np.float16).astype(np.float32))
+    if in_dtype == tl.float32:
+        assert (np.abs(z - ref) <= 1e-6 * magnitude).all()
+
+
 def test_dot_multidim_after_passes(monkeypatch):
     monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
     z, ref, _ = run_multidim(5, True, True, use_acc=True)
