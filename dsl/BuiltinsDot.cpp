@@ -112,7 +112,7 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
     }
     if (b.has(6)) {
       const ir::Type out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
-      if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16 && out.scalar != ScalarType::BF16)
+      if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16)
         error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
     }
     // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
