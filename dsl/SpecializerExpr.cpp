@@ -384,12 +384,13 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       return SValue::tuple(std::move(dims));
     }
     if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(base.value->type.numElements()));
-    if (attr == "T") {
-      CallArgs none;
-      none.loc = loc;
-      none.args = {base};
-      none.argLocs = {loc};
-      return callBuiltin("lang.trans", none);
+    if (attr == "T") { // Triton's code generator: permute(x, (1, 0)), so only a 2-D block has one
+      CallArgs swap;
+      swap.loc = loc;
+      const SValue one = SValue::constant(ConstexprValue::ofInt(1)), zero = SValue::constant(ConstexprValue::ofInt(0));
+      swap.args = {base, SValue::tuple({one, zero})};
+      swap.argLocs = {loc, loc};
+      return callBuiltin("lang.permute", swap);
     }
     {
       SValue m;

@@ -127,13 +127,14 @@ public:
   SValue callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args);
   SValue reduce(ir::Value *x, const SValue &axis, const std::string &kind, bool keepDims, SourceLoc loc);
 
-  // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Memory,Debug}.cpp). Each
+  // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Dot,Memory,Debug}.cpp). Each
   // returns nullopt for a name it does not define, so the older builtins stay the fallback.
   std::optional<SValue> callLanguageBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callLanguageMethod(const SValue &self, const std::string &method, CallArgs &args);
   std::optional<SValue> callMathBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callShapeBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callReduceBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callDotBuiltin(const std::string &name, CallArgs &args); // tl.dot (BuiltinsDot.cpp)
   std::optional<SValue> callMemoryBuiltin(const std::string &name, CallArgs &args);
   SValue makeTensorDescriptor(CallArgs &args); // tl.make_tensor_descriptor (BuiltinsMemory.cpp)
   // desc.load(offsets) / desc.store(offsets, value) on a descriptor the kernel made (BuiltinsMemory.cpp).
