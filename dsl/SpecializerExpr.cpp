@@ -413,9 +413,20 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     }
     error(loc, "a tensor descriptor has no attribute '" + attr +
                      "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
+  case SValue::Kind::Builtin:
+    if (base.path == "lang.PropagateNan") { // tl.PropagateNan.NONE / ALL
+      if (std::optional<ConstexprValue> member = ConstexprValue::ofEnumMember("PropagateNan", attr))
+        return SValue::constant(*member);
+      error(loc, "tl.PropagateNan has no member '" + attr + "' (it has NONE and ALL)");
+    }
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value
+    }
+    if (base.c.kind == CK::Enum) { // an enum member's name and value, as in Python
+      if (attr == "name") return SValue::constant(ConstexprValue::ofString(base.c.stringValue.substr(base.c.stringValue.find('.') + 1)));
+      if (attr == "value") return SValue::constant(ConstexprValue::ofInt(base.c.intValue));
     }
     if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
       error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "

@@ -264,7 +264,8 @@ SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &
   }
   if (lhs.isConst() && rhs.isConst()) {
     const ConstexprValue &a = lhs.c, &b = rhs.c;
-    if (a.kind == CK::String || b.kind == CK::String || a.kind == CK::None || b.kind == CK::None) {
+    if (a.kind == CK::String || b.kind == CK::String || a.kind == CK::None || b.kind == CK::None ||
+        a.kind == CK::Enum || b.kind == CK::Enum) {
       if (op == ast::CompareOp::Eq) return SValue::constant(ConstexprValue::ofBool(a == b));
       if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!(a == b)));
       error(loc, "cannot order " + a.str() + " and " + b.str());

@@ -37,6 +37,13 @@ class constexpr:
         return hash(self.value)
 
 
+class PropagateNan(_Enum):
+    """`propagate_nan=` of tl.minimum / tl.maximum / tl.clamp (Triton's values): NONE, a NaN operand
+    loses to the other (PTX min/max); ALL, a NaN operand is the result."""
+    NONE = 0x0000
+    ALL = 0xFFFF
+
+
 class const:
     """A parameter annotation, `in_ptr: tl.const`: the kernel only reads through this pointer
     (tl.store and atomics on it are compile errors; its type differs from a plain pointer's)."""
