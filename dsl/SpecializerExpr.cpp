@@ -475,15 +475,19 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
   // x[:, None]: every index is ':' (keep a dim) or None (insert a size-1 dim).
   ir::Value *v = base.value;
   size_t dim = 0;
+  // A slice part that is absent or the constexpr None (x[None:None:None] is x[:], as in Triton).
+  auto isNonePart = [&](const ast::ExprPtr &part) { return !part || eval(*part).isNone(); };
   for (const auto &idx : e.indices) {
-    if (auto *c = dyn_cast<ast::Constant>(idx.get()); c && c->type == ast::Constant::Type::None) {
+    const bool noneIndex = !isa<ast::Slice>(idx.get()) && eval(*idx).isNone();
+    if (noneIndex) {
       std::vector<int64_t> s = v->type.shape;
       if (dim > s.size()) error(idx->loc, "too many indices");
       s.insert(s.begin() + dim, 1);
       if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
       else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
       ++dim;
-    } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
+    } else if (auto *sl = dyn_cast<ast::Slice>(idx.get());
+               sl && isNonePart(sl->lower) && isNonePart(sl->upper) && isNonePart(sl->step)) {
       // Past the last dim ':' keeps nothing, as in Triton (Z[None, None, None, :] of a scalar pointer is <1x1x1>).
       ++dim;
     } else { // Triton's message: "unsupported tensor index: slice(10, None, None)"

@@ -213,3 +213,29 @@ def test_tuple_constexpr_from_the_cli(text, shape):
     from lang_support import compile_kernel
     ir = compile_kernel("tuple_constexpr.py", "k", "*i32,*i32", {"OUT_SHAPE": text}, emit="ir")
     assert f"<{shape}xi32>" in ir
+
+
+@tessera.jit(interpret=True)
+def slice_kernel(out_ptr, XBLOCK: tl.constexpr):
+    # test_core.py's test_slice: ':' spelled with None parts, and None indices, on blocks and scalars
+    data = tl.arange(0, XBLOCK)
+    tl.static_assert(data[None, :].shape == [1, XBLOCK])
+    tl.static_assert(data[None, None:].shape == [1, XBLOCK])
+    tl.static_assert(data[None, :None].shape == [1, XBLOCK])
+    tl.static_assert(data[None, :, None].shape == [1, XBLOCK, 1])
+    tl.static_assert(data[None, None:None, None].shape == [1, XBLOCK, 1])
+    tl.static_assert(data[None, None:None:None, None].shape == [1, XBLOCK, 1])
+    tl.static_assert(data[None, ::None, None].shape == [1, XBLOCK, 1])
+    NOTHING: tl.constexpr = None
+    t = data[NOTHING, NOTHING:NOTHING]  # constexpr Nones count as None
+    tl.static_assert(t.shape == [1, XBLOCK])
+    scalar = tl.full([], 1, tl.int32)
+    tl.static_assert(scalar[None].shape == [1])
+    tl.static_assert(scalar[None, None].shape == [1, 1])
+    tl.store(out_ptr + tl.arange(0, XBLOCK)[None, :], t)
+
+
+def test_slices_with_none_parts():
+    out = np.zeros(32, np.int32)
+    slice_kernel[(1,)](out, XBLOCK=32)
+    np.testing.assert_array_equal(out, np.arange(32))
