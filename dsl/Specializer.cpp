@@ -761,10 +761,11 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
       if (!p.defaultValue) error(args.loc, "'" + fn.name + "' is missing a value for parameter '" + p.name + "'");
       callee[p.name] = evalGlobal(*p.defaultValue);
     }
-    callee["$retval"] = SValue::constant(ConstexprValue::none());
+    callee["$retval"] = noReturnValue();
     env_ = &callee;
     execBody(fn.body);
     result = callee["$retval"];
+    if (isNoReturnValue(result)) result = SValue::constant(ConstexprValue::none());
   } catch (...) {
     restore();
     throw;

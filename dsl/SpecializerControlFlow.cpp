@@ -186,13 +186,33 @@ void Specializer::mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const E
     if (!thenEnv.count(it->first) || !elseEnv.count(it->first)) it = env_->erase(it);
     else ++it;
   }
-  for (const auto &[name, tv] : thenEnv) {
+  // Zeros of `like`'s types in `region`: what a path that returns nothing gives (Triton's poison: any value).
+  std::function<SValue(const SValue &)> anyValueLike = [&](const SValue &like) -> SValue {
+    if (like.kind == SValue::Kind::Tuple) {
+      SValue out = like;
+      for (SValue &e : out.elems) e = anyValueLike(e);
+      return out;
+    }
+    if (!like.isIR()) return like;
+    const ir::Type &t = like.value->type;
+    if (t.pointer || !(t.isFloatElement() || t.isIntElement()))
+      error(loc, "a function that returns " + t.str() + " on one path must return on every path");
+    return SValue::ir(t.isFloatElement() ? b_.floatConstant(0.0, t) : b_.intConstant(0, t));
+  };
+  for (const auto &[name, thenValue] : thenEnv) {
     auto e = elseEnv.find(name);
     if (e == elseEnv.end()) {
       env_->erase(name);
       continue;
     }
-    const SValue &ev = e->second;
+    SValue tv = thenValue, ev = e->second;
+    if (name == "$retval" && isNoReturnValue(tv) && !ev.isNone()) {
+      b_.setInsertionPointToEnd(ifOp->region(0));
+      tv = anyValueLike(ev);
+    } else if (name == "$retval" && isNoReturnValue(ev) && !tv.isNone()) {
+      b_.setInsertionPointToEnd(ifOp->region(1));
+      ev = anyValueLike(tv);
+    }
     std::vector<SValue> tl, el;
     flatten(tv, tl);
     flatten(ev, el);

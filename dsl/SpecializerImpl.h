@@ -60,6 +60,15 @@ struct SValue {
   bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
 
+// "$retval" before a `return`: where one path of a function returns a value and another falls
+// off its end, that path returns an unspecified value of the same type (Triton: poison).
+inline SValue noReturnValue() {
+  SValue s = SValue::constant(ConstexprValue::none());
+  s.path = "$noreturn";
+  return s;
+}
+inline bool isNoReturnValue(const SValue &v) { return v.isNone() && v.path == "$noreturn"; }
+
 // A tensor descriptor's strides, the last (1, not held) included (BuiltinsMemory.cpp).
 SValue descriptorStrides(const SValue &desc);
 

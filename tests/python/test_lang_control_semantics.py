@@ -227,3 +227,38 @@ def test_range_zero_step_is_an_error():
 def test_range_negative_step_compiles_to_ptx():
     k = tessera.compile(range_sum_kernel, signature="*i64,i64,i64", constexprs={"STEP": -3}, target="sm_80")
     assert "sub" in k.asm["ir"] and ".entry" in k.asm["ptx"]
+
+
+@tessera.jit
+def return_poison(x):
+    a = False  # a scalar tensor (Triton's visit_Assign): the if is a runtime one
+    if a:
+        return x
+
+
+@tessera.jit
+def return_on_one_path(x, flag):
+    if flag > 0:
+        return x * 2, x + 1
+
+
+@tessera.jit(interpret=True)
+def poison_kernel(out_ptr, flag):
+    # test_core.py's test_poison_return: the path that returns nothing gives an unspecified value
+    tl.store(out_ptr, return_poison(0))
+    a, b = return_on_one_path(tl.load(out_ptr + 1), flag)
+    if flag > 0:
+        tl.store(out_ptr + 2, a)
+        tl.store(out_ptr + 3, b)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_value_returned_on_one_path(flag):
+    out = np.array([9, 5, 0, 0], np.int32)
+    poison_kernel[(1,)](out, flag)
+    assert list(out[1:]) == ([5, 10, 6] if flag else [5, 0, 0])
+
+
+def test_value_returned_on_one_path_compiles_to_ptx():
+    k = tessera.compile(poison_kernel, signature="*i32,i32", target="sm_80")
+    assert ".entry" in k.asm["ptx"]
