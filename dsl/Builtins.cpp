@@ -585,6 +585,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     ir::Value *x = toIR(b[0], b.locs[0]);
     if (x->type.pointer) error(b.locs[0], std::string(m.name) + "() needs numbers, got pointers");
     if (m.code != OpCode::Abs && x->type.isIntElement()) x = castElement(x, ir::Type(ScalarType::F32));
+    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2)) {
+      // fp8 has no arithmetic; |x| clears the sign bit of the byte, as Triton's abs of fp8 does.
+      ir::Value *bits = b_.op(OpCode::Bitcast, {x}, x->type.withElement(ir::Type(ScalarType::I8)));
+      ir::Value *mask = b_.intConstant(0x7F, bits->type); // a block constant is a splat
+      return SValue::ir(b_.op(OpCode::Bitcast, {b_.op(OpCode::And, {bits, mask}, bits->type)}, x->type));
+    }
     return SValue::ir(b_.op(m.code, {x}, x->type));
   }
   if (name == "lang.max" || name == "lang.min" || name == "lang.sum") {
