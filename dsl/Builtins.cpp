@@ -308,6 +308,10 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       return args.args[2];
     }
   }
+  if (name == "constexpr_type" || name == "lang.constexpr_type" || name == "lang.core.constexpr_type") {
+    Bound b = bind(*this, args, "constexpr_type", {{"value", true}});
+    return constexprTypeOf(b[0], b.locs[0]);
+  }
   if (name == "hasattr") return constResult(ConstexprValue::ofBool(hasAttribute(*this, args)));
   if (name == "isinstance") {
     // isinstance(v, tl.dtype / tl.tensor / tl.constexpr / int / float / bool, or a tuple of them).

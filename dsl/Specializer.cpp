@@ -271,6 +271,9 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");
   globals_["hasattr"] = SValue::builtin("hasattr");
+  // triton.language.core.constexpr_type, which kernels name after importing it (test_core.py's
+  // test_constexpr_assignment imports it inside a test function: no module-level binding)
+  globals_["constexpr_type"] = SValue::builtin("constexpr_type");
   // @jit functions are visible everywhere (kernels call helpers defined below them).
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);

@@ -10,6 +10,7 @@ import pytest
 import tessera
 import tessera.language as tl
 from lang_support import assemble
+from tessera.language import constexpr_type
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 
@@ -239,3 +240,24 @@ def test_slices_with_none_parts():
     out = np.zeros(32, np.int32)
     slice_kernel[(1,)](out, XBLOCK=32)
     np.testing.assert_array_equal(out, np.arange(32))
+
+
+@tessera.jit(interpret=True)
+def constexpr_type_kernel(out_ptr, C: tl.constexpr, SHAPE: tl.constexpr):
+    # Triton's constexpr.type and triton.language.core.constexpr_type (test_constexpr_assignment)
+    local: tl.constexpr = 10
+    tl.static_assert(local.type == constexpr_type(10) and C.type == tl.core.constexpr_type(C))
+    tl.static_assert(local.type != constexpr_type(11) and local.type != constexpr_type("10"))
+    tl.static_assert(SHAPE.type == constexpr_type((4, 8)))
+    n = C  # a plain assignment: a scalar tensor, whose .type is its dtype
+    tl.static_assert(n.type == tl.int32)
+    tl.store(out_ptr, n)
+
+
+def test_constexpr_type():
+    assert tl.constexpr(10).type == constexpr_type(10) and repr(constexpr_type(10)) == "constexpr_type[10]"
+    out = np.zeros(1, np.int32)
+    constexpr_type_kernel[(1,)](out, 7, (4, 8))
+    assert out[0] == 7
+    with pytest.raises(tessera.CompilationError, match="static_assert"):
+        constexpr_type_kernel[(1,)](out, 7, (4, 9))
