@@ -53,7 +53,8 @@ const char *kCompileUsage = R"(usage: tessera compile FILE --kernel NAME --signa
                        "*fp32:16,*fp32,i32" (pointer types start with '*';
                        ':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1;
                        a TMA tensor descriptor: "tensordesc<bf16[64,128]>", docs/tma.md)
-  --constexpr K=V      value of a tl.constexpr parameter (repeatable)
+  --constexpr K=V      value of a tl.constexpr parameter (repeatable): 1024, 0.5, True, None,
+                       tl.float16, tl.PropagateNan.ALL, a tuple such as [8, 8], other text a string
   --num-warps N        warps per program (power of 2, default 4)
   --num-stages N       software pipelining depth (default 3)
   --arch ARCH          sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a (default sm_90a)
