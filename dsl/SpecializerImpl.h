@@ -37,6 +37,8 @@ struct SValue {
     TensorDescriptor, // tl.make_tensor_descriptor(...): elems = base, shape, strides but the last (always 1),
                       // block_shape (tuples), padding
                       // (a string constant); desc.load/store lower it to pointers + masks (BuiltinsMemory.cpp)
+    ConstexprType,    // Triton's constexpr_type: `c.type` of a constexpr, `constexpr_type(10)`; elems[0] the
+                      // value (a constant or a tuple of them); equal when the values are
   };
   Kind kind = Kind::Const;
   ir::Value *value = nullptr;
@@ -59,6 +61,15 @@ struct SValue {
   bool isNone() const { return kind == Kind::Const && c.kind == ConstexprValue::Kind::None; }
   bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
+
+// "$retval" before a `return`: where one path of a function returns a value and another falls
+// off its end, that path returns an unspecified value of the same type (Triton: poison).
+inline SValue noReturnValue() {
+  SValue s = SValue::constant(ConstexprValue::none());
+  s.path = "$noreturn";
+  return s;
+}
+inline bool isNoReturnValue(const SValue &v) { return v.isNone() && v.path == "$noreturn"; }
 
 // A tensor descriptor's strides, the last (1, not held) included (BuiltinsMemory.cpp).
 SValue descriptorStrides(const SValue &desc);
@@ -101,6 +112,7 @@ public:
   SValue compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue compareTuples(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue sliceTuple(const SValue &tuple, const ast::Slice &slice);
+  SValue constexprTypeOf(const SValue &value, SourceLoc loc); // Triton's constexpr_type(value)
 
   // --- values and types
   ir::Value *toIR(const SValue &v, SourceLoc loc, const ir::Type *peer = nullptr);

@@ -9,11 +9,32 @@ from enum import Enum as _Enum
 from . import math
 
 
+class constexpr_type:
+    """Triton's triton.language.core.constexpr_type: the type of a constexpr, equal when the values are
+    (`tl.constexpr(10).type == constexpr_type(10)`; in kernels too, `c.type == constexpr_type(10)`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+    def __hash__(self):
+        return hash(self.value)
+
+
 class constexpr:
     """A compile-time value: `BLOCK: tl.constexpr` or `LOG2E = tl.constexpr(1.44)`."""
 
     def __init__(self, value):
         self.value = value.value if isinstance(value, constexpr) else value
+
+    @property
+    def type(self):
+        return constexpr_type(self.value)
 
     def __repr__(self):
         return f"constexpr[{self.value!r}]"
@@ -35,6 +56,13 @@ class constexpr:
 
     def __hash__(self):
         return hash(self.value)
+
+
+class PropagateNan(_Enum):
+    """`propagate_nan=` of tl.minimum / tl.maximum / tl.clamp (Triton's values): NONE, a NaN operand
+    loses to the other (PTX min/max); ALL, a NaN operand is the result."""
+    NONE = 0x0000
+    ALL = 0xFFFF
 
 
 class const:
