@@ -131,6 +131,10 @@ def _collect(roots):
             elif isinstance(value, types.ModuleType):
                 if value.__name__.split(".")[0] in _LANG_MODULES:
                     out.imports[free] = _source.kernel_module_name(value.__name__)
+            elif _language_function(value):
+                # exp = tl.exp (fla), or `from triton.language.standard import _log2` (Inductor) in the
+                # helper's module: import it under that name as what it is
+                out.imports[free] = (value.__module__, value.__name__)
             elif isinstance(value, bool) or isinstance(value, (int, float)):
                 _add_constant(out, free, value, name)
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
@@ -304,8 +308,16 @@ def function_source(functions, base_text="", base_file=None):
     collected = _collect(functions)
     defined = _defined_names(base_text)
     parts = []
-    for alias, module in sorted(collected.imports.items()):
+    for alias, module in sorted(collected.imports.items(), key=lambda item: item[0]):
         have = defined.get(alias)
+        if isinstance(module, tuple):  # a language function: (its module, its name)
+            if have is None:
+                parts.append(f"from {module[0]} import {module[1]} as {alias}\n")
+            elif have[0] == "def":
+                raise CompositionError(f"the composed functions use '{alias}' for {module[0]}.{module[1]}, but the "
+                                       f"kernel's file defines a function '{alias}'; rename one")
+            # else the kernel's file imports or assigns the name too (`from .op import exp`): the same function
+            continue
         if have is None:
             parts.append(f"import {module} as {alias}\n" if alias != module else f"import {module}\n")
         elif have[0] != "import" or not _same_module(have[1], module):

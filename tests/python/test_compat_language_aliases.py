@@ -27,12 +27,35 @@ import triton.language as tl
 
 gather = tl.gather
 sort_rows = tl.sort
+exp = tl.exp
+
+try:
+    from triton.language.standard import _log2
+except ImportError:
+    def _log2(x):
+        raise NotImplementedError
+
+
+@triton.jit
+def safe_exp(x):
+    # the module's own alias of a language function, inside a helper other modules call
+    return exp(tl.where(x <= 0, x, float("-inf")))
+
+
+@triton.jit
+def swap_halves(x, N: tl.constexpr):
+    # Inductor's sort helpers: a constexpr from triton.language.standard, an integer dtype from tl.core
+    LOG: tl.constexpr = _log2(N)
+    idtype = tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    bits = x.to(idtype, bitcast=True)
+    halves = tl.reshape(bits, [2, 1 << (LOG - 1)])
+    return tl.reshape(tl.flip(halves, 0), [N]).to(x.dtype, bitcast=True)
 '''
 
 KERNELS = '''
 import triton
 import triton.language as tl
-from aliasops.op import gather, sort_rows
+from aliasops.op import gather, sort_rows, safe_exp, swap_halves
 
 
 @triton.jit
@@ -43,6 +66,14 @@ def permute_rows_kernel(x_ptr, idx_ptr, out_ptr, sorted_ptr, M: tl.constexpr, N:
     idx = tl.load(idx_ptr + rows * N + cols)
     tl.store(out_ptr + rows * N + cols, gather(x, idx, 1))
     tl.store(sorted_ptr + rows * N + cols, sort_rows(x, 1))
+
+
+@triton.jit
+def helpers_kernel(x_ptr, out_ptr, swapped_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, safe_exp(x))
+    tl.store(swapped_ptr + offs, swap_halves(x, N))
 '''
 
 
@@ -77,3 +108,25 @@ def test_gather_and_sort_bound_to_module_names_of_another_module(aliasops):
     k = tessera.compile(aliasops.permute_rows_kernel, signature="*fp32,*i32,*fp32,*fp32", constexprs={"M": 16, "N": 32},
                         target="sm_90a")
     assert ".entry permute_rows_kernel" in k.asm["ptx"]
+
+
+def test_helpers_of_another_module_using_its_language_aliases_and_standard_constexpr_functions(aliasops):
+    x = np.linspace(-3, 3, 16).astype(np.float32)
+    out = np.zeros_like(x)
+    swapped = np.zeros_like(x)
+    aliasops.helpers_kernel[(1,)](x, out, swapped, N=16)
+    np.testing.assert_allclose(out, np.where(x <= 0, np.exp(x), 0.0), rtol=1e-6)
+    np.testing.assert_array_equal(swapped, np.concatenate([x[8:], x[:8]]))
+    k = tessera.compile(aliasops.helpers_kernel, signature="*fp16,*fp16,*fp16", constexprs={"N": 256}, target="sm_90a")
+    assert ".entry helpers_kernel" in k.asm["ptx"]
+
+
+def test_standard_constexpr_functions_on_the_host():
+    tessera.compat.install()
+    try:
+        scope = {"__name__": "user_module"}
+        exec("from triton.language.standard import _log2, _is_power_of_two", scope)
+        assert [scope["_log2"](n) for n in (1, 2, 3, 16, 1000)] == [0, 1, 1, 4, 9]
+        assert [scope["_is_power_of_two"](n) for n in (0, 1, 6, 64)] == [False, True, False, True]
+    finally:
+        tessera.compat.uninstall()
