@@ -54,10 +54,21 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             constexprs = {**constexprs, **_compose.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
+        constexprs = {**_constexpr_defaults(fn), **(constexprs or {})}
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0))
 
+
+
+def _constexpr_defaults(fn):
+    """The values of the kernel's constexpr parameters' defaults, as a launch passes them: a default
+    the front-end cannot evaluate from the text (vLLM's `FP8_MIN: tl.constexpr = float8_info.min`,
+    from torch.finfo) then compiles as it launches."""
+    from . import language as tl
+    defaults = fn._defaults()
+    return {p.name: defaults[p.name] for p in fn.params if p.is_constexpr and p.name in defaults
+            and isinstance(defaults[p.name], (bool, int, float, str, tl.dtype))}
 
 
 def _is_int(value):
