@@ -408,6 +408,40 @@ def llround(x):
     return tl.math.round(x).to(tl.int64)
 
 
+# ilogb: the unbiased exponent, from the bits (subnormals scaled up first); 0 and NaN give
+# INT_MIN and infinities INT_MAX, as CUDA's ilogbf. Inductor's frexp helper calls it.
+@jit
+def ilogb(x):
+    x = _libdevice_float(x, "ilogb")
+    if x.dtype == tl.float64:
+        e = ((x.to(tl.int64, bitcast=True) >> 52) & 0x7FF).to(tl.int32)
+        e_sub = (((x * 18014398509481984.0).to(tl.int64, bitcast=True) >> 52) & 0x7FF).to(tl.int32) - 54
+        e = tl.where(e == 0, e_sub, e) - 1023
+    else:
+        xf = x.to(tl.float32)
+        e = (xf.to(tl.int32, bitcast=True) >> 23) & 0xFF
+        e_sub = (((xf * 16777216.0).to(tl.int32, bitcast=True) >> 23) & 0xFF) - 24
+        e = tl.where(e == 0, e_sub, e) - 127
+    e = tl.where((x == 0) | (x != x), -2147483648, e)
+    return tl.where(tl.abs(x) == float("inf"), 2147483647, e)
+
+
+# ldexp(x, n) = x * 2**n with one rounding: the product is exact in float64 (n clamped to
+# +-400, beyond which every float32 result is 0 or inf), then rounded to float32 once.
+@jit
+def ldexp(x, y):
+    x = _libdevice_float(x, "ldexp")
+    tl.static_assert(x.dtype != tl.float64, "ldexp of float64 operands is not supported yet")
+    n = tl.minimum(tl.maximum(tl.cast(y, tl.int32), -400), 400)
+    scale = ((n + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+    return (x.to(tl.float64) * scale).to(tl.float32)
+
+
+@jit
+def scalbn(x, y):
+    return ldexp(x, y)
+
+
 # The "_rn" arithmetic is IEEE arithmetic (round to nearest even).
 @jit
 def add_rn(x, y):
