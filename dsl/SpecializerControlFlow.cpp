@@ -474,10 +474,16 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
       error(call->loc, "range() bounds must be integers, got " + describe(*v));
     }
   }
-  if (step.isConst() && step.c.intValue <= 0)
-    error(call->loc, "range() step must be positive in a tessera loop");
+  if (step.isConst() && step.c.intValue == 0) error(call->loc, "range() step must not be zero");
+  // A constexpr negative step (fla's `range(NT - 1, -1, -1)`), as Triton lowers it: the loop runs
+  // from the end up to the start by -step, and its variable is start - (iv - end).
+  const bool negativeStep = step.isConst() && step.c.intValue < 0;
+  if (negativeStep) {
+    step = SValue::constant(ConstexprValue::ofInt(-step.c.intValue));
+    std::swap(lb, ub);
+  }
   if (hasLoopExit(s.body, true) || hasReturn(s.body)) {
-    execForAsWhile(s, lb, ub, step, ivType);
+    execForAsWhile(s, lb, ub, step, ivType, negativeStep);
     return hasReturn(s.body) ? afterLoopThatMayReturn(s.loc) : Flow::Normal;
   }
   ir::Value *lbv = castElement(toIR(lb, call->loc, &ivType), ivType);
@@ -514,6 +520,10 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   ir::Value *iv = body->addArgument(ivType, target->id);
   Env bodyEnv = *env_;
   bodyEnv[target->id] = SValue::ir(iv);
+  if (negativeStep) {
+    b_.setInsertionPointToEnd(body);
+    bodyEnv[target->id] = SValue::ir(b_.op(ir::OpCode::Add, {b_.op(ir::OpCode::Sub, {ubv, iv}, ivType), lbv}, ivType));
+  }
   {
     size_t k = 0;
     std::vector<SValue> args = c.rebuildWith([&](size_t i) {
@@ -568,7 +578,7 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
 
 // A for loop with break (or return) becomes a while loop carrying "$break".
 void Specializer::execForAsWhile(const ast::For &s, const SValue &lb, const SValue &ub, const SValue &step,
-                                 ir::Type ivType) {
+                                 ir::Type ivType, bool negativeStep) {
   auto *call = cast<ast::Call>(s.iter.get());
   auto *target = cast<ast::Name>(s.target.get());
   ir::Value *lbv = castElement(toIR(lb, call->loc, &ivType), ivType);
@@ -581,6 +591,10 @@ void Specializer::execForAsWhile(const ast::For &s, const SValue &lb, const SVal
     return b_.op(ir::OpCode::Cmp, {iv, ubv}, ir::Type(ir::ScalarType::I1), {{"predicate", std::string("lt")}});
   }, [&](Env &bodyEnv) {
     bodyEnv[target->id] = bodyEnv[ivName];
+    if (negativeStep) { // the bounds were swapped: the variable counts down from the start
+      ir::Value *iv = bodyEnv[ivName].value;
+      bodyEnv[target->id] = SValue::ir(b_.op(ir::OpCode::Add, {b_.op(ir::OpCode::Sub, {ubv, iv}, ivType), lbv}, ivType));
+    }
   }, [&](Env &bodyEnv) {
     ir::Value *iv = bodyEnv.at(ivName).value;
     bodyEnv[ivName] = SValue::ir(b_.op(ir::OpCode::Add, {iv, stepv}, iv->type));

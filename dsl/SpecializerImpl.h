@@ -188,7 +188,8 @@ private:
                   SourceLoc loc);
   void endBranch(Flow f);
   Flow afterLoopThatMayReturn(SourceLoc loc);
-  void execForAsWhile(const ast::For &s, const SValue &lb, const SValue &ub, const SValue &step, ir::Type ivType);
+  void execForAsWhile(const ast::For &s, const SValue &lb, const SValue &ub, const SValue &step, ir::Type ivType,
+                      bool negativeStep);
   void execWhileLoop(const ast::Body &body, SourceLoc loc, const std::string &extraName, bool breaks,
                      const std::function<ir::Value *(const Env &)> &condition,
                      const std::function<void(Env &)> &enter, const std::function<void(Env &)> &latch);
