@@ -177,6 +177,20 @@ SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &met
   return SValue::constant(ConstexprValue::none());
 }
 
+bool Specializer::propagatesNan(const SValue &v, SourceLoc loc) {
+  int64_t mode = requireInt(v, loc, "propagate_nan");
+  if (mode != 0 && mode != kPropagateNanAll)
+    error(loc, "propagate_nan must be tl.PropagateNan.ALL or tl.PropagateNan.NONE, got " + describe(v));
+  return mode == kPropagateNanAll;
+}
+
+ir::Value *Specializer::withNanOf(ir::Value *r, ir::Value *x, ir::Value *y) {
+  ir::Type flags = x->type.withElement(ir::Type(ScalarType::I1));
+  auto isNan = [&](ir::Value *v) { return b_.op(OpCode::Cmp, {v, v}, flags, {{"predicate", std::string("ne")}}); };
+  r = b_.op(OpCode::Select, {isNan(y), y, r}, r->type);
+  return b_.op(OpCode::Select, {isNan(x), x, r}, r->type);
+}
+
 SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   // tl.math.exp and tl.exp are the same function.
   std::string name = name0;
@@ -537,7 +551,9 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     auto shape = broadcastShapes(x->type, y->type, loc);
     x = broadcastTo(castElement(x, elem), shape, b.locs[0]);
     y = broadcastTo(castElement(y, elem), shape, b.locs[1]);
-    return SValue::ir(b_.op(name == "lang.maximum" ? OpCode::Max : OpCode::Min, {x, y}, x->type));
+    ir::Value *r = b_.op(name == "lang.maximum" ? OpCode::Max : OpCode::Min, {x, y}, x->type);
+    if (b.has(2) && propagatesNan(b[2], b.locs[2]) && x->type.isFloatElement()) r = withNanOf(r, x, y);
+    return SValue::ir(r);
   }
   struct MathFn { const char *name; OpCode code; };
   static const MathFn mathFns[] = {{"exp", OpCode::Exp},   {"exp2", OpCode::Exp2}, {"log", OpCode::Log},

@@ -172,7 +172,10 @@ std::optional<SValue> Specializer::callMathBuiltin(const std::string &name, Call
     if (!b[0].isIR()) error(b.locs[0], "tl.clamp needs a runtime value, got " + describe(b[0]));
     std::vector<ir::Value *> xs = elementwiseOperands(*this, b, 3, fn, Want::Numbers, loc);
     ir::Value *lo = b_.op(OpCode::Max, {xs[0], xs[1]}, xs[0]->type);
-    return SValue::ir(b_.op(OpCode::Min, {lo, xs[2]}, xs[0]->type));
+    ir::Value *r = b_.op(OpCode::Min, {lo, xs[2]}, xs[0]->type);
+    // PropagateNan.ALL: a NaN x stays NaN (Triton's clampf with propagation)
+    if (b.has(3) && propagatesNan(b[3], b.locs[3]) && xs[0]->type.isFloatElement()) r = withNanOf(r, xs[0], xs[0]);
+    return SValue::ir(r);
   }
   if (fn == "sigmoid") {
     Bound b = bind(*this, args, "tl.sigmoid", {{"x", true}});

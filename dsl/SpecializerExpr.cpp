@@ -414,6 +414,12 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     }
     error(loc, "a tensor descriptor has no attribute '" + attr +
                      "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
+  case SValue::Kind::Builtin:
+    // tl.PropagateNan.ALL / NONE: Triton's enum values, constexpr ints here (propagate_nan= of
+    // tl.maximum / tl.minimum / tl.clamp).
+    if (base.path == "lang.PropagateNan" && (attr == "ALL" || attr == "NONE"))
+      return SValue::constant(ConstexprValue::ofInt(attr == "ALL" ? kPropagateNanAll : 0));
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value

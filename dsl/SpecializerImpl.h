@@ -19,6 +19,8 @@ namespace tessera::spec {
 // file binds it, e.g. "other:helpers"): their @jit functions are the ones the host appends to the
 // kernel's text, their other values bound to __tessera_attr__helpers__name (python/tessera/_compose.py).
 inline constexpr const char *kOtherModule = "other:";
+// tl.PropagateNan.ALL's value (Triton's enum: NONE = 0, ALL = 0xFFFF).
+inline constexpr int64_t kPropagateNanAll = 0xFFFF;
 
 // What a Python name can stand for while a kernel is being specialised.
 struct SValue {
@@ -123,6 +125,10 @@ public:
 
   // --- builtins (Builtins.cpp)
   SValue callBuiltin(const std::string &name, CallArgs &args);
+  // propagate_nan= of tl.maximum / tl.minimum / tl.clamp: whether it is tl.PropagateNan.ALL.
+  bool propagatesNan(const SValue &v, SourceLoc loc);
+  // `r` where neither x nor y is NaN, else the NaN (float elements only).
+  ir::Value *withNanOf(ir::Value *r, ir::Value *x, ir::Value *y);
   SValue callMethod(const SValue &self, const std::string &method, CallArgs &args);
   SValue callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args);
   SValue reduce(ir::Value *x, const SValue &axis, const std::string &kind, bool keepDims, SourceLoc loc);

@@ -391,6 +391,13 @@ for _name in [
 del _name
 
 
+class PropagateNan(__import__("enum").IntEnum):
+    """Triton's tl.PropagateNan: propagate_nan= of tl.maximum / tl.minimum / tl.clamp (ALL: a NaN
+    operand gives NaN; NONE, the default: the other operand)."""
+    NONE = 0
+    ALL = 0xFFFF
+
+
 def _log2(i):
     """triton.language.standard._log2 (a constexpr_function): floor(log2(i)), 0 for i <= 1.
     Inductor's sort helpers call it on block sizes; kernels compute it at compile time."""
