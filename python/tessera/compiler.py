@@ -23,7 +23,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             backend=None, maxnreg=None):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
-    fn: a @tessera.jit function, or the path of a kernel file (then `kernel` names the function).
+    fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
+    give them in `constexprs`), or the path of a kernel file (then `kernel` names the function).
     signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
@@ -42,6 +43,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             text = f.read()
         first_line, name = 1, kernel
     else:
+        while not isinstance(fn, JITFunction) and not hasattr(fn, "__code__") and hasattr(fn, "fn"):
+            fn = fn.fn  # @autotune / @heuristics wrappers: the @jit function under them
         if not isinstance(fn, JITFunction):
             if callable(fn) and hasattr(fn, "__code__"):
                 fn = JITFunction(fn)

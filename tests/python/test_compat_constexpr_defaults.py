@@ -39,3 +39,17 @@ def test_launch_uses_the_same_defaults():
     out = np.zeros_like(x)
     tessera.jit(interpret=True)(clamp_to_range_kernel.fn)[(1,)](x, out, BLOCK=16)
     np.testing.assert_array_equal(out, np.clip(x, -2.5, 3.0))
+
+
+@tessera.heuristics({"HI": lambda args: 1.0})
+@tessera.autotune(configs=[tessera.Config({"BLOCK": 64})], key=[])
+@tessera.jit
+def wrapped_clamp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, LO: tl.constexpr = range_info.min,
+                         HI: tl.constexpr = range_info.max):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.clamp(tl.load(x_ptr + offs), LO, HI))
+
+
+def test_compile_takes_the_jit_function_under_autotune_and_heuristics():
+    k = tessera.compile(wrapped_clamp_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_90a")
+    assert ".entry wrapped_clamp_kernel" in k.asm["ptx"]
