@@ -77,12 +77,29 @@ def helpers_kernel(x_ptr, out_ptr, swapped_ptr, N: tl.constexpr):
 '''
 
 
+CLASH = '''
+import triton
+import triton.language as tl
+from aliasops.op import safe_exp
+
+exp = tl.exp2  # not the op module's exp
+
+
+@triton.jit
+def clash_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, safe_exp(x) + exp(x))
+'''
+
+
 @pytest.fixture
 def aliasops(tmp_path, monkeypatch):
     (tmp_path / "aliasops").mkdir()
     (tmp_path / "aliasops" / "__init__.py").write_text("")
     (tmp_path / "aliasops" / "op.py").write_text(OPS)
     (tmp_path / "aliasops" / "kernels.py").write_text(KERNELS)
+    (tmp_path / "aliasops" / "clash.py").write_text(CLASH)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TESSERA_INTERPRET", "1")
     monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
@@ -92,7 +109,7 @@ def aliasops(tmp_path, monkeypatch):
         yield importlib.import_module("aliasops.kernels")
     finally:
         tessera.compat.uninstall()
-        for name in ["aliasops.kernels", "aliasops.op", "aliasops"]:
+        for name in ["aliasops.kernels", "aliasops.clash", "aliasops.op", "aliasops"]:
             sys.modules.pop(name, None)
 
 
@@ -130,3 +147,11 @@ def test_standard_constexpr_functions_on_the_host():
         assert [scope["_is_power_of_two"](n) for n in (0, 1, 6, 64)] == [False, True, False, True]
     finally:
         tessera.compat.uninstall()
+
+
+def test_a_kernel_file_that_binds_a_helpers_alias_to_another_function_is_an_error(aliasops):
+    import importlib
+    clash = importlib.import_module("aliasops.clash")
+    with pytest.raises(TypeError, match="the composed functions use 'exp' for tessera.language.exp, but the kernel's "
+                                        "file binds 'exp' to something else"):
+        clash.clash_kernel[(1,)](np.zeros(4, np.float32), np.zeros(4, np.float32), N=4)
