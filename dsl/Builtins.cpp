@@ -358,6 +358,29 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     while (p < n) p <<= 1;
     return constResult(ConstexprValue::ofInt(p));
   }
+  // triton.language.core.get_int_dtype(bitwidth, signed): Inductor's sort and select helpers bitcast through it.
+  if (name == "lang.get_int_dtype") {
+    Bound b = bind(*this, args, "get_int_dtype", {{"bitwidth", true}, {"signed", true}});
+    int64_t bits = requireInt(b[0], b.locs[0], "get_int_dtype()'s bitwidth");
+    bool isSigned = truthy(requireConst(b[1], b.locs[1], "get_int_dtype()'s signed"));
+    switch (bits) {
+    case 1: return SValue::dtypeOf(ir::Type(ScalarType::I1));
+    case 8: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I8 : ScalarType::U8));
+    case 16: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I16 : ScalarType::U16));
+    case 32: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I32 : ScalarType::U32));
+    case 64: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I64 : ScalarType::U64));
+    default: error(b.locs[0], "get_int_dtype(): unsupported bitwidth " + std::to_string(bits));
+    }
+  }
+  // triton.language.standard's constexpr functions (Inductor's sort_with_index uses _log2).
+  if (name == "lang._log2" || name == "lang._is_power_of_two") {
+    Bound b = bind(*this, args, name.substr(5), {{"i", true}});
+    int64_t n = requireInt(b[0], b.locs[0], name.substr(5) + "()'s argument");
+    if (name == "lang._is_power_of_two") return constResult(ConstexprValue::ofBool(n != 0 && (n & (n - 1)) == 0));
+    int64_t log2 = 0;
+    for (; n > 1; n >>= 1) ++log2;
+    return constResult(ConstexprValue::ofInt(log2));
+  }
   if (name == "len") {
     Bound b = bind(*this, args, "len", {{"x", true}});
     if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "len() needs a tuple, got " + describe(b[0]));

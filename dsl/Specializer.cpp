@@ -205,7 +205,7 @@ static std::string canonicalModule(const std::string &module) {
   for (const char *top : {"tessera", "triton"}) {
     std::string t = top;
     if (module == t) return "top";
-    if (module == t + ".language") return "lang";
+    if (module == t + ".language" || module == t + ".language.standard") return "lang";
     if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
         module == t + ".language.extra.cuda.libdevice")
       return "lang.math";

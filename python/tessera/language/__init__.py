@@ -411,11 +411,29 @@ for _name in [
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
     "to_tensor", "max_constancy", "condition", "interleave",
+    "sort", "gather", "histogram", "inline_asm_elementwise",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
     globals()[_name] = _device_only(_name)
 del _name
+
+
+def _log2(i):
+    """triton.language.standard._log2 (a constexpr_function): floor(log2(i)), 0 for i <= 1.
+    Inductor's sort helpers call it on block sizes; kernels compute it at compile time."""
+    i = getattr(i, "value", i)
+    log2 = 0
+    while i > 1:
+        i >>= 1
+        log2 += 1
+    return log2
+
+
+def _is_power_of_two(i):
+    """triton.language.standard._is_power_of_two (a constexpr_function)."""
+    i = getattr(i, "value", i)
+    return (i & (i - 1)) == 0 and i != 0
 
 
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
