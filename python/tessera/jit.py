@@ -280,9 +280,10 @@ class JITFunction(_ext.JitFunctionBase):
         """Compiles for these arguments without launching (needs no GPU: without one it
         compiles for `target`, default sm_90a; Triton's `arch="sm80"` names it too). Returns a
         CompiledKernel; a later launch with the same specialisation reuses it."""
-        arch = kwargs.pop("arch", None)
-        if arch is not None and not target:
-            target = _target_of_triton_arch(arch)
+        if "arch" in kwargs and "arch" not in self.arg_names:  # Triton's option, unless a parameter's name
+            arch = kwargs.pop("arch")
+            if arch is not None and not target:
+                target = _target_of_triton_arch(arch)
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
