@@ -359,8 +359,10 @@ HostValue evalSpecialRegister(const ir::Operation &op) {
   HostValue out(op.result()->type);
   const ir::Type elem = out.type.element();
   int64_t v = 0;
-  if (op.code == OpCode::GlobalTimer)
-    v = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (op.code == OpCode::GlobalTimer) {
+    using namespace std::chrono;
+    v = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+  }
   out.data[0] = makeInt(v, elem);
   return out;
 }

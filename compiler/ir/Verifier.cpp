@@ -518,14 +518,16 @@ private:
     if (body.args.size() != op.operands.size() * p) return fail(op, "region must take pack scalars per operand");
     for (size_t i = 0; i < body.args.size(); ++i)
       if (body.args[i]->type != op.operand(i / p)->type.element())
-        return fail(op, "region argument " + std::to_string(i) + " must be an element of operand " + std::to_string(i / p));
+        return fail(op, "region argument " + std::to_string(i) + " must be an element of operand " +
+                            std::to_string(i / p));
     if (!verifyBlock(body)) return false;
     const Operation *yield = body.terminator();
     if (!yield || yield->code != OpCode::Yield || yield->operands.size() != op.results.size() * p)
       return fail(op, "region must end in a yield of pack scalars per result");
     for (size_t i = 0; i < yield->operands.size(); ++i)
       if (yield->operands[i]->type != op.result(static_cast<unsigned>(i / p))->type.element())
-        return fail(op, "yielded value " + std::to_string(i) + " must be an element of result " + std::to_string(i / p));
+        return fail(op, "yielded value " + std::to_string(i) + " must be an element of result " +
+                            std::to_string(i / p));
     return true;
   }
 
