@@ -124,5 +124,5 @@ class HostTensorError(ValueError, TypeError):
     (at 0) cannot be accessed from Triton (cpu tensor?)"), and a TypeError as tessera raised before."""
 
 
-__all__ = ["ArgumentOverflowError", "HostTensorError", "NumWarpsError", "TesseraError", "CompilationError", "InterpreterError",
-           "DriverError", "DriverNotFoundError", "LaunchError", "OutOfResources"]
+__all__ = ["ArgumentOverflowError", "HostTensorError", "NumWarpsError", "TesseraError", "CompilationError",
+           "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "OutOfResources"]
