@@ -18,7 +18,7 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
   for (auto handler : {&Specializer::callMathBuiltin, &Specializer::callShapeBuiltin, &Specializer::callReduceBuiltin,
                        &Specializer::callDotBuiltin, &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin,
                        &Specializer::callDataDependentBuiltin, &Specializer::callInlineAsmBuiltin,
-                       &Specializer::callDotScaledBuiltin})
+                       &Specializer::callDotScaledBuiltin, &Specializer::callMapElementwiseBuiltin})
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
   // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
@@ -36,6 +36,12 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
   if (name == "lang.num_threads" || name == "lang.num_warps") { // tl.extra.cuda.num_threads(): a constexpr
     bind(*this, args, "tl.extra.cuda." + name.substr(5), {});
     return SValue::constant(ConstexprValue::ofInt(int64_t(spec_.numWarps) * (name == "lang.num_threads" ? 32 : 1)));
+  }
+  if (name == "lang.smid" || name == "lang.globaltimer") { // tl.extra.cuda.smid() / globaltimer(): scalars
+    bind(*this, args, "tl.extra.cuda." + name.substr(5), {});
+    const bool timer = name == "lang.globaltimer";
+    return SValue::ir(b_.op(timer ? ir::OpCode::GlobalTimer : ir::OpCode::SmId, {},
+                            ir::Type(timer ? ScalarType::I64 : ScalarType::I32)));
   }
   if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
     Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});

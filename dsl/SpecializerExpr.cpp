@@ -571,6 +571,19 @@ SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArg
     auto *calleeName = dyn_cast<ast::Name>(e.func.get());
     std::string what = "'" + (calleeName ? calleeName->id : std::string("callee")) + "'";
     if (callee.c.kind == CK::String) {
+      // A language function passed as a constexpr (Triton's test_globaltimer passes
+      // tl.extra.cuda.globaltimer): the launcher hands over its dotted name under tessera.language
+      // (python/tessera/_compose.py, language_function_name), looked up here as the kernel would.
+      static const std::string kLanguage = "tessera.language.";
+      if (const std::string &s = callee.c.stringValue; s.rfind(kLanguage, 0) == 0) {
+        SValue fn = SValue::module("lang");
+        for (size_t start = kLanguage.size(); start <= s.size();) {
+          const size_t end = std::min(s.find('.', start), s.size());
+          fn = attributeOf(fn, s.substr(start, end - start), e.loc);
+          start = end + 1;
+        }
+        return evalCallOf(fn, e, args);
+      }
       auto it = globals_.find(callee.c.stringValue);
       if (it == globals_.end() || it->second.kind != SValue::Kind::Function)
         error(e.loc, "constexpr " + what + " is the string " + callee.c.str() +

@@ -155,6 +155,8 @@ public:
   std::optional<SValue> callDataDependentBuiltin(const std::string &name, CallArgs &args); // sort, gather, histogram
   std::optional<SValue> callInlineAsmBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callDotScaledBuiltin(const std::string &name, CallArgs &args); // BuiltinsDotScaled.cpp
+  std::optional<SValue> callMapElementwiseBuiltin(const std::string &name, CallArgs &args); // tl.map_elementwise
+  void requirePerElementOps(const ir::Block &region, const std::string &fname, const std::string &fnName, SourceLoc loc);
   ir::Value *reshapeTo(ir::Value *x, const std::vector<int64_t> &shape, SourceLoc loc);
   // Builds the region of a reduce_combine/scan op by inlining `combineFn` on scalars.
   void buildCombineRegion(ir::Operation *op, const SValue &combineFn, SourceLoc loc);

@@ -49,6 +49,7 @@ namespace tessera::rt::detail {
   X(cuFuncGetAttribute, 2020)             \
   X(cuFuncSetAttribute, 9000)             \
   X(cuLaunchKernel, 4000)                 \
+  X(cuPointerGetAttribute, 4000)          \
   X(cuMemAlloc, 3020)                     \
   X(cuMemFree, 3020)                      \
   X(cuMemcpyHtoD, 3020)                   \
@@ -73,7 +74,8 @@ namespace tessera::rt::detail {
 // Entry points only some features need: null when the driver lacks them
 // (an older driver still loads; the feature says what it needs).
 #define TESSERA_CUDA_DRIVER_OPTIONAL_SYMBOLS(X) \
-  X(cuTensorMapEncodeTiled, 12000) /* TMA tensor descriptors (runtime/TensorMap.cpp) */
+  X(cuTensorMapEncodeTiled, 12000) /* TMA tensor descriptors (runtime/TensorMap.cpp) */ \
+  X(cuLaunchKernelEx, 11060)       /* cooperative launches (runtime/Launch.cpp) */
 
 struct DriverApi {
 #define TESSERA_DECLARE_SYMBOL(name, version) PFN_##name##_v##version name = nullptr;

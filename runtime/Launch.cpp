@@ -55,7 +55,7 @@ void validateGrid(const Grid &grid, std::string_view kernelName) {
 namespace {
 
 void launchCurrent(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid, void **args,
-                   CUstream stream);
+                   CUstream stream, LaunchFlags flags);
 
 // Makes the kernel's context current; true when it switched away from another.
 bool enterContext(const detail::DriverApi &api, const LoadedKernel &kernel, CUcontext current) {
@@ -73,7 +73,7 @@ CUcontext currentContext() {
   return current;
 }
 
-void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream) {
+void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream, LaunchFlags flags) {
   const auto &api = driver();
   if (!kernel) [[unlikely]]
     throw Error("cannot launch an empty kernel (nothing was loaded into it)");
@@ -82,7 +82,7 @@ void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstrea
   CUcontext current = nullptr;
   detail::check(api.cuCtxGetCurrent(&current), "cuCtxGetCurrent failed before a launch");
   if (current == kernel.context()) [[likely]]
-    return launchCurrent(api, kernel, grid, args, stream);
+    return launchCurrent(api, kernel, grid, args, stream, flags);
   struct Restore { // put the caller's context back, even when the launch throws
     const detail::DriverApi &api;
     CUcontext previous;
@@ -91,10 +91,10 @@ void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstrea
       if (active) (void)api.cuCtxSetCurrent(previous);
     }
   } restore{api, current, enterContext(api, kernel, current)};
-  launchCurrent(api, kernel, grid, args, stream);
+  launchCurrent(api, kernel, grid, args, stream, flags);
 }
 
-void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream) {
+void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream, LaunchFlags flags) {
   const auto &api = driver();
   if (!kernel) [[unlikely]]
     throw Error("cannot launch an empty kernel (nothing was loaded into it)");
@@ -109,13 +109,46 @@ void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream)
     // A fresh thread: adopt the kernel's context (not a switch).
     enterContext(api, kernel, current);
   }
-  launchCurrent(api, kernel, grid, args, stream);
+  launchCurrent(api, kernel, grid, args, stream, flags);
 }
 
 namespace {
 
+std::string launchText(const LoadedKernel &kernel, const Grid &grid) {
+  return "kernel '" + kernel.name() + "' with grid " + gridText(grid) + ", " +
+         std::to_string(kernel.blockThreads()) + " threads per block and " +
+         std::to_string(kernel.sharedBytes()) + " bytes of dynamic shared memory";
+}
+
+// launch_cooperative_grid=True: the same launch through cuLaunchKernelEx with the cooperative
+// attribute (the driver checks that the whole grid fits on the device at once).
+[[gnu::noinline]] void launchCooperative(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid,
+                                         void **args, CUstream stream) {
+  if (!api.cuLaunchKernelEx)
+    throw Error("cannot launch kernel '" + kernel.name() + "' cooperatively (launch_cooperative_grid=True): the "
+                "CUDA driver has no cuLaunchKernelEx (it needs CUDA 11.6 or newer)");
+  CUlaunchAttribute cooperative{};
+  cooperative.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  cooperative.value.cooperative = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+  config.blockDimX = kernel.blockThreads(), config.blockDimY = 1, config.blockDimZ = 1;
+  config.sharedMemBytes = kernel.sharedBytes();
+  config.hStream = stream;
+  config.attrs = &cooperative;
+  config.numAttrs = 1;
+  CUresult result = api.cuLaunchKernelEx(&config, kernel.function(), args, nullptr);
+  if (result == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    detail::throwDriverError(result, "cooperative launch (launch_cooperative_grid=True) of " + launchText(kernel, grid) +
+                                         " refused: the grid's blocks cannot all be resident on the device at once");
+  if (result != CUDA_SUCCESS)
+    detail::throwDriverError(result, "cuLaunchKernelEx failed while launching cooperatively " + launchText(kernel, grid));
+}
+
 void launchCurrent(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid, void **args,
-                   CUstream stream) {
+                   CUstream stream, LaunchFlags flags) {
+  if (flags.cooperative) [[unlikely]]
+    return launchCooperative(api, kernel, grid, args, stream);
   CUresult result = api.cuLaunchKernel(kernel.function(), grid.x, grid.y, grid.z,
                                        kernel.blockThreads(), 1, 1, kernel.sharedBytes(),
                                        stream, args, nullptr);

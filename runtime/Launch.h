@@ -19,6 +19,17 @@ struct Grid {
   unsigned x = 1, y = 1, z = 1;
 };
 
+// How a launch is made, beyond its grid and stream.
+struct LaunchFlags {
+  // Triton's launch_cooperative_grid=True: every block of the grid is resident
+  // at once (cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE), so blocks
+  // may wait for each other. A grid that cannot be co-resident is refused by
+  // the driver (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, an rt::DriverError
+  // that says so); a driver without cuLaunchKernelEx (before CUDA 11.6) is an
+  // rt::Error.
+  bool cooperative = false;
+};
+
 // Throws rt::Error for an empty grid ("empty grid (0, 1, 1)") or one over the
 // hardware limits; the message names `kernelName`. Needs no driver.
 void validateGrid(const Grid &grid, std::string_view kernelName);
@@ -32,13 +43,15 @@ void validateGrid(const Grid &grid, std::string_view kernelName);
 // device is the one the kernel was loaded on; if no context is current on
 // this thread the kernel's is made current. A kernel of another device is
 // refused with an rt::Error, as is an empty kernel or grid.
-void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr);
+void launch(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr,
+            LaunchFlags flags = {});
 
 // The same from any thread and any current context: when another context is
 // current (another device's), the kernel's is made current for the launch
 // and the previous one restored after. The common case (the kernel's context
 // is current) costs one cuCtxGetCurrent besides cuLaunchKernel.
-void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr);
+void launchInContext(const LoadedKernel &kernel, Grid grid, void **args, CUstream stream = nullptr,
+                     LaunchFlags flags = {});
 
 // The context current on this thread (null if none). One driver call.
 CUcontext currentContext();

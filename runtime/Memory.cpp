@@ -23,6 +23,16 @@ CUdeviceptr memAlloc(std::size_t bytes, int device) {
   return pointer;
 }
 
+std::optional<CUdeviceptr> devicePointerOfHostMemory(std::uint64_t address) {
+  const auto &api = driver();
+  DeviceGuard guard(kCurrentDevice);
+  CUdeviceptr mapped = 0;
+  CUresult result = api.cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address);
+  if (result == CUDA_ERROR_INVALID_VALUE) return std::nullopt; // memory the driver does not know
+  check(result, "cuPointerGetAttribute failed while looking up the device address of host memory");
+  return mapped;
+}
+
 void memFree(CUdeviceptr pointer) {
   const auto &api = driver();
   if (!pointer)

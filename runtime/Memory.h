@@ -8,6 +8,8 @@
 #include "runtime/Device.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 namespace tessera::rt {
 
@@ -22,6 +24,14 @@ void memcpyDtoH(void *destination, CUdeviceptr source, std::size_t bytes);
 // Fill `count` bytes / 32-bit words.
 void memsetD8(CUdeviceptr destination, unsigned char value, std::size_t count);
 void memsetD32(CUdeviceptr destination, unsigned value, std::size_t count);
+
+// The address kernels use for host memory at `address`: pinned (page-locked)
+// host memory, such as torch's pin_memory(), is mapped into the device's
+// address space (with unified addressing, at the same address). nullopt when
+// the driver does not know the address (pageable host memory: a kernel cannot
+// read it); other driver errors throw. cuPointerGetAttribute in the current
+// device's context (made current if none is).
+std::optional<CUdeviceptr> devicePointerOfHostMemory(std::uint64_t address);
 
 // An owned device allocation. Default-constructed: empty, touches nothing.
 class DeviceBuffer {

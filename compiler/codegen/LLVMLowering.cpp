@@ -2,6 +2,8 @@
 // creation ops, register mappings and structured control flow.
 #include "compiler/codegen/Lowering.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Metadata.h>
@@ -286,6 +288,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   switch (op.code) {
   case OpCode::Constant: return lowerConstant(op);
   case OpCode::ProgramId: case OpCode::NumPrograms: return lowerSpecialRegister(op);
+  case OpCode::SmId: case OpCode::GlobalTimer: return lowerSmIdOrGlobalTimer(op);
   case OpCode::MakeRange: return lowerMakeRange(op);
   case OpCode::Splat:
     define(op.result(), Regs(numRegs(op.result(), op), lookup(op.operand(0))[0]));
@@ -330,6 +333,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::Gather: return lowerGather(op);
   case OpCode::Histogram: return lowerHistogram(op);
   case OpCode::InlineAsm: return lowerInlineAsm(op);
+  case OpCode::MapElementwise: return lowerMapElementwise(op);
   case OpCode::Dot: return lowerDot(op);
   case OpCode::LocalAlloc: return lowerLocalAlloc(op);
   case OpCode::LocalDealloc: return lowerLocalDealloc(op);
@@ -387,6 +391,19 @@ void KernelLowering::lowerSpecialRegister(ir::Operation &op) {
   Value *v = b_.CreateIntrinsic(id, {}, {});
   Type *want = elementType(op.result()->type, &op);
   define(op.result(), {b_.CreateZExtOrTrunc(v, want)});
+}
+
+// As Triton's tl.extra.cuda functions: one mov from the register in inline asm, which the
+// CUDA C++ back-end prints as an asm statement too. %globaltimer's asm has side effects (LLVM
+// neither merges, moves nor drops it: the time is read where the kernel reads it); %smid's is
+// pure, as in Triton.
+void KernelLowering::lowerSmIdOrGlobalTimer(ir::Operation &op) {
+  const bool timer = op.code == ir::OpCode::GlobalTimer;
+  Type *type = timer ? b_.getInt64Ty() : b_.getInt32Ty();
+  InlineAsm *read = InlineAsm::get(FunctionType::get(type, false),
+                                   timer ? "mov.u64 $0, %globaltimer;" : "mov.u32 $0, %smid;",
+                                   timer ? "=l,~{memory}" : "=r", /*hasSideEffects=*/timer);
+  define(op.result(), {b_.CreateCall(read)});
 }
 
 void KernelLowering::lowerMakeRange(ir::Operation &op) {

@@ -115,6 +115,7 @@ private:
                    llvm::BasicBlock *from, const ir::Operation &op);
   void lowerConstant(ir::Operation &op);
   void lowerSpecialRegister(ir::Operation &op);
+  void lowerSmIdOrGlobalTimer(ir::Operation &op); // %smid, %globaltimer (tl.extra.cuda)
   void lowerMakeRange(ir::Operation &op);
   void lowerRegisterMapping(ir::Operation &op); // broadcast, expand_dims
 
@@ -172,6 +173,8 @@ private:
   void lowerHistogram(ir::Operation &op);
   // InlineAsm.cpp: tl.inline_asm_elementwise
   void lowerInlineAsm(ir::Operation &op);
+  // MapElementwise.cpp: tl.map_elementwise (the region per pack of registers)
+  void lowerMapElementwise(ir::Operation &op);
   llvm::Value *resizeBits(llvm::Value *v, llvm::Type *to); // same bits, zero-extended or truncated
   // Dot.cpp
   void lowerDot(ir::Operation &op);

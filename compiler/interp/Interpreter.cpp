@@ -26,6 +26,7 @@ bool supports(OpCode code) {
   case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
   case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
   case OpCode::ReduceCombine: case OpCode::Scan: case OpCode::Dot:
+  case OpCode::MapElementwise: case OpCode::SmId: case OpCode::GlobalTimer:
   case OpCode::Sort: case OpCode::Gather: case OpCode::Histogram:
   case OpCode::AtomicRMW: case OpCode::AtomicCAS:
   case OpCode::Print: case OpCode::Assert: case OpCode::Barrier: case OpCode::Assume:

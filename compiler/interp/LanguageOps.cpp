@@ -1,9 +1,12 @@
 // The rest of triton.language (the second half of Ops.def): math functions
 // (sin ... libdevice), data movement (trans, join, split, cat, flip),
-// reductions and scans with a combine region, dot, and the debugging ops
+// reductions and scans with a combine region, map_elementwise, the special
+// registers (smid, globaltimer), dot, and the debugging ops
 // (print, assert, assume, barrier). Atomics are in Memory.cpp.
 #include "compiler/interp/Executor.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -313,6 +316,57 @@ void evalCombine(Executor &ex, const ir::Operation &op) {
   for (size_t k = 0; k < n; ++k) ex.set(op.result(static_cast<unsigned>(k)), std::move(results[k]));
 }
 
+// ------------------------------------------------------- map_elementwise
+
+// Runs the region once per group of `pack` consecutive elements (row-major; the last group
+// repeats the last element when the count is not a multiple of pack, as a thread holding fewer
+// registers does on the GPU), each region argument holding one scalar.
+void evalMapElementwise(Executor &ex, const ir::Operation &op) {
+  const ir::Block &body = *op.region(0);
+  const size_t pack = static_cast<size_t>(op.intAttr("pack"));
+  std::vector<const HostValue *> xs;
+  for (const ir::Value *v : op.operands) xs.push_back(&ex.get(v));
+  std::vector<HostValue> results;
+  for (const auto &r : op.results) results.emplace_back(r->type);
+  const size_t n = results[0].size();
+  for (size_t group = 0; group < n; group += pack) {
+    std::vector<HostValue> args;
+    args.reserve(body.args.size());
+    for (size_t k = 0; k < xs.size(); ++k)
+      for (size_t j = 0; j < pack; ++j) {
+        const size_t i = std::min(group + j, n - 1);
+        HostValue v(body.args[k * pack + j]->type);
+        v.data[0] = at(*xs[k], i);
+        if (v.isPointer() && !xs[k]->origin.empty()) v.origin[0] = xs[k]->origin[xs[k]->origin.size() == 1 ? 0 : i];
+        args.push_back(std::move(v));
+      }
+    std::vector<HostValue> out = ex.runRegion(body, std::move(args));
+    for (size_t m = 0; m < results.size(); ++m)
+      for (size_t j = 0; j < pack && group + j < n; ++j) {
+        const HostValue &o = out.at(m * pack + j);
+        results[m].data[group + j] = o.data.at(0);
+        if (results[m].isPointer() && !o.origin.empty()) results[m].origin[group + j] = o.origin[0];
+      }
+  }
+  for (size_t m = 0; m < results.size(); ++m) ex.set(op.result(static_cast<unsigned>(m)), std::move(results[m]));
+}
+
+// ------------------------------------------------------ special registers
+
+// The interpreter runs every program on the host: all of them are on "SM 0", and the timer is
+// the host's monotonic clock in nanoseconds (it only ever goes forward, as %globaltimer does).
+HostValue evalSpecialRegister(const ir::Operation &op) {
+  HostValue out(op.result()->type);
+  const ir::Type elem = out.type.element();
+  int64_t v = 0;
+  if (op.code == OpCode::GlobalTimer) {
+    using namespace std::chrono;
+    v = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+  out.data[0] = makeInt(v, elem);
+  return out;
+}
+
 // ------------------------------------------------------------------- dot
 
 HostValue evalDot(Executor &ex, const ir::Operation &op) {
@@ -410,6 +464,12 @@ bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
     return true;
   case OpCode::ReduceCombine: case OpCode::Scan:
     evalCombine(ex, op);
+    return true;
+  case OpCode::MapElementwise:
+    evalMapElementwise(ex, op);
+    return true;
+  case OpCode::SmId: case OpCode::GlobalTimer:
+    ex.set(op.result(), evalSpecialRegister(op));
     return true;
   case OpCode::Dot:
     ex.set(op.result(), evalDot(ex, op));

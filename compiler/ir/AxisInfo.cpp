@@ -195,6 +195,7 @@ private:
     case OpCode::Trans: case OpCode::Join: case OpCode::Cat: case OpCode::Flip: case OpCode::Scan:
     case OpCode::ReduceCombine: case OpCode::Dot: case OpCode::AtomicRMW: case OpCode::AtomicCAS:
     case OpCode::Sort: case OpCode::Gather: case OpCode::Histogram: case OpCode::InlineAsm:
+    case OpCode::MapElementwise: case OpCode::SmId: case OpCode::GlobalTimer:
       if (op.code == OpCode::Load) return constancyOnly(op);
       return unknown(t);
     default:

@@ -16,14 +16,29 @@ const char *mnemonic(OpCode code) {
   return "?";
 }
 
+// Every op inside `op`'s regions is pure (terminators pass their values on; nested regions are asked in turn).
+static bool regionsArePure(const Operation &op) {
+  for (const auto &region : op.regions)
+    for (const auto &inner : region->ops) {
+      if (opIsTerminator(inner->code) && inner->code != OpCode::Return) continue;
+      if (opHasRegions(inner->code) && !opIsPure(inner->code)) {
+        if (!regionsArePure(*inner)) return false;
+        continue;
+      }
+      if (!isPure(*inner)) return false;
+    }
+  return true;
+}
+
 bool isPure(const Operation &op) {
   if (op.code == OpCode::InlineAsm) return op.intAttr("pure") != 0;
+  if (op.code == OpCode::MapElementwise) return regionsArePure(op);
   return opIsPure(op.code);
 }
 
 bool hasSideEffects(const Operation &op) {
   if (op.code == OpCode::Load) return op.hasAttr("volatile") && op.intAttr("volatile");
-  if (op.code == OpCode::InlineAsm) return !isPure(op);
+  if (op.code == OpCode::InlineAsm || op.code == OpCode::MapElementwise) return !isPure(op);
   const uint32_t traits = opTraits(op.code);
   if (traits & op_trait::WritesMemory) return true;
   return !(traits & (op_trait::Pure | op_trait::ReadsMemory | op_trait::Allocates));

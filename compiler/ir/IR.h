@@ -181,8 +181,9 @@ void replaceUsesExcept(Block &block, Value *from, Value *to, const Operation *ke
 unsigned countUses(Block &block, const Value *v);
 // Whether `op`, or an op in its regions, has `v` as an operand.
 bool readsValue(Operation &op, const Value *v);
-// Ops.def's Pure trait, refined by the one attribute that takes it away: an inline_asm with pure = 0
-// (tl.inline_asm_elementwise(..., is_pure=False)) may read and write memory.
+// Ops.def's Pure trait, refined where one op decides: an inline_asm with pure = 0
+// (tl.inline_asm_elementwise(..., is_pure=False)) may read and write memory; a map_elementwise
+// is pure when every op in its region is.
 bool isPure(const Operation &op);
 // Whether dead-code-elimination must keep `op` even when its results are unused: it writes
 // memory, has unknown effects, has regions (not Pure ones) or ends a region; a volatile load too.

@@ -347,6 +347,14 @@ private:
     case OpCode::ReduceCombine:
     case OpCode::Scan:
       return verifyCombineOp(op);
+    case OpCode::MapElementwise:
+      return verifyMapElementwise(op);
+    case OpCode::SmId:
+    case OpCode::GlobalTimer: {
+      const Type want(op.code == OpCode::SmId ? ScalarType::I32 : ScalarType::I64);
+      return (op.operands.empty() && op.results.size() == 1 && op.result()->type == want) ||
+             fail(op, std::string("takes no operands and gives one ") + (op.code == OpCode::SmId ? "i32" : "i64"));
+    }
     case OpCode::Dot: {
       if (!nOperands(3) || !nResults(1)) return false;
       const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &c = op.operand(2)->type;
@@ -491,6 +499,36 @@ private:
     default:
       return fail(op, "unknown operation");
     }
+  }
+
+  // map_elementwise: n operands and m results of one shape; a region taking pack scalars of
+  // each operand's element type and yielding pack scalars of each result's.
+  bool verifyMapElementwise(const Operation &op) {
+    if (op.operands.empty() || op.results.empty() || op.regions.size() != 1)
+      return fail(op, "needs operands, results and a region");
+    const int64_t pack = op.hasAttr("pack") ? op.intAttr("pack") : 0;
+    if (pack < 1) return fail(op, "needs pack >= 1");
+    const Type &first = op.operand(0)->type;
+    for (const Value *v : op.operands)
+      if (v->type.shape != first.shape) return fail(op, "operands must have one shape");
+    for (const auto &res : op.results)
+      if (res->type.shape != first.shape) return fail(op, "results must have the operands' shape");
+    const Block &body = *op.region(0);
+    const size_t p = static_cast<size_t>(pack);
+    if (body.args.size() != op.operands.size() * p) return fail(op, "region must take pack scalars per operand");
+    for (size_t i = 0; i < body.args.size(); ++i)
+      if (body.args[i]->type != op.operand(i / p)->type.element())
+        return fail(op, "region argument " + std::to_string(i) + " must be an element of operand " +
+                            std::to_string(i / p));
+    if (!verifyBlock(body)) return false;
+    const Operation *yield = body.terminator();
+    if (!yield || yield->code != OpCode::Yield || yield->operands.size() != op.results.size() * p)
+      return fail(op, "region must end in a yield of pack scalars per result");
+    for (size_t i = 0; i < yield->operands.size(); ++i)
+      if (yield->operands[i]->type != op.result(static_cast<unsigned>(i / p))->type.element())
+        return fail(op, "yielded value " + std::to_string(i) + " must be an element of result " +
+                            std::to_string(i / p));
+    return true;
   }
 
   // reduce_combine / scan: n operands of one shape, a region taking 2n

@@ -290,8 +290,8 @@ private:
       return assignIf(op);
     case OpCode::While:
       return assignWhile(op);
-    case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::Yield:
-    case OpCode::Condition: case OpCode::Return:
+    case OpCode::ProgramId: case OpCode::NumPrograms: case OpCode::SmId: case OpCode::GlobalTimer:
+    case OpCode::Yield: case OpCode::Condition: case OpCode::Return:
       return; // scalars, or handled by the parent op
     // The rest of triton.language (docs/language.md): atomics and debug ops run
     // in their operands' layout (as elementwise ops, the default below); data
@@ -301,6 +301,7 @@ private:
     case OpCode::Assume: case OpCode::Barrier:
     case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
     case OpCode::InlineAsm:  // per element (pack elements of one thread's registers at a time)
+    case OpCode::MapElementwise: // the same; its region holds scalars (no layouts)
       return assignElementwise(op);
     case OpCode::Sort: // through shared memory, back into the operand's registers
       setResultLayout(op, 0, op.operand(0)->layout);

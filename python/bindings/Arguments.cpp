@@ -9,6 +9,7 @@
 #include "Bindings.h"
 #include "JitKernel.h"
 
+#include "runtime/Memory.h"
 #include "runtime/TensorMap.h"
 
 #include <cstring>
@@ -189,14 +190,36 @@ bool isNumpyBool(py::handle value) {
   return module == "numpy" && (name == "bool_" || name == "bool");
 }
 
+// A CPU tensor: pinned host memory (tensor.is_pinned(), torch's pin_memory()) is passed at the
+// address the driver maps it to (with unified addressing, its own), as Triton's launcher does
+// (cuPointerGetAttribute); any other is Triton's ValueError (tessera.errors.HostTensorError, also
+// a TypeError as tessera raised before). Pinned tensors take this slower path at every launch.
+Arg hostTensorArg(py::handle value, const std::string &kernel, const std::string &param, bool specialize,
+                  int position) {
+  ScalarType dtype = torchDtypeOf(value.attr("dtype"), kernel, param);
+  const uint64_t pointer = value.attr("data_ptr")().cast<uint64_t>();
+  const bool pinned = hasAttr(value, "is_pinned") && value.attr("is_pinned")().cast<bool>();
+  if (pinned)
+    if (std::optional<CUdeviceptr> mapped = rt::devicePointerOfHostMemory(pointer)) {
+      Arg a = pointerArg(*mapped, dtype, kUnknownDevice, specialize);
+      std::string module = py::str(py::type::handle_of(value).attr("__module__"));
+      a.torch = module.starts_with("torch");
+      return a;
+    }
+  py::object cls = py::module_::import("tessera.errors").attr("HostTensorError");
+  py::str message(kernel + "(): argument '" + param + "' is a CPU tensor; tessera kernels need CUDA tensors or pinned "
+                  "host memory (Pointer argument (at " + (position >= 0 ? std::to_string(position) : std::string("?")) +
+                  ") cannot be accessed from Triton (cpu tensor?))");
+  PyErr_SetObject(cls.ptr(), message.ptr());
+  throw py::error_already_set();
+}
+
 // A torch tensor or look-alike: .data_ptr(), .dtype, .device.
-Arg tensorArg(py::handle value, const std::string &kernel, const std::string &param, bool specialize) {
+Arg tensorArg(py::handle value, const std::string &kernel, const std::string &param, bool specialize, int position) {
   py::object device = value.attr("device");
   std::string deviceType = hasAttr(device, "type") ? std::string(py::str(device.attr("type"))) : std::string(py::str(device));
-  if (deviceType != "cuda") {
-    std::string article = deviceType == "cpu" ? "a CPU" : "a " + deviceType;
-    typeError(kernel, param, "is " + article + " tensor; tessera kernels need CUDA tensors");
-  }
+  if (deviceType == "cpu") return hostTensorArg(value, kernel, param, specialize, position);
+  if (deviceType != "cuda") typeError(kernel, param, "is a " + deviceType + " tensor; tessera kernels need CUDA tensors");
   int index = kUnknownDevice;
   if (hasAttr(device, "index")) {
     py::object i = device.attr("index");
@@ -451,7 +474,8 @@ std::string signatureText(const std::vector<ArgSpec> &signature) {
   return out;
 }
 
-Arg classifyArgument(py::handle value, const std::string &kernel, const std::string &param, bool specialize) {
+Arg classifyArgument(py::handle value, const std::string &kernel, const std::string &param, bool specialize,
+                     int position) {
   PyObject *o = value.ptr();
   if (PyBool_Check(o)) return boolArg(o == Py_True);
   if (PyLong_Check(o)) return intArg(value, kernel, param, specialize);
@@ -460,7 +484,7 @@ Arg classifyArgument(py::handle value, const std::string &kernel, const std::str
     typeError(kernel, param, "is None, but the kernel was compiled for a value here");
   if (const TensorDesc *d = tensorDescOf(o)) return tensorDescArg(*d, kernel, param);
   if (hasAttr(value, "data_ptr") && hasAttr(value, "dtype") && hasAttr(value, "device"))
-    return tensorArg(value, kernel, param, specialize);
+    return tensorArg(value, kernel, param, specialize, position);
   if (hasAttr(value, "__cuda_array_interface__")) return cudaArrayInterfaceArg(value, kernel, param, specialize);
   if (hasAttr(value, "__dlpack__")) return dlpackArg(value, kernel, param, specialize);
   if (isNumpyBool(value)) return boolArg(PyObject_IsTrue(o) == 1);

@@ -113,11 +113,12 @@ inline const void *encodedTensorMap(TensorDesc &d, const std::string &kernel, co
   return d.map;
 }
 
-// Classifies the value of runtime parameter `param` of kernel `kernel`.
+// Classifies the value of runtime parameter `param` of kernel `kernel`
+// (`position`: its index among the kernel's parameters, for Triton's wording; -1: unknown).
 // `specialize` false: no ":16" / ":1" hints (do_not_specialize).
 // Throws TypeError / ValueError naming the argument.
 Arg classifyArgument(py::handle value, const std::string &kernel, const std::string &param,
-                     bool specialize = true);
+                     bool specialize = true, int position = -1);
 
 // Converts to the exact parameter type `want` of an already compiled kernel
 // (ints narrowed or widened, pointers' dtypes checked).

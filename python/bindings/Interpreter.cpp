@@ -234,13 +234,12 @@ public:
         if (it != index_.end()) {
           if (values[it->second]) throw py::type_error(name_ + "() got multiple values for argument '" + key + "'");
           values[it->second] = py::reinterpret_borrow<py::object>(item.second);
-        } else if (key == "launch_cooperative_grid") {
-          if (item.second.cast<bool>())
-            throw py::value_error(name_ + "(): launch_cooperative_grid=True is not supported (no cooperative launches)");
         } else if (key != "num_warps" && key != "num_stages" && key != "stream" && key != "num_ctas" &&
                    key != "maxnreg" && key != "enable_fp_fusion" && key != "launch_pdl" &&
-                   key != "sanitize_overflow" && key != "extern_libs") {
-          // register caps, contraction and scheduling hints mean nothing to the interpreter
+                   key != "sanitize_overflow" && key != "extern_libs" && key != "launch_cooperative_grid") {
+          // register caps, contraction and scheduling hints mean nothing to the interpreter; nor do
+          // clusters (num_ctas) or cooperative launches: programs run one after another, and no
+          // tessera operation makes one program wait for another
           throw py::type_error(name_ + "() got an unexpected keyword argument '" + key + "'");
         }
       }

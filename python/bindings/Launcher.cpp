@@ -176,7 +176,7 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
         out.torch |= d->torch;
         continue;
       }
-      f = fromArg(classifyArgument(value, k.name, k.params[i].name, k.specialize[i]));
+      f = fromArg(classifyArgument(value, k.name, k.params[i].name, k.specialize[i], static_cast<int>(i)));
     }
     appendArgKey(out.key, f.scalar, f.flags);
     slots[slot] = f.bits;
@@ -209,7 +209,7 @@ void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *stream
   }
   if (!nonEmpty) return; // like Triton: a grid with a 0 dimension launches nothing
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
-  rt::launchInContext(*loaded, g, packed.pointers.data(), stream);
+  rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative});
 }
 
 // Both passes' keys (tests: they must be equal for every kind of argument).

@@ -91,8 +91,8 @@ std::string plural(size_t n, const char *word) {
 PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); }
 
 // Triton's other launch options that libraries pass: enable_fp_fusion (returned: 0 or 1),
-// launch_pdl (a scheduling hint), sanitize_overflow (checks only under debug), extern_libs=None,
-// launch_cooperative_grid=False (returned: -1); nullopt when `name` is none of them.
+// launch_pdl (a scheduling hint), sanitize_overflow (checks only under debug), extern_libs=None
+// (returned: -1); nullopt when `name` is none of them.
 static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_view name, py::handle value) {
   auto flag = [&]() {
     int truth = PyObject_IsTrue(value.ptr());
@@ -106,11 +106,6 @@ static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_vie
       throw py::value_error(k.name + "(): extern_libs is not supported (tessera links libdevice itself)");
     return -1;
   }
-  if (name == "launch_cooperative_grid") {
-    if (flag())
-      throw py::value_error(k.name + "(): launch_cooperative_grid=True is not supported (no cooperative launches)");
-    return -1;
-  }
   return std::nullopt;
 }
 
@@ -118,7 +113,8 @@ static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_vie
 Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwnames) {
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
                          *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas"),
-                         *const sMaxnreg = interned("maxnreg");
+                         *const sMaxnreg = interned("maxnreg"),
+                         *const sCooperative = interned("launch_cooperative_grid");
   Bound b;
   const size_t numParams = k.params.size();
   b.bound.assign(numParams, nullptr);
@@ -177,15 +173,21 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
         throw py::value_error(k.name + "(): maxnreg must be between 16 and 255 registers a thread, got " +
                               std::to_string(b.maxRegisters));
     } else if (isOption(sNumCtas, "num_ctas")) {
-      if (optionValue(value, k.name, "num_ctas") != 1)
-        throw py::value_error(k.name + "(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
-                                       "which tessera does not use: it launches one CTA per program (num_ctas must be 1)");
+      // Triton's num_ctas makes each program a cluster of CTAs sharing its block; what a program
+      // computes does not change, and tessera runs it in one CTA (checked against the arch in compiledFor).
+      b.numCtas = optionValue(value, k.name, "num_ctas");
+      if (b.numCtas < 1 || b.numCtas > 16)
+        throw py::value_error(k.name + "(): num_ctas must be between 1 and 16, got " + std::to_string(b.numCtas));
+    } else if (isOption(sCooperative, "launch_cooperative_grid")) {
+      const int truth = PyObject_IsTrue(value);
+      if (truth < 0) throw py::error_already_set();
+      b.cooperative = truth != 0;
     } else if (std::optional<int> fusion = tritonLaunchOption(k, text(), value)) {
       if (*fusion >= 0) b.fpFusion = *fusion;
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
                            "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream, "
-                           "enable_fp_fusion)");
+                           "num_ctas, launch_cooperative_grid, enable_fp_fusion)");
     }
   }
 
@@ -279,6 +281,7 @@ void appendOptions(KeyBuffer &key, const Bound &b) {
   key.append(&b.numStages, sizeof b.numStages);
   key.append(&b.maxRegisters, sizeof b.maxRegisters);
   key.append(&b.fpFusion, sizeof b.fpFusion);
+  key.append(&b.numCtas, sizeof b.numCtas); // checked against the arch on a miss (compiledFor)
 }
 
 [[noreturn]] void raiseMixedDevices(const JitKernel &k, const std::string &first, int firstDevice,
@@ -310,7 +313,7 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
       s.constexprs.emplace_back(i, ConstexprValue::none());
       continue;
     }
-    Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i]);
+    Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i], static_cast<int>(i));
     FastArg f = fromArg(a);
     appendArgKey(key, f.scalar, f.flags);
     if (a.spec.type.isTensorDesc()) appendTensorDescBlock(key, a.spec.type.descBlock);
@@ -358,8 +361,20 @@ std::map<std::string, ConstexprValue> constexprsOf(const JitKernel &k, const Spe
 
 } // namespace
 
+// Triton's check (backends/nvidia/compiler.py): clusters exist from sm_90 on. "sm_90a" -> 90.
+static void checkNumCtas(const JitKernel &k, const Bound &b, const std::string &arch) {
+  if (b.numCtas == 1) return;
+  int capability = 0;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') capability = capability * 10 + (c - '0');
+  if (capability < 90)
+    throw py::value_error(k.name + "(): num_ctas > 1 requires NVIDIA SM90+ (Hopper). Current target is " + arch +
+                          ". Please set num_ctas=1 or target an SM90+ GPU.");
+}
+
 std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, const Bound &b,
                                            const std::string &arch) {
+  checkNumCtas(k, b, arch);
   std::string fullKey = arch;
   fullKey.push_back('\0');
   fullKey += s.key;
@@ -412,6 +427,8 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   options["num_stages"] = b.numStages;
   if (b.maxRegisters) options["maxnreg"] = b.maxRegisters;
   if (b.fpFusion >= 0) options["enable_fp_fusion"] = b.fpFusion != 0;
+  if (b.numCtas != 1) options["num_ctas"] = b.numCtas;
+  if (b.cooperative) options["launch_cooperative_grid"] = true;
   py::object device = s.device == kUnknownDevice ? py::object(py::none()) : py::object(py::int_(s.device));
   return py::make_tuple(signature, constexprs, options, device);
 }

@@ -25,6 +25,8 @@ struct Bound {
   unsigned numStages = 3;
   unsigned maxRegisters = 0;  // launch option maxnreg=... (0 or None: ptxas's choice)
   int fpFusion = -1;          // launch option enable_fp_fusion=... (-1: TESSERA_FP_FUSION)
+  unsigned numCtas = 1;       // launch option num_ctas=... (accepted on sm_90+; one CTA per program all the same)
+  bool cooperative = false;   // launch option launch_cooperative_grid=... (rt::LaunchFlags)
   PyObject *stream = nullptr; // launch option stream=..., if given
 
   PyObject *const *values() const { return positional ? positional : bound.data(); }

@@ -421,15 +421,25 @@ def callable_constexpr_params(fn, files=None):
     return _called_params(fn, names, 0, files) if names else frozenset()
 
 
+def language_function_name(value):
+    """A language function's dotted name under tessera.language ("tessera.language.extra.cuda.globaltimer"),
+    which the front-end calls when a string constexpr holding it is called; None for anything else."""
+    if not _language_function(value):
+        return None
+    return f"{value.__module__}.{value.__name__}"
+
+
 def split_function_args(kernel, args, kwargs):
-    """({param: function}, args, kwargs) with the @jit-function-valued arguments taken out."""
+    """({param: function}, args, kwargs) with the @jit-function-valued arguments taken out; language
+    functions (tl.extra.cuda.globaltimer) passed as constexprs become their dotted names."""
     functions = {}
     new_kwargs = {}
+    args = tuple(language_function_name(a) or a for a in args)
     for k, v in kwargs.items():
         if as_jit(v) is not None and not isinstance(v, (int, float, str, bool)):
             functions[k] = v
         else:
-            new_kwargs[k] = v
+            new_kwargs[k] = language_function_name(v) or v
     new_args = list(args)
     if any(as_jit(a) is not None for a in args):
         names = list(inspect.signature(kernel.fn).parameters)

@@ -119,5 +119,10 @@ class ArgumentOverflowError(ValueError, OverflowError):
     """An int argument outside [-2**63, 2**64): a ValueError, and the OverflowError Triton raises."""
 
 
-__all__ = ["ArgumentOverflowError", "NumWarpsError", "TesseraError", "CompilationError", "InterpreterError",
-           "DriverError", "DriverNotFoundError", "LaunchError", "OutOfResources"]
+class HostTensorError(ValueError, TypeError):
+    """A CPU tensor (not pinned) as a kernel argument: the ValueError Triton raises ("Pointer argument
+    (at 0) cannot be accessed from Triton (cpu tensor?)"), and a TypeError as tessera raised before."""
+
+
+__all__ = ["ArgumentOverflowError", "HostTensorError", "NumWarpsError", "TesseraError", "CompilationError",
+           "InterpreterError", "DriverError", "DriverNotFoundError", "LaunchError", "OutOfResources"]

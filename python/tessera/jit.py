@@ -278,8 +278,12 @@ class JITFunction(_ext.JitFunctionBase):
 
     def warmup(self, *args, grid=None, target="", **kwargs):
         """Compiles for these arguments without launching (needs no GPU: without one it
-        compiles for `target`, default sm_90a). Returns a CompiledKernel; a later launch
-        with the same specialisation reuses it."""
+        compiles for `target`, default sm_90a; Triton's `arch="sm80"` names it too). Returns a
+        CompiledKernel; a later launch with the same specialisation reuses it."""
+        if "arch" in kwargs and "arch" not in self.arg_names:  # Triton's option, unless a parameter's name
+            arch = kwargs.pop("arch")
+            if arch is not None and not target:
+                target = _target_of_triton_arch(arch)
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
@@ -347,6 +351,16 @@ class JITFunction(_ext.JitFunctionBase):
     @property
     def noinline(self):
         return bool(self.options.get("noinline", False))
+
+
+def _target_of_triton_arch(arch):
+    """Triton's arch option ("sm80", "sm90a", 90) as tessera's target ("sm_80", "sm_90a")."""
+    text = str(arch)
+    if text.startswith("sm") and not text.startswith("sm_"):
+        text = "sm_" + text[2:]
+    elif text.isdigit():
+        text = "sm_" + text
+    return text
 
 
 class _LaunchedKernel:

@@ -21,7 +21,7 @@ class Launch(ctypes.Structure):
                 ("param_sizes", ctypes.c_int * MAX_PARAMS), ("params", ctypes.c_uint64 * MAX_PARAMS),
                 ("param_offsets", ctypes.c_int * MAX_PARAMS), ("param_aligns", ctypes.c_int * MAX_PARAMS),
                 ("param_addresses", ctypes.c_uint64 * MAX_PARAMS), ("param_block_bytes", ctypes.c_int),
-                ("param_block", ctypes.c_ubyte * PARAM_BLOCK_BYTES)]
+                ("param_block", ctypes.c_ubyte * PARAM_BLOCK_BYTES), ("cooperative", ctypes.c_int)]
 
 
 class TensorMap(ctypes.Structure):
@@ -43,6 +43,11 @@ class FakeDriver:
         self.lib.tessera_fake_tensor_map_count.restype = ctypes.c_uint64
         self.lib.tessera_fake_fail_next_tensor_map.argtypes = [ctypes.c_int]
         self.lib.tessera_fake_link_count.restype = ctypes.c_uint64
+        self.lib.tessera_fake_pin_host_memory.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+
+    def pin(self, address, size):
+        """Declares [address, address + size) pinned host memory: cuPointerGetAttribute maps it."""
+        self.lib.tessera_fake_pin_host_memory(address, size)
 
     @property
     def links(self):
@@ -60,7 +65,7 @@ class FakeDriver:
         n = rec.num_params
         return {"count": rec.count, "kernel": rec.kernel.decode() if rec.kernel else None,
                 "grid": tuple(rec.grid), "block": tuple(rec.block), "shared_bytes": rec.shared_bytes,
-                "stream": rec.stream, "device": rec.device,
+                "stream": rec.stream, "device": rec.device, "cooperative": bool(rec.cooperative),
                 "params": None if n < 0 else [(rec.param_sizes[i], rec.params[i]) for i in range(n)]}
 
     def last_layout(self):

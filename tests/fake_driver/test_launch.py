@@ -502,7 +502,77 @@ def test_tritons_launch_options_libraries_pass(fake):
     assert "fma.rn.f32" in fused.asm["ptx"]
     assert "fma.rn.f32" not in unfused.asm["ptx"] and "mul.rn.f32" in unfused.asm["ptx"]
     assert mul_add.specialization(x, out, 100, BLOCK=128, enable_fp_fusion=False)[2]["enable_fp_fusion"] is False
-    with pytest.raises(ValueError, match="launch_cooperative_grid=True is not supported"):
-        mul_add[(1,)](x, out, 100, BLOCK=128, launch_cooperative_grid=True)
     with pytest.raises(ValueError, match="extern_libs is not supported"):
         mul_add[(1,)](x, out, 100, BLOCK=128, extern_libs={"libdevice": "/path/libdevice.10.bc"})
+
+
+def test_cooperative_launch_goes_through_cuLaunchKernelEx(fake):
+    x, out = tensors(2)
+    mul_add[(2,)](x, out, 100, BLOCK=128, launch_cooperative_grid=True)
+    last = fake.last()
+    assert last["cooperative"] and last["grid"] == (2, 1, 1) and last["block"] == (128, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (4, 100)]
+    loaded = mul_add.cache_info()["loaded"]
+    mul_add[(2,)](x, out, 100, BLOCK=128, launch_cooperative_grid=False)
+    assert not fake.last()["cooperative"]
+    mul_add[(2,)](x, out, 100, BLOCK=128)  # the same kernel: cooperative is no compile option
+    assert not fake.last()["cooperative"] and mul_add.cache_info()["loaded"] == loaded
+
+
+def test_a_cooperative_grid_that_cannot_be_resident_is_the_drivers_error(fake):
+    # The fake device holds 132 SMs x 16 blocks of 128 threads at once.
+    x, out = tensors(2)
+    count = fake.count
+    mul_add[(132 * 16,)](x, out, 100, BLOCK=128, launch_cooperative_grid=True)
+    assert fake.count == count + 1
+    with pytest.raises(tessera.DriverError, match=r"refused: the grid.s blocks cannot all be resident on the device at once"):
+        mul_add[(132 * 16 + 1,)](x, out, 100, BLOCK=128, launch_cooperative_grid=True)
+    assert fake.count == count + 1
+    mul_add[(132 * 16 + 1,)](x, out, 100, BLOCK=128)  # not cooperative: any grid
+
+
+def test_num_ctas_above_one_launches_one_cta_per_program(fake):
+    # Triton's test_load_scope_sem_coop_grid_cta_not_one (sm_90: the fake's default).
+    x, out = tensors(2)
+    mul_add[(2,)](x, out, 100, BLOCK=128, num_ctas=4, launch_cooperative_grid=True)
+    last = fake.last()
+    assert last["grid"] == (2, 1, 1) and last["block"] == (128, 1, 1) and last["cooperative"]
+    mul_add[(2,)](x, out, 100, BLOCK=128, num_ctas=4)
+    assert fake.last()["grid"] == (2, 1, 1)
+    assert mul_add.specialization(x, out, 100, BLOCK=128, num_ctas=2)[2]["num_ctas"] == 2
+    with pytest.raises(ValueError, match="num_ctas must be a positive int, got 0"):
+        mul_add[(2,)](x, out, 100, BLOCK=128, num_ctas=0)
+
+
+def test_num_ctas_above_one_needs_sm90():
+    # Triton's test_num_ctas_pre_sm90: warmup with Triton's arch spelling.
+    x, out = tensors(2)
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        mul_add.warmup(x, out, 100, BLOCK=128, grid=(1,), num_ctas=2, arch="sm80")
+    assert mul_add.warmup(x, out, 100, BLOCK=128, grid=(1,), num_ctas=2, arch="sm90") is not None
+    assert mul_add.warmup(x, out, 100, BLOCK=128, grid=(1,), num_ctas=1, arch="sm80") is not None
+
+
+@tessera.jit
+def noop(x):
+    pass
+
+
+def test_pointer_arguments(fake):
+    # Triton's test_pointer_arguments: a CUDA tensor and pinned host memory launch; a CPU tensor
+    # that is not pinned is a ValueError in Triton's words (also a TypeError, as before).
+    noop[(1,)](torch.empty((1024,), device="cuda"))
+    pinned = torch.empty((1024,), device="cpu", pin_memory=True)
+    fake.pin(pinned.data_ptr(), 4096)
+    noop[(1,)](pinned)
+    assert fake.last()["params"] == [(8, pinned.data_ptr())]
+    count = fake.count
+    with pytest.raises(ValueError, match=r"Pointer argument \(at 0\) cannot be accessed from Triton \(cpu tensor\?\)"):
+        noop[(1,)](torch.empty((1024,), device="cpu"))
+    with pytest.raises(TypeError, match=r"noop\(\): argument 'x' is a CPU tensor; tessera kernels need CUDA tensors "
+                                        r"or pinned host memory"):
+        noop[(1,)](torch.empty((1024,), device="cpu"))
+    # Marked pinned, but the driver does not know the memory: refused the same way.
+    with pytest.raises(ValueError, match="cannot be accessed from Triton"):
+        noop[(1,)](torch.empty((1024,), device="cpu", pin_memory=True))
+    assert fake.count == count

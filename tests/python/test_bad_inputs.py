@@ -67,15 +67,23 @@ def test_wrong_argument_count_in_the_interpreter():
 
 def test_unexpected_keyword():
     raises_exactly(TypeError, "add_kernel() got an unexpected keyword argument 'foo' (its parameters: x_ptr, y_ptr, "
-                              "out_ptr, n_elements, BLOCK_SIZE; launch options: num_warps, num_stages, maxnreg, stream, enable_fp_fusion)",
+                              "out_ptr, n_elements, BLOCK_SIZE; launch options: num_warps, num_stages, maxnreg, stream, num_ctas, "
+                              "launch_cooperative_grid, enable_fp_fusion)",
                    lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, foo=1))
 
 
 def test_num_ctas_other_than_one():
-    # Triton's words first (test_core.py::test_num_ctas_pre_sm90 matches them), then why.
-    raises_exactly(ValueError, "add_kernel(): num_ctas > 1 requires NVIDIA SM90+ (Hopper) thread-block clusters, "
-                               "which tessera does not use: it launches one CTA per program (num_ctas must be 1)",
-                   lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=2))
+    # Triton's words (test_core.py::test_num_ctas_pre_sm90 matches them): clusters need sm_90; there
+    # num_ctas > 1 is accepted and the program runs in one CTA (docs/compatibility.md).
+    raises_exactly(ValueError, "add_kernel(): num_ctas > 1 requires NVIDIA SM90+ (Hopper). Current target is sm_80. "
+                               "Please set num_ctas=1 or target an SM90+ GPU.",
+                   lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=2, arch="sm80"))
+    raises_exactly(ValueError, "add_kernel(): num_ctas > 1 requires NVIDIA SM90+ (Hopper). Current target is sm_86. "
+                               "Please set num_ctas=1 or target an SM90+ GPU.",
+                   lambda: add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=4, target="sm_86"))
+    one_cta = add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=1, target="sm_90a")
+    assert add_kernel.warmup(D, D, D, 16, BLOCK_SIZE=16, grid=(1,), num_ctas=2, target="sm_90a").asm["ptx"] == \
+        one_cta.asm["ptx"]
 
 
 @pytest.mark.parametrize("value", [8, 256, 1000])

@@ -246,9 +246,12 @@ def test_unexpected_and_repeated_keywords():
 
 
 def test_host_tensors_are_refused():
-    with pytest.raises(TypeError) as e:
+    # Triton's ValueError (and the TypeError tessera raised before): pageable host memory.
+    with pytest.raises(ValueError) as e:
         add_kernel[(1,)](FakeTensor(X, device="cpu"), CudaArray(Y), CudaArray(OUT), 10, BLOCK_SIZE=64)
-    assert str(e.value) == "add_kernel(): argument 'x_ptr' is a CPU tensor; tessera kernels need CUDA tensors"
+    assert isinstance(e.value, TypeError) and isinstance(e.value, tessera.errors.HostTensorError)
+    assert str(e.value) == ("add_kernel(): argument 'x_ptr' is a CPU tensor; tessera kernels need CUDA tensors or "
+                            "pinned host memory (Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?))")
     np = pytest.importorskip("numpy")
     with pytest.raises(TypeError, match=r"argument 'y_ptr' is a CPU array \(numpy.ndarray\); tessera kernels need "
                                         r"CUDA memory"):

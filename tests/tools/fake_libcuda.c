@@ -17,6 +17,14 @@
  *     does, records its arguments and writes them packed into the 128-byte
  *     map (fake_libcuda.h), so that tests can find those bytes again in a
  *     launch's parameter block;
+ *   - cuLaunchKernelEx records the launch as cuLaunchKernel does, and a
+ *     cooperative one (CU_LAUNCH_ATTRIBUTE_COOPERATIVE) as such; a cooperative
+ *     grid larger than the fake device holds at once (132 SMs of 2048 threads,
+ *     at most 32 blocks each) gets CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+ *   - cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_POINTER) knows the
+ *     host ranges a test declared pinned (tessera_fake_pin_host_memory: mapped
+ *     at the same address, as with unified addressing) and answers
+ *     CUDA_ERROR_INVALID_VALUE for any other address;
  *   - device memory is host memory (cuMemAlloc = aligned_alloc), so copies
  *     and memsets work; events time nothing; graph capture is unsupported.
  * Tests read the records back (fake_libcuda.h: tessera_fake_last_launch,
@@ -59,7 +67,15 @@ EXPORT uint64_t tessera_fake_tensor_map_count(void) { return tensor_map_count; }
 EXPORT void tessera_fake_fail_next_tensor_map(int result) { fail_next_tensor_map = (CUresult)result; }
 EXPORT int tessera_fake_initialized(void) { return init_called; }
 EXPORT uint64_t tessera_fake_link_count(void) { return link_count; }
+/* Pinned host memory (torch's pin_memory()) that cuPointerGetAttribute maps to the device. */
+enum { kMaxPinned = 16 };
+static struct { uint64_t address, bytes; } pinned[kMaxPinned];
+static int pinned_count;
+EXPORT void tessera_fake_pin_host_memory(uint64_t address, uint64_t bytes) {
+  if (pinned_count < kMaxPinned) pinned[pinned_count].address = address, pinned[pinned_count++].bytes = bytes;
+}
 EXPORT void tessera_fake_reset(void) {
+  pinned_count = 0;
   memset(&last_launch, 0, sizeof last_launch);
   launch_count = 0;
   memset(&last_tensor_map, 0, sizeof last_tensor_map);
@@ -370,7 +386,40 @@ static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, uns
     offset += size;
   }
   l->param_block_bytes = offset;
+  l->cooperative = 0;
   return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  int cooperative = 0;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) return CUDA_ERROR_NOT_SUPPORTED; /* not modelled */
+    cooperative = config->attrs[i].value.cooperative != 0;
+  }
+  if (cooperative) {
+    uint64_t threads = (uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+    uint64_t per_sm = threads ? 2048 / threads : 0;
+    if (per_sm > 32) per_sm = 32;
+    if ((uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ > 132 * per_sm)
+      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  CUresult r = fake_cuLaunchKernel(fn, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                                   config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+                                   params, extra);
+  if (r == CUDA_SUCCESS) last_launch.cooperative = cooperative;
+  return r;
+}
+
+static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr pointer) {
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_POINTER) return CUDA_ERROR_NOT_SUPPORTED; /* not modelled */
+  for (int i = 0; i < pinned_count; ++i)
+    if (pointer >= pinned[i].address && pointer < pinned[i].address + pinned[i].bytes) {
+      *(CUdeviceptr *)data = pointer;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- TMA descriptors ------------------------------------------------------ */
@@ -570,7 +619,7 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphInstantiateWithFlags, 11040)           \
   X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) X(cuGraphDestroy, 10000) X(cuEventCreate, 2000)        \
   X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000)       \
-  X(cuTensorMapEncodeTiled, 12000)
+  X(cuTensorMapEncodeTiled, 12000) X(cuLaunchKernelEx, 11060) X(cuPointerGetAttribute, 4000)
 
 #define FAKE_ENTRY(name, version) {#name, (void *)(PFN_##name##_v##version)fake_##name},
 static const struct { const char *name; void *fn; } symbols[] = {FAKE_SYMBOLS(FAKE_ENTRY)};

@@ -32,6 +32,7 @@ struct tessera_fake_launch {
   uint64_t param_addresses[kFakeMaxParams]; /* kernelParams[i]: where each value was read from */
   int param_block_bytes;                    /* end of the last parameter */
   unsigned char param_block[kFakeParamBlockBytes];
+  int cooperative; /* 1 for cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE, else 0 */
 };
 
 /* The last cuTensorMapEncodeTiled: its arguments as given, its result, and

@@ -103,3 +103,35 @@ TEST(OpTraits, AnOpWithRegionsWritesWhatItsOpsWrite) {
   EXPECT_TRUE(hasSideEffects(*pureLoop));
   EXPECT_TRUE(hasSideEffects(*storingLoop));
 }
+
+TEST(OpTraits, SpecialRegistersAndMapElementwise) {
+  Function fn;
+  Value *ptr = fn.body.addArgument(Type::ptr(ScalarType::I32), "p");
+  Builder b(&fn.body);
+  // smid is pure (merged, removed when unused); globaltimer has unknown effects: read where written.
+  Operation *smid = b.create(OpCode::SmId, {}, {Type(ScalarType::I32)});
+  Operation *timer = b.create(OpCode::GlobalTimer, {}, {Type(ScalarType::I64)});
+  EXPECT_TRUE(isPure(*smid));
+  EXPECT_FALSE(hasSideEffects(*smid));
+  EXPECT_FALSE(isPure(*timer));
+  EXPECT_TRUE(hasSideEffects(*timer));
+  EXPECT_TRUE(mayWriteMemory(*timer));
+  // map_elementwise: pure exactly when the ops of its region are.
+  auto map = [&](bool store) {
+    Operation *op = b.create(OpCode::MapElementwise, {smid->result()}, {Type(ScalarType::I32)},
+                             {{"pack", int64_t(1)}}, 1);
+    Builder inner(op->region(0));
+    Value *x = op->region(0)->addArgument(Type(ScalarType::I32), "x");
+    Value *y = inner.op(OpCode::Add, {x, x}, Type(ScalarType::I32));
+    if (store) inner.create(OpCode::Store, {ptr, y}, {}, {{"has_mask", int64_t(0)}});
+    inner.create(OpCode::Yield, {y}, {});
+    return op;
+  };
+  Operation *pure = map(false), *storing = map(true);
+  EXPECT_TRUE(isPure(*pure));
+  EXPECT_FALSE(hasSideEffects(*pure));
+  EXPECT_FALSE(mayWriteMemory(*pure));
+  EXPECT_FALSE(isPure(*storing));
+  EXPECT_TRUE(hasSideEffects(*storing));
+  EXPECT_TRUE(mayWriteMemory(*storing));
+}

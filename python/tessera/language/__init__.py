@@ -410,7 +410,7 @@ for _name in [
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas",
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
-    "to_tensor", "max_constancy", "condition", "interleave",
+    "to_tensor", "max_constancy", "condition", "interleave", "map_elementwise",
     "sort", "gather", "histogram", "inline_asm_elementwise",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",

@@ -4,7 +4,7 @@ tests/tools/fake_libcuda.c). Put tests/tools/fake_torch first on PYTHONPATH
 in a process of its own: it is `torch` to that process.
 
 Only what tessera's launch path reads exists: torch.Tensor with is_cuda,
-dtype, device, data_ptr(), element_size(), get_device(), transpose() and (when
+dtype, device, data_ptr(), is_pinned(), element_size(), get_device(), transpose() and (when
 given) shape and stride(); torch.empty (a fresh fake address); dtype singletons;
 torch._C._cuda_getCurrentRawStream(device); and torch.cuda.is_available()
 (False: tessera's autotuner then times with the runtime's own events) and
@@ -60,8 +60,9 @@ class device:
 
 
 class Tensor:
-    def __init__(self, ptr, dtype=float32, device="cuda", index=0, shape=None, strides=None):
+    def __init__(self, ptr, dtype=float32, device="cuda", index=0, shape=None, strides=None, pinned=False):
         self._ptr = ptr
+        self._pinned = pinned and device == "cpu"
         self._dtype = dtype
         self._device = globals()["device"](device, index if device == "cuda" else None)
         self._shape = tuple(shape) if shape is not None else None
@@ -94,6 +95,9 @@ class Tensor:
     def data_ptr(self):
         return self._ptr
 
+    def is_pinned(self):
+        return self._pinned
+
     def element_size(self):
         return _ITEMSIZE.get(self._dtype._name, 4)
 
@@ -111,8 +115,9 @@ class Tensor:
 _next_ptr = [0x7E0000000000]  # torch.empty's "allocations": fresh, 256-byte aligned, never dereferenced
 
 
-def empty(shape, dtype=float32, device="cuda"):
-    """A contiguous tensor at a fresh fake address (no memory behind it)."""
+def empty(shape, dtype=float32, device="cuda", pin_memory=False):
+    """A contiguous tensor at a fresh fake address (no memory behind it); pin_memory=True marks a CPU
+    tensor pinned (tests declare its range to the fake driver: FakeDriver.pin)."""
     shape = tuple(shape)
     count = 1
     for n in shape:
@@ -121,7 +126,7 @@ def empty(shape, dtype=float32, device="cuda"):
     _next_ptr[0] += (count * _ITEMSIZE.get(dtype._name, 4) + 255) // 256 * 256 + 256
     kind = device.type if isinstance(device, globals()["device"]) else str(device).split(":")[0]
     index = device.index if isinstance(device, globals()["device"]) else 0
-    return Tensor(ptr, dtype, kind, index or 0, shape)
+    return Tensor(ptr, dtype, kind, index or 0, shape, pinned=pin_memory)
 
 
 class _CModule:

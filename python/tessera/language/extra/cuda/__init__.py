@@ -5,3 +5,10 @@ from ..._device import _device_only  # noqa: E402
 # tl.extra.cuda.num_threads() / num_warps(): constexprs (the launch's num_warps) inside kernels.
 num_threads = _device_only("extra.cuda.num_threads")
 num_warps = _device_only("extra.cuda.num_warps")
+# tl.extra.cuda.smid() (i32: the SM the program runs on) and globaltimer() (i64: the GPU's
+# nanosecond timer, read where the kernel reads it); interpreted: 0 and the host's monotonic clock.
+smid = _device_only("extra.cuda.smid")
+globaltimer = _device_only("extra.cuda.globaltimer")
+# Triton's fp8e4b15 conversions: names only (fp8e4b15 is not a tessera type; using them is a compile error).
+convert_custom_float8_sm80 = _device_only("extra.cuda.convert_custom_float8_sm80")
+convert_custom_float8_sm70 = _device_only("extra.cuda.convert_custom_float8_sm70")
