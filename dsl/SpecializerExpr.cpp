@@ -414,9 +414,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     error(loc, "a tensor descriptor has no attribute '" + attr +
                      "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
   case SValue::Kind::Const:
-    if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
-      if (attr == "value") return base; // tl.constexpr(...).value
-    }
+    if (attr == "value") return base; // tl.constexpr(...).value, of any constexpr (a bool, a string, None too)
     if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
       error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "
                  "tl.cast(value, dtype) or tl.full((), value, dtype) make a typed scalar)");

@@ -42,6 +42,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             text = f.read()
         first_line, name = 1, kernel
     else:
+        while not isinstance(fn, JITFunction) and hasattr(fn, "run") and hasattr(fn, "fn"):
+            fn = fn.fn  # @autotune / @heuristics: the @jit kernel under them (constexprs as given)
         if not isinstance(fn, JITFunction):
             if callable(fn) and hasattr(fn, "__code__"):
                 fn = JITFunction(fn)

@@ -1,0 +1,85 @@
+"""Constructs found by driving Liger-Kernel, Unsloth, FlagGems and the Triton tutorials through the
+compatibility mode (their kernels are not copied here: each test is a kernel written in the style of
+the construct), interpreted against numpy and compiled to PTX."""
+import numpy as np
+import pytest
+
+import tessera
+import tessera.language as tl
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+
+# ------------------------------------------------------------------ tessera.compile of a decorated kernel
+
+def scale_rows(x_ptr, out_ptr, n, SCALE_IS_ONE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if not SCALE_IS_ONE:
+        x = x * 2.0
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+# Unsloth's form: jit first, then heuristics wrapping the JITFunction
+scale_rows = tessera.heuristics({"SCALE_IS_ONE": lambda args: bool(args["SCALE_IS_ONE"])})(tessera.jit(scale_rows))
+
+
+@tessera.autotune(configs=[tessera.Config({"BLOCK": 64}), tessera.Config({"BLOCK": 128})], key=["n"])
+@tessera.jit
+def tuned_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_compile_takes_the_kernel_under_heuristics_and_autotune():
+    k = tessera.compile(scale_rows, signature="*fp32,*fp32,i32", constexprs={"SCALE_IS_ONE": False, "BLOCK": 128},
+                        target="sm_90a")
+    assert ".visible .entry scale_rows" in k.asm["ptx"]
+    k = tessera.compile(tuned_copy, signature="*fp16,*fp16,i32", constexprs={"BLOCK": 256}, target="sm_90a")
+    assert ".visible .entry tuned_copy" in k.asm["ptx"]
+
+
+def test_compile_still_refuses_what_is_no_kernel():
+    with pytest.raises(TypeError, match="takes a @tessera.jit function"):
+        tessera.compile(42, signature="i32", target="sm_90a")
+
+
+# ------------------------------------------------------------------ .value of a constexpr parameter
+
+@tessera.jit
+def largest_of(dtype: tl.constexpr):
+    d = dtype.value  # FlagGems' limits.get_dtype_max: the tl.dtype inside the constexpr
+    if d.is_floating():
+        big: tl.constexpr = float("inf")
+        return big
+    if d.is_int_signed():
+        width: tl.constexpr = d.int_bitwidth
+        big: tl.constexpr = 2 ** (width - 1) - 1
+        return big
+
+
+@tessera.jit(interpret=True)
+def masked_min_kernel(x_ptr, out_ptr, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    top = largest_of(x_ptr.type.element_ty)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=top)
+    r = tl.min(x, axis=0)
+    if FLAG.value:
+        r = r + 1
+    tl.store(out_ptr, r)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int16])
+def test_value_of_a_dtype_constexpr_in_a_helper(dtype):
+    x = np.array([7, 5, 9], dtype)
+    out = np.zeros(1, dtype)
+    masked_min_kernel[(1,)](x, out, 3, FLAG=False, BLOCK=8)
+    assert out[0] == 5
+    masked_min_kernel[(1,)](x, out, 3, FLAG=True, BLOCK=8)
+    assert out[0] == 6
+
+
+def test_value_of_a_dtype_constexpr_compiles_to_ptx():
+    for sig in ("*bf16,*bf16,i32", "*i64,*i64,i32"):
+        k = tessera.compile(masked_min_kernel, signature=sig, constexprs={"FLAG": True, "BLOCK": 256}, target="sm_90a")
+        assert ".visible .entry masked_min_kernel" in k.asm["ptx"]
