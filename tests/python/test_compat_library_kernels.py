@@ -83,3 +83,48 @@ def test_value_of_a_dtype_constexpr_compiles_to_ptx():
     for sig in ("*bf16,*bf16,i32", "*i64,*i64,i32"):
         k = tessera.compile(masked_min_kernel, signature=sig, constexprs={"FLAG": True, "BLOCK": 256}, target="sm_90a")
         assert ".visible .entry masked_min_kernel" in k.asm["ptx"]
+
+
+# ------------------------------------------------------------------ scalar pointers take scalars (Triton's semantic)
+
+@tessera.jit
+def store_block_through_scalar_pointer(sum_ptr, x_ptr, BLOCK: tl.constexpr):
+    acc = tl.zeros((1,), dtype=tl.float32)  # a one-element block, as Liger's dyt backward keeps dalpha
+    acc += tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)))
+    tl.store(sum_ptr + tl.program_id(0), acc)
+
+
+@tessera.jit
+def load_scalar_pointer_with_block_mask(out_ptr, x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr, mask=offs < 3)
+    tl.store(out_ptr + offs, v)
+
+
+@tessera.jit
+def store_scalar_pointer_with_block_mask(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, 1.0, mask=offs < 3)
+
+
+@tessera.jit
+def scalar_pointer_scalar_operands(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    s = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0)
+    tl.store(out_ptr, s, mask=n > 0)
+    tl.store(out_ptr + 1, tl.load(x_ptr, mask=n > 1, other=0.0))
+
+
+@pytest.mark.parametrize("kernel, sig, message", [
+    (store_block_through_scalar_pointer, "*fp32,*fp32", "Value argument cannot be block type if pointer argument is not a block"),
+    (load_scalar_pointer_with_block_mask, "*fp32,*fp32", "Mask argument cannot be block type if pointer argument is not a block"),
+    (store_scalar_pointer_with_block_mask, "*fp32", "Mask argument cannot be block type if pointer argument is not a block"),
+])
+def test_a_scalar_pointer_refuses_block_operands_as_triton_does(kernel, sig, message):
+    with pytest.raises(tessera.CompilationError, match=message):
+        tessera.compile(kernel, signature=sig, constexprs={"BLOCK": 16}, target="sm_90a")
+
+
+def test_a_scalar_pointer_takes_scalar_operands():
+    k = tessera.compile(scalar_pointer_scalar_operands, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 16},
+                        target="sm_90a")
+    assert ".visible .entry scalar_pointer_scalar_operands" in k.asm["ptx"]
