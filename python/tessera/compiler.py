@@ -23,7 +23,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             backend=None, maxnreg=None):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
-    fn: a @tessera.jit function, or the path of a kernel file (then `kernel` names the function).
+    fn: a @tessera.jit function (also under @autotune / @heuristics: the @jit kernel under them is
+    compiled, with the constexprs given), or the path of a kernel file (then `kernel` names the function).
     signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.

@@ -128,3 +128,41 @@ def test_a_scalar_pointer_takes_scalar_operands():
     k = tessera.compile(scalar_pointer_scalar_operands, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 16},
                         target="sm_90a")
     assert ".visible .entry scalar_pointer_scalar_operands" in k.asm["ptx"]
+
+
+# ------------------------------------------------------------------ triton.tools.tensor_descriptor
+
+class _FakeCudaTensor:
+    """What a descriptor reads of a tensor when it is made (no launch here)."""
+    dtype = "float16"
+    shape = (64, 128)
+    device = "cuda:0"
+
+    def data_ptr(self):
+        return 0x10000
+
+    def stride(self):
+        return (128, 1)
+
+
+def test_triton_tools_tensor_descriptor_is_tesseras():
+    import tessera.compat
+    was_on = tessera.compat.installed()
+    tessera.compat.install()
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # the tutorials' (06, 08, 09) import
+    finally:
+        if not was_on:
+            tessera.compat.uninstall()
+    assert TensorDescriptor is tessera.TensorDescriptor
+    d = TensorDescriptor(_FakeCudaTensor(), [64, 128], [128, 1], [32, 64], padding="zero")
+    assert list(d.block_shape) == [32, 64]
+    d = TensorDescriptor.from_tensor(_FakeCudaTensor(), [16, 32], padding="zero")
+    assert list(d.shape) == [64, 128] and list(d.block_shape) == [16, 32]
+
+
+def test_tensor_descriptor_padding_nan_is_refused_not_ignored():
+    with pytest.raises(NotImplementedError, match="padding='nan'"):
+        tessera.TensorDescriptor.from_tensor(_FakeCudaTensor(), [16, 32], padding="nan")
+    with pytest.raises(ValueError, match="Illegal value for padding"):
+        tessera.TensorDescriptor(_FakeCudaTensor(), [64, 128], [128, 1], [16, 32], padding="inf")
