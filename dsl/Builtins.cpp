@@ -305,6 +305,14 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     while (p < n) p <<= 1;
     return constResult(ConstexprValue::ofInt(p));
   }
+  if (name == "lang._log2" || name == "lang._is_power_of_two") { // Triton's standard.py constexpr functions
+    Bound b = bind(*this, args, "tl.standard." + name.substr(5), {{"i", true}});
+    int64_t i = requireInt(b[0], b.locs[0], name.substr(5) + "()'s argument");
+    if (name == "lang._is_power_of_two") return constResult(ConstexprValue::ofBool(i != 0 && (i & (i - 1)) == 0));
+    int64_t log2 = 0;
+    for (int64_t n = i; n > 1; n >>= 1) ++log2;
+    return constResult(ConstexprValue::ofInt(log2));
+  }
   if (name == "len") {
     Bound b = bind(*this, args, "len", {{"x", true}});
     if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "len() needs a tuple, got " + describe(b[0]));

@@ -166,3 +166,80 @@ def test_tensor_descriptor_padding_nan_is_refused_not_ignored():
         tessera.TensorDescriptor.from_tensor(_FakeCudaTensor(), [16, 32], padding="nan")
     with pytest.raises(ValueError, match="Illegal value for padding"):
         tessera.TensorDescriptor(_FakeCudaTensor(), [64, 128], [128, 1], [16, 32], padding="inf")
+
+
+# ------------------------------------------------------------------ triton.language.core / .standard, raise
+
+SORTLIB = '''
+import triton
+import triton.language as tl
+import triton.language.core as core
+from triton.language.standard import _log2, zeros_like
+
+
+@triton.jit
+def _width_dtype(x):
+    if core.constexpr(x.dtype.primitive_bitwidth) == 16:
+        idtype = core.int16
+    elif core.constexpr(x.dtype.primitive_bitwidth) == 32:
+        idtype = core.int32
+    else:
+        raise ValueError("Unsupported dtype")
+    return idtype
+
+
+@triton.jit
+def halves_kernel(x_ptr, out_ptr, bits_ptr, BLOCK: tl.constexpr):
+    # a FlagGems-style bitonic helper: log2 of the block, reshape through core, zeros_like
+    n_dims: core.constexpr = _log2(BLOCK)
+    shape: core.constexpr = [2, 2 ** (n_dims - 1)]
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    y = core.reshape(x, shape)
+    sel = core.arange(0, 2)[:, None]
+    hi = tl.sum(y * sel, 0)
+    lo = tl.sum(y * (1 - sel), 0)
+    tl.store(out_ptr + tl.arange(0, BLOCK // 2), hi - lo + tl.sum(zeros_like(x), 0))
+    tl.store(bits_ptr + tl.arange(0, BLOCK), x.to(_width_dtype(x), bitcast=True))
+
+
+@triton.jit
+def fp64_bits_kernel(x_ptr, bits_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(bits_ptr + tl.arange(0, BLOCK), x.to(_width_dtype(x), bitcast=True))
+'''
+
+
+@pytest.fixture
+def sortlib(tmp_path, monkeypatch):
+    (tmp_path / "rwsort.py").write_text(SORTLIB)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
+    import importlib
+    import sys
+    import tessera.compat
+    tessera.compat.install()
+    try:
+        yield importlib.import_module("rwsort")
+    finally:
+        tessera.compat.uninstall()
+        sys.modules.pop("rwsort", None)
+
+
+def test_language_core_and_standard_modules(sortlib):
+    from tessera.language import _is_power_of_two, _log2
+    assert (_log2(1024), _log2(1), _is_power_of_two(64), _is_power_of_two(48)) == (10, 0, True, False)
+    x = np.arange(16, dtype=np.float32) * 1.5
+    out = np.zeros(8, np.float32)
+    bits = np.zeros(16, np.int32)
+    sortlib.halves_kernel[(1,)](x, out, bits, BLOCK=16)
+    np.testing.assert_array_equal(out, x[8:] - x[:8])
+    np.testing.assert_array_equal(bits, x.view(np.int32))
+    k = tessera.compile(sortlib.halves_kernel, signature="*fp16,*fp16,*i16", constexprs={"BLOCK": 256},
+                        target="sm_90a")
+    assert ".visible .entry halves_kernel" in k.asm["ptx"]
+
+
+def test_raise_in_a_branch_the_specialisation_takes_is_a_located_error(sortlib):
+    with pytest.raises(tessera.CompilationError, match=r"rwsort.py:\d+:\d+: .*'raise'.*ValueError: Unsupported dtype"):
+        tessera.compile(sortlib.fp64_bits_kernel, signature="*fp64,*i64", constexprs={"BLOCK": 16}, target="sm_90a")
