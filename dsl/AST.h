@@ -171,7 +171,7 @@ struct List : Expr {
 
 enum class StmtKind {
   Expr, Assign, AugAssign, AnnAssign, If, For, While, Break, Continue, Return,
-  Assert, Pass, FunctionDef, Import, ImportFrom, Try,
+  Assert, Pass, Raise, FunctionDef, Import, ImportFrom, Try,
 };
 
 struct Stmt {
@@ -247,6 +247,14 @@ struct Continue : Stmt {
 struct Pass : Stmt {
   Pass(SourceLoc loc) : Stmt(StmtKind::Pass, loc) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Pass; }
+};
+
+// `raise X` / `raise X from Y`: an error if the compiler reaches it (Triton compiles only the branch a
+// constexpr `if` takes, so libraries keep `raise ValueError(...)` in branches no specialisation takes).
+struct Raise : Stmt {
+  ExprPtr exc; // may be null (a bare `raise`)
+  Raise(SourceLoc loc) : Stmt(StmtKind::Raise, loc) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Raise; }
 };
 
 struct Return : Stmt {

@@ -345,6 +345,16 @@ public:
     case StmtKind::Break: out += "(break)"; return;
     case StmtKind::Continue: out += "(continue)"; return;
     case StmtKind::Pass: out += "(pass)"; return;
+    case StmtKind::Raise: {
+      auto &r = static_cast<const Raise &>(s);
+      out += "(raise";
+      if (r.exc) {
+        out += " ";
+        expr(r.exc.get());
+      }
+      out += ")";
+      return;
+    }
     case StmtKind::Return: {
       auto &r = static_cast<const Return &>(s);
       out += "(return";

@@ -500,6 +500,11 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (b.has(1)) {
       ir::Value *mask = toBool(toIR(b[1], b.locs[1]));
       if (!mask->type.isBoolElement()) error(b.locs[1], "tl.load's mask must be boolean, got " + mask->type.element().str());
+      // Triton's semantic.load: a scalar pointer takes no block mask or other (it does not broadcast the pointer).
+      if (!ptr->type.isBlock() && mask->type.isBlock())
+        error(b.locs[1], "Mask argument cannot be block type if pointer argument is not a block");
+      if (!ptr->type.isBlock() && b.has(2) && b[2].isIR() && b[2].value->type.isBlock())
+        error(b.locs[2], "Other argument cannot be block type if pointer argument is not a block");
       auto shape = broadcastShapes(ptr->type, mask->type, b.locs[1]);
       ptr = broadcastTo(ptr, shape, b.locs[0]);
       operands[0] = ptr;
@@ -529,6 +534,11 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
     ir::Type pointee(ptr->type.scalar);
     ir::Value *value = toIR(b[1], b.locs[1], &pointee);
+    // Triton's semantic.store: a scalar pointer stores a scalar (a block value would need a block of pointers).
+    if (!ptr->type.isBlock() && value->type.isBlock())
+      error(b.locs[1], "Value argument cannot be block type if pointer argument is not a block");
+    if (!ptr->type.isBlock() && b.has(2) && b[2].isIR() && b[2].value->type.isBlock())
+      error(b.locs[2], "Mask argument cannot be block type if pointer argument is not a block");
     // Pointers are stored as their 64-bit addresses (Triton's cast to the pointee type).
     if (value->type.pointer && !(pointee.isIntElement() && ir::bitWidth(pointee.scalar) == 64))
       error(b.locs[1], "tl.store stores pointers only through pointers to 64-bit integers, got " + ptr->type.element().str());

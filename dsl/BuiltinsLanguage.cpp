@@ -142,7 +142,9 @@ SValue Specializer::dtypeAttribute(const SValue &base, const std::string &attr, 
     error(loc, "dtype " + tritonDTypeName(base) + " has no attribute '" + attr + "'");
   };
   if (attr == "name") return SValue::constant(ConstexprValue::ofString(tritonDTypeName(base)));
-  if (attr == "scalar") return base;
+  // A dtype parameter of a @jit helper is a tl.constexpr in Triton: FlagGems' get_dtype_max(dtype) reads
+  // dtype.value to reach the tl.dtype.
+  if (attr == "scalar" || attr == "value") return base;
   if (attr == "element_ty") {
     if (!t.pointer) error(loc, "dtype " + tritonDTypeName(base) + " has no element_ty (it is not a pointer)");
     return SValue::dtypeOf(ir::Type(t.scalar));

@@ -190,7 +190,7 @@ void Parser::parseSimpleStatements(Body &out) {
   take();
 }
 
-// simple_stmt: 'pass' | 'break' | 'continue' | return_stmt | assert_stmt
+// simple_stmt: 'pass' | 'break' | 'continue' | return_stmt | assert_stmt | raise_stmt
 //            | import_name | import_from | expr_stmt
 StmtPtr Parser::parseSimpleStatement() {
   const Token &t = tok();
@@ -216,7 +216,9 @@ StmtPtr Parser::parseSimpleStatement() {
       return parseImport();
     if (t.text == "from")
       return parseImportFrom();
-    if (t.text == "global" || t.text == "nonlocal" || t.text == "del" || t.text == "raise" ||
+    if (t.text == "raise")
+      return parseRaise();
+    if (t.text == "global" || t.text == "nonlocal" || t.text == "del" ||
         t.text == "class" || t.text == "with" || t.text == "try" || t.text == "async")
       unsupported(loc, "'" + t.text + "'");
   }
@@ -346,6 +348,19 @@ StmtPtr Parser::parseAssert() {
   node->cond = parseExpression();
   if (acceptOp(","))
     node->msg = parseExpression();
+  return node;
+}
+
+// raise_stmt: 'raise' [expression ['from' expression]]
+StmtPtr Parser::parseRaise() {
+  auto node = std::make_unique<Raise>(take().loc);
+  if (startsExpression(tok())) {
+    node->exc = parseExpression();
+    if (tok().kind == TokenKind::Keyword && tok().text == "from") {
+      take();
+      parseExpression(); // the cause: not needed for the error the statement becomes
+    }
+  }
   return node;
 }
 

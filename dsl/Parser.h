@@ -56,6 +56,7 @@ private:
   StmtPtr parseExprStatement();
   StmtPtr parseReturn();
   StmtPtr parseAssert();
+  StmtPtr parseRaise();
   StmtPtr parseImport();
   StmtPtr parseImportFrom();
   std::string parseDottedName();

@@ -205,7 +205,10 @@ static std::string canonicalModule(const std::string &module) {
   for (const char *top : {"tessera", "triton"}) {
     std::string t = top;
     if (module == t) return "top";
-    if (module == t + ".language" || module == t + ".language.standard") return "lang";
+    // triton.language re-exports core's and standard's names (FlagGems: `import triton.language.core as
+    // core`, `from triton.language.standard import _log2, zeros_like`).
+    if (module == t + ".language" || module == t + ".language.core" || module == t + ".language.standard")
+      return "lang";
     if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
         module == t + ".language.extra.cuda.libdevice")
       return "lang.math";
@@ -327,6 +330,8 @@ bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
           bind(local, SValue::module(path == "top" ? "lang" : path + ".language"));
         else if (alias.name == "libdevice" || (alias.name == "math" && path == "lang"))
           bind(local, SValue::module("lang.math")); // from triton.language.extra.cuda import libdevice
+        else if ((alias.name == "core" || alias.name == "standard") && path == "lang")
+          bind(local, SValue::module("lang")); // from triton.language import core
         else if (alias.name != "*")
           bind(local, SValue::builtin(path + "." + alias.name));
       }
@@ -690,6 +695,22 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   }
   case ast::StmtKind::Pass:
     return Flow::Normal;
+  case ast::StmtKind::Raise: {
+    // Reached: the specialisation takes this branch. `raise E("msg")` says E: msg, as Python would.
+    auto &r = cast<ast::Raise>(s);
+    std::string what = "a 'raise' statement was reached while compiling the kernel";
+    if (auto *call = r.exc ? dyn_cast<ast::Call>(r.exc.get()) : nullptr) {
+      std::string type = isa<ast::Name>(call->func.get()) ? cast<ast::Name>(call->func.get())->id : "";
+      std::string msg;
+      if (!call->args.empty())
+        if (auto *c = dyn_cast<ast::Constant>(call->args[0].get()); c && c->type == ast::Constant::Type::String)
+          msg = c->stringValue;
+      if (!type.empty()) what += ": " + type + (msg.empty() ? "" : ": " + msg);
+    } else if (auto *n = r.exc ? dyn_cast<ast::Name>(r.exc.get()) : nullptr) {
+      what += ": " + n->id;
+    }
+    error(s.loc, what);
+  }
   case ast::StmtKind::FunctionDef:
     error(s.loc, "unsupported construct: a function defined inside a kernel");
   case ast::StmtKind::Import:

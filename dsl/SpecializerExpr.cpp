@@ -427,14 +427,12 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     if (attr == "type") return constexprTypeOf(base, loc);
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
-    if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
-      if (attr == "value") return base; // tl.constexpr(...).value
-    }
-    if (attr == "type") return constexprTypeOf(base, loc); // Triton's constexpr.type
     if (base.c.kind == CK::Enum) { // an enum member's name and value, as in Python
       if (attr == "name") return SValue::constant(ConstexprValue::ofString(base.c.stringValue.substr(base.c.stringValue.find('.') + 1)));
       if (attr == "value") return SValue::constant(ConstexprValue::ofInt(base.c.intValue));
     }
+    if (attr == "value") return base; // tl.constexpr(...).value, of any constexpr (a bool, a string, None too)
+    if (attr == "type") return constexprTypeOf(base, loc); // Triton's constexpr.type
     if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
       error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "
                  "tl.cast(value, dtype) or tl.full((), value, dtype) make a typed scalar)");

@@ -32,19 +32,32 @@ else:
 
 
 class TensorDescriptor(_Base):
-    """TensorDescriptor(base, shape, strides, block_shape): `base` is a CUDA tensor (anything with
-    .data_ptr() and .dtype), shape and strides are in elements (outermost first), block_shape is
-    the block a load reads. Ranks 1 to 5."""
+    """TensorDescriptor(base, shape, strides, block_shape, padding="zero"): `base` is a CUDA tensor
+    (anything with .data_ptr() and .dtype), shape and strides are in elements (outermost first),
+    block_shape is the block a load reads. Ranks 1 to 5. Out-of-bounds elements read as zero
+    (Triton's padding="zero"; its "nan" is refused, not ignored)."""
     __slots__ = ()
 
+    def __new__(cls, base, shape, strides, block_shape, padding="zero"):
+        _check_padding(padding)
+        return super().__new__(cls, base, shape, strides, block_shape)
+
     @classmethod
-    def from_tensor(cls, tensor, block_shape):
+    def from_tensor(cls, tensor, block_shape, padding="zero"):
         """A descriptor of the whole tensor: its shape and strides."""
-        return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), block_shape)
+        return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), block_shape, padding)
 
     def __repr__(self):
         return (f"TensorDescriptor(dtype={self.dtype}, shape={list(self.shape)}, strides={list(self.strides)}, "
                 f"block_shape={list(self.block_shape)})")
+
+
+def _check_padding(padding):
+    if padding == "nan":
+        raise NotImplementedError("TensorDescriptor(padding='nan') is not supported: tessera's descriptors read "
+                                  "out-of-bounds elements as zero (padding='zero')")
+    if padding != "zero":
+        raise ValueError(f"Illegal value for padding: {padding!r} (Triton takes 'zero' or 'nan')")
 
 
 __all__ = ["TensorDescriptor"]

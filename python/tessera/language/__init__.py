@@ -440,6 +440,22 @@ from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
 
 
+def _log2(i):
+    """Triton's standard._log2 (a constexpr function): floor(log2(i)) of an int, on the host and in kernels."""
+    i = getattr(i, "value", i)
+    log2 = 0
+    while i > 1:
+        i >>= 1
+        log2 += 1
+    return log2
+
+
+def _is_power_of_two(i):
+    """Triton's standard._is_power_of_two (a constexpr function), on the host and in kernels."""
+    i = getattr(i, "value", i)
+    return (i & (i - 1)) == 0 and i != 0
+
+
 class tensor:
     """The type of block values inside kernels, for annotations (`def f(x: tl.tensor)`); no host values."""
 
@@ -450,4 +466,5 @@ def _self():
 
 
 core = _self()  # triton.language.core (Triton keeps the language's classes there): the same names
+standard = core  # triton.language.standard (Triton's library of @jit functions): the same names too
 del _self
