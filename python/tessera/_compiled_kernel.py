@@ -136,9 +136,10 @@ class CompiledKernel:
 
     def _cubin(self):
         attributes = self._init_handles()
-        if attributes.get("cubin") is not None:  # from ptxas, without a driver
-            return attributes["cubin"]
-        return self._h.cubin()
+        cubin = attributes.get("cubin") or self._h.cubin()  # ptxas's without a driver, else the loaded one
+        if not cubin:  # the driver compiled the PTX itself (TESSERA_JIT=whole): none was kept
+            cubin = _ptxas_attributes(self._h.ptx, self._h.arch, self.name)["cubin"]
+        return cubin
 
     @property
     def cubin(self):
