@@ -29,9 +29,6 @@ import collections
 import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import types
 
 from . import _env
@@ -170,6 +167,9 @@ _PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
 
 def _ptxas_attributes(ptx, arch, name):
     """n_regs and local bytes of `ptx` from `ptxas -v` (no driver to load it); the cubin too."""
+    import shutil  # here: `import tessera` does not pay for what only machines without a driver use
+    import subprocess
+    import tempfile
     tool = os.environ.get("TESSERA_PTXAS") or next(
         (p for p in (os.path.join(os.environ[v], "bin", "ptxas") for v in ("CUDA_HOME", "CUDA_PATH")
                      if os.environ.get(v)) if os.access(p, os.X_OK)), None) or \
