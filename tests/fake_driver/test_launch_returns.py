@@ -27,7 +27,7 @@ def test_kernel_grid_returns_the_compiled_kernel_with_tritons_attributes(fake):
     assert fake.last()["kernel"] == "noop6"  # it launched
     assert pgm.name == "noop6"
     assert ".visible .entry noop6(" in pgm.asm["ptx"]
-    for stage in ("ttir", "ttgir", "llir"):
+    for stage in ("ir", "ir-opt", "llir"):
         assert "noop6" in pgm.asm[stage], stage
     assert pgm.asm["cubin"]  # the fake driver's "cubin" (TESSERA_JIT=link): bytes
     assert isinstance(pgm.asm["cubin"], bytes) and pgm.kernel == pgm.asm["cubin"]

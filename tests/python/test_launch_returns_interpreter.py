@@ -64,7 +64,7 @@ def test_interpreted_kernel_compiles_for_its_attributes():
     x, out = arrays()
     pgm = scale_kernel[(4,)](x, out, 100, 2.0, BLOCK=32)
     assert ".visible .entry scale_kernel(" in pgm.asm["ptx"]
-    assert "scale_kernel" in pgm.asm["ttir"]
+    assert "scale_kernel" in pgm.asm["ir"]
     assert pgm.metadata.num_warps == 4 and pgm.metadata.shared == 0 and pgm.metadata.target == "sm_90a"
     assert pgm.packed_metadata == (4, 1, 0)
     assert pgm.metadata.constexprs == {"BLOCK": 32}
