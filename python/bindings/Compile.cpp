@@ -152,6 +152,17 @@ void registerCompile(py::module_ &m) {
       .def_property_readonly("from_cache", [](const CompiledEntry &e) { return e.kernel.fromCache(); },
                              "True when the PTX came from the disk cache (no compile ran)")
       .def_property_readonly("path", [](const CompiledEntry &e) { return e.file->path; })
+      .def_property_readonly("ptx", [](const CompiledEntry &e) { return e.kernel.ptx(); },
+                             "The PTX the kernel runs (no other stage is compiled again for it)")
+      .def_property_readonly("maxnreg",
+                             [](const CompiledEntry &e) {
+                               return e.maxRegisters ? py::object(py::int_(e.maxRegisters)) : py::object(py::none());
+                             })
+      .def_property_readonly("enable_fp_fusion",
+                             [](const CompiledEntry &e) {
+                               return e.fpFusion >= 0 ? py::object(py::bool_(e.fpFusion != 0)) : py::object(py::none());
+                             },
+                             "The launch option as given; None: TESSERA_FP_FUSION decided (default on)")
       .def_property_readonly("signature",
                              [](const CompiledEntry &e) { return signatureText(e.kernel.signature()); })
       .def_property_readonly("constexprs",

@@ -4,7 +4,7 @@
 //
 //   launcher = tessera._C.KernelLauncher(jit_kernel_handle)   # once per @jit function
 //   launcher[grid]            -> a BoundLaunch (holds the grid)
-//   launcher[grid](*a, **k)   -> launchVector(...)            # the launch
+//   launcher[grid](*a, **k)   -> launchVector(...)            # the launch; returns the CompiledKernel
 //   launcher(grid, *a, **k)   -> the same, without the intermediate object
 //
 // and JitFunctionBase, the C base class of tessera.JITFunction, whose
@@ -53,8 +53,7 @@ PyObject *raiseCurrent() {
 
 PyObject *launchOrRaise(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
   try {
-    launchVector(k, grid, args, nargs, kwnames);
-    Py_RETURN_NONE;
+    return launchVector(k, grid, args, nargs, kwnames); // the specialisation's CompiledKernel, as Triton's run
   } catch (py::error_already_set &e) {
     e.restore();
     return nullptr;

@@ -217,7 +217,8 @@ public:
       }
   }
 
-  void run(py::handle grid, py::tuple args, py::handle kwargs) {
+  // Returns the specialisation's Python object (see resultFactory).
+  py::object run(py::handle grid, py::tuple args, py::handle kwargs) {
     // Bind: positional, then keywords; launch options are accepted and ignored.
     std::vector<py::object> values(params_.size());
     if (args.size() > params_.size())
@@ -288,7 +289,8 @@ public:
       nonEmpty = toGrid(grid, g, name_);
     }
 
-    std::shared_ptr<InterpretableKernel> &kernel = cache_[key];
+    Specialisation &spec = cache_[key];
+    std::shared_ptr<InterpretableKernel> &kernel = spec.kernel;
     if (!kernel) {
       InterpretOptions options;
       options.numWarps = numWarps;
@@ -302,13 +304,26 @@ public:
         throw;
       }
     }
-    if (!nonEmpty) return;
-    kernel->run(interp::Grid{g.x, g.y, g.z}, hostArgs);
+    if (!spec.result) {
+      py::dict given;
+      for (const auto &[name, value] : constexprs) given[py::str(name)] = fromConstexpr(value);
+      py::object made = resultFactory.is_none()
+                            ? py::object(py::none())
+                            : resultFactory(signatureText(signature), given, numWarps, numStages);
+      spec.result = std::move(made);
+    }
+    py::object result = spec.result; // kept: a later launch may drop the cache entry's
+    if (nonEmpty) kernel->run(interp::Grid{g.x, g.y, g.z}, hostArgs);
+    return result;
   }
+
+  // factory(signature, constexprs, num_warps, num_stages) -> the object run() returns for a
+  // specialisation, made once per specialisation; None: run() returns None.
+  py::object resultFactory = py::none();
 
   std::string ir() const {
     std::string out;
-    for (const auto &[k, v] : cache_) out += v->ir();
+    for (const auto &[k, v] : cache_) out += v.kernel->ir();
     return out;
   }
 
@@ -322,7 +337,11 @@ private:
   std::vector<py::object> defaults_;
   std::vector<bool> specialize_;
   std::unordered_map<std::string, size_t> index_;
-  std::unordered_map<std::string, std::shared_ptr<InterpretableKernel>> cache_;
+  struct Specialisation {
+    std::shared_ptr<InterpretableKernel> kernel;
+    py::object result; // what run() returns for it (resultFactory's), made by its first run
+  };
+  std::unordered_map<std::string, Specialisation> cache_;
 };
 
 // tessera._C.interpret: one specialisation given explicitly (like compile()),
@@ -414,6 +433,9 @@ void registerInterpreter(py::module_ &m) {
            "Binds and specialises the arguments (numpy arrays / CPU tensors as pointers) and runs every "
            "program of the grid on the host.")
       .def("ir", &Interpreter::ir, "The block IR of every specialisation interpreted so far.")
+      .def_readwrite("result_factory", &Interpreter::resultFactory,
+                     "factory(signature, constexprs, num_warps, num_stages) -> what run() returns for a "
+                     "specialisation (called once per specialisation); None: run() returns None.")
       .def_property_readonly("cache_size", &Interpreter::cacheSize);
 
   m.def("interpret", &interpretOnce, py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),

@@ -285,23 +285,57 @@ public:
   // num_warps, num_stages (Launcher.cpp, metaDict); made by the first such launch.
   py::object metaTemplate;
 
-  // arch + '\0' + key → compiled kernel (shared by devices of one arch).
-  std::unordered_map<std::string, std::shared_ptr<CompiledEntry>> compiled;
-  struct DeviceEntry {
+  // Makes the Python object a launch returns for a specialisation
+  // (tessera.CompiledKernel) from its tessera._C.CompiledKernel; None: the
+  // latter itself. Set by tessera/jit.py.
+  py::object compiledKernelFactory;
+
+  // One compiled specialisation and the Python object launches and warmup()
+  // return for it: made by the first that asks (compiledKernelOf), then the
+  // same object every time. Held here, not in the CompiledEntry, which that
+  // object holds (a cycle the garbage collector could not see).
+  struct CompiledSlot {
     std::shared_ptr<CompiledEntry> entry;
+    py::object result;
+  };
+  // arch + '\0' + key → compiled kernel (shared by devices of one arch).
+  // Slots stay where they are until clearCaches() (unordered_map nodes):
+  // the device caches point at them.
+  std::unordered_map<std::string, CompiledSlot> compiled;
+  struct DeviceEntry {
+    CompiledSlot *compiled = nullptr; // in `compiled`
     const rt::LoadedKernel *loaded = nullptr;
   };
   struct DeviceCache {
     std::string lastKey; // the previous launch's key: most launches repeat it
     const rt::LoadedKernel *last = nullptr;
+    CompiledSlot *lastCompiled = nullptr; // last's slot
     std::unordered_map<std::string, DeviceEntry, TransparentHash, std::equal_to<>> map;
   };
   std::vector<DeviceCache> devices; // by ordinal; sized once (references stay valid)
+
+  // Forgets every compiled and loaded specialisation (the device caches
+  // first: they point into `compiled`).
+  void clearCaches() {
+    for (DeviceCache &d : devices) { // not the vector: references to it stay valid
+      d.map.clear();
+      d.last = nullptr;
+      d.lastCompiled = nullptr;
+      d.lastKey.clear();
+    }
+    compiled.clear();
+  }
 };
+
+// The slot's Python object (borrowed), made on first use by the kernel's
+// compiledKernelFactory.
+PyObject *compiledKernelOf(const JitKernel &k, JitKernel::CompiledSlot &slot);
 
 // kernel[grid](*args, **kwargs) in vectorcall form: `args` holds the
 // positional arguments then the values of `kwnames` (a tuple or null).
-void launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames);
+// Returns (a new reference) the launched specialisation's Python object, as
+// Triton's JITFunction.run returns its CompiledKernel.
+PyObject *launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames);
 
 void registerFastLaunch(py::module_ &m); // FastLaunch.cpp
 void registerCache(py::module_ &m);      // Cache.cpp (both called from registerLauncher)

@@ -109,19 +109,19 @@ int launchDevice(const JitKernel &k, int fromArgs) {
 }
 
 // An in-memory miss: the full pass, compile (or the disk cache) and load.
-const rt::LoadedKernel *loadOnMiss(JitKernel &k, const Bound &b, int device, std::string_view fastKey) {
+const JitKernel::DeviceEntry &loadOnMiss(JitKernel &k, const Bound &b, int device, std::string_view fastKey) {
   Specialized s = specializeArgs(k, b);
   if (s.key != fastKey)
     throw std::logic_error("tessera internal error: the launch key of kernel '" + k.name +
                            "' differs between the fast and the full argument pass");
-  std::shared_ptr<CompiledEntry> entry = compiledFor(k, s, b, targetArch(device));
+  JitKernel::CompiledSlot &slot = compiledFor(k, s, b, targetArch(device));
+  std::shared_ptr<CompiledEntry> entry = slot.entry;
   const rt::LoadedKernel *loaded = nullptr;
   {
     py::gil_scoped_release nogil;
     loaded = &entry->kernel.load(device);
   }
-  k.devices[device].map.emplace(std::string(fastKey), JitKernel::DeviceEntry{entry, loaded});
-  return loaded;
+  return k.devices[device].map.emplace(std::string(fastKey), JitKernel::DeviceEntry{&slot, loaded}).first->second;
 }
 
 // The hot pass over the arguments: the key's bytes, the launch slots and
@@ -188,7 +188,9 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   appendOptions(out.key, b);
 }
 
-void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *streamArg) {
+// Launches and returns the specialisation's Python object (a new reference,
+// taken before anything that may run Python: clear_cache() drops the slot's).
+PyObject *launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *streamArg) {
   Packed packed;
   packArguments(k, b, packed);
   rt::Grid g;
@@ -199,17 +201,29 @@ void launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *stream
   JitKernel::DeviceCache &cache = k.devices.at(static_cast<size_t>(device));
   const std::string_view key = packed.key.view();
   const rt::LoadedKernel *loaded = nullptr;
+  JitKernel::CompiledSlot *slot = nullptr;
   if (cache.last && cache.lastKey == key) [[likely]] {
     loaded = cache.last;
+    slot = cache.lastCompiled;
   } else {
     auto it = cache.map.find(key);
-    loaded = it != cache.map.end() ? it->second.loaded : loadOnMiss(k, b, device, key);
+    const JitKernel::DeviceEntry &e = it != cache.map.end() ? it->second : loadOnMiss(k, b, device, key);
+    loaded = e.loaded;
+    slot = e.compiled;
     cache.last = loaded;
+    cache.lastCompiled = slot;
     cache.lastKey.assign(key);
   }
-  if (!nonEmpty) return; // like Triton: a grid with a 0 dimension launches nothing
+  // Made by the specialisation's first launch (or warmup), before the launch:
+  // a factory that fails stops it.
+  PyObject *made = slot->result.ptr();
+  if (!made) [[unlikely]]
+    made = compiledKernelOf(k, *slot);
+  py::object result = py::reinterpret_borrow<py::object>(made);
+  if (!nonEmpty) return result.release().ptr(); // like Triton: a grid with a 0 dimension launches nothing
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
   rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative});
+  return result.release().ptr();
 }
 
 // Both passes' keys (tests: they must be equal for every kind of argument).
@@ -224,14 +238,14 @@ py::tuple launchKeys(JitKernel &k, py::tuple args, py::handle kwargs) {
 
 } // namespace
 
-void launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+PyObject *launchVector(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
   if (!kwnames && nargs == k.params.size()) [[likely]] { // every parameter positionally: nothing to bind
     Bound b;
     b.positional = args;
     return launchBound(k, b, grid, nullptr);
   }
   Bound b = bind(k, args, nargs, kwnames);
-  launchBound(k, b, grid, nullptr);
+  return launchBound(k, b, grid, nullptr);
 }
 
 bool toGrid(py::handle grid, rt::Grid &out, const std::string &kernel) {
@@ -419,14 +433,7 @@ void registerLauncher(py::module_ &m) {
           [](JitKernel &k, const std::string &name) {
             if (!isBackendName(name))
               throw py::value_error(k.name + ": backend must be 'llvm' or 'nvrtc', got '" + name + "'");
-            if (name != k.backend) { // what was compiled and loaded belongs to the old back-end
-              k.compiled.clear();
-              for (JitKernel::DeviceCache &d : k.devices) {
-                d.map.clear();
-                d.last = nullptr;
-                d.lastKey.clear();
-              }
-            }
+            if (name != k.backend) k.clearCaches(); // what was compiled and loaded belongs to the old back-end
             k.backend = name;
           },
           "The back-end that makes its PTX: 'llvm', 'nvrtc', or '' for TESSERA_BACKEND (default llvm).")
@@ -458,25 +465,22 @@ void registerLauncher(py::module_ &m) {
              out["loaded"] = loaded;
              return out;
            })
-      .def("clear_cache", [](JitKernel &k) {
-        for (JitKernel::DeviceCache &d : k.devices) { // not the vector: references to it stay valid
-          d.map.clear();
-          d.last = nullptr;
-          d.lastKey.clear();
-        }
-        k.compiled.clear();
-      });
+      .def_readwrite("compiled_kernel_factory", &JitKernel::compiledKernelFactory,
+                     "factory(tessera._C.CompiledKernel) -> what launches and warmup() return for a "
+                     "specialisation (called once per specialisation); None: the tessera._C.CompiledKernel.")
+      .def("clear_cache", &JitKernel::clearCaches);
 
   m.def(
       "launch",
       [](JitKernel &k, py::handle grid, py::tuple args, py::handle kwargs, py::handle stream) {
         VectorArgs v(args, kwargs);
         Bound b = bind(k, v);
-        launchBound(k, b, grid, stream.ptr());
+        return py::reinterpret_steal<py::object>(launchBound(k, b, grid, stream.ptr()));
       },
       py::arg("handle"), py::arg("grid"), py::arg("args"), py::arg("kwargs") = py::none(),
       py::arg("stream") = py::none(),
-      "Binds, specialises, compiles on a cache miss and launches handle's kernel.");
+      "Binds, specialises, compiles on a cache miss and launches handle's kernel; returns the "
+      "specialisation's compiled kernel (see JitKernel.compiled_kernel_factory).");
   m.def(
       "load_torch_fastpath",
       [] {

@@ -372,8 +372,7 @@ static void checkNumCtas(const JitKernel &k, const Bound &b, const std::string &
                           ". Please set num_ctas=1 or target an SM90+ GPU.");
 }
 
-std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, const Bound &b,
-                                           const std::string &arch) {
+JitKernel::CompiledSlot &compiledFor(JitKernel &k, const Specialized &s, const Bound &b, const std::string &arch) {
   checkNumCtas(k, b, arch);
   std::string fullKey = arch;
   fullKey.push_back('\0');
@@ -397,12 +396,23 @@ std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, c
     entry->kernel = compileCached(k.file, k.name, std::move(signature), entry->constexprs, options);
   }
   // Another thread may have compiled the same key meanwhile: keep the first.
-  return k.compiled.emplace(std::move(fullKey), entry).first->second;
+  return k.compiled.emplace(std::move(fullKey), JitKernel::CompiledSlot{entry, py::object()}).first->second;
+}
+
+PyObject *compiledKernelOf(const JitKernel &k, JitKernel::CompiledSlot &slot) {
+  if (!slot.result) {
+    py::object entry = py::cast(slot.entry);
+    py::object made = k.compiledKernelFactory && !k.compiledKernelFactory.is_none()
+                          ? k.compiledKernelFactory(entry)
+                          : entry;
+    if (!slot.result) slot.result = std::move(made); // the factory may have run Python that made it already
+  }
+  return slot.result.ptr();
 }
 
 int resolveDevice(int fromArgs) { return fromArgs >= 0 ? fromArgs : rt::currentDevice(); }
 
-std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target) {
+py::object warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target) {
   Bound b = bind(k, VectorArgs(args, kwargs));
   Specialized s = specializeArgs(k, b);
   std::string arch = target;
@@ -412,7 +422,7 @@ std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle k
     else
       arch = "sm_90a"; // no GPU here: compile for Hopper
   }
-  return compiledFor(k, s, b, arch);
+  return py::reinterpret_borrow<py::object>(compiledKernelOf(k, compiledFor(k, s, b, arch)));
 }
 
 py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {

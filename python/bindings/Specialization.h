@@ -82,13 +82,13 @@ struct Specialized {
 Specialized specializeArgs(const JitKernel &k, const Bound &b);
 // The kernel compiled for s on arch (from the kernel's own cache, else compiled or taken
 // from the disk cache).
-std::shared_ptr<CompiledEntry> compiledFor(JitKernel &k, const Specialized &s, const Bound &b,
-                                           const std::string &arch);
+JitKernel::CompiledSlot &compiledFor(JitKernel &k, const Specialized &s, const Bound &b, const std::string &arch);
 // The device of the arguments, else the current one.
 int resolveDevice(int fromArgs);
 
 // JitKernel's Python methods that specialise without launching (registerLauncher).
-std::shared_ptr<CompiledEntry> warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target);
+// warmup: the specialisation's Python object (compiledKernelOf), the one its launches return.
+py::object warmup(JitKernel &k, py::tuple args, py::handle kwargs, const std::string &target);
 py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs);
 // The disk cache's key for the kernel these arguments launch on `target`
 // (what compileCached looks up): {"digest", "text", "path"}; None when the

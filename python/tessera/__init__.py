@@ -6,7 +6,7 @@ extension (tessera._C, loaded by _ext.py; _loader.py says where it is looked
 for) adds compilation and launching:
 
     @tessera.jit                      # jit.py
-    kernel[grid](*args, **meta)       # launch (C++: bind, specialise, cache, launch)
+    kernel[grid](*args, **meta)       # launch (C++: bind, specialise, cache, launch) -> its CompiledKernel
     kernel.warmup(*args, **meta)      # compile only
     tessera.compile(kernel, signature="*fp32:16,i32", constexprs={...})   # compiler.py
     tessera.TensorDescriptor(x, shape, strides, block_shape)   # a TMA descriptor argument (tensor_descriptor.py)

@@ -6,7 +6,7 @@
     k.asm["ptx"]            # also "ast", "ir", "ir-opt", "llvm" (alias "llir"; no "ttir"/"ttgir"),
                             # "cuda" (the CUDA C++ of the nvrtc back-end: backend="nvrtc")
     k.metadata.shared       # dynamic shared memory in bytes; .num_warps, .name, .target ...
-    k.n_regs                # loads it on the current GPU first
+    k.n_regs                # loads it on the current GPU first (no driver: ptxas -v's count)
     k[(blocks,)](x, y, out, n)   # launch with exactly this specialisation
 
 Compiling needs no GPU; only loading and launching do.

@@ -6,6 +6,11 @@
     add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)            # launch
     add_kernel[lambda meta: (tessera.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=1024)
     add_kernel.warmup(x, y, out, n, BLOCK_SIZE=1024, grid=(1,))  # compile only -> CompiledKernel
+    pgm = add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)       # pgm.asm["ptx"], pgm.n_regs, ...
+
+Every launch returns the CompiledKernel (_compiled_kernel.py) of the specialisation it ran,
+as Triton's JITFunction.run does: one object per specialisation, made by its first launch
+(or warmup) and held by the C++ cache, so a launch returns it without allocating.
 
 `kernel[grid](...)` runs no Python: JITFunction's base class
 (tessera._C.JitFunctionBase, python/bindings/FastLaunch.cpp) implements
@@ -46,7 +51,9 @@ import hashlib
 import inspect
 import itertools
 import linecache
+import functools
 import textwrap
+import weakref
 
 from . import _compose, _env, _ext, _source, _source_cache
 from ._compiled_kernel import CompiledKernel, specialization_proxy
@@ -175,13 +182,17 @@ class JITFunction(_ext.JitFunctionBase):
         return out
 
     def _interpret_launch(self, grid, args, kwargs):
-        """Runs the kernel on the host (interpret mode)."""
+        """Runs the kernel on the host (interpret mode); returns the specialisation's
+        InterpretedKernel."""
         if self._interpreter is None:
             text, path, first_line = self._source()
-            self._interpreter = _ext.require().Interpreter(text, path, first_line, self.__name__, self._defaults(),
-                                                           self.options.get("do_not_specialize"),
-                                                           bool(self.options.get("debug", True)))
-        self._interpreter.run(grid, args, kwargs)
+            interpreter = _ext.require().Interpreter(text, path, first_line, self.__name__, self._defaults(),
+                                                     self.options.get("do_not_specialize"),
+                                                     bool(self.options.get("debug", True)))
+            # A weak reference: the interpreter's cache holds what the factory makes.
+            interpreter.result_factory = functools.partial(InterpretedKernel, weakref.ref(self))
+            self._interpreter = interpreter
+        return self._interpreter.run(grid, args, kwargs)
 
     def _new_handle(self, C):
         """The extension's JitKernel for this kernel: from the reduction remembered on disk when
@@ -194,6 +205,7 @@ class JITFunction(_ext.JitFunctionBase):
             C = _ext.require()
             handle = self._new_handle(C)
             handle.backend = self._backend
+            handle.compiled_kernel_factory = _compiled_kernel_factory(self.options.get("repr"), handle.params)
             self._handle = handle
             self._launch = C.launch
             # kernel[grid](...) without Python in between: a vectorcall object (bindings/FastLaunch.cpp).
@@ -260,26 +272,24 @@ class JITFunction(_ext.JitFunctionBase):
             return self.warmup(*args, grid=grid, **kwargs)
         direct = self._direct  # set when neither interpreted nor taking @jit functions (see _subscript)
         if direct is not None:
-            direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
-            return _LaunchedKernel(self, args, kwargs)
+            return direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
         if self._function_params():
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.run(*args, grid=grid, **kwargs)
         if self.interpret:
-            self._interpret_launch(grid, args, kwargs)
-            return _LaunchedKernel(self, args, kwargs)
+            return self._interpret_launch(grid, args, kwargs)
         if self._handle is None:
             self._get_handle()
         if not self._function_params():
             self._direct = self._fast
-        self._fast(grid, *args, **kwargs)
-        return _LaunchedKernel(self, args, kwargs)
+        return self._fast(grid, *args, **kwargs)
 
     def warmup(self, *args, grid=None, target="", **kwargs):
         """Compiles for these arguments without launching (needs no GPU: without one it
-        compiles for `target`, default sm_90a; Triton's `arch="sm80"` names it too). Returns a
-        CompiledKernel; a later launch with the same specialisation reuses it."""
+        compiles for `target`, default sm_90a; Triton's `arch="sm80"` names it too). Returns the
+        specialisation's CompiledKernel: the object its launches return (a later launch reuses what
+        was compiled)."""
         if "arch" in kwargs and "arch" not in self.arg_names:  # Triton's option, unless a parameter's name
             arch = kwargs.pop("arch")
             if arch is not None and not target:
@@ -288,13 +298,7 @@ class JITFunction(_ext.JitFunctionBase):
             kernel, args, kwargs = self._with_functions(args, kwargs)
             if kernel is not self:
                 return kernel.warmup(*args, grid=grid, target=target, **kwargs)
-        handle = self._get_handle()
-        compiled = handle.warmup(args, kwargs, target)
-        name_of = self.options.get("repr")  # Triton's @jit(repr=fn): the name from the specialisation
-        if name_of is None:
-            return CompiledKernel(compiled)
-        return CompiledKernel(compiled, name_of(specialization_proxy(handle.params, compiled.signature,
-                                                                     compiled.constexprs)))
+        return self._get_handle().warmup(args, kwargs, target)
 
     def specialization(self, *args, **kwargs):
         """(signature, constexprs, options, device) these arguments specialise to, e.g.
@@ -363,43 +367,40 @@ def _target_of_triton_arch(arch):
     return text
 
 
-class _LaunchedKernel:
-    """What kernel.run(...) returns: Triton returns the CompiledKernel it launched, which libraries
-    launch again with the runtime arguments only (FlagGems' libentry: kernel[grid](*args)). It is
-    looked up (compiled: a cache hit) only when used; interpreted, it is an _InterpretedKernel."""
-    __slots__ = ("_fn", "_args", "_kwargs", "_kernel")
-
-    def __init__(self, fn, args, kwargs):
-        self._fn, self._args, self._kwargs, self._kernel = fn, args, kwargs, None
-
-    def _resolve(self):
-        if self._kernel is None:
-            fn = self._fn
-            self._kernel = _InterpretedKernel(fn, self._args, self._kwargs) if fn.interpret else \
-                fn.warmup(*self._args, **self._kwargs)
-            self._args = self._kwargs = None
-        return self._kernel
-
-    def __getitem__(self, grid):
-        return self._resolve()[grid]
-
-    def __getattr__(self, name):
-        return getattr(self._resolve(), name)
+def _compiled_kernel_factory(name_of, params):
+    """What the C++ cache calls once per compiled specialisation: its CompiledKernel. `name_of`:
+    Triton's @jit(repr=fn), which names it from the specialisation."""
+    if name_of is None:
+        return CompiledKernel
+    return lambda h: CompiledKernel(h, name_of(specialization_proxy(params, h.signature, h.constexprs)))
 
 
-class _InterpretedKernel:
-    """One specialisation of an interpreted kernel: its constexprs bound, launched with the
-    runtime arguments (or every parameter, constexprs ignored), as a CompiledKernel is."""
+class InterpretedKernel:
+    """One specialisation of an interpreted kernel, what its launches return: launched again
+    with the runtime arguments (or every parameter, constexprs ignored), as a CompiledKernel
+    is. Its compiled form's attributes (asm, metadata, n_regs, ...) compile the same
+    specialisation (for the GPU's arch; sm_90a without one) on first use."""
 
-    def __init__(self, fn, args, kwargs):
+    def __init__(self, fn_ref, signature, constexprs, num_warps, num_stages):
+        fn = fn_ref()
         params = fn.params
-        self._fn = fn
+        self._fn_ref = fn_ref
         self._names = [p.name for p in params]
         self._is_constexpr = [p.is_constexpr for p in params]
-        self.constexprs = {p.name: a for p, a in zip(params, args) if p.is_constexpr}
-        self.constexprs.update({k: v for k, v in kwargs.items() if k in self._names
-                                and self._is_constexpr[self._names.index(k)]})
+        self.signature = signature
+        # Runtime parameters specialised as None are in `constexprs` too: what the compiler takes.
+        self._specialised = dict(constexprs)
+        self.constexprs = {k: v for k, v in constexprs.items() if k in self._names
+                           and self._is_constexpr[self._names.index(k)]}
+        self.num_warps, self.num_stages = num_warps, num_stages
         self.name = fn.__name__
+        self._compiled = None
+
+    def _fn(self):
+        fn = self._fn_ref()
+        if fn is None:
+            raise RuntimeError(f"{self.name}: its @jit function no longer exists")
+        return fn
 
     def __getitem__(self, grid):
         def launch(*args, stream=None):
@@ -410,10 +411,28 @@ class _InterpretedKernel:
         runtime = [n for n, c in zip(self._names, self._is_constexpr) if not c]
         if len(args) == len(self._names):
             args = [a for a, c in zip(args, self._is_constexpr) if not c]
-        self._fn._interpret_launch(grid, (), {**dict(zip(runtime, args)), **self.constexprs})
+        self._fn()._interpret_launch(grid, (), {**dict(zip(runtime, args)), **self.constexprs,
+                                                "num_warps": self.num_warps, "num_stages": self.num_stages})
+
+    def compiled(self):
+        """The CompiledKernel of this specialisation (compiled on first use, no GPU needed)."""
+        if self._compiled is None:
+            fn = self._fn()
+            C = _ext.require()
+            text, path, first_line = fn._source()
+            arch = "" if C.driver_available() and C.device_count() > 0 else "sm_90a"
+            handle = C.compile(text, path, first_line, fn.__name__, self.signature, self._specialised,
+                               self.num_warps, self.num_stages, arch, fn.backend)
+            self._compiled = _compiled_kernel_factory(fn.options.get("repr"), fn._get_handle().params)(handle)
+        return self._compiled
+
+    def __getattr__(self, name):  # asm, metadata, packed_metadata, n_regs, n_spills, hash, ...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
 
     def __repr__(self):
-        return f"InterpretedKernel({self.name}, constexprs={self.constexprs})"
+        return f"InterpretedKernel({self.name}, signature={self.signature!r}, constexprs={self.constexprs})"
 
 
 # JITFunction.params' entries: tuples (name, is_constexpr, has_default), with Triton's KernelParam
@@ -511,6 +530,7 @@ class _Launcher:
         self._grid = grid
 
     def __call__(self, *args, **kwargs):
+        """Launches; returns the specialisation's CompiledKernel (InterpretedKernel)."""
         fn = self._fn
         if fn._function_params():
             kernel, args, kwargs = fn._with_functions(args, kwargs)
@@ -523,7 +543,7 @@ class _Launcher:
         if fn.interpret:
             return fn._interpret_launch(self._grid, args, kwargs)
         handle = fn._handle if fn._handle is not None else fn._get_handle()
-        fn._launch(handle, self._grid, args, kwargs, None)
+        return fn._launch(handle, self._grid, args, kwargs, None)
 
 
 def jit(fn=None, **options):

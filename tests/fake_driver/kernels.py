@@ -69,6 +69,15 @@ def tuned_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
              mask=mask)
 
 
+@tessera.heuristics({"BLOCK_SIZE": lambda args: 256 if args["n_elements"] > 1000 else 64})
+@tessera.jit
+def heuristic_add(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+
+
 # Tensor descriptor arguments (tests/fake_driver/test_tensor_descriptor.py). Their PTX comes from a
 # planted disk-cache entry, so these launch whether or not the compiler can build them.
 @tessera.jit

@@ -221,7 +221,7 @@ def test_kernel_run_returns_a_kernel_to_launch_with_runtime_arguments():
         np.testing.assert_array_equal(out, x * scale + 1)
     assert launcher.launched == ["run", "cached"]
     kernel = scaled_copy.fn.run(x, out, 100, 1.0, grid=(4,), BLOCK=32, EVEN=False)
-    assert kernel.constexprs == {"BLOCK": 32, "EVEN": False}
+    assert kernel.constexprs == {"BLOCK": 32, "EVEN": False, "SHIFT": 0.0}  # the specialisation that ran
     kernel[(4,)](x, out, 100, 5.0, 32, False, 0.0)  # every parameter, constexprs ignored (as Triton's)
     np.testing.assert_array_equal(out, x * 5)
 
