@@ -237,12 +237,16 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     if (a->type.pointer || bb->type.pointer) error(loc, "tl.dot needs numbers, got pointers");
     auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
     const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
+    std::map<std::string, ir::Attribute> fp8Attrs;
     if (fp8Operands) {
       const int64_t K = a->type.shape[rank - 1];
-      // Triton's limit on how many products the tensor core may add in its own reduced precision
-      // before the f32 accumulator takes them; ours always accumulates in full f32.
+      // Triton's limit on how many products Hopper's fp8 wgmma may add in its own reduced
+      // precision before they go into the f32 accumulator (WgmmaDot.cpp); absent: no limit,
+      // Triton's default on sm_90 (2^30).
+      fp8Attrs["fp8"] = int64_t{1};
       if (b.has(5)) {
         const int64_t imprecise = requireInt(b[5], b.locs[5], "tl.dot's max_num_imprecise_acc");
+        fp8Attrs["max_num_imprecise_acc"] = imprecise;
         if (imprecise > K)
           error(b.locs[5], "max_num_imprecise_acc (" + std::to_string(imprecise) + ") must be <= K (" +
                                std::to_string(K) + ")");
@@ -256,7 +260,9 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
           error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
       }
       // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
-      // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products.
+      // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products. Where
+      // the GPU has fp8 tensor cores, accelerate-dot takes these casts off again (the `fp8`
+      // attribute says they are the front-end's, not the user's).
       a = castElement(a, ir::Type(ScalarType::F16));
       bb = castElement(bb, ir::Type(ScalarType::F16));
     }
@@ -298,7 +304,9 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     } else {
       acc = out.isFloatElement() ? b_.floatConstant(0.0, out.withShape(shape)) : b_.intConstant(0, out.withShape(shape));
     }
-    return SValue::ir(b_.op(OpCode::Dot, {a, bb, acc}, acc->type, {{"input_precision", precision}}));
+    std::map<std::string, ir::Attribute> attrs = fp8Attrs;
+    attrs["input_precision"] = precision;
+    return SValue::ir(b_.op(OpCode::Dot, {a, bb, acc}, acc->type, attrs));
   }
   return std::nullopt;
 }

@@ -46,8 +46,8 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   // Groups of `vec` consecutive registers along dim 1 go out as one vector
   // store (inside one 16-byte chunk of the swizzled tile).
   const DimMap &fast = layout.dim(1);
-  unsigned vec = 1;
-  if (layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
+  unsigned vec = 1; // (a transposed tile: one element at a time)
+  if (!tile.transposed && layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
     vec = std::min(fast.contiguousPerThread(), tile.vec);
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r))
@@ -56,7 +56,11 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
     if (idx[1] % vec != 0)
       continue; // part of the group its first register stores
     std::vector<Value *> c = coordinates(layout, r);
-    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[0], v->type.shape[1], elemBytes, c[0], c[1]));
+    // A transposed tile holds [cols][rows] of the block.
+    Value *offset = tile.transposed
+                        ? sharedElementOffset(tile, v->type.shape[1], v->type.shape[0], elemBytes, c[1], c[0])
+                        : sharedElementOffset(tile, v->type.shape[0], v->type.shape[1], elemBytes, c[0], c[1]);
+    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, offset);
     if (vec == 1) {
       b_.CreateStore(regs[r], ptr);
       continue;
@@ -78,8 +82,11 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   const unsigned elemBits = bitWidth(a->type.element().scalar), elemBytes = elemBits / 8;
   const unsigned version = op.result()->layout->mmaVersion;
   const bool wgmma = version == 3;
+  // fp8 wgmma reads B K-major only: staged transposed ([N][K]), rows of K bytes.
+  const bool fp8 = elemBits == 8 && a->type.element().isFloatElement();
+  const bool bKMajor = wgmma && fp8;
   tileA = ir::Layout::sharedOperandTile(version, 0, K, elemBits);
-  tileB = ir::Layout::sharedOperandTile(version, 1, N, elemBits);
+  tileB = ir::Layout::sharedOperandTile(version, 1, bKMajor ? K : N, elemBits, bKMajor);
   aBase = bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
