@@ -25,7 +25,9 @@
 // of version 2 with the same warps, so the rest of this pass is the same.
 // fp8 dots (the front-end widens e4m3/e5m2 operands to f16 with casts and
 // marks the dot `fp8`) that fit fp8WgmmaFits lose those casts there and take
-// Hopper's native fp8 wgmma (k = 32); the others keep the f16 dot.
+// Hopper's native fp8 wgmma (k = 32); on sm_89+ the others with K % 32 == 0
+// and an f32 result take mma.sync m16n8k32 on e4m3/e5m2 (version 2, the int8
+// fragments); the rest keep the f16 dot.
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
@@ -114,6 +116,7 @@ std::pair<Value *, Value *> fp8Sources(Operation &dot) {
 struct Accelerator {
   Function &fn;
   bool hopper; // sm_90a with wgmma on
+  bool fp8MmaSync; // sm_89+: mma.sync m16n8k32 on e4m3/e5m2
   // Warps chosen for a chain of dots (see chooseChainWarps), by dot.
   std::map<const Operation *, std::pair<unsigned, unsigned>> chainWarps;
 
@@ -287,8 +290,12 @@ struct Accelerator {
   }
 
   void rewrite(Operation &dot, unsigned wm, unsigned wn) {
-    const bool fp8 = fp8WgmmaFits(dot);
-    const bool wgmma = fp8 || wgmmaFits(dot);
+    const bool fp8Wgmma = fp8WgmmaFits(dot);
+    const bool wgmma = fp8Wgmma || wgmmaFits(dot);
+    // Not on wgmma: mma.sync's fp8 form where K splits into its k-steps of 32.
+    const bool fp8 = fp8Wgmma || (!wgmma && fp8MmaSync && fp8Sources(dot).first &&
+                                  dot.result()->type.element().scalar == ScalarType::F32 &&
+                                  dot.operand(0)->type.rank() == 2 && dot.operand(0)->type.shape[1] % 32 == 0);
     LayoutRef mma = wgmma ? Layout::mma(3, {fn.numWarps, 1}) : Layout::mma(2, {wm, wn});
     Value *result = dot.result();
     LayoutRef old = result->layout;
@@ -358,7 +365,7 @@ struct Accelerator {
 
 void accelerateDot(Function &fn, const std::string &arch, bool wgmma) {
   if (archNumber(arch) < 80) return;
-  Accelerator{fn, wgmma && arch == "sm_90a"}.run();
+  Accelerator{fn, wgmma && arch == "sm_90a", archNumber(arch) >= 89}.run();
 }
 
 } // namespace tessera::passes

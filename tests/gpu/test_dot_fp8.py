@@ -28,7 +28,7 @@ _spec.loader.exec_module(kernels)
 TORCH = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 SIG = {"e4m3": "fp8e4nv", "e5m2": "fp8e5"}
 PAIRS = [("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3")]
-TARGETS = ["", "sm_80"]  # "": the GPU's own
+TARGETS = ["", "sm_89", "sm_80"]  # "": the GPU's own; sm_89: fp8 mma.sync (PTX 8.4, JIT-compiled on sm_90)
 
 
 def native_fp8(target):
@@ -43,7 +43,7 @@ def fp8_bound(a, b, K, imprecise_span):
     return magnitude * (K * 2.0 ** -22 + imprecise_span * 2.0 ** -13)
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_80"])
+@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_89", "sm_80"])
 @pytest.mark.parametrize("out", ["fp32", "fp16"])
 @pytest.mark.parametrize("pair", PAIRS, ids=["x".join(p) for p in PAIRS])
 @pytest.mark.parametrize("imprecise", [0, 32])
@@ -69,17 +69,24 @@ def test_fp8_dot_against_torch(pair, out, target, imprecise):
         # of the sum of magnitudes, with room to spare; on the fp8 wgmma, at most 32 products
         # (max_num_imprecise_acc 0 or 32) in its reduced-precision accumulator at a time.
         native = native_fp8(target)
-        bound = fp8_bound(a, b, K, 32 if native else 0)
+        # fp8 mma.sync (sm_89): its accumulation precision is not documented either; bounded as
+        # reduced precision over the whole K (the measured error is printed).
+        span = 32 if native else K if target == "sm_89" else 0
+        bound = fp8_bound(a, b, K, span)
         assert ((c.double() - ref).abs() <= bound).all()
         ref32 = (a.float() @ b.float()).double()  # torch's own fp8 path: upcast, f32 matmul
-        assert ((c.double() - ref32).norm() / ref.norm()).item() <= (2.0 ** -12 if native else 1e-5)
+        rel = ((c.double() - ref32).norm() / ref.norm()).item()
+        print(f"fp8 dot {pair} target {target or 'native'} imprecise {imprecise}: normwise error {rel:.3g}")
+        assert rel <= (2.0 ** -12 if native else 2.0 ** -9 if target == "sm_89" else 1e-5)
         if native:
             assert f"k32.f32.{pair[0]}.{pair[1]} " in k.asm["ptx"]
+        if target == "sm_89":
+            assert f"m16n8k32.row.col.f32.{pair[0]}.{pair[1]}.f32 " in k.asm["ptx"]
     else:  # an f16 accumulator rounds every k-step
         assert ((c.double() - ref).norm() / ref.norm()).item() <= 1e-2
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_80"])
+@pytest.mark.parametrize("target", TARGETS, ids=["native", "sm_89", "sm_80"])
 @pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
 def test_fp8_widening_every_code(kind, target):
     x = torch.arange(256, device="cuda", dtype=torch.int32).to(torch.uint8)

@@ -61,7 +61,7 @@ def signature(a, b, out):
 # ------------------------------------------------------------------ PTX and ptxas
 
 @pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
 @pytest.mark.parametrize("out", ["fp32", "fp16"])
 @pytest.mark.parametrize("pair", PAIRS, ids=["x".join(p) for p in PAIRS])
 def test_fp8_dot_compiles(tmp_path, pair, out, arch, backend):
@@ -74,6 +74,9 @@ def test_fp8_dot_compiles(tmp_path, pair, out, arch, backend):
     if out == "fp32":  # tensor cores (an f16 accumulator keeps the FMA loop)
         if arch == "sm_80":  # the f16 mma.sync on the widened operands
             assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+        elif arch == "sm_89":  # mma.sync's fp8 form (PTX 8.4), mixed pairs as they are
+            assert f"mma.sync.aligned.m16n8k32.row.col.f32.{a}.{b}.f32 " in ptx
+            assert "f16.f16" not in ptx and (backend == "nvrtc" or ".version 8.4" in ptx)
         else:  # Hopper's native fp8 wgmma, k = 32, mixed pairs as they are
             assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{a}.{b} " in ptx
             assert "k16.f32.f16.f16" not in ptx
@@ -142,9 +145,36 @@ def test_fp8_matmul_column_major_b_is_pipelined(tmp_path):
     assert " 0 bytes spill stores" in report
 
 
-def test_fp8_wgmma_off_keeps_the_widened_dot(tmp_path):
+def test_fp8_wgmma_off_takes_fp8_mma_sync(tmp_path):
+    # TESSERA_WGMMA=0 on sm_90a: mma.sync's fp8 form (sm_89+), not the widened f16 one.
     ptx, _ = compile_matmul_fp8(tmp_path, "e4m3", "e4m3", (128, 128, 64, 4, 3), env={"TESSERA_WGMMA": "0"})
-    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 " in ptx
+    assert ".version 8.4" in ptx and "f16.f16" not in ptx
+
+
+@pytest.mark.parametrize("pair", [("e4m3", "e4m3"), ("e5m2", "e4m3")], ids=["e4m3xe4m3", "e5m2xe4m3"])
+def test_fp8_matmul_sm89_mma_sync(tmp_path, pair):
+    # sm_89's default configuration (128x128x32, 4 warps, 3 stages): fp8 mma.sync, both operands
+    # software-pipelined, no spills; the module says PTX 8.4 (the fp8 mma.sync's), others stay 8.0.
+    import subprocess
+    from conftest import PTXAS, run_cli
+    args = ["compile", "kernels/matmul.py", "--kernel", "matmul_kernel", "--signature",
+            MATMUL_SIG.format(a=FP8[pair[0]], b=FP8[pair[1]]), "--constexpr", "BLOCK_M=128", "--constexpr",
+            "BLOCK_N=128", "--constexpr", "BLOCK_K=32", "--constexpr", "GROUP_M=8", "--num-warps", "4",
+            "--num-stages", "3", "--arch", "sm_89"]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr
+    ptx = proc.stdout
+    assert f"mma.sync.aligned.m16n8k32.row.col.f32.{pair[0]}.{pair[1]}.f32 " in ptx and ".version 8.4" in ptx
+    assert "cp.async.cg.shared.global" in ptx and "f16.f16" not in ptx
+    src = tmp_path / "mm.ptx"
+    src.write_text(ptx)
+    info = subprocess.run([str(PTXAS), "-arch=sm_89", "-v", str(src), "-o", str(tmp_path / "mm.cubin")],
+                          capture_output=True, text=True)
+    assert info.returncode == 0 and " 0 bytes spill stores" in info.stderr, info.stderr
+    f16 = compile_kernel("dot_fp8.py", "widen_fp8_kernel", "*u8:16,*fp16:16,*fp32:16", {"E5": 0, "BLOCK": 256},
+                         "sm_89")
+    assert ".version 8.0" in f16
 
 
 def test_fp8_block_k_below_32_keeps_the_f16_wgmma(tmp_path):
