@@ -26,6 +26,11 @@ Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std:
 
 inline bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+// The attributes of a float min/max op for `propagate_nan=` (None or tl.PropagateNan.NONE: none;
+// tl.PropagateNan.ALL: propagate_nan = 1, a NaN operand is the result, as Triton's minimumf).
+std::map<std::string, ir::Attribute> propagateNanAttrs(const Specializer &sp, const SValue &v, SourceLoc loc,
+                                                       const ir::Type &elem);
+
 // A shape argument: one constexpr int or a tuple of them, each a power of two.
 std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, SourceLoc loc, const std::string &fname);
 

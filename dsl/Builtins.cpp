@@ -45,6 +45,15 @@ Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std:
   return b;
 }
 
+std::map<std::string, ir::Attribute> propagateNanAttrs(const Specializer &sp, const SValue &v, SourceLoc loc,
+                                                       const ir::Type &elem) {
+  if (v.isNone()) return {};
+  if (!v.isConst() || v.c.kind != CK::Enum || v.c.stringValue.rfind("PropagateNan.", 0) != 0)
+    sp.error(loc, "propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL, got " + sp.describe(v));
+  if (v.c.stringValue != "PropagateNan.ALL" || !elem.isFloatElement()) return {}; // ints have no NaN
+  return {{"propagate_nan", int64_t{1}}};
+}
+
 std::vector<int64_t> shapeArgument(const Specializer &sp, const SValue &v, SourceLoc loc, const std::string &fname) {
   std::vector<int64_t> shape;
   if (v.isConst()) {
@@ -177,6 +186,45 @@ SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &met
   return SValue::constant(ConstexprValue::none());
 }
 
+// Python's hasattr on the object Triton's code generator holds for the value: a tensor
+// (Triton's `tensor`: its fields and member functions), a constexpr (`value`, `type` and
+// its operators; None and Python numbers are constexprs), a dtype, a tuple, ...
+static bool hasAttribute(Specializer &sp, CallArgs &args) {
+  Bound b = bind(sp, args, "hasattr", {{"obj", true}, {"name", true}});
+  ConstexprValue attr = sp.requireConst(b[1], b.locs[1], "hasattr()'s name");
+  if (attr.kind != CK::String) sp.error(b.locs[1], "hasattr()'s name must be a string, got " + attr.str());
+  const std::string &name = attr.stringValue;
+  const SValue &v = b[0];
+  static const char *const tensorMembers[] = {
+      "handle", "type", "dtype", "shape", "numel", "T", "abs", "advance", "argmax", "argmin", "associative_scan",
+      "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor",
+      "broadcast_to", "cast", "cdiv", "cos", "cumprod", "cumsum", "exp", "expand_dims", "flip", "gather", "histogram",
+      "item", "log", "logical_and", "logical_or", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape",
+      "rsqrt", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "store", "sum", "to", "trans", "view", "xor_sum"};
+  static const char *const constexprMembers[] = {"value", "type", "logical_and", "logical_or"};
+  auto in = [&](const auto &names) {
+    return std::any_of(std::begin(names), std::end(names), [&](const char *n) { return name == n; });
+  };
+  switch (v.kind) {
+  case SValue::Kind::IR:
+    if (v.value->type.isTensorDesc()) break;
+    return in(tensorMembers);
+  case SValue::Kind::Const:
+    if (v.c.kind == CK::Enum) return name == "name" || name == "value";
+    return in(constexprMembers);
+  case SValue::Kind::Module: case SValue::Kind::Builtin: case SValue::Kind::Function:
+    sp.error(b.locs[0], "hasattr() on " + sp.describe(v) + " is not supported: test for a language feature on the host");
+  default:
+    break;
+  }
+  try { // dtypes, tuples, descriptors, block pointers: what attribute access accepts
+    sp.attributeOf(v, name, b.locs[0]);
+    return true;
+  } catch (const CompileError &) {
+    return false;
+  }
+}
+
 SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   // tl.math.exp and tl.exp are the same function.
   std::string name = name0;
@@ -260,6 +308,11 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       return args.args[2];
     }
   }
+  if (name == "constexpr_type" || name == "lang.constexpr_type" || name == "lang.core.constexpr_type") {
+    Bound b = bind(*this, args, "constexpr_type", {{"value", true}});
+    return constexprTypeOf(b[0], b.locs[0]);
+  }
+  if (name == "hasattr") return constResult(ConstexprValue::ofBool(hasAttribute(*this, args)));
   if (name == "isinstance") {
     // isinstance(v, tl.dtype / tl.tensor / tl.constexpr / int / float / bool, or a tuple of them).
     Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"class_or_tuple", true}});
@@ -304,6 +357,29 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     int64_t p = n <= 0 ? 0 : 1; // Triton's bit trick gives 0 for n <= 0
     while (p < n) p <<= 1;
     return constResult(ConstexprValue::ofInt(p));
+  }
+  // triton.language.core.get_int_dtype(bitwidth, signed): Inductor's sort and select helpers bitcast through it.
+  if (name == "lang.get_int_dtype") {
+    Bound b = bind(*this, args, "get_int_dtype", {{"bitwidth", true}, {"signed", true}});
+    int64_t bits = requireInt(b[0], b.locs[0], "get_int_dtype()'s bitwidth");
+    bool isSigned = truthy(requireConst(b[1], b.locs[1], "get_int_dtype()'s signed"));
+    switch (bits) {
+    case 1: return SValue::dtypeOf(ir::Type(ScalarType::I1));
+    case 8: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I8 : ScalarType::U8));
+    case 16: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I16 : ScalarType::U16));
+    case 32: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I32 : ScalarType::U32));
+    case 64: return SValue::dtypeOf(ir::Type(isSigned ? ScalarType::I64 : ScalarType::U64));
+    default: error(b.locs[0], "get_int_dtype(): unsupported bitwidth " + std::to_string(bits));
+    }
+  }
+  // triton.language.standard's constexpr functions (Inductor's sort_with_index uses _log2).
+  if (name == "lang._log2" || name == "lang._is_power_of_two") {
+    Bound b = bind(*this, args, name.substr(5), {{"i", true}});
+    int64_t n = requireInt(b[0], b.locs[0], name.substr(5) + "()'s argument");
+    if (name == "lang._is_power_of_two") return constResult(ConstexprValue::ofBool(n != 0 && (n & (n - 1)) == 0));
+    int64_t log2 = 0;
+    for (; n > 1; n >>= 1) ++log2;
+    return constResult(ConstexprValue::ofInt(log2));
   }
   if (name == "len") {
     Bound b = bind(*this, args, "len", {{"x", true}});
@@ -514,7 +590,8 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     auto shape = broadcastShapes(x->type, y->type, loc);
     x = broadcastTo(castElement(x, elem), shape, b.locs[0]);
     y = broadcastTo(castElement(y, elem), shape, b.locs[1]);
-    return SValue::ir(b_.op(name == "lang.maximum" ? OpCode::Max : OpCode::Min, {x, y}, x->type));
+    return SValue::ir(b_.op(name == "lang.maximum" ? OpCode::Max : OpCode::Min, {x, y}, x->type,
+                            propagateNanAttrs(*this, b[2], b.locs[2], elem)));
   }
   struct MathFn { const char *name; OpCode code; };
   static const MathFn mathFns[] = {{"exp", OpCode::Exp},   {"exp2", OpCode::Exp2}, {"log", OpCode::Log},
@@ -535,6 +612,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     ir::Value *x = toIR(b[0], b.locs[0]);
     if (x->type.pointer) error(b.locs[0], std::string(m.name) + "() needs numbers, got pointers");
     if (m.code != OpCode::Abs && x->type.isIntElement()) x = castElement(x, ir::Type(ScalarType::F32));
+    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2)) {
+      // fp8 has no arithmetic; |x| clears the sign bit of the byte, as Triton's abs of fp8 does.
+      ir::Value *bits = b_.op(OpCode::Bitcast, {x}, x->type.withElement(ir::Type(ScalarType::I8)));
+      ir::Value *mask = b_.intConstant(0x7F, bits->type); // a block constant is a splat
+      return SValue::ir(b_.op(OpCode::Bitcast, {b_.op(OpCode::And, {bits, mask}, bits->type)}, x->type));
+    }
     return SValue::ir(b_.op(m.code, {x}, x->type));
   }
   if (name == "lang.max" || name == "lang.min" || name == "lang.sum") {

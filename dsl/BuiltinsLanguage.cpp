@@ -1,5 +1,5 @@
 // The rest of triton.language: dispatch to the builtin files by concern
-// (BuiltinsMath, BuiltinsShape, BuiltinsReduce, BuiltinsMemory, BuiltinsDebug),
+// (BuiltinsMath, BuiltinsShape, BuiltinsReduce, BuiltinsDot, BuiltinsMemory, BuiltinsDebug),
 // tensor member functions (x.reshape(...), x.cumsum(...)), dtype methods
 // (x.dtype.is_floating()), and the language prelude: Triton functions that are
 // themselves written in the language (tl.rand, tl.softmax, argmax's combine
@@ -16,7 +16,7 @@ using ir::ScalarType;
 
 std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, CallArgs &args) {
   for (auto handler : {&Specializer::callMathBuiltin, &Specializer::callShapeBuiltin, &Specializer::callReduceBuiltin,
-                       &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin,
+                       &Specializer::callDotBuiltin, &Specializer::callMemoryBuiltin, &Specializer::callDebugBuiltin,
                        &Specializer::callDataDependentBuiltin, &Specializer::callInlineAsmBuiltin,
                        &Specializer::callDotScaledBuiltin})
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;

@@ -171,8 +171,10 @@ std::optional<SValue> Specializer::callMathBuiltin(const std::string &name, Call
     Bound b = bind(*this, args, "tl.clamp", {{"x", true}, {"min", true}, {"max", true}, {"propagate_nan", false}});
     if (!b[0].isIR()) error(b.locs[0], "tl.clamp needs a runtime value, got " + describe(b[0]));
     std::vector<ir::Value *> xs = elementwiseOperands(*this, b, 3, fn, Want::Numbers, loc);
-    ir::Value *lo = b_.op(OpCode::Max, {xs[0], xs[1]}, xs[0]->type);
-    return SValue::ir(b_.op(OpCode::Min, {lo, xs[2]}, xs[0]->type));
+    // Triton's clampf lowering: min(max(x, lo), hi), NaN-propagating for PropagateNan.ALL.
+    auto attrs = propagateNanAttrs(*this, b[3], b.locs[3], xs[0]->type.element());
+    ir::Value *lo = b_.op(OpCode::Max, {xs[0], xs[1]}, xs[0]->type, attrs);
+    return SValue::ir(b_.op(OpCode::Min, {lo, xs[2]}, xs[0]->type, attrs));
   }
   if (fn == "sigmoid") {
     Bound b = bind(*this, args, "tl.sigmoid", {{"x", true}});

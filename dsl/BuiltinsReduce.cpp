@@ -1,7 +1,7 @@
 // tl.reduce / tl.associative_scan with a @jit combine function, and what
 // Triton builds on them: max/min with return_indices, argmax, argmin,
-// xor_sum, cumsum, cumprod; and tl.dot. The combine function is inlined on
-// scalars into the region of a reduce_combine / scan op.
+// xor_sum, cumsum, cumprod. The combine function is inlined on scalars into
+// the region of a reduce_combine / scan op. tl.dot is BuiltinsDot.cpp.
 #include "dsl/BuiltinArgs.h"
 
 #include "llvm/Support/Casting.h"
@@ -220,93 +220,6 @@ std::optional<SValue> Specializer::callReduceBuiltin(const std::string &name, Ca
     ir::Value *x = toIR(b[0], b.locs[0]);
     bool left = !b.has(3) || flag(b, 3, "return_indices_tie_break_left");
     return withIndices(x, b[1], left, flag(b, 4, "keep_dims"), fn == "max");
-  }
-  if (fn == "dot") {
-    Bound b = bind(*this, args, tlName,
-                   {{"input", true}, {"other", true}, {"acc", false}, {"input_precision", false}, {"allow_tf32", false},
-                    {"max_num_imprecise_acc", false}, {"out_dtype", false}});
-    ir::Value *a = toIR(b[0], b.locs[0]), *bb = toIR(b[1], b.locs[1]);
-    const size_t rank = a->type.rank();
-    if ((rank != 2 && rank != 3) || bb->type.rank() != rank)
-      error(loc, "tl.dot needs two 2-D blocks or two 3-D (batched) blocks, got " + a->type.str() + " and " +
-                     bb->type.str());
-    if (a->type.shape[rank - 1] != bb->type.shape[rank - 2])
-      error(loc, "tl.dot: the inner dims differ (" + a->type.str() + " @ " + bb->type.str() + ")");
-    if (rank == 3 && a->type.shape[0] != bb->type.shape[0])
-      error(loc, "tl.dot: the batch dims differ (" + a->type.str() + " @ " + bb->type.str() + ")");
-    if (a->type.pointer || bb->type.pointer) error(loc, "tl.dot needs numbers, got pointers");
-    auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
-    const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
-    std::map<std::string, ir::Attribute> fp8Attrs;
-    if (fp8Operands) {
-      const int64_t K = a->type.shape[rank - 1];
-      // Triton's limit on how many products Hopper's fp8 wgmma may add in its own reduced
-      // precision before they go into the f32 accumulator (WgmmaDot.cpp); absent: no limit,
-      // Triton's default on sm_90 (2^30).
-      fp8Attrs["fp8"] = int64_t{1};
-      if (b.has(5)) {
-        const int64_t imprecise = requireInt(b[5], b.locs[5], "tl.dot's max_num_imprecise_acc");
-        fp8Attrs["max_num_imprecise_acc"] = imprecise;
-        if (imprecise > K)
-          error(b.locs[5], "max_num_imprecise_acc (" + std::to_string(imprecise) + ") must be <= K (" +
-                               std::to_string(K) + ")");
-      }
-      if (b.has(6)) {
-        const ir::Type out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
-        if (out.scalar == ScalarType::BF16)
-          error(b.locs[6], "out_dtype=bfloat16 is unsupported. Please use out_dtype=float32/float16 and cast with "
-                           "`.to(tl.bfloat16)`");
-        if (out.scalar != ScalarType::F32 && out.scalar != ScalarType::F16)
-          error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
-      }
-      // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
-      // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products. Where
-      // the GPU has fp8 tensor cores, accelerate-dot takes these casts off again (the `fp8`
-      // attribute says they are the front-end's, not the user's).
-      a = castElement(a, ir::Type(ScalarType::F16));
-      bb = castElement(bb, ir::Type(ScalarType::F16));
-    }
-    if (a->type.element() != bb->type.element()) {
-      ir::Type common = promote(a->type, bb->type, "dot", loc);
-      a = castElement(a, common);
-      bb = castElement(bb, common);
-    }
-    std::string precision = "tf32";
-    if (b.has(3)) precision = requireConst(b[3], b.locs[3], "input_precision").stringValue;
-    else if (b.has(4) && !requireInt(b[4], b.locs[4], "allow_tf32")) precision = "ieee";
-    if (precision != "tf32" && precision != "tf32x3" && precision != "ieee")
-      error(b.locs[3], "tl.dot's input_precision must be 'tf32', 'tf32x3' or 'ieee', got '" + precision + "'");
-    std::vector<int64_t> shape = {a->type.shape[rank - 2], bb->type.shape[rank - 1]};
-    if (rank == 3) shape.insert(shape.begin(), a->type.shape[0]);
-    ir::Type elem = a->type.element();
-    ir::Type out = elem.isIntElement() ? ir::Type(ScalarType::I32)
-                   : elem.scalar == ScalarType::F64 ? ir::Type(ScalarType::F64) : ir::Type(ScalarType::F32);
-    // Float inputs accumulate in a float, int inputs in an int (the code generator has no mixed dot).
-    auto kind = [](const ir::Type &t) { return t.isFloatElement() ? "float" : "integer"; };
-    if (b.has(6)) {
-      out = requireDType(b[6], b.locs[6], "tl.dot's out_dtype");
-      if (out.isFloatElement() != elem.isFloatElement())
-        error(b.locs[6], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
-                             " out_dtype, got " + out.str());
-      if (elem.isIntElement()) out = ir::Type(ScalarType::I32); // Triton: int8 dots give int32, whatever out_dtype says
-    }
-    ir::Value *acc;
-    if (b.has(2)) {
-      acc = toIR(b[2], b.locs[2]);
-      if (acc->type.shape != shape) {
-        std::string dims;
-        for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-        error(b.locs[2], "tl.dot's acc must have shape [" + dims + "], got " + acc->type.str());
-      }
-      if (acc->type.pointer || acc->type.isFloatElement() != elem.isFloatElement())
-        error(b.locs[2], std::string("tl.dot of ") + kind(elem) + " inputs (" + elem.str() + ") needs a " + kind(elem) +
-                             " accumulator, got " + acc->type.str());
-    } else {
-      acc = out.isFloatElement() ? b_.floatConstant(0.0, out.withShape(shape)) : b_.intConstant(0, out.withShape(shape));
-    }
-    std::map<std::string, ir::Attribute> attrs = fp8Attrs;
-    attrs["input_precision"] = precision;
-    return SValue::ir(b_.op(OpCode::Dot, {a, bb, acc}, acc->type, attrs));
   }
   return std::nullopt;
 }

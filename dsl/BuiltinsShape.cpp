@@ -125,21 +125,26 @@ std::optional<SValue> Specializer::callShapeBuiltin(const std::string &name, Cal
     }
     return SValue::ir(x);
   }
-  if (fn == "trans" || fn == "permute") {
+  if (fn == "trans" || fn == "permute") { // core.trans / core.permute and semantic.permute, with their messages
     ir::Value *x = inputBlock(*this, args, tlName);
     std::vector<int64_t> order = intsAfterInput(*this, args, tlName, "dims", false);
     int64_t rank = static_cast<int64_t>(x->type.rank());
-    if (order.empty()) {
-      if (fn == "permute") error(loc, "tl.permute() needs the new order of the dims");
-      if (rank != 2) error(loc, "tl.trans() of a block of rank " + std::to_string(rank) + " needs the new order of the dims");
-      order = {1, 0};
+    if (order.empty() && fn == "trans") { // the last two dims swapped: an (optionally batched) transpose
+      if (rank < 2) error(loc, "tl.trans invoked with a 0- or 1-dimensional tensor");
+      order.resize(static_cast<size_t>(rank));
+      std::iota(order.begin(), order.end(), 0);
+      std::swap(order[rank - 2], order[rank - 1]);
     }
+    if (static_cast<int64_t>(order.size()) != rank) error(loc, "permute dims must have the same length as input shape");
     std::vector<int64_t> sorted = order;
     std::sort(sorted.begin(), sorted.end());
     std::vector<int64_t> iota(static_cast<size_t>(rank));
     std::iota(iota.begin(), iota.end(), 0);
-    if (sorted != iota) error(loc, tlName + "'s dims " + shapeText(order) + " are not a permutation of the " +
-                                       std::to_string(rank) + " dims of the block");
+    if (sorted != iota) {
+      std::string dims;
+      for (int64_t d : order) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      error(loc, "permute dims must be a permutation of 0, 1, ..., n-1, but were (" + dims + ")");
+    }
     if (order == iota) return SValue::ir(x);
     std::vector<int64_t> shape;
     for (int64_t d : order) shape.push_back(x->type.shape[d]);

@@ -408,6 +408,140 @@ def llround(x):
     return tl.math.round(x).to(tl.int64)
 
 
+# ilogb: the unbiased exponent, from the bits (subnormals scaled up first); 0 and NaN give
+# INT_MIN and infinities INT_MAX, as CUDA's ilogbf. Inductor's frexp helper calls it.
+@jit
+def ilogb(x):
+    x = _libdevice_float(x, "ilogb")
+    if x.dtype == tl.float64:
+        e = ((x.to(tl.int64, bitcast=True) >> 52) & 0x7FF).to(tl.int32)
+        e_sub = (((x * 18014398509481984.0).to(tl.int64, bitcast=True) >> 52) & 0x7FF).to(tl.int32) - 54
+        e = tl.where(e == 0, e_sub, e) - 1023
+    else:
+        xf = x.to(tl.float32)
+        e = (xf.to(tl.int32, bitcast=True) >> 23) & 0xFF
+        e_sub = (((xf * 16777216.0).to(tl.int32, bitcast=True) >> 23) & 0xFF) - 24
+        e = tl.where(e == 0, e_sub, e) - 127
+    e = tl.where((x == 0) | (x != x), -2147483648, e)
+    return tl.where(tl.abs(x) == float("inf"), 2147483647, e)
+
+
+# ldexp(x, n) = x * 2**n with one rounding: the product is exact in float64 (n clamped to
+# +-400, beyond which every float32 result is 0 or inf), then rounded to float32 once.
+@jit
+def ldexp(x, y):
+    x = _libdevice_float(x, "ldexp")
+    tl.static_assert(x.dtype != tl.float64, "ldexp of float64 operands is not supported yet")
+    n = tl.minimum(tl.maximum(tl.cast(y, tl.int32), -400), 400)
+    scale = ((n + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+    return (x.to(tl.float64) * scale).to(tl.float32)
+
+
+@jit
+def scalbn(x, y):
+    return ldexp(x, y)
+
+
+# Integer libdevice functions, on the bits (32- or 64-bit integers; results as libdevice's).
+@jit
+def _libdevice_int(x, fn: tl.constexpr):
+    tl.static_assert(x.dtype.is_int() and x.dtype.primitive_bitwidth >= 32, fn + " needs 32- or 64-bit integers")
+    return x
+
+
+@jit
+def _bits(x):
+    if x.dtype.primitive_bitwidth == 64:
+        return x.to(tl.uint64, bitcast=True)
+    else:
+        return x.to(tl.uint32, bitcast=True)
+
+
+# popc: the number of set bits (int32), by summing bit fields in parallel.
+@jit
+def popc(x):
+    v = _bits(_libdevice_int(x, "popc"))
+    if x.dtype.primitive_bitwidth == 64:
+        v = v - ((v >> 1) & 0x5555555555555555)
+        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333)
+        v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0F
+        return ((v * 0x0101010101010101) >> 56).to(tl.int32)
+    else:
+        v = v - ((v >> 1) & 0x55555555)
+        v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+        v = (v + (v >> 4)) & 0x0F0F0F0F
+        return ((v * 0x01010101) >> 24).to(tl.int32)
+
+
+# clz: the number of leading zero bits (int32; the width for 0), by halving the window.
+@jit
+def clz(x):
+    v = _bits(_libdevice_int(x, "clz"))
+    W: tl.constexpr = x.dtype.primitive_bitwidth
+    n = tl.where(v == 0, 1, 0).to(tl.int32)
+    for step in tl.static_range(6 if W == 64 else 5):
+        s: tl.constexpr = W >> (step + 1)
+        top = (v >> (W - s)) == 0
+        n += tl.where(top, s, 0)
+        v = tl.where(top, v << s, v)
+    return n
+
+
+# brev: the bits in reverse order (the operand's type), by swapping ever wider fields.
+@jit
+def brev(x):
+    v = _bits(_libdevice_int(x, "brev"))
+    if x.dtype.primitive_bitwidth == 64:
+        v = ((v >> 1) & 0x5555555555555555) | ((v & 0x5555555555555555) << 1)
+        v = ((v >> 2) & 0x3333333333333333) | ((v & 0x3333333333333333) << 2)
+        v = ((v >> 4) & 0x0F0F0F0F0F0F0F0F) | ((v & 0x0F0F0F0F0F0F0F0F) << 4)
+        v = ((v >> 8) & 0x00FF00FF00FF00FF) | ((v & 0x00FF00FF00FF00FF) << 8)
+        v = ((v >> 16) & 0x0000FFFF0000FFFF) | ((v & 0x0000FFFF0000FFFF) << 16)
+        v = (v >> 32) | (v << 32)
+    else:
+        v = ((v >> 1) & 0x55555555) | ((v & 0x55555555) << 1)
+        v = ((v >> 2) & 0x33333333) | ((v & 0x33333333) << 2)
+        v = ((v >> 4) & 0x0F0F0F0F) | ((v & 0x0F0F0F0F) << 4)
+        v = ((v >> 8) & 0x00FF00FF) | ((v & 0x00FF00FF) << 8)
+        v = (v >> 16) | (v << 16)
+    return v.to(x.dtype, bitcast=True)
+
+
+# ffs: the 1-based position of the lowest set bit (int32), 0 for 0.
+@jit
+def ffs(x):
+    v = _bits(_libdevice_int(x, "ffs"))
+    return tl.where(v == 0, 0, popc(v ^ (v - 1)))
+
+
+# mulhi: the high half of the full product (the operands' type; signed from the unsigned one).
+@jit
+def mulhi(x, y):
+    x = _libdevice_int(x, "mulhi")
+    y = _libdevice_int(y, "mulhi")
+    tl.static_assert(x.dtype == y.dtype, "mulhi needs operands of one type")
+    if x.dtype.is_int_unsigned():
+        return tl.umulhi(x, y)
+    elif x.dtype.primitive_bitwidth == 32:
+        return ((x.to(tl.int64) * y.to(tl.int64)) >> 32).to(tl.int32)
+    else:
+        hi = tl.umulhi(x.to(tl.uint64, bitcast=True), y.to(tl.uint64, bitcast=True)).to(tl.int64, bitcast=True)
+        return hi - tl.where(x < 0, y, 0) - tl.where(y < 0, x, 0)
+
+
+# hadd / rhadd: (x + y) >> 1, rounded down / up, without the sum overflowing.
+@jit
+def hadd(x, y):
+    x = _libdevice_int(x, "hadd")
+    return (x & y) + ((x ^ y) >> 1)
+
+
+@jit
+def rhadd(x, y):
+    x = _libdevice_int(x, "rhadd")
+    return (x | y) - ((x ^ y) >> 1)
+
+
 # The "_rn" arithmetic is IEEE arithmetic (round to nearest even).
 @jit
 def add_rn(x, y):

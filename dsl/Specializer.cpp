@@ -16,16 +16,53 @@ using llvm::isa;
 
 namespace tessera {
 
+// "(8, 8)", "[2, 4]", "(3,)", "()": the elements' texts (split at the top-level commas), or nullopt.
+static std::optional<std::vector<std::string>> tupleElements(const std::string &text) {
+  if (text.size() < 2 || !((text.front() == '(' && text.back() == ')') || (text.front() == '[' && text.back() == ']')))
+    return std::nullopt;
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  auto flush = [&] {
+    size_t b = cur.find_first_not_of(' '), e = cur.find_last_not_of(' ');
+    std::string item = b == std::string::npos ? "" : cur.substr(b, e - b + 1);
+    cur.clear();
+    return item;
+  };
+  for (size_t i = 1; i + 1 < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == '(' || ch == '[') ++depth;
+    if (ch == ')' || ch == ']') --depth;
+    if (ch == ',' && depth == 0) {
+      std::string item = flush();
+      if (item.empty()) return std::nullopt;
+      out.push_back(item);
+    } else {
+      cur += ch;
+    }
+  }
+  if (std::string last = flush(); !last.empty()) out.push_back(last);
+  return out;
+}
+
 ConstexprValue ConstexprValue::parse(const std::string &text) {
   if (text == "True" || text == "true") return ofBool(true);
   if (text == "False" || text == "false") return ofBool(false);
   if (text == "None") return none();
-  // tl.float16, triton.language.float16, tessera.language.float16: a dtype.
+  // tl.float16, triton.language.float16, tessera.language.float16: a dtype; tl.PropagateNan.ALL.
   for (const char *prefix : {"tl.", "triton.language.", "tessera.language."}) {
     std::string_view p(prefix);
     if (text.size() > p.size() && text.compare(0, p.size(), p) == 0) {
-      if (std::optional<ConstexprValue> dtype = ofDTypeName(std::string_view(text).substr(p.size()))) return *dtype;
+      std::string_view rest = std::string_view(text).substr(p.size());
+      if (std::optional<ConstexprValue> dtype = ofDTypeName(rest)) return *dtype;
+      if (size_t dot = rest.find('.'); dot != std::string_view::npos)
+        if (std::optional<ConstexprValue> e = ofEnumMember(rest.substr(0, dot), rest.substr(dot + 1))) return *e;
     }
+  }
+  if (std::optional<std::vector<std::string>> items = tupleElements(text)) {
+    std::vector<ConstexprValue> elems;
+    for (const std::string &item : *items) elems.push_back(parse(item));
+    return ofTuple(std::move(elems));
   }
   if (auto i = parseConstInt(text)) return ofInt(*i);
   double d = 0;
@@ -44,6 +81,15 @@ ConstexprValue ConstexprValue::ofDType(ir::ScalarType type) {
   return c;
 }
 
+std::optional<ConstexprValue> ConstexprValue::ofEnumMember(std::string_view enumName, std::string_view member) {
+  if (enumName != "PropagateNan" || (member != "NONE" && member != "ALL")) return std::nullopt;
+  ConstexprValue c;
+  c.kind = Kind::Enum;
+  c.stringValue = std::string(enumName) + "." + std::string(member);
+  c.intValue = member == "ALL" ? 0xFFFF : 0;
+  return c;
+}
+
 std::optional<ConstexprValue> ConstexprValue::ofDTypeName(std::string_view name) {
   if (name == "i1" || name == "bool") return std::nullopt; // not triton.language names
   if (std::optional<ir::ScalarType> t = ir::parseScalarType(name)) return ofDType(*t);
@@ -57,6 +103,12 @@ std::string ConstexprValue::str() const {
   case Kind::None: return "None";
   case Kind::String: return "'" + stringValue + "'";
   case Kind::DType: return "tl." + stringValue;
+  case Kind::Enum: return "tl." + stringValue;
+  case Kind::Tuple: {
+    std::string out = "(";
+    for (size_t i = 0; i < elems.size(); ++i) out += (i ? ", " : "") + elems[i].str();
+    return out + (elems.size() == 1 ? ",)" : ")");
+  }
   case Kind::Float: {
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof buf, floatValue);
@@ -153,7 +205,7 @@ static std::string canonicalModule(const std::string &module) {
   for (const char *top : {"tessera", "triton"}) {
     std::string t = top;
     if (module == t) return "top";
-    if (module == t + ".language") return "lang";
+    if (module == t + ".language" || module == t + ".language.standard") return "lang";
     if (module == t + ".language.math" || module == t + ".language.extra.libdevice" ||
         module == t + ".language.extra.cuda.libdevice")
       return "lang.math";
@@ -218,6 +270,10 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");
+  globals_["hasattr"] = SValue::builtin("hasattr");
+  // triton.language.core.constexpr_type, which kernels name after importing it (test_core.py's
+  // test_constexpr_assignment imports it inside a test function: no module-level binding)
+  globals_["constexpr_type"] = SValue::builtin("constexpr_type");
   // @jit functions are visible everywhere (kernels call helpers defined below them).
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);
@@ -400,9 +456,14 @@ static bool isConstAnnotation(const ast::Expr *e) {
   return false;
 }
 
-// A constexpr value as the kernel sees it: a dtype constexpr is a dtype.
+// A constexpr value as the kernel sees it: a dtype constexpr is a dtype, a tuple a tuple of them.
 static SValue constexprArgument(const ConstexprValue &c) {
   if (c.kind == ConstexprValue::Kind::DType) return SValue::dtypeOf(ir::Type(*ir::parseScalarType(c.stringValue)));
+  if (c.kind == ConstexprValue::Kind::Tuple) {
+    std::vector<SValue> elems;
+    for (const ConstexprValue &e : c.elems) elems.push_back(constexprArgument(e));
+    return SValue::tuple(std::move(elems));
+  }
   return SValue::constant(c);
 }
 
@@ -703,10 +764,11 @@ SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
       if (!p.defaultValue) error(args.loc, "'" + fn.name + "' is missing a value for parameter '" + p.name + "'");
       callee[p.name] = evalGlobal(*p.defaultValue);
     }
-    callee["$retval"] = SValue::constant(ConstexprValue::none());
+    callee["$retval"] = noReturnValue();
     env_ = &callee;
     execBody(fn.body);
     result = callee["$retval"];
+    if (isNoReturnValue(result)) result = SValue::constant(ConstexprValue::none());
   } catch (...) {
     restore();
     throw;

@@ -19,22 +19,28 @@ namespace tessera {
 
 // A compile-time Python value: what a tl.constexpr parameter or global holds.
 struct ConstexprValue {
-  enum class Kind { Int, Float, Bool, None, String, DType };
+  enum class Kind { Int, Float, Bool, None, String, DType, Tuple, Enum };
   Kind kind = Kind::None;
-  ConstInt intValue = 0; // Int (exact up to 127 bits, dsl/ConstInt.h), Bool (0/1)
+  ConstInt intValue = 0; // Int (exact up to 127 bits, dsl/ConstInt.h), Bool (0/1), Enum (the member's value)
   double floatValue = 0;
-  std::string stringValue; // String; DType: the element type's name ("fp16", "int32", ...)
+  std::string stringValue; // String; DType: the element type's name ("fp16", "int32", ...);
+                           // Enum: the member, "PropagateNan.ALL"
+  std::vector<ConstexprValue> elems; // Tuple (a tuple or list argument, `out_shape=(8, 8)`)
 
   static ConstexprValue ofInt(ConstInt v) { ConstexprValue c; c.kind = Kind::Int; c.intValue = v; return c; }
   static ConstexprValue ofFloat(double v) { ConstexprValue c; c.kind = Kind::Float; c.floatValue = v; return c; }
   static ConstexprValue ofBool(bool v) { ConstexprValue c; c.kind = Kind::Bool; c.intValue = v; return c; }
   static ConstexprValue ofString(std::string s) { ConstexprValue c; c.kind = Kind::String; c.stringValue = std::move(s); return c; }
   static ConstexprValue none() { return {}; }
+  static ConstexprValue ofTuple(std::vector<ConstexprValue> e) { ConstexprValue c; c.kind = Kind::Tuple; c.elems = std::move(e); return c; }
+  // A member of a triton.language enum: tl.PropagateNan.NONE / ALL (Triton's values 0 and 0xFFFF).
+  static std::optional<ConstexprValue> ofEnumMember(std::string_view enumName, std::string_view member);
   // A dtype (`OUT_DTYPE=tl.float16`), kept as its triton.language name ("float16"); `name`
   // is any spelling ir::parseScalarType accepts ("fp16", "float16", ...).
   static ConstexprValue ofDType(ir::ScalarType type);
   static std::optional<ConstexprValue> ofDTypeName(std::string_view name);
-  // Parses "1024", "0.5", "True", "None", "tl.float16" (a dtype), anything else as a string.
+  // Parses "1024", "0.5", "True", "None", "tl.float16" (a dtype), "tl.PropagateNan.ALL", "(8, 8)"
+  // (a tuple), anything else as a string.
   static ConstexprValue parse(const std::string &text);
   std::string str() const; // Python's repr
   bool operator==(const ConstexprValue &o) const = default;

@@ -186,13 +186,33 @@ void Specializer::mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const E
     if (!thenEnv.count(it->first) || !elseEnv.count(it->first)) it = env_->erase(it);
     else ++it;
   }
-  for (const auto &[name, tv] : thenEnv) {
+  // Zeros of `like`'s types in `region`: what a path that returns nothing gives (Triton's poison: any value).
+  std::function<SValue(const SValue &)> anyValueLike = [&](const SValue &like) -> SValue {
+    if (like.kind == SValue::Kind::Tuple) {
+      SValue out = like;
+      for (SValue &e : out.elems) e = anyValueLike(e);
+      return out;
+    }
+    if (!like.isIR()) return like;
+    const ir::Type &t = like.value->type;
+    if (t.pointer || !(t.isFloatElement() || t.isIntElement()))
+      error(loc, "a function that returns " + t.str() + " on one path must return on every path");
+    return SValue::ir(t.isFloatElement() ? b_.floatConstant(0.0, t) : b_.intConstant(0, t));
+  };
+  for (const auto &[name, thenValue] : thenEnv) {
     auto e = elseEnv.find(name);
     if (e == elseEnv.end()) {
       env_->erase(name);
       continue;
     }
-    const SValue &ev = e->second;
+    SValue tv = thenValue, ev = e->second;
+    if (name == "$retval" && isNoReturnValue(tv) && !ev.isNone()) {
+      b_.setInsertionPointToEnd(ifOp->region(0));
+      tv = anyValueLike(ev);
+    } else if (name == "$retval" && isNoReturnValue(ev) && !tv.isNone()) {
+      b_.setInsertionPointToEnd(ifOp->region(1));
+      ev = anyValueLike(tv);
+    }
     std::vector<SValue> tl, el;
     flatten(tv, tl);
     flatten(ev, el);
@@ -474,11 +494,19 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
       error(call->loc, "range() bounds must be integers, got " + describe(*v));
     }
   }
-  if (step.isConst() && step.c.intValue <= 0)
-    error(call->loc, "range() step must be positive in a tessera loop");
+  if (step.isConst() && step.c.intValue == 0) error(call->loc, "range() arg 3 must not be zero");
   if (hasLoopExit(s.body, true) || hasReturn(s.body)) {
     execForAsWhile(s, lb, ub, step, ivType);
     return hasReturn(s.body) ? afterLoopThatMayReturn(s.loc) : Flow::Normal;
+  }
+  // A negative constant step counts up from end to start by -step and maps the
+  // counter i back to start - (i - end), as Triton's visit_For does: Python's trip
+  // count, and a for op whose step is positive. (A runtime step is the for op's
+  // step as it is, as in Triton: it must be positive.)
+  const bool negativeStep = step.isConst() && step.c.intValue < 0;
+  if (negativeStep) {
+    step = SValue::constant(ConstexprValue::ofInt(-step.c.intValue));
+    std::swap(lb, ub);
   }
   ir::Value *lbv = castElement(toIR(lb, call->loc, &ivType), ivType);
   ir::Value *ubv = castElement(toIR(ub, call->loc, &ivType), ivType);
@@ -536,6 +564,8 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   inStaticLoop_ = false;
   ++loopDepth_;
   b_.setInsertionPointToEnd(body);
+  if (negativeStep) // lb and ub are swapped: the original start is ub
+    bodyEnv[target->id] = SValue::ir(b_.op(ir::OpCode::Add, {b_.op(ir::OpCode::Sub, {ubv, iv}, ivType), lbv}, ivType));
   endBranch(execBody(s.body));
   --loopDepth_;
   inStaticLoop_ = savedStatic;
@@ -578,7 +608,8 @@ void Specializer::execForAsWhile(const ast::For &s, const SValue &lb, const SVal
   (*env_)[ivName] = SValue::ir(lbv);
   execWhileLoop(s.body, s.loc, ivName, true, [&](const Env &condEnv) {
     ir::Value *iv = condEnv.at(ivName).value;
-    return b_.op(ir::OpCode::Cmp, {iv, ubv}, ir::Type(ir::ScalarType::I1), {{"predicate", std::string("lt")}});
+    const char *predicate = step.isConst() && step.c.intValue < 0 ? "gt" : "lt";
+    return b_.op(ir::OpCode::Cmp, {iv, ubv}, ir::Type(ir::ScalarType::I1), {{"predicate", std::string(predicate)}});
   }, [&](Env &bodyEnv) {
     bodyEnv[target->id] = bodyEnv[ivName];
   }, [&](Env &bodyEnv) {

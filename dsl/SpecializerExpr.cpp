@@ -35,6 +35,7 @@ std::string Specializer::describe(const SValue &v) const {
   case SValue::Kind::Tuple: return "a tuple of " + std::to_string(v.elems.size());
   case SValue::Kind::BlockPointer: return "a block pointer";
   case SValue::Kind::TensorDescriptor: return "a tensor descriptor";
+  case SValue::Kind::ConstexprType: return "the type constexpr_type[" + describe(v.elems[0]) + "]";
   }
   return "a value";
 }
@@ -331,6 +332,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       if (attr == "math") return SValue::module("lang.math");
       if (attr == "random") return SValue::module("lang.random");
       if (attr == "extra") return SValue::module("lang.extra");
+      if (attr == "core" || attr == "standard") return base; // tl.core.get_int_dtype: Triton's submodules, one namespace here
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
@@ -384,12 +386,13 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       return SValue::tuple(std::move(dims));
     }
     if (attr == "numel") return SValue::constant(ConstexprValue::ofInt(base.value->type.numElements()));
-    if (attr == "T") {
-      CallArgs none;
-      none.loc = loc;
-      none.args = {base};
-      none.argLocs = {loc};
-      return callBuiltin("lang.trans", none);
+    if (attr == "T") { // Triton's code generator: permute(x, (1, 0)), so only a 2-D block has one
+      CallArgs swap;
+      swap.loc = loc;
+      const SValue one = SValue::constant(ConstexprValue::ofInt(1)), zero = SValue::constant(ConstexprValue::ofInt(0));
+      swap.args = {base, SValue::tuple({one, zero})};
+      swap.argLocs = {loc, loc};
+      return callBuiltin("lang.permute", swap);
     }
     {
       SValue m;
@@ -413,9 +416,24 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     }
     error(loc, "a tensor descriptor has no attribute '" + attr +
                      "' (it has base, shape, strides, block_shape, dtype, load, store and atomic_*)");
+  case SValue::Kind::Builtin:
+    if (base.path == "lang.PropagateNan") { // tl.PropagateNan.NONE / ALL
+      if (std::optional<ConstexprValue> member = ConstexprValue::ofEnumMember("PropagateNan", attr))
+        return SValue::constant(*member);
+      error(loc, "tl.PropagateNan has no member '" + attr + "' (it has NONE and ALL)");
+    }
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
+  case SValue::Kind::Tuple:
+    if (attr == "type") return constexprTypeOf(base, loc);
+    error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
     if (base.c.kind == CK::Int || base.c.kind == CK::Float) {
       if (attr == "value") return base; // tl.constexpr(...).value
+    }
+    if (attr == "type") return constexprTypeOf(base, loc); // Triton's constexpr.type
+    if (base.c.kind == CK::Enum) { // an enum member's name and value, as in Python
+      if (attr == "name") return SValue::constant(ConstexprValue::ofString(base.c.stringValue.substr(base.c.stringValue.find('.') + 1)));
+      if (attr == "value") return SValue::constant(ConstexprValue::ofInt(base.c.intValue));
     }
     if (attr == "to" || attr == "dtype") // as in Triton: a constexpr is a Python value, not a tensor
       error(loc, describe(base) + " has no attribute '" + attr + "' (a constexpr is a Python value, as in Triton; "
@@ -424,6 +442,19 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
   default:
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   }
+}
+
+// Triton's constexpr_type(value): `c.type` of a constexpr (a number, None, a string, a tuple of them).
+SValue Specializer::constexprTypeOf(const SValue &value, SourceLoc loc) {
+  std::function<bool(const SValue &)> constant = [&](const SValue &v) {
+    if (v.kind == SValue::Kind::Tuple) return std::all_of(v.elems.begin(), v.elems.end(), constant);
+    return v.isConst() || v.kind == SValue::Kind::DType;
+  };
+  if (!constant(value)) error(loc, "constexpr_type() needs a constexpr, got " + describe(value));
+  SValue t;
+  t.kind = SValue::Kind::ConstexprType;
+  t.elems = {value};
+  return t;
 }
 
 // shape[1:], shape[:-1], shape[::-1]: Python's slice of a tuple.
@@ -464,15 +495,19 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
   // x[:, None]: every index is ':' (keep a dim) or None (insert a size-1 dim).
   ir::Value *v = base.value;
   size_t dim = 0;
+  // A slice part that is absent or the constexpr None (x[None:None:None] is x[:], as in Triton).
+  auto isNonePart = [&](const ast::ExprPtr &part) { return !part || eval(*part).isNone(); };
   for (const auto &idx : e.indices) {
-    if (auto *c = dyn_cast<ast::Constant>(idx.get()); c && c->type == ast::Constant::Type::None) {
+    const bool noneIndex = !isa<ast::Slice>(idx.get()) && eval(*idx).isNone();
+    if (noneIndex) {
       std::vector<int64_t> s = v->type.shape;
       if (dim > s.size()) error(idx->loc, "too many indices");
       s.insert(s.begin() + dim, 1);
       if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
       else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
       ++dim;
-    } else if (auto *sl = dyn_cast<ast::Slice>(idx.get()); sl && !sl->lower && !sl->upper && !sl->step) {
+    } else if (auto *sl = dyn_cast<ast::Slice>(idx.get());
+               sl && isNonePart(sl->lower) && isNonePart(sl->upper) && isNonePart(sl->step)) {
       // Past the last dim ':' keeps nothing, as in Triton (Z[None, None, None, :] of a scalar pointer is <1x1x1>).
       ++dim;
     } else { // Triton's message: "unsupported tensor index: slice(10, None, None)"

@@ -37,6 +37,8 @@ struct SValue {
     TensorDescriptor, // tl.make_tensor_descriptor(...): elems = base, shape, strides but the last (always 1),
                       // block_shape (tuples), padding
                       // (a string constant); desc.load/store lower it to pointers + masks (BuiltinsMemory.cpp)
+    ConstexprType,    // Triton's constexpr_type: `c.type` of a constexpr, `constexpr_type(10)`; elems[0] the
+                      // value (a constant or a tuple of them); equal when the values are
   };
   Kind kind = Kind::Const;
   ir::Value *value = nullptr;
@@ -59,6 +61,15 @@ struct SValue {
   bool isNone() const { return kind == Kind::Const && c.kind == ConstexprValue::Kind::None; }
   bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
+
+// "$retval" before a `return`: where one path of a function returns a value and another falls
+// off its end, that path returns an unspecified value of the same type (Triton: poison).
+inline SValue noReturnValue() {
+  SValue s = SValue::constant(ConstexprValue::none());
+  s.path = "$noreturn";
+  return s;
+}
+inline bool isNoReturnValue(const SValue &v) { return v.isNone() && v.path == "$noreturn"; }
 
 // A tensor descriptor's strides, the last (1, not held) included (BuiltinsMemory.cpp).
 SValue descriptorStrides(const SValue &desc);
@@ -101,6 +112,7 @@ public:
   SValue compare(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue compareTuples(ast::CompareOp op, const SValue &lhs, const SValue &rhs, SourceLoc loc);
   SValue sliceTuple(const SValue &tuple, const ast::Slice &slice);
+  SValue constexprTypeOf(const SValue &value, SourceLoc loc); // Triton's constexpr_type(value)
 
   // --- values and types
   ir::Value *toIR(const SValue &v, SourceLoc loc, const ir::Type *peer = nullptr);
@@ -127,13 +139,14 @@ public:
   SValue callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args);
   SValue reduce(ir::Value *x, const SValue &axis, const std::string &kind, bool keepDims, SourceLoc loc);
 
-  // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Memory,Debug}.cpp). Each
+  // --- the rest of triton.language (dsl/Builtins{Math,Shape,Reduce,Dot,Memory,Debug}.cpp). Each
   // returns nullopt for a name it does not define, so the older builtins stay the fallback.
   std::optional<SValue> callLanguageBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callLanguageMethod(const SValue &self, const std::string &method, CallArgs &args);
   std::optional<SValue> callMathBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callShapeBuiltin(const std::string &name, CallArgs &args);
   std::optional<SValue> callReduceBuiltin(const std::string &name, CallArgs &args);
+  std::optional<SValue> callDotBuiltin(const std::string &name, CallArgs &args); // tl.dot (BuiltinsDot.cpp)
   std::optional<SValue> callMemoryBuiltin(const std::string &name, CallArgs &args);
   SValue makeTensorDescriptor(CallArgs &args); // tl.make_tensor_descriptor (BuiltinsMemory.cpp)
   // desc.load(offsets) / desc.store(offsets, value) on a descriptor the kernel made (BuiltinsMemory.cpp).

@@ -246,6 +246,16 @@ SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &
     }
     return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::In ? found : !found));
   }
+  if (lhs.kind == SValue::Kind::ConstexprType || rhs.kind == SValue::Kind::ConstexprType) {
+    // constexpr_type.__eq__: another constexpr_type whose value equals this one's
+    if (op != ast::CompareOp::Eq && op != ast::CompareOp::NotEq) error(loc, "constexpr types are not ordered");
+    bool eq = lhs.kind == rhs.kind;
+    if (eq) {
+      SValue same = compare(ast::CompareOp::Eq, lhs.elems[0], rhs.elems[0], loc);
+      eq = same.isConst() && truthy(same.c);
+    }
+    return SValue::constant(ConstexprValue::ofBool(op == ast::CompareOp::Eq ? eq : !eq));
+  }
   if (lhs.kind == SValue::Kind::Tuple || rhs.kind == SValue::Kind::Tuple) return compareTuples(op, lhs, rhs, loc);
   if (lhs.kind == SValue::Kind::DType || rhs.kind == SValue::Kind::DType) {
     bool eq = lhs.sameDType(rhs); // a dtype equals only the same dtype (Triton's dtype.__eq__)
@@ -264,7 +274,8 @@ SValue Specializer::compare(ast::CompareOp op, const SValue &lhs, const SValue &
   }
   if (lhs.isConst() && rhs.isConst()) {
     const ConstexprValue &a = lhs.c, &b = rhs.c;
-    if (a.kind == CK::String || b.kind == CK::String || a.kind == CK::None || b.kind == CK::None) {
+    if (a.kind == CK::String || b.kind == CK::String || a.kind == CK::None || b.kind == CK::None ||
+        a.kind == CK::Enum || b.kind == CK::Enum) {
       if (op == ast::CompareOp::Eq) return SValue::constant(ConstexprValue::ofBool(a == b));
       if (op == ast::CompareOp::NotEq) return SValue::constant(ConstexprValue::ofBool(!(a == b)));
       error(loc, "cannot order " + a.str() + " and " + b.str());

@@ -120,6 +120,12 @@ std::string constexprKey(const ConstexprValue &v) {
   case ConstexprValue::Kind::Bool: return v.intValue ? "bool True" : "bool False";
   case ConstexprValue::Kind::None: return "None";
   case ConstexprValue::Kind::DType: return "dtype " + v.stringValue;
+  case ConstexprValue::Kind::Enum: return "enum " + v.stringValue;
+  case ConstexprValue::Kind::Tuple: {
+    std::string out = "tuple " + std::to_string(v.elems.size()) + " (";
+    for (const ConstexprValue &e : v.elems) out += constexprKey(e) + "; ";
+    return out + ")";
+  }
   case ConstexprValue::Kind::String:
     return "str " + std::to_string(v.stringValue.size()) + " " + escapeLine(v.stringValue);
   case ConstexprValue::Kind::Float: {

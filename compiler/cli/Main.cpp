@@ -144,7 +144,8 @@ int commandCompile(int argc, char **argv) {
               "':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1;\n"
               "a TMA tensor descriptor: \"tensordesc<bf16[64,128]>\", docs/tma.md)",
               [&](const std::string &v) { signature = v, haveSignature = true; })
-      .option({"--constexpr"}, "K=V", "value of a tl.constexpr parameter (repeatable)",
+      .option({"--constexpr"}, "K=V", "value of a tl.constexpr parameter (repeatable): 1024, 0.5, True, None,\n"
+              "tl.float16, tl.PropagateNan.ALL, a tuple such as [8, 8], other text a string",
               [&](const std::string &v) { addConstexpr(constexprs, v); })
       .option({"--num-warps"}, "N", "warps per program (a power of 2 between 1 and 32, default 4)",
               [&](const std::string &v) { options.numWarps = numWarps("--num-warps", v); })

@@ -95,6 +95,15 @@ std::string Printer::intrinsic(const CallInst &call, Intrinsic::ID id) {
     return floatFn("fabs");
   case Intrinsic::minnum: return floatFn("fmin");
   case Intrinsic::maxnum: return floatFn("fmax");
+  case Intrinsic::maximum: case Intrinsic::minimum: { // tl.PropagateNan.ALL: a NaN operand is the result
+    if (!t->isDoubleTy() && !t->isFloatTy() && !isHalfLike(t)) break;
+    const bool dbl = t->isDoubleTy();
+    const std::string a = dbl ? arg(0) : toF32(call.getArgOperand(0)), b = dbl ? arg(1) : toF32(call.getArgOperand(1));
+    const std::string fn = std::string(id == Intrinsic::maximum ? "fmax" : "fmin") + (dbl ? "" : "f");
+    const std::string e = "(" + a + " != " + a + " ? " + a + " : " + b + " != " + b + " ? " + b + " : " + fn + "(" + a +
+                          ", " + b + "))";
+    return dbl ? e : fromF32(e, t);
+  }
   case Intrinsic::copysign: return floatFn("copysign");
   case Intrinsic::smin: case Intrinsic::smax: case Intrinsic::umin: case Intrinsic::umax: {
     if (t->isVectorTy()) break;

@@ -190,12 +190,14 @@ Value *KernelLowering::combine(ir::Operation &op, const std::string &kind, const
     return isFloat ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
   if (t.pointer)
     unsupported(op, kind + " of pointers");
+  // propagate_nan (tl.PropagateNan.ALL): llvm.maximum / minimum, PTX max.NaN / min.NaN.
+  const bool propagateNan = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan");
   if (kind == "max") {
-    if (isFloat) return b_.CreateMaxNum(a, b);
+    if (isFloat) return propagateNan ? b_.CreateMaximum(a, b) : b_.CreateMaxNum(a, b);
     return b_.CreateBinaryIntrinsic(isSigned ? Intrinsic::smax : Intrinsic::umax, a, b);
   }
   if (kind == "min") {
-    if (isFloat) return b_.CreateMinNum(a, b);
+    if (isFloat) return propagateNan ? b_.CreateMinimum(a, b) : b_.CreateMinNum(a, b);
     return b_.CreateBinaryIntrinsic(isSigned ? Intrinsic::smin : Intrinsic::umin, a, b);
   }
   unsupported(op, "unknown reduction kind '" + kind + "'");

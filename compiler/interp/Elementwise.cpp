@@ -145,8 +145,12 @@ HostValue evalElementwise(Executor &ex, const ir::Operation &op) {
   case OpCode::Max:
   case OpCode::Min: {
     const bool max = op.code == OpCode::Max;
+    const bool propagateNan = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan"); // tl.PropagateNan.ALL
     if (isFloat)
-      mapFloat(out, a, b(), [max](double x, double y) { return max ? std::fmax(x, y) : std::fmin(x, y); });
+      mapFloat(out, a, b(), [max, propagateNan](double x, double y) {
+        if (propagateNan && (std::isnan(x) || std::isnan(y))) return std::isnan(x) ? x : y;
+        return max ? std::fmax(x, y) : std::fmin(x, y);
+      });
     else if (isSigned)
       mapInt(out, a, b(), [max](Scalar x, Scalar y) { return (max ? x.i >= y.i : x.i <= y.i) ? x.u : y.u; });
     else

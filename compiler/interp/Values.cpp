@@ -166,7 +166,10 @@ uint64_t encodeElement(Scalar s, const ir::Type &element) {
   case ScalarType::F16: return doubleToHalf(s.f);
   case ScalarType::BF16: return doubleToBFloat16(s.f);
   case ScalarType::F8E4M3: return doubleToFp8E4M3(s.f);
-  case ScalarType::F8E5M2: return doubleToFp8E5M2(s.f);
+  case ScalarType::F8E5M2: // an element is representable: an infinity (loaded) is stored as one, not
+                           // saturated as a conversion would (roundFloat already saturated those)
+    if (std::isinf(s.f)) return s.f < 0 ? 0xFC : 0x7C;
+    return doubleToFp8E5M2(s.f);
   case ScalarType::F32: {
     float f = static_cast<float>(s.f);
     uint32_t bits;

@@ -589,8 +589,20 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
     return bad("is the dtype " + std::string(py::str(value)) + ", which tessera does not support (supported: " +
                "int1, int8 .. int64, uint8 .. uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5)");
   }
+  // tl.PropagateNan.ALL (tessera's or Triton's enum): its member name.
+  if (type == "PropagateNan" && hasAttr(value, "name")) {
+    py::object name = value.attr("name");
+    if (py::isinstance<py::str>(name))
+      if (std::optional<ConstexprValue> e = ConstexprValue::ofEnumMember(type, name.cast<std::string>())) return *e;
+  }
+  // A tuple or list of constexprs (`out_shape=(8, 8)`): Triton's tuple constexpr.
+  if (PyTuple_Check(o) || PyList_Check(o)) {
+    std::vector<ConstexprValue> elems;
+    for (py::handle item : value) elems.push_back(toConstexpr(item, kernel, param));
+    return ConstexprValue::ofTuple(std::move(elems));
+  }
   if (hasAttr(value, "data_ptr") || hasAttr(value, "__cuda_array_interface__") || hasAttr(value, "__dlpack__"))
-    return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings, dtypes or None");
+    return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings, dtypes, tuples or None");
   if (isNumpyBool(value)) return ConstexprValue::ofBool(PyObject_IsTrue(o) == 1);
   if (PyIndex_Check(o)) {
     py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(o));
@@ -603,7 +615,7 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
     return ConstexprValue::ofFloat(d);
   }
   return bad("has unsupported type '" + typeName(value) +
-             "'; tl.constexpr parameters take ints, floats, bools, strings, dtypes or None");
+             "'; tl.constexpr parameters take ints, floats, bools, strings, dtypes, tuples or None");
 }
 
 py::object fromConstexpr(const ConstexprValue &value) {
@@ -615,6 +627,17 @@ py::object fromConstexpr(const ConstexprValue &value) {
   case ConstexprValue::Kind::Bool: return py::bool_(value.intValue != 0);
   case ConstexprValue::Kind::String: return py::str(value.stringValue);
   case ConstexprValue::Kind::DType: return py::module_::import("tessera.language").attr(value.stringValue.c_str());
+  case ConstexprValue::Kind::Enum: { // "PropagateNan.ALL"
+    size_t dot = value.stringValue.find('.');
+    return py::module_::import("tessera.language")
+        .attr(value.stringValue.substr(0, dot).c_str())
+        .attr(value.stringValue.substr(dot + 1).c_str());
+  }
+  case ConstexprValue::Kind::Tuple: {
+    py::tuple out(value.elems.size());
+    for (size_t i = 0; i < value.elems.size(); ++i) out[i] = fromConstexpr(value.elems[i]);
+    return std::move(out);
+  }
   case ConstexprValue::Kind::None: break;
   }
   return py::none();

@@ -230,10 +230,17 @@ void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {
   case ConstexprValue::Kind::Bool: key.append(&v.intValue, sizeof v.intValue); break;
   case ConstexprValue::Kind::Float: key.append(&v.floatValue, sizeof v.floatValue); break;
   case ConstexprValue::Kind::String:
-  case ConstexprValue::Kind::DType: {
+  case ConstexprValue::Kind::DType:
+  case ConstexprValue::Kind::Enum: {
     uint32_t size = static_cast<uint32_t>(v.stringValue.size());
     key.append(&size, sizeof size);
     key.append(v.stringValue.data(), size);
+    break;
+  }
+  case ConstexprValue::Kind::Tuple: {
+    uint32_t size = static_cast<uint32_t>(v.elems.size());
+    key.append(&size, sizeof size);
+    for (const ConstexprValue &e : v.elems) appendConstexpr(key, e);
     break;
   }
   case ConstexprValue::Kind::None: break;

@@ -5,6 +5,17 @@ import collections
 import types
 
 
+class _Stages(dict):
+    """asm: the text of each stage. Triton's "ttir"/"ttgir" are MLIR dialects that tessera does not
+    have; code that parses them would misread tessera's IR, so they are missing, with a message."""
+
+    def __missing__(self, key):
+        if key in ("ttir", "ttgir"):
+            raise KeyError(f"{key!r}: Triton's MLIR dialect text has no tessera equivalent; tessera's "
+                           f"stages are {', '.join(sorted(self))} ('ir' and 'ir-opt' are tessera's block IR)")
+        raise KeyError(key)
+
+
 class CompiledKernel:
     """One specialisation of a kernel, compiled to PTX."""
 
@@ -22,10 +33,8 @@ class CompiledKernel:
     @property
     def asm(self):
         if self._asm is None:
-            asm = dict(self._h.asm())
-            asm["ttir"] = asm["ir"]
-            asm["ttgir"] = asm["ir-opt"]
-            asm["llir"] = asm["llvm"]
+            asm = _Stages(self._h.asm())
+            asm["llir"] = asm["llvm"]  # Triton's name for the LLVM IR
             self._asm = asm
         return self._asm
 

@@ -131,6 +131,10 @@ def _collect(roots):
             elif isinstance(value, types.ModuleType):
                 if value.__name__.split(".")[0] in _LANG_MODULES:
                     out.imports[free] = _source.kernel_module_name(value.__name__)
+            elif _language_function(value):
+                # exp = tl.exp (fla), or `from triton.language.standard import _log2` (Inductor) in the
+                # helper's module: import it under that name as what it is
+                out.imports[free] = (value.__module__, value.__name__)
             elif isinstance(value, bool) or isinstance(value, (int, float)):
                 _add_constant(out, free, value, name)
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), (bool, int, float)):
@@ -256,7 +260,7 @@ def foreign_source(fn, text, path):
                     else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
     extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))
     if roots:
-        extra += function_source(roots, text + extra, path)
+        extra += function_source(roots, text + extra, path, base_scope=scope)
     if not extra:
         return "", elsewhere
     return "# what the kernel names from other modules\n" + extra, True
@@ -298,14 +302,24 @@ def _same_module(a, b):
     return canon.get(a, a) == canon.get(b, b)
 
 
-def function_source(functions, base_text="", base_file=None):
+def function_source(functions, base_text="", base_file=None, base_scope=None):
     """Text to append to `base_text` (a module's source) so that it defines `functions` (JITFunctions).
-    Functions that `base_text` already defines from the same file (`base_file`) are not repeated."""
+    Functions that `base_text` already defines from the same file (`base_file`) are not repeated.
+    base_scope: the globals of base_text's module, to check names it shares with the functions."""
     collected = _collect(functions)
     defined = _defined_names(base_text)
     parts = []
-    for alias, module in sorted(collected.imports.items()):
+    for alias, module in sorted(collected.imports.items(), key=lambda item: item[0]):
         have = defined.get(alias)
+        if isinstance(module, tuple):  # a language function: (its module, its name)
+            if have is None:
+                parts.append(f"from {module[0]} import {module[1]} as {alias}\n")
+            elif have[0] == "def" or (base_scope is not None and alias in base_scope
+                                      and getattr(base_scope[alias], "__name__", None) != module[1]):
+                raise CompositionError(f"the composed functions use '{alias}' for {module[0]}.{module[1]}, but the "
+                                       f"kernel's file binds '{alias}' to something else; rename one")
+            # else the kernel's file imports or assigns the same function (`from .op import exp`)
+            continue
         if have is None:
             parts.append(f"import {module} as {alias}\n" if alias != module else f"import {module}\n")
         elif have[0] != "import" or not _same_module(have[1], module):

@@ -9,7 +9,9 @@ is not an import, a simple constant assignment or a @jit function is blanked
 out line by line. Line and column numbers are untouched, so diagnostics name
 the real file:line:col. Module-level `if` / `try` statements made of imports and
 constants are kept; an `if` condition is replaced by the value Python gives it in
-the module's globals (`if True:`), so the front-end takes the branch Python took
+the module's globals (`if True:`), so the front-end takes the branch Python took; an `if`
+holding @jit functions (`if triton.__version__ >= "2.1.0":` around kernels) is replaced by that
+branch, dedented to the top level, where the front-end looks for kernels
 (the disk cache of reductions, _source_cache.py, keys on the file's text: a
 condition that changes between processes with the same file is read once).
 A plain function made @jit by a call at the top level (`helper = triton.jit(helper)`)
@@ -130,6 +132,33 @@ def _taken_branches(node, module_globals, out):
         _taken_branches(child, module_globals, out)
 
 
+def _flatten_taken_branch(node, out, module_globals):
+    """A module-level `if` holding @jit functions, replaced by the branch Python took, dedented to the
+    top level (the header, `else:` and the other branch blanked; line numbers kept, columns shift).
+    False when the condition cannot be evaluated here."""
+    try:
+        value = bool(eval(compile(ast.Expression(node.test), "<if>", "eval"), dict(module_globals)))
+    except Exception:
+        return False
+    taken = node.body if value else node.orelse
+    src = list(out)
+    for i in range(_start(node) - 1, node.end_lineno):
+        out[i] = "\n"
+    if not taken:
+        return True
+    if len(taken) == 1 and isinstance(taken[0], ast.If) and src[taken[0].lineno - 1].lstrip().startswith("elif"):
+        for i in range(_start(taken[0]) - 1, taken[0].end_lineno):  # an `elif`: its own taken branch
+            out[i] = src[i]
+        return _flatten_taken_branch(taken[0], out, module_globals)
+    first, last = min(_start(n) for n in taken), max(n.end_lineno for n in taken)
+    indent = len(src[first - 1]) - len(src[first - 1].lstrip())
+    prefix = src[first - 1][:indent]
+    for i in range(first - 1, last):
+        line = src[i]
+        out[i] = line[indent:] if line.startswith(prefix) else (line.lstrip(" \t") or "\n")
+    return True
+
+
 def _reduce(text, lines, name, first_line, module_globals=None):
     tree = ast.parse(text)
     found = _find_function(tree, name, first_line)
@@ -178,6 +207,14 @@ def _reduce(text, lines, name, first_line, module_globals=None):
             if _kept_top_level(node) and isinstance(node, (ast.If, ast.Try)):
                 _taken_branches(ast.Module(body=[node], type_ignores=[]), module_globals, out)
 
+    # @jit functions under a module-level `if` (vLLM's `if triton.__version__ >= "2.1.0":` around its
+    # kernels): the branch Python took is moved to the top level, where the front-end looks for kernels.
+    if module_globals is not None:
+        for node in tree.body:
+            if isinstance(node, ast.If) and kept(node) and any(
+                    isinstance(n, ast.FunctionDef) and _is_jit_def(n) for n in ast.walk(node)):
+                if _flatten_taken_branch(node, out, module_globals) and node.lineno <= target.lineno <= node.end_lineno:
+                    parent = tree
     if parent is not tree:
         # A nested kernel: lift it (and @jit functions next to it) to the top level.
         lifted = [n for n in siblings if n is target or _is_jit_def(n)]

@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 
 from . import _env, _ext
 from .errors import TesseraError, describe_value
@@ -399,16 +400,18 @@ class Autotuner(KernelInterface):
 
     # -- keys and identity
     def _check_key_names(self):
-        """Every key entry names a parameter of the kernel: one that does not would be left out of
-        the key, and a tuning for one size reused for every other."""
+        """A key entry that names no parameter of the kernel is left out of the key, as Triton does
+        (libraries keep stale keys: flash-linear-attention's solve_tril lists 'K' and 'BT' for a kernel
+        without them), with a warning: a tuning for one size then serves every other."""
         if self._keys_checked:
             return
         names = self.arg_names
         for entry in self.keys:
             name = entry if isinstance(entry, str) else entry[0]
             if name not in names:
-                raise ValueError(f"autotune(): key {name!r} is not a parameter of {self.__name__} "
-                                 f"(its parameters: {', '.join(names)})")
+                warnings.warn(f"autotune(): key {name!r} is not a parameter of {self.__name__} "
+                              f"(its parameters: {', '.join(names)}); it is left out of the key, as in Triton",
+                              stacklevel=4)
         self._keys_checked = True
 
     def _named(self, args, kwargs):

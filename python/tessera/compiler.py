@@ -3,7 +3,7 @@
 
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32",
                         constexprs={"BLOCK_SIZE": 1024}, num_warps=4, target="sm_90a")
-    k.asm["ptx"]            # also "ast", "ir", "ir-opt" (alias "ttgir"), "llvm" (alias "llir"),
+    k.asm["ptx"]            # also "ast", "ir", "ir-opt", "llvm" (alias "llir"; no "ttir"/"ttgir"),
                             # "cuda" (the CUDA C++ of the nvrtc back-end: backend="nvrtc")
     k.metadata.shared       # dynamic shared memory in bytes; .num_warps, .name, .target ...
     k.n_regs                # loads it on the current GPU first
@@ -23,7 +23,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             backend=None, maxnreg=None):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
-    fn: a @tessera.jit function, or the path of a kernel file (then `kernel` names the function).
+    fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
+    give them in `constexprs`), or the path of a kernel file (then `kernel` names the function).
     signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
@@ -42,6 +43,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             text = f.read()
         first_line, name = 1, kernel
     else:
+        while not isinstance(fn, JITFunction) and not hasattr(fn, "__code__") and hasattr(fn, "fn"):
+            fn = fn.fn  # @autotune / @heuristics wrappers: the @jit function under them
         if not isinstance(fn, JITFunction):
             if callable(fn) and hasattr(fn, "__code__"):
                 fn = JITFunction(fn)
@@ -54,10 +57,21 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             constexprs = {**constexprs, **_compose.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
+        constexprs = {**_constexpr_defaults(fn), **(constexprs or {})}
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0))
 
+
+
+def _constexpr_defaults(fn):
+    """The values of the kernel's constexpr parameters' defaults, as a launch passes them: a default
+    the front-end cannot evaluate from the text (vLLM's `FP8_MIN: tl.constexpr = float8_info.min`,
+    from torch.finfo) then compiles as it launches."""
+    from . import language as tl
+    defaults = fn._defaults()
+    return {p.name: defaults[p.name] for p in fn.params if p.is_constexpr and p.name in defaults
+            and isinstance(defaults[p.name], (bool, int, float, str, tl.dtype))}
 
 
 def _is_int(value):

@@ -6,6 +6,7 @@ import tessera.language as tl
 def clamp_index(i, n):
     if i >= n:
         return n - 1
+    return  # a value on one path, None on another (falling off the end would return poison)
 
 @tessera.jit
 def k(x_ptr, n):

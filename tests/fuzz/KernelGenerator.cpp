@@ -598,7 +598,8 @@ private:
         define(in_.chance(50) ? "tl.trans(" + a.name + ")" : a.name + ".T", {s[1], s[0]}, a.dt);
         break;
       }
-      define("tl.trans(" + a.name + ")", s, a.dt); // rank != 2: probably a diagnostic
+      if (s.size() > 2) std::swap(s[s.size() - 2], s[s.size() - 1]); // Triton: the last two dims swapped
+      define("tl.trans(" + a.name + ")", s, a.dt);                     // rank 1: a diagnostic
       break;
     case 1: {
       if (s.size() == 2) { define("tl.permute(" + a.name + ", (1, 0))", {s[1], s[0]}, a.dt); break; }
@@ -752,7 +753,9 @@ private:
     switch (in_.pick(6)) {
     case 0: extra = ", input_precision=\"tf32\""; break;
     case 1: extra = ", input_precision=\"ieee\""; break;
-    case 2: if (!isInt(at)) { extra = ", out_dtype=tl.float16"; acc = DT::F16; } break;
+    case 2: // out_dtype is honoured for f16 (and fp8) operands only; f32/bf16 dots give f32, as in Triton
+      if (at == DT::F16 || at == DT::F8E4) { extra = ", out_dtype=tl.float16"; acc = DT::F16; }
+      break;
     case 3: extra = ", allow_tf32=False"; break;
     default: break;
     }

@@ -493,3 +493,49 @@ def test_pth_hook_never_breaks_the_program(tmp_path):
     """, {"TESSERA_AS_TRITON": "1"}, [site, hook_only])
     assert proc.stdout.strip() == "ok"
     assert "could not start (ModuleNotFoundError: No module named 'tessera')" in proc.stderr
+
+
+CONSTEXPR_ASSIGNMENT = '''
+import triton
+import triton.language as tl
+
+
+def make(literal):
+    from triton.language.core import constexpr_type  # as test_core.py: a closure variable, not a global
+
+    @triton.jit
+    def kernel(input_literal: tl.constexpr, tensor_type: tl.constexpr):
+        patched_literal: tl.constexpr = PATCHED
+        tl.static_assert(patched_literal.type == constexpr_type(PATCHED))
+        tl.static_assert(input_literal.type == constexpr_type(PATCHED))
+        assigned_literal: tl.constexpr = input_literal
+        tl.static_assert(assigned_literal.type == constexpr_type(PATCHED))
+        tl.static_assert(assigned_literal == patched_literal)
+        if tensor_type is not None:
+            assigned_variable = input_literal
+            tl.static_assert(assigned_variable.type == tensor_type)
+    return kernel, constexpr_type
+'''
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("literal, dtype", [(10, "int32"), (32.1, "float32"), ((5, 6, 7), None)])
+def test_constexpr_type_from_triton_language_core(compat, tmp_path, monkeypatch, literal, dtype):
+    # test_core.py's test_constexpr_assignment (its patch_kernel written out)
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    name = "constexpr_assignment_" + str(abs(hash(literal)))
+    module = import_kernel_file(tmp_path, name, CONSTEXPR_ASSIGNMENT.replace("PATCHED", repr(literal)))
+    kernel, constexpr_type = module.make(literal)
+    tl = module.tl
+    assert tl.constexpr(literal).type == constexpr_type(literal) != constexpr_type("other")
+    kernel[(1,)](literal, getattr(tl, dtype) if dtype else None)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_constexpr_type_mismatch_fails_static_assert(compat, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    module = import_kernel_file(tmp_path, "constexpr_assignment_mismatch",
+                                CONSTEXPR_ASSIGNMENT.replace("PATCHED", "10"))
+    kernel, _ = module.make(10)
+    with pytest.raises(tessera.CompilationError, match="static_assert"):
+        kernel[(1,)](11, None)

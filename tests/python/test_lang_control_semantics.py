@@ -174,3 +174,91 @@ def test_nested_loops(n):
     out = np.zeros(1, np.int32)
     nested_kernel[(1,)](out, n)
     assert out[0] == acc
+
+
+@tessera.jit(interpret=True)
+def range_sum_kernel(out_ptr, lo, hi, STEP: tl.constexpr):
+    acc = 0
+    acc = acc.to(tl.int64)
+    count = 0
+    for i in range(lo, hi, STEP):
+        acc += i
+        count += 1
+    tl.store(out_ptr, acc)
+    tl.store(out_ptr + 1, count)
+
+
+@tessera.jit(interpret=True)
+def range_sum_break_kernel(out_ptr, lo, hi, STEP: tl.constexpr, STOP: tl.constexpr):
+    acc = 0
+    acc = acc.to(tl.int64)
+    for i in range(lo, hi, STEP):
+        if i == STOP:
+            break
+        acc += i
+    tl.store(out_ptr, acc)
+
+
+# Triton's test_for_iv cases and more: a negative constexpr step gives Python's range
+# (values and trip count), with and without a break in the body.
+@pytest.mark.parametrize("lo, hi, step", [(15, -16, -1), (15, -16, -2), (15, -16, -3), (-18, -22, -1), (22, 18, -1),
+                                          (18, 22, -1), (5, 5, -2), (7, 0, -7), (7, 0, -8), (2**35 + 20, 2**35, -3),
+                                          (2**35, 2**35 + 20, 3), (0, 10, 4)])
+def test_range_constexpr_steps(lo, hi, step):
+    out = np.zeros(2, np.int64)
+    range_sum_kernel[(1,)](out, lo, hi, step)
+    assert list(out) == [sum(range(lo, hi, step)), len(range(lo, hi, step))]
+    stop = list(range(lo, hi, step))[2] if len(range(lo, hi, step)) > 2 else hi
+    ref = 0
+    for i in range(lo, hi, step):
+        if i == stop:
+            break
+        ref += i
+    out = np.zeros(1, np.int64)
+    range_sum_break_kernel[(1,)](out, lo, hi, step, stop)
+    assert out[0] == ref
+
+
+def test_range_zero_step_is_an_error():
+    with pytest.raises(tessera.CompilationError, match="range\\(\\) arg 3 must not be zero"):
+        range_sum_kernel[(1,)](np.zeros(2, np.int64), 0, 4, 0)
+
+
+def test_range_negative_step_compiles_to_ptx():
+    k = tessera.compile(range_sum_kernel, signature="*i64,i64,i64", constexprs={"STEP": -3}, target="sm_80")
+    assert "sub" in k.asm["ir"] and ".entry" in k.asm["ptx"]
+
+
+@tessera.jit
+def return_poison(x):
+    a = False  # a scalar tensor (Triton's visit_Assign): the if is a runtime one
+    if a:
+        return x
+
+
+@tessera.jit
+def return_on_one_path(x, flag):
+    if flag > 0:
+        return x * 2, x + 1
+
+
+@tessera.jit(interpret=True)
+def poison_kernel(out_ptr, flag):
+    # test_core.py's test_poison_return: the path that returns nothing gives an unspecified value
+    tl.store(out_ptr, return_poison(0))
+    a, b = return_on_one_path(tl.load(out_ptr + 1), flag)
+    if flag > 0:
+        tl.store(out_ptr + 2, a)
+        tl.store(out_ptr + 3, b)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_value_returned_on_one_path(flag):
+    out = np.array([9, 5, 0, 0], np.int32)
+    poison_kernel[(1,)](out, flag)
+    assert list(out[1:]) == ([5, 10, 6] if flag else [5, 0, 0])
+
+
+def test_value_returned_on_one_path_compiles_to_ptx():
+    k = tessera.compile(poison_kernel, signature="*i32,i32", target="sm_80")
+    assert ".entry" in k.asm["ptx"]

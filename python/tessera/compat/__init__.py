@@ -34,6 +34,7 @@ KEEP_REAL_TRITON = ("torch", "functorch", "triton")
 ALIASES = {
     "triton.language": "tessera.language",
     "triton.language.core": "tessera.language",
+    "triton.language.standard": "tessera.language",
     "triton.language.math": "tessera.language.math",
     "triton.language.random": "tessera.language.random",
     "triton.language.extra": "tessera.language.extra",

@@ -9,11 +9,32 @@ from enum import Enum as _Enum
 from . import math
 
 
+class constexpr_type:
+    """Triton's triton.language.core.constexpr_type: the type of a constexpr, equal when the values are
+    (`tl.constexpr(10).type == constexpr_type(10)`; in kernels too, `c.type == constexpr_type(10)`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+    def __hash__(self):
+        return hash(self.value)
+
+
 class constexpr:
     """A compile-time value: `BLOCK: tl.constexpr` or `LOG2E = tl.constexpr(1.44)`."""
 
     def __init__(self, value):
         self.value = value.value if isinstance(value, constexpr) else value
+
+    @property
+    def type(self):
+        return constexpr_type(self.value)
 
     def __repr__(self):
         return f"constexpr[{self.value!r}]"
@@ -35,6 +56,13 @@ class constexpr:
 
     def __hash__(self):
         return hash(self.value)
+
+
+class PropagateNan(_Enum):
+    """`propagate_nan=` of tl.minimum / tl.maximum / tl.clamp (Triton's values): NONE, a NaN operand
+    loses to the other (PTX min/max); ALL, a NaN operand is the result."""
+    NONE = 0x0000
+    ALL = 0xFFFF
 
 
 class const:
@@ -383,11 +411,29 @@ for _name in [
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
     "to_tensor", "max_constancy", "condition", "interleave",
+    "sort", "gather", "histogram", "inline_asm_elementwise",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
     globals()[_name] = _device_only(_name)
 del _name
+
+
+def _log2(i):
+    """triton.language.standard._log2 (a constexpr_function): floor(log2(i)), 0 for i <= 1.
+    Inductor's sort helpers call it on block sizes; kernels compute it at compile time."""
+    i = getattr(i, "value", i)
+    log2 = 0
+    while i > 1:
+        i >>= 1
+        log2 += 1
+    return log2
+
+
+def _is_power_of_two(i):
+    """triton.language.standard._is_power_of_two (a constexpr_function)."""
+    i = getattr(i, "value", i)
+    return (i & (i - 1)) == 0 and i != 0
 
 
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)

@@ -23,6 +23,7 @@ NAMES = [
     # written in the language (dsl/LanguagePrelude.cpp)
     "isnan", "isinf", "finitef", "isfinited", "signbit", "float_as_int", "float_as_uint",
     "int_as_float", "uint_as_float", "double_as_longlong", "longlong_as_double", "llrint", "llround",
+    "ilogb", "ldexp", "scalbn", "popc", "clz", "brev", "ffs", "mulhi", "hadd", "rhadd",
     "add_rn", "sub_rn", "mul_rn", "fma_rn", "rcp_rn", "int2float_rn", "uint2float_rn", "ll2float_rn",
     "ull2float_rn", "int2double_rn", "uint2double_rn", "ll2double_rn", "ull2double_rn", "double2float_rn",
 ] + [f"{src}2{dst}_{r}" for src in ("float", "double") for dst in ("int", "uint", "ll", "ull")
