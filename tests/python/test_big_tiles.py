@@ -67,3 +67,26 @@ def test_aligned_big_tile_vectorises(tmp_path):
     ptx, _ = emit(tmp_path, "copy_tile", 512, "ptx", signature="*fp32:16,*fp32:16")
     assert len(re.findall(r"\bst\.global\.v4\.b32\b", ptx)) == 512
     assert len(re.findall(r"\bld\.global\.v4\.(?:b32|u32|f32)\b", ptx)) == 512
+
+
+def test_nvrtc_backend_loads_through_inline_ptx_in_big_tiles(tmp_path):
+    # NVRTC's optimiser grows faster than quadratically on very many plain loads: the CUDA
+    # C++ printer reads global memory through tsr_ld_global (inline PTX) past 64 of them.
+    small, _ = emit(tmp_path, "copy_tile", 64, "cuda")
+    assert "tsr_ld_global" not in small
+    big, _ = emit(tmp_path, "copy_tile", 256, "cuda")
+    assert big.count("tsr_ld_global((const unsigned int *)") == 512
+    aligned, _ = emit(tmp_path, "sum_tile", 256, "cuda", signature="*fp32:16,*fp32:16")
+    assert aligned.count("tsr_ld_global((const tsr_vec<unsigned int, 4> *)") == 128
+
+
+@pytest.mark.parametrize("signature", ["*fp32,*fp32", "*fp32:16,*fp32:16"])
+def test_nvrtc_backend_big_tile_ptx_assembles(tmp_path, signature):
+    out = tmp_path / "k.ptx"
+    proc = subprocess.run([str(CLI), "compile", FILE, "--kernel", "scale_tile", "--signature", signature,
+                           "--constexpr", "BLOCK=256", "--backend", "nvrtc", "-o", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    ptx = out.read_text()
+    assert len(re.findall(r"\bld\.global\.(?:v4\.)?b32\b", ptx)) == (512 if ":16" not in signature else 128)
+    subprocess.run([str(PTXAS), "-arch=sm_90a", str(out), "-o", str(tmp_path / "k.cubin")], check=True, timeout=300)
