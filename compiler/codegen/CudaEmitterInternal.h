@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -80,7 +79,6 @@ private:
   std::string out_; // the statements of the block being printed
   std::map<const llvm::GlobalVariable *, std::string> globalNames_;
   std::vector<std::string> globalDecls_;
-  std::optional<bool> manyGlobalLoads_; // computed on the first load
 
   [[noreturn]] void fail(const std::string &what) const {
     throw std::runtime_error("NVRTC back-end: unsupported " + what + " in kernel '" + kernel_ + "'");
@@ -119,7 +117,6 @@ private:
   std::string fromBits(const std::string &bits, llvm::Type *t);
   std::string toBits(const llvm::Value *v);
   std::string loadExpr(const llvm::LoadInst &load);
-  bool manyGlobalLoads(); // more plain global loads than kMaxPlainGlobalLoads: inline PTX
   void storeStatement(const llvm::StoreInst &store);
   std::string gep(const llvm::GetElementPtrInst &inst);
   std::string globalName(const llvm::GlobalVariable &g);

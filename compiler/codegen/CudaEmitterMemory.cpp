@@ -61,38 +61,11 @@ std::string Printer::toBits(const Value *v) {
 
 // ---------------------------------------------------------------- loads and stores
 
-// Plain global loads a kernel may have before they are printed as inline PTX: NVRTC's
-// optimiser grows faster than quadratically on very many plain loads (a 512 x 512 fp32
-// tile, 2048 loads a thread: 8.5 s, 1.6 s through inline PTX; issue 32). Every bundled
-// kernel is below it, so its CUDA C++ is unchanged.
-constexpr unsigned kMaxPlainGlobalLoads = 64;
-
-bool Printer::manyGlobalLoads() {
-  if (!manyGlobalLoads_) {
-    unsigned loads = 0;
-    for (const BasicBlock &block : fn_)
-      for (const Instruction &inst : block)
-        if (auto *load = dyn_cast<LoadInst>(&inst); load && load->getPointerAddressSpace() == 1) ++loads;
-    manyGlobalLoads_ = loads > kMaxPlainGlobalLoads;
-  }
-  return *manyGlobalLoads_;
-}
-
 std::string Printer::loadExpr(const LoadInst &load) {
   if (load.isAtomic()) failInstruction(load);
   Type *t = load.getType();
   if (t->isVectorTy() && load.getAlign().value() < dl_.getTypeAllocSize(t))
     fail("vector load with less than its size's alignment (" + printed(&load) + ")");
-  if (!load.isVolatile() && load.getPointerAddressSpace() == 1 && manyGlobalLoads()) {
-    const std::string bits = bitsType(t);
-    static const char *const kInline[] = {"unsigned short", "unsigned int", "unsigned long long",
-                                          "tsr_vec<unsigned int, 2>", "tsr_vec<unsigned int, 4>"};
-    if (std::find(std::begin(kInline), std::end(kInline), bits) != std::end(kInline)) {
-      need("vec"); // (the helpers' vector overloads)
-      need("ld_global");
-      return fromBits("tsr_ld_global((const " + bits + " *)" + expr(load.getPointerOperand()) + ")", t);
-    }
-  }
   return fromBits(std::string("*(") + (load.isVolatile() ? "volatile " : "") + "const " + bitsType(t) + " *)" +
                       expr(load.getPointerOperand()),
                   t);

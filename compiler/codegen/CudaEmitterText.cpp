@@ -87,23 +87,6 @@ namespace {
 
 const Helper kHelpers[] = {
     {"vec", "template <typename T, int N> struct __align__(sizeof(T) * N) tsr_vec { T e[N]; };\n"},
-    // Global loads as inline PTX, for kernels with very many (CudaEmitterMemory.cpp).
-    {"ld_global",
-     "__device__ __forceinline__ unsigned short tsr_ld_global(const unsigned short *p) {\n"
-     "  unsigned short v; asm volatile(\"ld.global.b16 %0, [%1];\" : \"=h\"(v) : \"l\"(p)); return v;\n}\n"
-     "__device__ __forceinline__ unsigned int tsr_ld_global(const unsigned int *p) {\n"
-     "  unsigned int v; asm volatile(\"ld.global.b32 %0, [%1];\" : \"=r\"(v) : \"l\"(p)); return v;\n}\n"
-     "__device__ __forceinline__ unsigned long long tsr_ld_global(const unsigned long long *p) {\n"
-     "  unsigned long long v; asm volatile(\"ld.global.b64 %0, [%1];\" : \"=l\"(v) : \"l\"(p)); return v;\n}\n"
-     "__device__ __forceinline__ tsr_vec<unsigned int, 2> tsr_ld_global(const tsr_vec<unsigned int, 2> *p) {\n"
-     "  tsr_vec<unsigned int, 2> v;\n"
-     "  asm volatile(\"ld.global.v2.b32 {%0, %1}, [%2];\" : \"=r\"(v.e[0]), \"=r\"(v.e[1]) : \"l\"(p));\n"
-     "  return v;\n}\n"
-     "__device__ __forceinline__ tsr_vec<unsigned int, 4> tsr_ld_global(const tsr_vec<unsigned int, 4> *p) {\n"
-     "  tsr_vec<unsigned int, 4> v;\n"
-     "  asm volatile(\"ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\"\n"
-     "               : \"=r\"(v.e[0]), \"=r\"(v.e[1]), \"=r\"(v.e[2]), \"=r\"(v.e[3]) : \"l\"(p));\n"
-     "  return v;\n}\n"},
     {"bitcast", "template <typename To, typename From> __device__ __forceinline__ To tsr_bitcast(From from) {\n"
                 "  static_assert(sizeof(To) == sizeof(From), \"tsr_bitcast between sizes\");\n"
                 "  union { From from; To to; } bits;\n"
