@@ -427,7 +427,8 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (end <= start) error(loc, "tl.arange needs end > start, got " + std::to_string(start) + " and " + std::to_string(end));
     if (!isPowerOfTwo(end - start))
       error(loc, "tl.arange's range must be a power of 2, got " + std::to_string(end - start));
-    if (end - start > (1 << 20)) error(loc, "tl.arange's range is too large (more than 2^20 elements)");
+    if (end - start > (1 << 20)) // Triton's words (its block_type's check)
+      error(loc, "numel (" + std::to_string(end - start) + ") exceeds triton maximum tensor numel (1048576)");
     return SValue::ir(b_.op(OpCode::MakeRange, {}, ir::Type(ScalarType::I32).withShape({end - start}),
                             {{"start", start}, {"end", end}}));
   }

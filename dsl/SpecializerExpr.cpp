@@ -260,7 +260,32 @@ ir::Type Specializer::promote(const ir::Type &a0, const ir::Type &b0, const char
 
 // -------------------------------------------------------------- expressions
 
+// Triton's bound on a block (TRITON_MAX_TENSOR_NUMEL): larger blocks are refused where
+// they are made, with Triton's words, before codegen unrolls them into registers.
+constexpr int64_t kMaxBlockElements = int64_t{1} << 20;
+
+void Specializer::checkBlockSize(const SValue &v, SourceLoc loc) const {
+  if (!v.isIR() || !v.value->type.isBlock()) return;
+  int64_t numel = 1;
+  bool huge = false; // a product beyond int64 (every dim is at most 2^62)
+  for (int64_t d : v.value->type.shape) {
+    if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) huge = true;
+    else numel *= d;
+  }
+  std::string product; // beyond int64: the dims, multiplied
+  for (int64_t d : v.value->type.shape) product += (product.empty() ? "" : "*") + std::to_string(d);
+  if (huge || numel > kMaxBlockElements)
+    error(loc, "numel (" + (huge ? product : std::to_string(numel)) +
+                   ") exceeds triton maximum tensor numel (" + std::to_string(kMaxBlockElements) + ")");
+}
+
 SValue Specializer::eval(const ast::Expr &e) {
+  SValue v = evalUnchecked(e);
+  checkBlockSize(v, e.loc);
+  return v;
+}
+
+SValue Specializer::evalUnchecked(const ast::Expr &e) {
   switch (e.kind) {
   case ast::ExprKind::Name: return evalName(cast<ast::Name>(e));
   case ast::ExprKind::Constant: {
@@ -285,6 +310,7 @@ SValue Specializer::eval(const ast::Expr &e) {
     for (auto b = spine.rbegin(); b != spine.rend(); ++b) {
       SValue rhs = eval(*(*b)->rhs);
       lhs = binary((*b)->op, lhs, rhs, (*b)->loc);
+      checkBlockSize(lhs, (*b)->loc);
     }
     return lhs;
   }

@@ -94,7 +94,9 @@ public:
   [[noreturn]] void error(SourceLoc loc, const std::string &message) const;
 
   // --- expressions (SpecializerExpr.cpp)
-  SValue eval(const ast::Expr &e);
+  SValue eval(const ast::Expr &e); // evalUnchecked, then checkBlockSize
+  SValue evalUnchecked(const ast::Expr &e);
+  void checkBlockSize(const SValue &v, SourceLoc loc) const; // at most 2^20 elements, as Triton
   SValue evalName(const ast::Name &e);
   SValue evalAttribute(const ast::Attribute &e);
   SValue attributeOf(const SValue &base, const std::string &attr, SourceLoc loc); // base.attr, getattr()

@@ -72,6 +72,7 @@ private:
   // Per block compare, runs of equal results along each dim (compiler/ir/AxisInfo.h),
   // computed on first use.
   std::optional<std::unordered_map<const ir::Operation *, std::vector<int64_t>>> compareConstancy_;
+  std::optional<bool> manyGlobalStores_, manyGlobalLoads_; // computed on the first access
   // For each register of `op`'s result, the first register whose value it shares (itself
   // when none): registers in one run of a compare's constancy in every thread.
   std::vector<unsigned> sharedCompareRegisters(ir::Operation &op, unsigned numRegs);
@@ -138,6 +139,9 @@ private:
                   llvm::Value *pred, llvm::ArrayRef<llvm::Value *> others);
   void storeVector(ir::Operation &op, llvm::Type *memTy, llvm::Value *ptr,
                    llvm::ArrayRef<llvm::Value *> values, llvm::Value *pred);
+  bool manyGlobalStores(); // stores a thread issues, over the kernel, above kMaxPlainStores
+  bool manyGlobalLoads();  // the same for loads (kMaxPlainLoads)
+  unsigned globalAccessCount(ir::OpCode code) const;
 
   // Reduce.cpp: reduce (sum/max/min) and reduce_combine share the three steps.
   using Combiner = std::function<std::vector<llvm::Value *>(llvm::ArrayRef<llvm::Value *>, llvm::ArrayRef<llvm::Value *>)>;

@@ -10,6 +10,14 @@
 // into the destination first. Plain ones are ordinary LLVM vector loads and
 // stores the optimiser can see through. A store is done only by the thread
 // that owns the elements (replicated layouts).
+//
+// Except when a thread stores very many times (a 256x256 fp32 tile unaligned:
+// 512 stores a thread): then plain stores are inline PTX too (and plain loads,
+// when there are very many of them). LLVM's
+// SelectionDAG combiner compares each plain store with the others of its basic
+// block (store merging, alias chains), which grows faster than quadratically:
+// 16 s to 300 s for one kernel (issue 32). Inline stores keep the compile time
+// linear in the block size; ptxas still folds their address arithmetic.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -88,6 +96,16 @@ AccessForm accessForm(const ir::Operation &op, unsigned vec, unsigned elemBits, 
 bool needsAsm(const AccessForm &f, Value *pred) {
   return pred || f.qualifiers != ".global";
 }
+
+// Plain stores a thread may issue, over the whole kernel, before they all become
+// inline PTX: below it LLVM's instruction selection stays fast (64 stores of a
+// 32x256 fp32 tile: 0.07 s; 128: 1 s; 256: 11 s), and every bundled kernel is
+// below it, so its PTX is unchanged.
+constexpr unsigned kMaxPlainStores = 64;
+// The same for loads: past it, O3's VectorCombine (which compares each vector load with
+// the instructions after it) took 3.4 s of the 1024 x 1024 aligned tile, and llc's
+// load/store vectorizer 1.4 s more.
+constexpr unsigned kMaxPlainLoads = 64;
 
 std::string operandList(unsigned first, unsigned n) {
   if (n == 1) return "$" + std::to_string(first);
@@ -181,7 +199,7 @@ Regs KernelLowering::loadVector(ir::Operation &op, Type *memTy, unsigned vec, Va
   AccessForm f = accessForm(op, vec, elemBits, /*isLoad=*/true);
   Type *unitTy = b_.getIntNTy(f.unitBits);
 
-  if (!needsAsm(f, pred)) {
+  if (!needsAsm(f, pred) && !manyGlobalLoads()) {
     if (vec == 1)
       return {b_.CreateAlignedLoad(memTy, ptr, Align(elemBits / 8))};
     auto *wordsTy = FixedVectorType::get(b_.getInt32Ty(), f.units);
@@ -246,7 +264,7 @@ void KernelLowering::storeVector(ir::Operation &op, Type *memTy, Value *ptr, Arr
     unsupported(op, "store of a " + std::to_string(elemBits) + "-bit element");
   const unsigned vec = static_cast<unsigned>(values.size());
   AccessForm f = accessForm(op, vec, elemBits, /*isLoad=*/false);
-  if (!needsAsm(f, pred)) {
+  if (!needsAsm(f, pred) && !manyGlobalStores()) {
     if (vec == 1) {
       b_.CreateAlignedStore(values[0], ptr, Align(elemBits / 8));
       return;
@@ -288,6 +306,32 @@ void KernelLowering::storeVector(ir::Operation &op, Type *memTy, Value *ptr, Arr
                      " [$0], " + operandList(1, n) + policyText + ";";
   auto *asmType = FunctionType::get(b_.getVoidTy(), argTypes, false);
   b_.CreateCall(InlineAsm::get(asmType, text, constraints, /*hasSideEffects=*/true), args)->setDoesNotThrow();
+}
+
+// Accesses of `code` (Load or Store) a thread issues over the kernel (each op once).
+unsigned KernelLowering::globalAccessCount(ir::OpCode code) const {
+  unsigned accesses = 0;
+  ir::walk(fn_.body, [&](ir::Operation &op) {
+    if (op.code != code || !op.operand(0)->type.isBlock()) return;
+    const bool isStore = code == ir::OpCode::Store;
+    const ir::Type elem = isStore ? op.operand(1)->type.element() : op.result()->type.element();
+    Type *memTy = memoryType(elem, &op);
+    const unsigned elemBits = memTy->isPointerTy() ? 64 : memTy->getPrimitiveSizeInBits();
+    DistributedLayout layout = layoutOf(op.operand(0), op);
+    const bool masked = isStore ? op.storeMask() != nullptr : op.loadMask() != nullptr;
+    accesses += layout.numRegs() / vectorWidth(op, layout, elemBits, masked);
+  });
+  return accesses;
+}
+
+bool KernelLowering::manyGlobalStores() {
+  if (!manyGlobalStores_) manyGlobalStores_ = globalAccessCount(ir::OpCode::Store) > kMaxPlainStores;
+  return *manyGlobalStores_;
+}
+
+bool KernelLowering::manyGlobalLoads() {
+  if (!manyGlobalLoads_) manyGlobalLoads_ = globalAccessCount(ir::OpCode::Load) > kMaxPlainLoads;
+  return *manyGlobalLoads_;
 }
 
 void KernelLowering::lowerLoad(ir::Operation &op) {
