@@ -48,7 +48,8 @@ bool isPreludeLibdevice(const std::string &fn) {
                                 "float_as_uint", "int_as_float", "uint_as_float", "double_as_longlong",
                                 "longlong_as_double", "int2float_rn", "uint2float_rn", "ll2float_rn",
                                 "ull2float_rn", "int2double_rn", "uint2double_rn", "ll2double_rn",
-                                "ull2double_rn", "double2float_rn", "llrint", "llround", "add_rn", "sub_rn",
+                                "ull2double_rn", "double2float_rn", "llrint", "llround", "ilogb", "ldexp", "scalbn",
+                                "popc", "clz", "brev", "ffs", "mulhi", "hadd", "rhadd", "add_rn", "sub_rn",
                                 "mul_rn", "fma_rn", "rcp_rn"};
   for (const char *n : names)
     if (fn == n) return true;

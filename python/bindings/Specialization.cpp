@@ -201,8 +201,15 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       continue;
     }
     if (p.isConstexpr) {
-      if (!p.hasDefault && !k.defaults_[i] && !missingConstexpr) missingConstexpr = &p;
-      continue; // with a default: the front-end evaluates it
+      PyObject *d = k.defaults_[i].ptr();
+      // A number or string default is the value Python computed, as Triton binds it: the front-end
+      // could not evaluate `FP8_MIN: tl.constexpr = torch.finfo(...).min` (vLLM) itself.
+      if (d && (PyLong_CheckExact(d) || PyFloat_CheckExact(d) || PyBool_Check(d) || PyUnicode_CheckExact(d))) {
+        values[i] = d;
+        continue;
+      }
+      if (!p.hasDefault && !d && !missingConstexpr) missingConstexpr = &p;
+      continue; // another default: the front-end evaluates it
     }
     if (k.defaults_[i]) {
       values[i] = k.defaults_[i].ptr();
