@@ -129,9 +129,9 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def src(self):
-        """The function's source lines as they stand in its file (decorators included; Triton's
-        spelling drops them: _unsafe_update_src takes either)."""
-        return inspect.getsource(self.fn)
+        """The function's source, dedented as Triton's is (so text substituted at Triton's indentation
+        fits), decorators included (Triton's spelling drops them: _unsafe_update_src takes either)."""
+        return textwrap.dedent(inspect.getsource(self.fn))
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""

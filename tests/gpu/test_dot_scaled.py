@@ -160,10 +160,16 @@ def test_scaled_dot_against_torch(M, N, K, col_a, col_b, rhs_scale, mxfp_type, n
     args = (a, *a.stride(), sa, b, *b.stride(), sb, z, M, N, K, type_a, type_b)
     scaled_dot_tile[(1,)](*args, num_warps=4)
     torch.cuda.synchronize()
-    ref, _ = reference(a, sa, type_a, b, sb, type_b)
+    ref, magnitude = reference(a, sa, type_a, b, sb, type_b)
     # rounded as the kernel rounds: f32 sum, .to(bf16), stored into the compute dtype (fp16 may overflow)
     want = ref.float().to(torch.bfloat16).to(comp_dtype).double()
-    torch.testing.assert_close(z.double(), want, atol=1e-5, rtol=1e-2)
+    # test_scaled_dot's tolerance, plus what an f32 sum in another order may differ by where the products
+    # cancel (|products| up to 2^34 here: a result near 250 can be 2 bf16 steps off in f32 already).
+    bound = 1e-5 + 1e-2 * want.abs() + magnitude * K * 2.0 ** -23
+    err = (z.double() - want).abs()
+    finite = want.isfinite()
+    assert bool((err[finite] <= bound[finite]).all()), f"max error over bound {(err - bound)[finite].max().item()}"
+    assert torch.equal(z.double()[~finite], want[~finite])
     ptx = scaled_dot_tile.warmup(*args, num_warps=4, grid=(1,)).asm["ptx"]  # the kernel just launched
     assert MMA.search(ptx)
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx

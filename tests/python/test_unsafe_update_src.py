@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tessera
+import tessera.language as tl
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 
@@ -57,3 +58,32 @@ def test_patching_twice_and_tritons_src_spelling_work():
     kernel.interpret = True
     kernel[(1,)](x, out, N=64)
     np.testing.assert_array_equal(out, x - 1.0)
+
+
+def nested_template():
+    """A kernel defined inside a function (as in Triton's test_const): its src is dedented as Triton's
+    is, so a multi-line statement written at Triton's indentation fits in."""
+
+    @tessera.jit
+    def kernel(x_ptr, out_ptr, FLAG: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, 16))
+        CHOOSE
+        tl.store(out_ptr + tl.arange(0, 16), y)
+    return kernel
+
+
+def test_nested_template_takes_a_statement_at_tritons_indentation():
+    kernel = nested_template()
+    assert kernel.src.startswith("@tessera.jit\ndef kernel(")
+    kernel._unsafe_update_src(kernel.src.replace("CHOOSE", """
+    if FLAG:
+        y = x + 1.0
+    else:
+        y = x - 1.0
+"""))
+    x = np.arange(16, dtype=np.float32)
+    for flag, want in ((True, x + 1), (False, x - 1)):
+        out = np.full_like(x, np.nan)
+        kernel.interpret = True
+        kernel[(1,)](x, out, FLAG=flag)
+        np.testing.assert_array_equal(out, want)
