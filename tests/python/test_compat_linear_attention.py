@@ -151,5 +151,5 @@ def zero_step_kernel(out_ptr, n):
 
 
 def test_zero_step_is_one_clear_error():
-    with pytest.raises(tessera.CompilationError, match="range\\(\\) step must not be zero"):
+    with pytest.raises(tessera.CompilationError, match="range\\(\\) arg 3 must not be zero"):
         zero_step_kernel[(1,)](np.zeros(1, np.int32), 4)
