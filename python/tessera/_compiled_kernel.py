@@ -170,10 +170,10 @@ def _ptxas_attributes(ptx, arch, name):
     import shutil  # here: `import tessera` does not pay for what only machines without a driver use
     import subprocess
     import tempfile
+    homes = [home for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if home]
     tool = os.environ.get("TESSERA_PTXAS") or next(
-        (p for p in (os.path.join(os.environ[v], "bin", "ptxas") for v in ("CUDA_HOME", "CUDA_PATH")
-                     if os.environ.get(v)) if os.access(p, os.X_OK)), None) or \
-        (os.access("/usr/local/cuda/bin/ptxas", os.X_OK) and "/usr/local/cuda/bin/ptxas") or shutil.which("ptxas")
+        (p for p in (os.path.join(home, "bin", "ptxas") for home in homes) if os.access(p, os.X_OK)), None) or \
+        shutil.which("ptxas")
     if not tool:
         raise RuntimeError(f"{name}: n_regs and n_spills need a CUDA driver (to load the kernel) or a ptxas "
                            "(TESSERA_PTXAS, CUDA_HOME/bin, /usr/local/cuda/bin or PATH); neither was found")

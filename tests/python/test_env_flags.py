@@ -19,7 +19,8 @@ SPELLINGS = [(None, None), ("", None), ("0", False), ("false", False), ("FALSE",
              ("2", True), ("disabled", True), (" off", True), ("0 ", True)]
 
 # Environment variables that hold a value, not a switch.
-NOT_SWITCHES = {"TESSERA_CACHE_DIR", "TESSERA_EXT_DIR", "TESSERA_BUILD_DIR", "TESSERA_KERNELS_DIR", "XDG_CACHE_HOME"}
+NOT_SWITCHES = {"TESSERA_CACHE_DIR", "TESSERA_EXT_DIR", "TESSERA_BUILD_DIR", "TESSERA_KERNELS_DIR", "XDG_CACHE_HOME",
+                "TESSERA_PTXAS", "CUDA_HOME", "CUDA_PATH"}  # paths, not switches
 
 
 def _set(monkeypatch, name, value):

@@ -47,9 +47,10 @@ def test_none_arguments_specialise_the_launch():
     k = tessera.jit(bias_kernel.fn)  # the launch path
     x = FakeArray()
     signature, constexprs, _, _ = k.specialization(x, None, x)
-    assert signature == "*fp32:16,*fp32:16" and constexprs == {"bias_ptr": None, "scale": None}
+    # BLOCK: its default, as Python computed it
+    assert signature == "*fp32:16,*fp32:16" and constexprs == {"bias_ptr": None, "scale": None, "BLOCK": 16}
     signature, constexprs, _, _ = k.specialization(x, x, x, 2.0)
-    assert signature == "*fp32:16,*fp32:16,*fp32:16,fp32" and constexprs == {}
+    assert signature == "*fp32:16,*fp32:16,*fp32:16,fp32" and constexprs == {"BLOCK": 16}
     # The hot pass and the full pass build the same key; None differs from every runtime argument.
     fast, full = k._get_handle()._launch_keys((x, None, x), {})
     assert fast == full
