@@ -101,10 +101,12 @@ public:
     launch(grid, pointers.data(), stream);
   }
 
+  // The size check of the variadic launch (public for include/tessera/tessera.h's Kernel).
+  void checkArgumentSizes(const std::size_t *sizes, std::size_t count) const;
+
 private:
   friend Kernel compileCached(std::shared_ptr<const SourceFile>, const std::string &, std::vector<ArgSpec>,
                               const std::map<std::string, ConstexprValue> &, const CompileOptions &, bool *);
-  void checkArgumentSizes(const std::size_t *sizes, std::size_t count) const;
   struct Impl;
   const Impl &state() const; // throws std::logic_error when empty
   std::shared_ptr<Impl> impl_;

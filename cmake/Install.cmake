@@ -1,0 +1,28 @@
+# `cmake --install build [--prefix DIR]` (docs/cpp-api.md):
+#   include/tessera/tessera.h             the public C++ API (no internal IR headers)
+#   lib/libtessera.so                     the compiler and runtime
+#   bin/tessera                           the CLI (finds the library through $ORIGIN/../lib)
+#   lib/cmake/tessera/tesseraConfig.cmake find_package(tessera): the target tessera::tessera
+#   lib/pkgconfig/tessera.pc              pkg-config --cflags --libs tessera
+# The paths are fixed (lib, not lib64) because the CLI's RPATH is $ORIGIN/../lib.
+include(CMakePackageConfigHelpers)
+
+set(TESSERA_INSTALL_CMAKEDIR lib/cmake/tessera)
+
+target_include_directories(tessera INTERFACE "$<INSTALL_INTERFACE:include>")
+install(FILES ${PROJECT_SOURCE_DIR}/include/tessera/tessera.h DESTINATION include/tessera)
+install(TARGETS tessera EXPORT tesseraTargets LIBRARY DESTINATION lib)
+install(TARGETS tessera-cli RUNTIME DESTINATION bin)
+
+install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tesseraConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/tesseraConfig.cmake
+  INSTALL_DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/tesseraConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/tesseraConfig.cmake
+              ${PROJECT_BINARY_DIR}/cmake/tesseraConfigVersion.cmake
+        DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera.pc.in ${PROJECT_BINARY_DIR}/cmake/tessera.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/tessera.pc DESTINATION lib/pkgconfig)
