@@ -586,21 +586,17 @@ struct Group { // one entry and its stage files
 // (older than ten minutes: their writer died) are removed on the way.
 std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp, std::string *error = nullptr) {
   std::map<std::string, Group> groups;
-  std::error_code ec;
   const int64_t now = std::time(nullptr);
-  fs::recursive_directory_iterator it(kernelsDir(config), ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::error_code fileEc;
-    if (!it->is_regular_file(fileEc)) continue;
+  auto addFile = [&](const fs::path &path) {
     struct stat st{};
-    if (::stat(it->path().c_str(), &st) != 0) continue;
-    std::string name = it->path().filename().string();
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    std::string name = path.filename().string();
     if (name.find(".tmp.") != std::string::npos) {
-      if (now - st.st_mtim.tv_sec > 600 && ::unlink(it->path().c_str()) == 0 && removedTmp) ++*removedTmp;
-      continue;
+      if (now - st.st_mtim.tv_sec > 600 && ::unlink(path.c_str()) == 0 && removedTmp) ++*removedTmp;
+      return;
     }
-    Group &g = groups[stemOf(it->path())];
-    g.files.push_back(it->path());
+    Group &g = groups[stemOf(path)];
+    g.files.push_back(path);
     g.bytes += static_cast<uint64_t>(st.st_size);
     if (name.ends_with(kEntrySuffix)) {
       g.hasEntry = true;
@@ -608,11 +604,22 @@ std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp, st
     } else if (!g.hasEntry) {
       g.lastUsed = std::max<int64_t>(g.lastUsed, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
     }
-  }
-  // A missing DIR/kernels is an empty cache; anything else (EACCES on DIR or
-  // a subdirectory) is reported.
-  if (ec && ec != std::errc::no_such_file_or_directory && error && error->empty())
-    *error = "cannot read " + (it != end ? it->path().string() : kernelsDir(config)) + ": " + ec.message();
+  };
+  // DIR/kernels/<2 hex>/files. A directory that cannot be read is skipped
+  // (the rest is still counted) and the first one named in *error; a missing
+  // one is an empty cache or a concurrent clear.
+  auto walk = [&](const fs::path &dir, auto &&visit) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) visit(it->path());
+    if (ec && ec != std::errc::no_such_file_or_directory && error && error->empty())
+      *error = "cannot read " + dir.string() + ": " + ec.message();
+  };
+  walk(kernelsDir(config), [&](const fs::path &path) {
+    std::error_code ec;
+    if (fs::is_directory(fs::symlink_status(path, ec))) walk(path, addFile);
+    else addFile(path);
+  });
   return groups;
 }
 

@@ -205,6 +205,16 @@ def test_info_list_and_verify_report_an_unreadable_cache(shared_cache):
         assert "every entry is intact" not in out.stdout
 
 
+def test_an_unreadable_subdirectory_is_named_and_the_rest_still_listed(shared_cache):
+    other = os.path.join(shared_cache, "kernels", "zz")
+    os.makedirs(other)
+    os.chmod(other, 0o700)
+    out = cli_as_nobody(shared_cache, "cache", "list")
+    assert out.returncode != 0
+    assert f"cannot read {other}: Permission denied" in out.stderr, out.stderr
+    assert out.stdout.count("CORRUPT") == 0 and len(out.stdout.splitlines()) == 1, out.stdout
+
+
 def test_storing_into_a_read_only_cache_names_the_permission_problem(shared_cache):
     # DIR/kernels/<2 hex> does not exist yet and cannot be made: the warning is about that, not
     # the "No such file or directory" of the temporary file it could not open.
