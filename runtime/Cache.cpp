@@ -751,7 +751,8 @@ uint64_t DiskCache::clear(bool tuning, std::string *error) {
     }
   }
   // The running total is rebuilt by the next store's walk.
-  if (::unlink(usagePath(config_).c_str()) != 0 && errno != ENOENT) problem("cannot remove " + usagePath(config_), errno);
+  const std::string usage = usagePath(config_);
+  if (::unlink(usage.c_str()) != 0 && errno != ENOENT) problem("cannot remove " + usage, errno);
   return removed;
 }
 

@@ -12,7 +12,8 @@
 // temporary file and renamed into place, readers see an old or a new entry,
 // never a partial one. A corrupt or truncated entry fails its checksum, is
 // reported once on stderr, removed and rebuilt. A directory that cannot be
-// written is reported once; tessera then compiles without storing.
+// written is reported once; tessera then compiles without storing. The size
+// cap is kept through a running total in DIR/kernels.usage (see store()).
 //
 // The environment is read on every cache operation (they only happen on an
 // in-memory miss), so tests and tools may change it at run time.

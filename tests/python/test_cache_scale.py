@@ -134,7 +134,8 @@ sys.path[:0] = [{str(ROOT / 'python')!r}, {str(ROOT)!r}]
 import tessera
 from kernels.copy2d import copy2d_kernel
 from kernels.vector_add import add_kernel
-tessera.compile(copy2d_kernel, signature="*fp32:16,*fp32:16,i32,i32,i32,i32", constexprs={{"BLOCK_M": 16, "BLOCK_N": 16}})
+tessera.compile(copy2d_kernel, signature="*fp32:16,*fp32:16,i32,i32,i32,i32",
+                constexprs={{"BLOCK_M": 16, "BLOCK_N": 16}})
 tessera.compile(add_kernel, signature={SIG!r}, constexprs={{"BLOCK_SIZE": 64}})
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
