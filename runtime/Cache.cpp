@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,7 +52,7 @@ constexpr size_t kHeaderBytes = 32; // magic, format, section count, body bytes,
 constexpr const char *kEntrySuffix = ".tsc";
 
 struct Counters {
-  std::atomic<uint64_t> hits{0}, misses{0}, stores{0}, corrupt{0}, storeFailures{0}, evictions{0};
+  std::atomic<uint64_t> hits{0}, misses{0}, stores{0}, corrupt{0}, storeFailures{0}, evictions{0}, sweeps{0};
 };
 Counters &counters() {
   static Counters c;
@@ -210,6 +211,9 @@ std::string stemOf(const fs::path &p) { // "<digest>" of "<digest>.tsc", "<diges
 }
 
 std::string kernelsDir(const Config &c) { return c.dir + "/kernels"; }
+// The running total of DIR/kernels' bytes ("<bytes>\n"), and the flock that
+// serialises its updates and the sweeps between processes.
+std::string usagePath(const Config &c) { return c.dir + "/kernels.usage"; }
 
 } // namespace
 
@@ -456,12 +460,14 @@ bool writeFileAtomically(const std::string &path, std::string_view bytes) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
+    const int mkdirError = ec ? ec.value() : 0;
     std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
                       std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 1000000) + "." +
                       std::to_string(counter.fetch_add(1));
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-      if (errno == ENOENT) continue; // the directory vanished (a concurrent clear): once more
+      if (errno == ENOENT && !mkdirError) continue; // the directory vanished (a concurrent clear): once more
+      if (errno == ENOENT) errno = mkdirError;       // why it is missing: EACCES, EROFS, ...
       return false;
     }
     size_t done = 0;
@@ -486,7 +492,7 @@ bool writeFileAtomically(const std::string &path, std::string_view bytes) {
 Stats stats() {
   Counters &c = counters();
   return Stats{c.hits.load(), c.misses.load(), c.stores.load(), c.corrupt.load(), c.storeFailures.load(),
-               c.evictions.load()};
+               c.evictions.load(), c.sweeps.load()};
 }
 
 DiskCache::DiskCache(Config config) : config_(std::move(config)) {}
@@ -530,14 +536,24 @@ bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) 
     if (unwritableDirs().count(config_.dir)) return false;
   }
   const std::string path = entryPath(key);
-  bool ok = writeFileAtomically(path, encode(entry));
+  // Bytes added to DIR/kernels: what is written less what it replaces (one
+  // stat of this entry's own files; no other entry is looked at).
+  int64_t added = 0;
+  auto write = [&](const std::string &file, std::string_view bytes) {
+    struct stat st{};
+    int64_t old = ::stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+    if (!writeFileAtomically(file, bytes)) return false;
+    added += static_cast<int64_t>(bytes.size()) - old;
+    return true;
+  };
+  bool ok = write(path, encode(entry));
   if (ok && stages && config_.keepStages) {
     std::string stem = path.substr(0, path.size() - std::strlen(kEntrySuffix));
     const std::pair<const char *, const std::string *> files[] = {
         {".ir", &stages->ir}, {".ir-opt", &stages->irOpt}, {".ll", &stages->llvmIR}, {".ptx", &stages->ptx},
         {".cu", &stages->cuda}};
     for (const auto &[suffix, text] : files)
-      if (!text->empty()) ok = writeFileAtomically(stem + suffix, *text) && ok;
+      if (!text->empty()) ok = write(stem + suffix, *text) && ok;
   }
   if (!ok) {
     int err = errno;
@@ -553,7 +569,7 @@ bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) 
     return false;
   }
   counters().stores++;
-  evict(config_.maxBytes);
+  account(added);
   return true;
 }
 
@@ -568,23 +584,19 @@ struct Group { // one entry and its stage files
 
 // Every file under DIR/kernels, grouped by digest; stale temporary files
 // (older than ten minutes: their writer died) are removed on the way.
-std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp) {
+std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp, std::string *error = nullptr) {
   std::map<std::string, Group> groups;
-  std::error_code ec;
   const int64_t now = std::time(nullptr);
-  for (fs::recursive_directory_iterator it(kernelsDir(config), fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code fileEc;
-    if (!it->is_regular_file(fileEc)) continue;
+  auto addFile = [&](const fs::path &path) {
     struct stat st{};
-    if (::stat(it->path().c_str(), &st) != 0) continue;
-    std::string name = it->path().filename().string();
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    std::string name = path.filename().string();
     if (name.find(".tmp.") != std::string::npos) {
-      if (now - st.st_mtim.tv_sec > 600 && ::unlink(it->path().c_str()) == 0 && removedTmp) ++*removedTmp;
-      continue;
+      if (now - st.st_mtim.tv_sec > 600 && ::unlink(path.c_str()) == 0 && removedTmp) ++*removedTmp;
+      return;
     }
-    Group &g = groups[stemOf(it->path())];
-    g.files.push_back(it->path());
+    Group &g = groups[stemOf(path)];
+    g.files.push_back(path);
     g.bytes += static_cast<uint64_t>(st.st_size);
     if (name.ends_with(kEntrySuffix)) {
       g.hasEntry = true;
@@ -592,34 +604,89 @@ std::map<std::string, Group> scan(const Config &config, uint64_t *removedTmp) {
     } else if (!g.hasEntry) {
       g.lastUsed = std::max<int64_t>(g.lastUsed, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
     }
-  }
+  };
+  // DIR/kernels/<2 hex>/files. A directory that cannot be read is skipped
+  // (the rest is still counted) and the first one named in *error; a missing
+  // one is an empty cache or a concurrent clear.
+  auto walk = [&](const fs::path &dir, auto &&visit) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) visit(it->path());
+    if (ec && ec != std::errc::no_such_file_or_directory && error && error->empty())
+      *error = "cannot read " + dir.string() + ": " + ec.message();
+  };
+  walk(kernelsDir(config), [&](const fs::path &path) {
+    std::error_code ec;
+    if (fs::is_directory(fs::symlink_status(path, ec))) walk(path, addFile);
+    else addFile(path);
+  });
   return groups;
+}
+
+// Evicts least recently used groups, if the total passes `trigger`, until
+// it is at most `target`; the total left goes to *left.
+uint64_t evictGroups(const Config &config, uint64_t trigger, uint64_t target, uint64_t *left) {
+  uint64_t removed = 0;
+  std::map<std::string, Group> groups = scan(config, &removed);
+  uint64_t total = 0;
+  for (const auto &[digest, g] : groups) total += g.bytes;
+  if (total > trigger) {
+    std::vector<const Group *> order;
+    for (const auto &[digest, g] : groups) order.push_back(&g);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Group *a, const Group *b) { return a->lastUsed < b->lastUsed; });
+    for (const Group *g : order) {
+      if (total <= target) break;
+      for (const fs::path &f : g->files)
+        if (::unlink(f.c_str()) == 0) ++removed; // ENOENT: another process evicted it first
+      total -= g->bytes;
+      counters().evictions++;
+    }
+  }
+  if (left) *left = total;
+  return removed;
 }
 
 } // namespace
 
-uint64_t DiskCache::evict(uint64_t maxBytes) {
-  uint64_t removed = 0;
-  std::map<std::string, Group> groups = scan(config_, &removed);
-  uint64_t total = 0;
-  for (const auto &[digest, g] : groups) total += g.bytes;
-  if (total <= maxBytes) return removed;
-  std::vector<const Group *> order;
-  for (const auto &[digest, g] : groups) order.push_back(&g);
-  std::stable_sort(order.begin(), order.end(), [](const Group *a, const Group *b) { return a->lastUsed < b->lastUsed; });
-  for (const Group *g : order) {
-    if (total <= maxBytes) break;
-    for (const fs::path &f : g->files)
-      if (::unlink(f.c_str()) == 0) ++removed; // ENOENT: another process evicted it first
-    total -= g->bytes;
-    counters().evictions++;
+uint64_t DiskCache::evict(uint64_t maxBytes) { return evictGroups(config_, maxBytes, maxBytes, nullptr); }
+
+void DiskCache::account(int64_t added) {
+  int fd = ::open(usagePath(config_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) { // no running total (DIR read-only but DIR/kernels not?): the walk on every store
+    counters().sweeps++;
+    evict(config_.maxBytes);
+    return;
   }
-  return removed;
+  // Without working locks (some network filesystems) the total is only
+  // approximate; a wrong total costs an early sweep or a late one, which
+  // writes the exact total back.
+  bool locked = ::flock(fd, LOCK_EX) == 0;
+  char text[32] = {};
+  ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  uint64_t total = 0;
+  bool known = false;
+  if (n > 1 && text[n - 1] == '\n') {
+    auto [end, err] = std::from_chars(text, text + n - 1, total);
+    known = err == std::errc() && end == text + n - 1;
+  }
+  if (known) total = added < 0 && static_cast<uint64_t>(-added) > total ? 0 : total + added;
+  if (!known || total > config_.maxBytes) {
+    // Down to 90% of the cap, so that a full cache sweeps once per tenth of
+    // its size stored, not on every store.
+    counters().sweeps++;
+    evictGroups(config_, config_.maxBytes, config_.maxBytes - config_.maxBytes / 10, &total);
+  }
+  std::string line = std::to_string(total) + "\n";
+  if (::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()))
+    (void)::ftruncate(fd, static_cast<off_t>(line.size()));
+  if (locked) ::flock(fd, LOCK_UN);
+  ::close(fd);
 }
 
-std::vector<EntryInfo> DiskCache::list() const {
+std::vector<EntryInfo> DiskCache::list(std::string *error) const {
   std::vector<EntryInfo> out;
-  for (const auto &[digest, g] : scan(config_, nullptr)) {
+  for (const auto &[digest, g] : scan(config_, nullptr, error)) {
     if (!g.hasEntry) continue;
     EntryInfo info;
     info.digest = digest;
@@ -644,9 +711,9 @@ std::vector<EntryInfo> DiskCache::list() const {
   return out;
 }
 
-Usage DiskCache::usage() const {
+Usage DiskCache::usage(std::string *error) const {
   Usage u;
-  for (const auto &[digest, g] : scan(config_, nullptr)) {
+  for (const auto &[digest, g] : scan(config_, nullptr, error)) {
     u.bytes += g.bytes;
     if (g.hasEntry) ++u.entries;
   }
@@ -661,20 +728,31 @@ Usage DiskCache::usage() const {
   return u;
 }
 
-uint64_t DiskCache::clear(bool tuning) {
+uint64_t DiskCache::clear(bool tuning, std::string *error) {
   uint64_t removed = 0;
+  auto problem = [&](const std::string &what, int err) {
+    if (error && error->empty()) *error = what + ": " + std::strerror(err);
+  };
   std::vector<std::string> roots = {kernelsDir(config_)};
   if (tuning) roots.push_back(config_.dir + "/autotune");
   for (const std::string &root : roots) {
     std::error_code ec;
     std::vector<fs::path> files;
-    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    fs::recursive_directory_iterator it(root, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
       std::error_code fileEc;
       if (it->is_regular_file(fileEc)) files.push_back(it->path());
     }
-    for (const fs::path &f : files)
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      problem("cannot read " + (it != end ? it->path().string() : root), ec.value());
+    for (const fs::path &f : files) {
       if (::unlink(f.c_str()) == 0) ++removed;
+      else if (errno != ENOENT) problem("cannot remove " + f.string(), errno); // ENOENT: a concurrent clear
+    }
   }
+  // The running total is rebuilt by the next store's walk.
+  const std::string usage = usagePath(config_);
+  if (::unlink(usage.c_str()) != 0 && errno != ENOENT) problem("cannot remove " + usage, errno);
   return removed;
 }
 

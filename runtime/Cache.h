@@ -12,7 +12,8 @@
 // temporary file and renamed into place, readers see an old or a new entry,
 // never a partial one. A corrupt or truncated entry fails its checksum, is
 // reported once on stderr, removed and rebuilt. A directory that cannot be
-// written is reported once; tessera then compiles without storing.
+// written is reported once; tessera then compiles without storing. The size
+// cap is kept through a running total in DIR/kernels.usage (see store()).
 //
 // The environment is read on every cache operation (they only happen on an
 // in-memory miss), so tests and tools may change it at run time.
@@ -127,6 +128,7 @@ struct Usage {
 // Process-wide counters, for tests and `TESSERA_CACHE_STATS`.
 struct Stats {
   uint64_t hits = 0, misses = 0, stores = 0, corrupt = 0, storeFailures = 0, evictions = 0;
+  uint64_t sweeps = 0; // walks of DIR/kernels by store (the running total passed the cap, or was unknown)
 };
 Stats stats();
 
@@ -142,18 +144,31 @@ public:
   // The entry for `key`, refreshing its last-used time. A corrupt entry is
   // reported (once per path and process), removed, and reads as a miss.
   std::optional<Entry> load(const Key &key);
-  // Writes `entry` atomically (and `stages` when keepStages), then evicts
-  // least recently used entries beyond the cap. False when nothing was
-  // stored (the first failure for a directory is reported once).
+  // Writes `entry` atomically (and `stages` when keepStages) and adds the
+  // bytes it changed to the running total in DIR/kernels.usage (under a
+  // flock). Only when that total passes the cap (or is missing) does it walk
+  // DIR/kernels, evicting least recently used entries down to 90% of the cap
+  // and writing the exact total back, so a store costs a few syscalls, not a
+  // stat per entry. False when nothing was stored (the first failure for a
+  // directory is reported once).
   bool store(const Key &key, const Entry &entry, const Stages *stages = nullptr);
 
-  std::vector<EntryInfo> list() const;   // every entry, decoded
-  Usage usage() const;
+  // Every entry, decoded. A directory that cannot be read is named in
+  // *error (when given; the other entries are still listed).
+  std::vector<EntryInfo> list(std::string *error = nullptr) const;
+  Usage usage(std::string *error = nullptr) const;
   // Removes entries (and stage files) least recently used first until
   // DIR/kernels holds at most maxBytes; also stale temporary files.
   uint64_t evict(uint64_t maxBytes);
-  // Removes every entry; with `tuning` the autotuning results too. Returns the files removed.
-  uint64_t clear(bool tuning);
+  // Removes every entry; with `tuning` the autotuning results too. Returns
+  // the files removed; the first file or directory that could not be read
+  // or removed goes to *error ("cannot remove PATH: Permission denied").
+  uint64_t clear(bool tuning, std::string *error = nullptr);
+
+  // Adds `added` bytes (negative: removed) to the running total of
+  // DIR/kernels; sweeps when it passes the cap. store() calls it; so does
+  // whatever else writes there (python/tessera/_source_cache.py).
+  void account(int64_t added);
 
 private:
   Config config_;

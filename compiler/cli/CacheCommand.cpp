@@ -39,6 +39,13 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+// "tessera: error: cannot read DIR/kernels: Permission denied" on stderr; exit status 1.
+int reportProblem(const std::string &problem) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "tessera: error: %s\n", problem.c_str());
+  return 1;
+}
+
 std::string timeText(int64_t seconds) {
   std::time_t t = static_cast<std::time_t>(seconds);
   char buf[32];
@@ -48,7 +55,8 @@ std::string timeText(int64_t seconds) {
 
 int cacheInfo(const tessera::cache::DiskCache &disk) {
   const tessera::cache::Config &c = disk.config();
-  tessera::cache::Usage u = disk.usage();
+  std::string problem;
+  tessera::cache::Usage u = disk.usage(&problem);
   std::printf("directory:  %s\n", c.dir.empty() ? "(none: no HOME)" : c.dir.c_str());
   std::printf("enabled:    %s\n", c.enabled ? "yes" : "no (TESSERA_CACHE=off)");
   std::printf("size cap:   %s (%llu bytes)\n", humanBytes(c.maxBytes).c_str(),
@@ -58,12 +66,13 @@ int cacheInfo(const tessera::cache::DiskCache &disk) {
               humanBytes(u.tuningBytes).c_str());
   std::printf("keep stages: %s\n", c.keepStages ? "yes" : "no");
   std::printf("compiler:   %s\n", tessera::cache::compilerFingerprint().c_str());
-  return 0;
+  return problem.empty() ? 0 : reportProblem(problem + " (the counts above leave it out)");
 }
 
 int cacheList(const tessera::cache::DiskCache &disk, bool verifyOnly) {
   int bad = 0;
-  for (const tessera::cache::EntryInfo &i : disk.list()) {
+  std::string problem;
+  for (const tessera::cache::EntryInfo &i : disk.list(&problem)) {
     if (!i.entry) {
       ++bad;
       std::printf("%.12s  CORRUPT (%s)  %s\n", i.digest.c_str(), i.problem.c_str(), i.path.c_str());
@@ -77,6 +86,7 @@ int cacheList(const tessera::cache::DiskCache &disk, bool verifyOnly) {
                 e.arch.c_str(), e.signature.c_str(), e.numWarps, humanBytes(i.bytes).c_str(),
                 timeText(i.lastUsed).c_str(), cubins.empty() ? "(ptx only)" : cubins.c_str());
   }
+  if (!problem.empty()) return reportProblem(problem + (verifyOnly ? " (not verified)" : " (not listed)"));
   if (verifyOnly) std::printf("%s\n", bad ? "some entries are corrupt" : "every entry is intact");
   return bad ? 1 : 0;
 }
@@ -97,7 +107,11 @@ int cacheClear(int argc, char **argv) {
   command.flag({"--all"}, "remove the autotuning results too", [&] { all = true; }).notes(kCacheNotes);
   if (!command.parse(argc, argv)) return 0;
   tessera::cache::DiskCache disk;
-  uint64_t n = disk.clear(all);
+  std::string problem;
+  uint64_t n = disk.clear(all, &problem);
+  if (!problem.empty())
+    return reportProblem(problem + "; the cache was not cleared (removed " + std::to_string(n) + " file" +
+                         (n == 1 ? "" : "s") + ")");
   std::printf("removed %llu file%s from %s\n", static_cast<unsigned long long>(n), n == 1 ? "" : "s",
               disk.config().dir.c_str());
   return 0;

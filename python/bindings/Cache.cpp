@@ -111,6 +111,9 @@ void registerCache(py::module_ &m) {
         py::call_guard<py::gil_scoped_release>(), "Removes every entry (and tuning results); returns the count.");
   m.def("cache_evict", [](uint64_t maxBytes) { return cache::DiskCache().evict(maxBytes); }, py::arg("max_bytes"),
         py::call_guard<py::gil_scoped_release>());
+  m.def("cache_account", [](int64_t added) { cache::DiskCache().account(added); }, py::arg("added"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Adds bytes written into DIR/kernels (not by a store) to the running total the size cap is kept by.");
   m.def("cache_stats", [] {
     cache::Stats s = cache::stats();
     py::dict out;
@@ -120,6 +123,7 @@ void registerCache(py::module_ &m) {
     out["corrupt"] = s.corrupt;
     out["store_failures"] = s.storeFailures;
     out["evictions"] = s.evictions;
+    out["sweeps"] = s.sweeps;
     return out;
   }, "This process's disk-cache counters.");
   m.def("cache_encode", [](const py::dict &d) { return py::bytes(cache::encode(entryFrom(d))); },

@@ -73,21 +73,28 @@ def jit_kernel(C, fn, name, defaults, do_not_specialize):
     text, file, first_line, elsewhere = _compose.kernel_source_and_dependencies(fn)
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
     if path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
-        _write_entry(path, {"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]})
+        _write_entry(C, path, {"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]})
     return handle
 
 
-def _write_entry(path, data):
-    """Writes a JSON entry atomically (a temp file renamed into place); a failure just means
-    no entry (an unwritable cache was reported by the C++ side already, or will be)."""
+def _write_entry(C, path, data):
+    """Writes a JSON entry atomically (a temp file renamed into place) and adds its bytes to the
+    running total the size cap is kept by; a failure just means no entry (an unwritable cache
+    was reported by the C++ side already, or will be)."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            replaced = os.stat(path).st_size
+        except OSError:
+            replaced = 0
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f)
+        written = os.stat(tmp).st_size
         os.replace(tmp, path)
     except OSError:
-        pass
+        return
+    C.cache_account(written - replaced)
 
 
 def _file_digest(path):
@@ -114,5 +121,5 @@ def callable_params(C, fn):
     if path:
         digests = {p: _file_digest(p) for p in sorted(files)}
         if all(digests.values()):
-            _write_entry(path, {"format": _FORMAT, "params": sorted(params), "files": digests})
+            _write_entry(C, path, {"format": _FORMAT, "params": sorted(params), "files": digests})
     return params

@@ -77,6 +77,10 @@ def test_16_processes_by_4_threads_share_one_cache(tmp_path):
     assert len(entries) == len(ptx), "one entry per distinct kernel"
     hits = sum(o["stats"]["hits"] for o in outputs)
     assert hits > 0, "no process found another's entry"
+    # The running total the cap is kept by (updated under a flock): never below the bytes there,
+    # or the cap would not hold. (Two processes storing one key at once may both count it.)
+    on_disk = sum(p.stat().st_size for p in (cache / "kernels").rglob("*") if p.is_file())
+    assert int((cache / "kernels.usage").read_text()) >= on_disk
 
 
 def test_concurrent_compiles_with_eviction_stay_valid_and_under_the_cap(tmp_path):
