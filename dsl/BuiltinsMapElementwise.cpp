@@ -53,15 +53,8 @@ std::optional<SValue> Specializer::callMapElementwiseBuiltin(const std::string &
   SValue fnValue = args.args[0];
   if (fnValue.isConst() && fnValue.c.kind == ConstexprValue::Kind::String)
     if (auto it = globals_.find(fnValue.c.stringValue); it != globals_.end()) fnValue = it->second;
-  bool jit = false;
-  if (fnValue.kind == SValue::Kind::Function)
-    for (const auto &d : fnValue.fn->decorators) {
-      const ast::Expr *t = d.get();
-      if (auto *c = llvm::dyn_cast<ast::Call>(t)) t = c->func.get();
-      if (auto *nm = llvm::dyn_cast<ast::Name>(t); nm && nm->id == "jit") jit = true;
-      if (auto *a = llvm::dyn_cast<ast::Attribute>(t); a && a->attr == "jit") jit = true;
-    }
-  if (!jit) error(args.argLocs[0], fname + "'s first argument must be a @jit function, got " + describe(fnValue));
+  if (fnValue.kind != SValue::Kind::Function || !isJitFunction(*fnValue.fn, /*fusionDecorators=*/false))
+    error(args.argLocs[0], fname + "'s first argument must be a @jit function, got " + describe(fnValue));
   const ast::FunctionDef &fn = *fnValue.fn;
 
   // The arguments, broadcast to one shape.

@@ -12,15 +12,8 @@ using ir::OpCode;
 using ir::ScalarType;
 
 void Specializer::buildCombineRegion(ir::Operation *op, const SValue &combineFn, SourceLoc loc) {
-  bool jit = false;
-  if (combineFn.kind == SValue::Kind::Function)
-    for (const auto &d : combineFn.fn->decorators) {
-      const ast::Expr *t = d.get();
-      if (auto *c = llvm::dyn_cast<ast::Call>(t)) t = c->func.get();
-      if (auto *nm = llvm::dyn_cast<ast::Name>(t); nm && nm->id == "jit") jit = true;
-      if (auto *a = llvm::dyn_cast<ast::Attribute>(t); a && a->attr == "jit") jit = true;
-    }
-  if (!jit) error(loc, "the combine function must be a @jit function, got " + describe(combineFn));
+  if (combineFn.kind != SValue::Kind::Function || !isJitFunction(*combineFn.fn, /*fusionDecorators=*/false))
+    error(loc, "the combine function must be a @jit function, got " + describe(combineFn));
   size_t n = op->operands.size();
   ir::Block *region = op->region(0);
   std::vector<ir::Type> elems;

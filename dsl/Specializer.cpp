@@ -120,19 +120,21 @@ std::string ConstexprValue::str() const {
   return "?";
 }
 
-static bool isJitDecorator(const ast::Expr &e) {
+static bool isJitDecorator(const ast::Expr &e, bool fusionDecorators = true) {
   const ast::Expr *target = &e;
   if (auto *call = dyn_cast<ast::Call>(target)) target = call->func.get();
   // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too.
-  auto jitName = [](const std::string &n) { return n == "jit" || n == "elementwise" || n == "fuse"; };
+  auto jitName = [&](const std::string &n) {
+    return n == "jit" || (fusionDecorators && (n == "elementwise" || n == "fuse"));
+  };
   if (auto *name = dyn_cast<ast::Name>(target)) return jitName(name->id);
   if (auto *attr = dyn_cast<ast::Attribute>(target)) return jitName(attr->attr);
   return false;
 }
 
-static bool isJitFunction(const ast::FunctionDef &fn) {
+bool spec::isJitFunction(const ast::FunctionDef &fn, bool fusionDecorators) {
   return std::any_of(fn.decorators.begin(), fn.decorators.end(),
-                     [](const ast::ExprPtr &d) { return isJitDecorator(*d); });
+                     [&](const ast::ExprPtr &d) { return isJitDecorator(*d, fusionDecorators); });
 }
 
 // @jit(noinline=True): Triton calls it (no inlining), so it takes no non-scalar blocks.
@@ -149,7 +151,7 @@ static bool isNoInline(const ast::FunctionDef &fn) {
 std::vector<std::string> jitFunctionNames(const ast::Module &module) {
   std::vector<std::string> names;
   for (const auto &s : module.body)
-    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && isJitFunction(*fn))
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && spec::isJitFunction(*fn))
       names.push_back(fn->name);
   return names;
 }

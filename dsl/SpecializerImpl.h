@@ -62,6 +62,10 @@ struct SValue {
   bool sameDType(const SValue &o) const { return kind == Kind::DType && o.kind == Kind::DType && dtype == o.dtype && path == o.path; }
 };
 
+// Whether fn is decorated @jit / @triton.jit / @tessera.jit(...), or with fusionDecorators also
+// @tessera.elementwise / @tessera.fuse, which make @jit functions too (Specializer.cpp).
+bool isJitFunction(const ast::FunctionDef &fn, bool fusionDecorators = true);
+
 // "$retval" before a `return`: where one path of a function returns a value and another falls
 // off its end, that path returns an unspecified value of the same type (Triton: poison).
 inline SValue noReturnValue() {

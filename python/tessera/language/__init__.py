@@ -419,23 +419,6 @@ for _name in [
 del _name
 
 
-def _log2(i):
-    """triton.language.standard._log2 (a constexpr_function): floor(log2(i)), 0 for i <= 1.
-    Inductor's sort helpers call it on block sizes; kernels compute it at compile time."""
-    i = getattr(i, "value", i)
-    log2 = 0
-    while i > 1:
-        i >>= 1
-        log2 += 1
-    return log2
-
-
-def _is_power_of_two(i):
-    """triton.language.standard._is_power_of_two (a constexpr_function)."""
-    i = getattr(i, "value", i)
-    return (i & (i - 1)) == 0 and i != 0
-
-
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
 
