@@ -40,3 +40,14 @@ def run_cli(args, check=False):
 def require_cli():
     if not CLI.exists():
         pytest.fail(f"{CLI} does not exist: build first (bash scripts/setup.sh)")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh disk-cache directory for the test (the C++ side reads the environment on each use);
+    test_autotune_persistence.py has its own."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(d))
+    for v in ("TESSERA_CACHE", "TESSERA_CACHE_MAX_BYTES", "TESSERA_KEEP_STAGES", "TESSERA_DUMP_IR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(v, raising=False)
+    return d

@@ -19,16 +19,6 @@ from kernels.vector_add import add_kernel  # noqa: E402
 SIG = "*fp32:16,*fp32:16,*fp32:16,i32"
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A fresh cache directory for the test (the C++ side reads the environment on each use)."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("TESSERA_CACHE_DIR", str(d))
-    for v in ("TESSERA_CACHE", "TESSERA_CACHE_MAX_BYTES", "TESSERA_KEEP_STAGES", "TESSERA_DUMP_IR", "XDG_CACHE_HOME"):
-        monkeypatch.delenv(v, raising=False)
-    return d
-
-
 def C():
     return tessera._C
 

@@ -26,15 +26,6 @@ FAKE_ENTRIES = 20_000
 FAKE_BYTES = 100
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("TESSERA_CACHE_DIR", str(d))
-    for v in ("TESSERA_CACHE", "TESSERA_CACHE_MAX_BYTES", "TESSERA_KEEP_STAGES", "TESSERA_DUMP_IR", "XDG_CACHE_HOME"):
-        monkeypatch.delenv(v, raising=False)
-    return d
-
-
 def C():
     return tessera._C
 
