@@ -90,13 +90,14 @@ def test_compiled_kernel_launches():
 
 
 @pytest.mark.parametrize("mode", ["ptxas", "link", "whole"])
-def test_jit_modes_load_and_run(mode, monkeypatch):
+def test_jit_modes_load_and_run(mode, monkeypatch, tmp_path):
     """TESSERA_JIT=ptxas (the default where a ptxas is found: the toolkit's ptxas compiles the
     PTX as one program, its cubin kept), link (the driver's cuLink JIT, cubin kept) and whole
     (the PTX loaded as it is, compiled by the driver as one program: no cubin to keep) all run
-    the kernel; one warp and a block size per mode that nothing else compiles, so that each
-    loads afresh."""
+    the kernel; one warp, a block size per mode and an empty disk cache, so that each loads
+    afresh (a cached entry would bring the cubin another process linked, as under pytest -n)."""
     monkeypatch.setenv("TESSERA_JIT", mode)
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path))
     block = {"ptxas": 128, "link": 64, "whole": 32}[mode]
     k = tessera.compile(add_kernel, signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": block},
                         num_warps=1, target="")
