@@ -26,10 +26,10 @@ std::optional<SValue> Specializer::callInlineAsmBuiltin(const std::string &name,
 
   // The arguments, broadcast to one shape (pointers allowed).
   std::vector<SValue> argList = b[2].kind == SValue::Kind::Tuple ? b[2].elems : std::vector<SValue>{b[2]};
-  if (argList.empty()) error(b.locs[2], fname + " needs at least one argument in args");
+  // No arguments (Triton's gdc_wait: "griddepcontrol.wait; // dummy $0"): one scalar result per dtype.
   std::vector<ir::Value *> operands;
   for (const SValue &a : argList) operands.push_back(toIR(a, b.locs[2]));
-  std::vector<int64_t> shape = operands[0]->type.shape;
+  std::vector<int64_t> shape = operands.empty() ? std::vector<int64_t>{} : operands[0]->type.shape;
   for (ir::Value *v : operands) shape = broadcastShapes(ir::Type().withShape(shape), v->type, b.locs[2]);
   for (ir::Value *&v : operands) v = broadcastTo(v, shape, b.locs[2]);
 

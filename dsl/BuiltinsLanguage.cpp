@@ -43,6 +43,17 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     return SValue::ir(b_.op(timer ? ir::OpCode::GlobalTimer : ir::OpCode::SmId, {},
                             ir::Type(timer ? ScalarType::I64 : ScalarType::I32)));
   }
+  if (name == "lang.gdc_wait" || name == "lang.gdc_launch_dependents") {
+    // tl.extra.cuda.gdc_wait() / gdc_launch_dependents(): programmatic dependent launch's
+    // griddepcontrol (sm_90+), as Triton emits it: an impure inline asm with a dummy result.
+    // Without launch_pdl=True both do nothing; the interpreter skips them.
+    bind(*this, args, "tl.extra.cuda." + name.substr(5), {});
+    const std::string text = name == "lang.gdc_wait" ? "griddepcontrol.wait; // dummy $0"
+                                                     : "griddepcontrol.launch_dependents; // dummy $0";
+    b_.create(ir::OpCode::InlineAsm, {}, {ir::Type(ScalarType::I32)},
+              {{"asm", text}, {"constraints", std::string("=r")}, {"pure", int64_t(0)}, {"pack", int64_t(1)}});
+    return SValue::constant(ConstexprValue::none());
+  }
   if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
     Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
     return b[0];

@@ -120,35 +120,45 @@ std::string launchText(const LoadedKernel &kernel, const Grid &grid) {
          std::to_string(kernel.sharedBytes()) + " bytes of dynamic shared memory";
 }
 
-// launch_cooperative_grid=True: the same launch through cuLaunchKernelEx with the cooperative
-// attribute (the driver checks that the whole grid fits on the device at once).
-[[gnu::noinline]] void launchCooperative(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid,
-                                         void **args, CUstream stream) {
+// launch_cooperative_grid=True / launch_pdl=True: the same launch through cuLaunchKernelEx with
+// the cooperative attribute (the driver checks that the whole grid fits on the device at once)
+// and / or programmatic stream serialization.
+[[gnu::noinline]] void launchWithAttributes(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid,
+                                            void **args, CUstream stream, LaunchFlags flags) {
+  const char *option = flags.cooperative ? "cooperatively (launch_cooperative_grid=True)" : "with launch_pdl=True";
   if (!api.cuLaunchKernelEx)
-    throw Error("cannot launch kernel '" + kernel.name() + "' cooperatively (launch_cooperative_grid=True): the "
-                "CUDA driver has no cuLaunchKernelEx (it needs CUDA 11.6 or newer)");
-  CUlaunchAttribute cooperative{};
-  cooperative.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-  cooperative.value.cooperative = 1;
+    throw Error("cannot launch kernel '" + kernel.name() + "' " + option + ": the CUDA driver has no "
+                "cuLaunchKernelEx (it needs CUDA 11.6 or newer)");
+  CUlaunchAttribute attrs[2]{};
+  unsigned numAttrs = 0;
+  if (flags.cooperative) {
+    attrs[numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[numAttrs++].value.cooperative = 1;
+  }
+  if (flags.programmaticDependentLaunch) {
+    attrs[numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[numAttrs++].value.programmaticStreamSerializationAllowed = 1;
+  }
   CUlaunchConfig config{};
   config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
   config.blockDimX = kernel.blockThreads(), config.blockDimY = 1, config.blockDimZ = 1;
   config.sharedMemBytes = kernel.sharedBytes();
   config.hStream = stream;
-  config.attrs = &cooperative;
-  config.numAttrs = 1;
+  config.attrs = attrs;
+  config.numAttrs = numAttrs;
   CUresult result = api.cuLaunchKernelEx(&config, kernel.function(), args, nullptr);
   if (result == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
     detail::throwDriverError(result, "cooperative launch (launch_cooperative_grid=True) of " + launchText(kernel, grid) +
                                          " refused: the grid's blocks cannot all be resident on the device at once");
   if (result != CUDA_SUCCESS)
-    detail::throwDriverError(result, "cuLaunchKernelEx failed while launching cooperatively " + launchText(kernel, grid));
+    detail::throwDriverError(result, "cuLaunchKernelEx failed while launching " + std::string(option) + " " +
+                                         launchText(kernel, grid));
 }
 
 void launchCurrent(const detail::DriverApi &api, const LoadedKernel &kernel, const Grid &grid, void **args,
                    CUstream stream, LaunchFlags flags) {
-  if (flags.cooperative) [[unlikely]]
-    return launchCooperative(api, kernel, grid, args, stream);
+  if (flags.cooperative || flags.programmaticDependentLaunch) [[unlikely]]
+    return launchWithAttributes(api, kernel, grid, args, stream, flags);
   CUresult result = api.cuLaunchKernel(kernel.function(), grid.x, grid.y, grid.z,
                                        kernel.blockThreads(), 1, 1, kernel.sharedBytes(),
                                        stream, args, nullptr);

@@ -28,6 +28,11 @@ struct LaunchFlags {
   // that says so); a driver without cuLaunchKernelEx (before CUDA 11.6) is an
   // rt::Error.
   bool cooperative = false;
+  // Triton's launch_pdl=True: programmatic dependent launch (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
+  // SERIALIZATION): the kernel may start before the previous kernel on the stream has finished,
+  // once that one's programs ran griddepcontrol.launch_dependents (tl.extra.cuda.gdc_launch_dependents);
+  // its tl.extra.cuda.gdc_wait() waits for the previous kernel's results. Needs sm_90.
+  bool programmaticDependentLaunch = false;
 };
 
 // Throws rt::Error for an empty grid ("empty grid (0, 1, 1)") or one over the

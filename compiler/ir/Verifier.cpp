@@ -335,8 +335,9 @@ private:
              fail(op, "result must be <num_bins x i32>");
     }
     case OpCode::InlineAsm: {
-      if (op.operands.empty() || op.results.empty()) return fail(op, "takes arguments and gives results");
-      const Type &first = op.operand(0)->type;
+      if (op.results.empty()) return fail(op, "gives results");
+      // No arguments: scalar results (gdc_wait's dummy register).
+      const Type first = op.operands.empty() ? Type(op.result(0)->type.scalar) : op.operand(0)->type;
       for (const Value *v : op.operands)
         if (!sameShape(v->type, first)) return fail(op, "arguments must have one shape");
       for (const auto &res : op.results)

@@ -222,7 +222,7 @@ PyObject *launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *s
   py::object result = py::reinterpret_borrow<py::object>(made);
   if (!nonEmpty) return result.release().ptr(); // like Triton: a grid with a 0 dimension launches nothing
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
-  rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative});
+  rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative, b.pdl});
   return result.release().ptr();
 }
 

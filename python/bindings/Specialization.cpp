@@ -91,7 +91,7 @@ std::string plural(size_t n, const char *word) {
 PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); }
 
 // Triton's other launch options that libraries pass: enable_fp_fusion (returned: 0 or 1),
-// launch_pdl (a scheduling hint), sanitize_overflow (checks only under debug), extern_libs=None
+// sanitize_overflow (checks only under debug), extern_libs=None
 // (returned: -1); nullopt when `name` is none of them.
 static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_view name, py::handle value) {
   auto flag = [&]() {
@@ -100,7 +100,7 @@ static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_vie
     return truth;
   };
   if (name == "enable_fp_fusion") return flag();
-  if (name == "launch_pdl" || name == "sanitize_overflow") return flag(), -1;
+  if (name == "sanitize_overflow") return flag(), -1;
   if (name == "extern_libs") {
     if (!value.is_none() && flag())
       throw py::value_error(k.name + "(): extern_libs is not supported (tessera links libdevice itself)");
@@ -114,7 +114,8 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
   static PyObject *const sNumWarps = interned("num_warps"), *const sNumStages = interned("num_stages"),
                          *const sStream = interned("stream"), *const sNumCtas = interned("num_ctas"),
                          *const sMaxnreg = interned("maxnreg"),
-                         *const sCooperative = interned("launch_cooperative_grid");
+                         *const sCooperative = interned("launch_cooperative_grid"),
+                         *const sPdl = interned("launch_pdl");
   Bound b;
   const size_t numParams = k.params.size();
   b.bound.assign(numParams, nullptr);
@@ -182,12 +183,16 @@ Bound bind(const JitKernel &k, PyObject *const *args, size_t n, PyObject *kwname
       const int truth = PyObject_IsTrue(value);
       if (truth < 0) throw py::error_already_set();
       b.cooperative = truth != 0;
+    } else if (isOption(sPdl, "launch_pdl")) {
+      const int truth = PyObject_IsTrue(value);
+      if (truth < 0) throw py::error_already_set();
+      b.pdl = truth != 0;
     } else if (std::optional<int> fusion = tritonLaunchOption(k, text(), value)) {
       if (*fusion >= 0) b.fpFusion = *fusion;
     } else if (!option) {
       throw py::type_error(k.name + "() got an unexpected keyword argument '" + std::string(text()) +
                            "' (its parameters: " + k.allNames + "; launch options: num_warps, num_stages, maxnreg, stream, "
-                           "num_ctas, launch_cooperative_grid, enable_fp_fusion)");
+                           "num_ctas, launch_cooperative_grid, launch_pdl, enable_fp_fusion)");
     }
   }
 
@@ -446,6 +451,7 @@ py::tuple specialization(JitKernel &k, py::tuple args, py::handle kwargs) {
   if (b.fpFusion >= 0) options["enable_fp_fusion"] = b.fpFusion != 0;
   if (b.numCtas != 1) options["num_ctas"] = b.numCtas;
   if (b.cooperative) options["launch_cooperative_grid"] = true;
+  if (b.pdl) options["launch_pdl"] = true;
   py::object device = s.device == kUnknownDevice ? py::object(py::none()) : py::object(py::int_(s.device));
   return py::make_tuple(signature, constexprs, options, device);
 }

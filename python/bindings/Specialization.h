@@ -27,6 +27,7 @@ struct Bound {
   int fpFusion = -1;          // launch option enable_fp_fusion=... (-1: TESSERA_FP_FUSION)
   unsigned numCtas = 1;       // launch option num_ctas=... (accepted on sm_90+; one CTA per program all the same)
   bool cooperative = false;   // launch option launch_cooperative_grid=... (rt::LaunchFlags)
+  bool pdl = false;           // launch option launch_pdl=... (rt::LaunchFlags::programmaticDependentLaunch)
   PyObject *stream = nullptr; // launch option stream=..., if given
 
   PyObject *const *values() const { return positional ? positional : bound.data(); }

@@ -91,6 +91,20 @@ def _kept_top_level(node):
     return _is_jit_def(node)
 
 
+def _neutralise_shared_line_statement(node, out):
+    """A statement the front-end does not need, on a line it keeps (`a = 1; print([...])`): its
+    text becomes `0` (a statement that does nothing) padded with spaces, so columns stay."""
+    first, last = node.lineno, node.end_lineno
+    for i in range(first - 1, last):
+        line = out[i].encode()  # ast's columns count UTF-8 bytes
+        if line == b"\n":
+            continue
+        start = node.col_offset if i == first - 1 else 0
+        end = node.end_col_offset if i == last - 1 else len(line.rstrip(b"\n"))
+        filler = b"0" if i == first - 1 else b""
+        out[i] = (line[:start] + filler.ljust(end - start) + line[end:]).decode()
+
+
 def _start(node):
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno] + [d.lineno for d in decorators])
@@ -199,6 +213,8 @@ def _reduce(text, lines, name, first_line, module_globals=None):
             for line in range(first, last + 1):
                 if line not in kept_lines:
                     out[line - 1] = "\n"
+            if first in kept_lines or last in kept_lines:
+                _neutralise_shared_line_statement(node, out)
         elif isinstance(node, ast.FunctionDef):
             strip_non_jit_decorators(node)
 

@@ -21,7 +21,8 @@ class Launch(ctypes.Structure):
                 ("param_sizes", ctypes.c_int * MAX_PARAMS), ("params", ctypes.c_uint64 * MAX_PARAMS),
                 ("param_offsets", ctypes.c_int * MAX_PARAMS), ("param_aligns", ctypes.c_int * MAX_PARAMS),
                 ("param_addresses", ctypes.c_uint64 * MAX_PARAMS), ("param_block_bytes", ctypes.c_int),
-                ("param_block", ctypes.c_ubyte * PARAM_BLOCK_BYTES), ("cooperative", ctypes.c_int)]
+                ("param_block", ctypes.c_ubyte * PARAM_BLOCK_BYTES), ("cooperative", ctypes.c_int),
+                ("programmatic", ctypes.c_int)]
 
 
 class TensorMap(ctypes.Structure):
@@ -66,6 +67,7 @@ class FakeDriver:
         return {"count": rec.count, "kernel": rec.kernel.decode() if rec.kernel else None,
                 "grid": tuple(rec.grid), "block": tuple(rec.block), "shared_bytes": rec.shared_bytes,
                 "stream": rec.stream, "device": rec.device, "cooperative": bool(rec.cooperative),
+                "programmatic": bool(rec.programmatic),
                 "params": None if n < 0 else [(rec.param_sizes[i], rec.params[i]) for i in range(n)]}
 
     def last_layout(self):

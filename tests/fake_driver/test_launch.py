@@ -493,8 +493,9 @@ def mul_add(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def test_tritons_launch_options_libraries_pass(fake):
-    # enable_fp_fusion=False compiles without contraction (a kernel of its own); launch_pdl and
-    # sanitize_overflow are hints, extern_libs=None nothing, launch_cooperative_grid=False the default.
+    # enable_fp_fusion=False compiles without contraction (a kernel of its own); launch_pdl=True a
+    # launch attribute, sanitize_overflow a hint, extern_libs=None nothing, launch_cooperative_grid=False
+    # the default.
     x, out = tensors(2)
     fused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128)
     unfused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128, enable_fp_fusion=False, launch_pdl=True,
@@ -517,6 +518,21 @@ def test_cooperative_launch_goes_through_cuLaunchKernelEx(fake):
     assert not fake.last()["cooperative"]
     mul_add[(2,)](x, out, 100, BLOCK=128)  # the same kernel: cooperative is no compile option
     assert not fake.last()["cooperative"] and mul_add.cache_info()["loaded"] == loaded
+
+
+def test_launch_pdl_sets_programmatic_stream_serialization(fake):
+    # Triton's launch_pdl=True (tutorial 11): cuLaunchKernelEx with programmatic stream serialization,
+    # alone or beside the cooperative attribute; the same compiled kernel either way.
+    x, out = tensors(2)
+    mul_add[(2,)](x, out, 100, BLOCK=128, launch_pdl=True)
+    last = fake.last()
+    assert last["programmatic"] and not last["cooperative"] and last["params"] == [(8, P), (8, P + 4096), (4, 100)]
+    loaded = mul_add.cache_info()["loaded"]
+    mul_add[(2,)](x, out, 100, BLOCK=128, launch_pdl=True, launch_cooperative_grid=True)
+    assert fake.last()["programmatic"] and fake.last()["cooperative"]
+    mul_add[(2,)](x, out, 100, BLOCK=128, launch_pdl=False)
+    assert not fake.last()["programmatic"] and mul_add.cache_info()["loaded"] == loaded
+    assert mul_add.specialization(x, out, 100, BLOCK=128, launch_pdl=True)[2]["launch_pdl"] is True
 
 
 def test_a_cooperative_grid_that_cannot_be_resident_is_the_drivers_error(fake):

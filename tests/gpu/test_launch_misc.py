@@ -1,4 +1,4 @@
-"""On the GPU: tl.extra.cuda.smid / globaltimer, tl.map_elementwise, cooperative launches,
+"""On the GPU: tl.extra.cuda.smid / globaltimer, gdc_wait with launch_pdl, tl.map_elementwise, cooperative launches,
 num_ctas > 1 and pinned host tensors as kernel arguments (Triton's test_smid, test_globaltimer,
 test_map_elementwise*, test_load_scope_sem_coop_grid_cta_*, test_pointer_arguments). The CPU
 side: tests/python/test_special_registers.py, test_map_elementwise.py and
@@ -79,6 +79,19 @@ def grid_barrier_kernel(counter, out, n):
     while seen < n:
         seen = tl.atomic_add(counter, 0)
     tl.store(out + tl.program_id(0), seen)
+
+
+@pytest.mark.parametrize("pdl", [False, True])
+def test_programmatic_dependent_launch_chain(pdl):
+    # Triton's tutorial 11: each kernel of a chain waits (gdc_wait) for the one before it, which
+    # lets it start early (gdc_launch_dependents); every step must see the previous step's result.
+    n = 1 << 22
+    x = torch.randn(n, device="cuda")
+    bufs = [x] + [torch.full_like(x, float("nan")) for _ in range(8)]
+    for a, b in zip(bufs, bufs[1:]):
+        k.gdc_kernel[(tessera.cdiv(n, 1024),)](a, b, n, BLOCK=1024, launch_pdl=pdl)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(bufs[-1], x + 8, rtol=0, atol=1e-5)
 
 
 def test_cooperative_launch_runs_the_whole_grid_at_once():

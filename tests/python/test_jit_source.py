@@ -132,6 +132,7 @@ import tessera.language as tl
 CONFIGS = {"small": 128, "large": 1024}
 SIZES = [2 ** i for i in range(4)]
 LOG2E = tl.constexpr(1.4426950408889634)
+ROWS = 4; NAMES = [f"row{i}" for i in range(ROWS)]; print(len(NAMES))  # a kept and two dropped statements
 
 
 class Benchmark:

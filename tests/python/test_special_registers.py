@@ -49,6 +49,24 @@ def test_globaltimer_is_read_where_written(tmp_path, arch, backend):
     assert three.count("%globaltimer") == 3, three  # neither merged nor dropped (one is unused)
 
 
+@pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
+def test_gdc_wait_and_launch_dependents_are_griddepcontrol(tmp_path, backend):
+    ptx = compile_and_assemble(tmp_path, "map_elementwise.py", "gdc_kernel", "*fp32,*fp32,i32", {"BLOCK": 128},
+                               "sm_90a", extra=["--backend", backend])
+    lines = [line.strip() for line in ptx.splitlines()]
+    wait = next(i for i, line in enumerate(lines) if line.startswith("griddepcontrol.wait"))
+    launch = next(i for i, line in enumerate(lines) if line.startswith("griddepcontrol.launch_dependents"))
+    load = next(i for i, line in enumerate(lines) if "ld.global" in line)
+    assert wait < load < launch, ptx  # the load waits for the previous grid; nothing moved across
+
+
+def test_gdc_interpreted_does_nothing():
+    x, out = np.arange(200, dtype=np.float32), np.zeros(200, np.float32)
+    kernels.gdc_kernel.interpret = True
+    kernels.gdc_kernel[(2,)](x, out, 200, BLOCK=128)
+    np.testing.assert_array_equal(out, x + 1)
+
+
 def test_ir_traits():
     ir = compile_kernel("map_elementwise.py", "two_smids_kernel", "*i32", emit="ir-opt")
     assert ir.count("= smid") == 1, ir

@@ -18,7 +18,8 @@
  *     map (fake_libcuda.h), so that tests can find those bytes again in a
  *     launch's parameter block;
  *   - cuLaunchKernelEx records the launch as cuLaunchKernel does, and a
- *     cooperative one (CU_LAUNCH_ATTRIBUTE_COOPERATIVE) as such; a cooperative
+ *     cooperative one (CU_LAUNCH_ATTRIBUTE_COOPERATIVE) and a programmatic dependent
+ *     one (..._PROGRAMMATIC_STREAM_SERIALIZATION) as such; a cooperative
  *     grid larger than the fake device holds at once (132 SMs of 2048 threads,
  *     at most 32 blocks each) gets CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
  *   - cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_POINTER) knows the
@@ -387,15 +388,20 @@ static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, uns
   }
   l->param_block_bytes = offset;
   l->cooperative = 0;
+  l->programmatic = 0;
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra) {
   if (!config) return CUDA_ERROR_INVALID_VALUE;
-  int cooperative = 0;
+  int cooperative = 0, programmatic = 0;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
-    if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) return CUDA_ERROR_NOT_SUPPORTED; /* not modelled */
-    cooperative = config->attrs[i].value.cooperative != 0;
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+      cooperative = config->attrs[i].value.cooperative != 0;
+    else if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+    else
+      return CUDA_ERROR_NOT_SUPPORTED; /* not modelled */
   }
   if (cooperative) {
     uint64_t threads = (uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
@@ -407,7 +413,7 @@ static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
   CUresult r = fake_cuLaunchKernel(fn, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                                    config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
                                    params, extra);
-  if (r == CUDA_SUCCESS) last_launch.cooperative = cooperative;
+  if (r == CUDA_SUCCESS) last_launch.cooperative = cooperative, last_launch.programmatic = programmatic;
   return r;
 }
 

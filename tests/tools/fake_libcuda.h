@@ -33,6 +33,7 @@ struct tessera_fake_launch {
   int param_block_bytes;                    /* end of the last parameter */
   unsigned char param_block[kFakeParamBlockBytes];
   int cooperative; /* 1 for cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE, else 0 */
+  int programmatic; /* 1 for cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, else 0 */
 };
 
 /* The last cuTensorMapEncodeTiled: its arguments as given, its result, and

@@ -105,6 +105,15 @@ def smid_kernel(Out):
 
 
 @tessera.jit
+def gdc_kernel(X, Out, n, BLOCK: tl.constexpr):  # Triton's tutorial 11 (programmatic dependent launch)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.extra.cuda.gdc_wait()
+    x = tl.load(X + offs, mask=offs < n)
+    tl.extra.cuda.gdc_launch_dependents()
+    tl.store(Out + offs, x + 1, mask=offs < n)
+
+
+@tessera.jit
 def two_smids_kernel(Out):  # pure, as in Triton: one read serves both
     a = tl.extra.cuda.smid()
     b = tl.extra.cuda.smid()
