@@ -28,6 +28,14 @@ Providers:
 
     python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,tessera_autotuned,torch,triton]
                             [--backend llvm|nvrtc|both]
+
+--fp8 times fp8 GEMMs instead (benchmark "matmul_fp8", 4096^3 and 8192^3, e4m3 x e4m3,
+fp32 accumulation, bf16 C, scales 1): matmul_kernel[grid] at the default config, whose dot
+takes Hopper's native fp8 wgmma (docs/tensor-cores.md), against cuBLASLt:
+  tessera_fp8         B row-major (K x N): the dot stages B into its K-major tile itself
+  tessera_fp8_colb    B column-major (the layout torch._scaled_mm takes): B copied by cp.async as it is
+  torch_scaled_mm     torch._scaled_mm(a, b_colmajor, 1, 1, out_dtype=bf16) (promoted accumulation)
+  torch_scaled_mm_fast  the same with use_fast_accum=True (fp8 accumulation, as tessera's default)
 """
 import pathlib
 import sys
@@ -77,10 +85,66 @@ def _triton():
     return _triton_kernel
 
 
+def fp8_main(options):
+    """The --fp8 benchmark (see the module docstring)."""
+    import torch
+    import tessera
+    import tessera.kernels as tk
+    from kernels.matmul import matmul_kernel
+    first = tk.matmul_configs()[0]
+    cfg = first.kwargs
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def tessera_fp8(x, col_b=False):
+        a, b, c = x[0], (x[3] if col_b else x[1]), x[2]
+        M, K = a.shape
+        N = b.shape[1]
+        grid = (tessera.cdiv(M, cfg["BLOCK_M"]) * tessera.cdiv(N, cfg["BLOCK_N"]),)
+        return lambda: matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                           c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                                           BLOCK_K=cfg["BLOCK_K"], GROUP_M=8, num_warps=first.num_warps,
+                                           num_stages=first.num_stages)
+
+    def scaled_mm(x, fast):
+        return lambda: torch._scaled_mm(x[0], x[3], scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                        use_fast_accum=fast)
+
+    providers = {
+        "tessera_fp8": lambda x: tessera_fp8(x),
+        "tessera_fp8_colb": lambda x: tessera_fp8(x, col_b=True),
+        "torch_scaled_mm": lambda x: scaled_mm(x, False),
+        "torch_scaled_mm_fast": lambda x: scaled_mm(x, True),
+    }
+
+    def check(x, name, fn):
+        x[2].fill_(float("nan"))
+        out = fn()
+        torch.cuda.synchronize()
+        got = out if isinstance(out, torch.Tensor) else x[2]
+        harness.check_close(got, x[0].float() @ x[1].float(), 1e-2, name)
+
+    cases = []
+    for n in QUICK_SIZES:
+        def make(n=n):
+            a = torch.randn((n, n), device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randn((n, n), device="cuda").to(torch.float8_e4m3fn)
+            return (a, b, torch.empty((n, n), device="cuda", dtype=torch.bfloat16), b.t().contiguous().t())
+        cases.append((f"{n}^3 float8_e4m3fn", make))
+    results = harness.run_benchmark("matmul_fp8", cases, providers,
+                                    lambda x: 2 * x[0].shape[0] * x[0].shape[1] * x[1].shape[1], options, check=check)
+    for row in results["rows"]:
+        print(row["case"], " ".join(f"{p}={row['gbps'][p] / 1000:.1f}TFLOP/s" for p in row["gbps"]),
+              row["errors"] or "")
+    return results
+
+
 def main(argv=None):
     import torch
     ap = harness.parser(__doc__)
+    ap.add_argument("--fp8", action="store_true", help="fp8 GEMMs against torch._scaled_mm instead")
     options = harness.parse(ap, argv)
+    if options.fp8:
+        return fp8_main(options)
     import os
     os.environ.setdefault("TESSERA_MMA", "1")  # tensor cores (the default; explicit here)
     import tessera

@@ -72,6 +72,18 @@ bool LoopPipeliner::canClone(const Value *v) {
 
 // convert_layout(x) -> #dot_op read only by mma dots of one version at
 // that operand: that version, else 0.
+// fp8 wgmma reads B K-major only (no transpose bit for 8-bit types): of an
+// fp8 B, only a block loaded from a column-major matrix is buffered (stored
+// transposed by allocateBuffers); the dot stages any other B itself,
+// transposing it on the way (compiler/codegen/WgmmaDot.cpp).
+static bool needsKMajorB(Operation &convert, size_t operand) {
+  const Type t = convert.result()->type.element();
+  if (operand != 1 || t.pointer || (t.scalar != ScalarType::F8E4M3 && t.scalar != ScalarType::F8E5M2)) return false;
+  Operation *load = convert.operand(0)->definingOp;
+  const LayoutRef &l = load && load->code == OpCode::Load ? load->operand(0)->layout : nullptr;
+  return !(l && l->kind == Layout::Kind::Blocked && l->order[0] == 0);
+}
+
 unsigned LoopPipeliner::feedsOnlyMmaDots(Operation &convert) {
   if (convert.code != OpCode::ConvertLayout || !convert.result()->layout ||
       convert.result()->layout->kind != Layout::Kind::DotOperand)
@@ -84,7 +96,7 @@ unsigned LoopPipeliner::feedsOnlyMmaDots(Operation &convert) {
       if (user.operands[i] == convert.result()) {
         const LayoutRef &l = user.result()->layout;
         only = only && user.code == OpCode::Dot && i == opIdx && l && l->kind == Layout::Kind::Mma &&
-               (version == 0 || version == l->mmaVersion);
+               (version == 0 || version == l->mmaVersion) && !(l->mmaVersion == 3 && needsKMajorB(convert, i));
         if (only) version = l->mmaVersion;
       }
   });
@@ -100,7 +112,7 @@ bool LoopPipeliner::anyWgmma(const std::vector<Candidate> &cs) {
 bool LoopPipeliner::stageableType(const Type &t) {
   return t.rank() == 2 && !t.pointer &&
          (t.scalar == ScalarType::F16 || t.scalar == ScalarType::BF16 || t.scalar == ScalarType::F32 ||
-          t.scalar == ScalarType::I8);
+          t.scalar == ScalarType::I8 || t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2);
 }
 
 // Operands computed before the loop (FlashAttention's Q tile): staged into
