@@ -301,6 +301,30 @@ def test_fp8_chain_dot_as_triton(tmp_path, kind):
     assert "cvt.rn.satfinite" in ptx and ptx.count("wgmma.mma_async") >= 2
 
 
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_chain_dot_own_p_after_passes(monkeypatch, tmp_path, kind):
+    # The kernel of the GPU test that checks the second dot against the P the kernel stored
+    # (tests/gpu/test_dot_fp8.py::test_fp8_chain_dot_on_its_own_p): after the pass pipeline
+    # (sm_90a: both dots fp8 wgmma, P staged through shared memory) on signed data.
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    M, N, K = 128, 128, 64
+    rng = np.random.default_rng(5)
+    x, y, w = (finite_codes(kind, rng, shape, 2.0) for shape in [(M, K), (K, N), (N, N)])
+    p = np.full((M, N), np.nan, np.float32)
+    z = np.full((M, N), np.nan, np.float32)
+    kernel = tessera.jit(kernels().chain_dot_fp8_p_kernel.fn, interpret=True)
+    kernel[(1,)](x, y, w, p, z, E5=int(kind == "e5m2"), BLOCK_M=M, BLOCK_N=N, BLOCK_K=K, num_warps=4)
+    assert kernel._interpreter.ir().count("#mma<version=3") >= 1
+    v = fp8_values(kind)
+    np.testing.assert_array_equal(p, round_to_fp8(v[x] @ v[y], kind))  # exact products, small sums: exact
+    np.testing.assert_allclose(z, p.astype(np.float64) @ v[w], rtol=1e-6, atol=1e-6)
+    ptx = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", "*u8:16,*u8:16,*u8:16,*fp32:16,*fp32:16",
+                         {"E5": int(kind == "e5m2"), "BLOCK_M": M, "BLOCK_N": N, "BLOCK_K": K}, "sm_90a",
+                         extra=["--num-warps", "4"])
+    assemble(ptx, "sm_90a", tmp_path)
+    assert f"k32.f32.{kind}.{kind} " in ptx and "fence.proxy.async" in ptx
+
+
 def test_round_to_fp8_matches_the_table():
     for kind in ["e4m3", "e5m2"]:
         v = fp8_values(kind)
