@@ -243,7 +243,7 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
 
 # ------------------------------------------------------------ scaled fp8 GEMM
 #
-# Scaled fp8 matrix multiplication: C = (A * scale_a) @ (B * scale_b) (+ bias), A and B in
+# Scaled fp8 matrix multiplication: C = (A * scale_a) @ (B * scale_b) (+ bias[n]), A and B in
 # e4m3 or e5m2, fp32 accumulation, C in its pointer's element type (tessera.kernels.scaled_matmul).
 #
 # The scales say how the fp8 codes dequantise (fp32 values):
@@ -272,6 +272,15 @@ def _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_m, offs_n, M
     sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
     sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
     return acc * sa[:, None] * sb[None, :]
+
+
+@tessera.jit
+def _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """acc + bias[n] (a vector of N, any float dtype, added in fp32) when HAS_BIAS."""
+    if HAS_BIAS:
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc += tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    return acc
 
 
 @tessera.jit
@@ -309,25 +318,26 @@ def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
 
 
 @tessera.jit
-def scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K,
+def scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                         stride_sam, stride_sak, stride_sbk, stride_sbn,
+                         stride_sam, stride_sak, stride_sbk, stride_sbn, stride_bias,
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_M: tl.constexpr, SCALING: tl.constexpr = "outer",
-                         SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128,
+                         SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
                          EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
                          E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
                          E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
-    """C = EPILOGUE((A * sa) @ (B * sb), e0, ...) (just the product without EPILOGUE), A and B
-    fp8 with any strides (the cp.async pipeline), the scales as the module's docstring says;
-    the epilogue slots are matmul_epilogue_kernel's (a bias is one of them)."""
+    """C = EPILOGUE((A * sa) @ (B * sb) + bias, e0, ...) (without EPILOGUE the scaled product,
+    + bias[n] when HAS_BIAS), A and B fp8 with any strides (the cp.async pipeline), the scales
+    as the section's comment says; the epilogue slots are matmul_epilogue_kernel's."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                              stride_am, stride_ak, stride_bk, stride_bn,
                              stride_sam, stride_sak, stride_sbk, stride_sbn,
                              BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+    acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
     _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
@@ -368,14 +378,14 @@ def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, 
 
 
 @tessera.jit
-def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
-                             stride_sam, stride_sak, stride_sbk, stride_sbn,
+def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K, stride_cm, stride_cn,
+                             stride_sam, stride_sak, stride_sbk, stride_sbn, stride_bias,
                              E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                              E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                              GROUP_M: tl.constexpr, SCALING: tl.constexpr = "outer",
                              SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128,
-                             EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
+                             HAS_BIAS: tl.constexpr = False, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
                              E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
                              E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
     """scaled_matmul_kernel with A and B read through TMA descriptors (_scaled_tma_accumulate)."""
@@ -383,6 +393,7 @@ def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, st
     acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                                  stride_sam, stride_sak, stride_sbk, stride_sbn,
                                  BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+    acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
     _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
@@ -390,18 +401,22 @@ def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, st
 
 
 @tessera.jit
-def scaled_matmul_tma_persistent_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
-                                        stride_sam, stride_sak, stride_sbk, stride_sbn,
+def scaled_matmul_tma_persistent_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
+                                        stride_cm, stride_cn, stride_sam, stride_sak, stride_sbk, stride_sbn,
+                                        stride_bias,
                                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                         GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
                                         SCALING: tl.constexpr = "outer", SCALE_K: tl.constexpr = 128,
-                                        SCALE_N: tl.constexpr = 128, WARP_SPECIALIZE: tl.constexpr = False):
+                                        SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
+                                        WARP_SPECIALIZE: tl.constexpr = False):
     """scaled_matmul_tma_kernel as matmul_tma_persistent_kernel is matmul_tma_kernel: NUM_SMS
-    programs looping over the tiles, a producer warpgroup (WARP_SPECIALIZE) feeding one ring."""
+    programs looping over the tiles, a producer warpgroup (WARP_SPECIALIZE) feeding one ring;
+    a bias but no epilogue."""
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
         pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                                      stride_sam, stride_sak, stride_sbk, stride_sbn,
                                      BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, WARP_SPECIALIZE)
+        acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
         _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
