@@ -335,3 +335,88 @@ def test_fp8_native_and_widened_agree():
         torch.cuda.synchronize()
         outs.append(c.double())
     assert ((outs[0] - outs[1]).abs() <= fp8_bound(a, b, K, 32)).all()
+
+
+# ------------------------------------------------------------------ the same kernels through Triton
+#
+# Tolerances Triton itself meets: the kernels of tests/python/lang_kernels/dot_fp8.py compiled by
+# the real Triton (gpu_helpers.kernels_through_triton) run on the same data; each test checks that
+# Triton's output is within the bound used (so the bound is one Triton meets: a failure there is
+# the bound's, not tessera's), then tessera's, and that tessera's error against float64 of the
+# dequantised inputs is at most twice Triton's (max and mean). Triton's sm_90 default is
+# max_num_imprecise_acc = 2^30 (no promotion: backends/nvidia/compiler.py), as tessera's.
+
+@pytest.fixture(scope="module")
+def triton_kernels(tmp_path_factory):
+    import gpu_helpers
+    module = gpu_helpers.kernels_through_triton(
+        pathlib.Path(__file__).resolve().parents[1] / "python/lang_kernels/dot_fp8.py", tmp_path_factory.mktemp("triton"))
+    if module is None:
+        pytest.skip("the real Triton is not installed (the comparison needs it)")
+    return module
+
+
+@pytest.mark.parametrize("imprecise", [None, 0, 32, 64], ids=lambda v: f"imprecise{v}")
+@pytest.mark.parametrize("pair", PAIRS, ids=["x".join(p) for p in PAIRS])
+def test_fp8_dot_error_as_triton(triton_kernels, pair, imprecise):
+    import gpu_helpers
+    M, N, K = 512, 384, 1024
+    BM, BN, BK = 128, 128, 64
+    g = torch.Generator(device="cuda").manual_seed(11)
+    a = (torch.randn((M, K), device="cuda", generator=g) * 4).to(TORCH[pair[0]])
+    b = (torch.randn((K, N), device="cuda", generator=g) * 4).to(TORCH[pair[1]])
+    outs = []
+    for module in (kernels, triton_kernels):
+        c = torch.full((M, N), float("nan"), device="cuda")
+        module.dot_fp8_kernel[(triton_cdiv(M, BM), triton_cdiv(N, BN))](
+            a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), A_E5=int(pair[0] == "e5m2"),
+            B_E5=int(pair[1] == "e5m2"), OUT_F16=0, IMPRECISE=imprecise, BM=BM, BN=BN, BK=BK, num_warps=4, num_stages=3)
+        torch.cuda.synchronize()
+        outs.append(c)
+    ref = a.double() @ b.double()
+    span = (K if imprecise is None else max(imprecise, 32)) if native_fp8("") else K if fp8_mma_sync("") else 0
+    bound = fp8_bound(a, b, K, span)
+    assert ((outs[1].double() - ref).abs() <= bound).all(), "Triton exceeds the bound: the bound is wrong"
+    assert ((outs[0].double() - ref).abs() <= bound).all()
+    gpu_helpers.assert_error_as_triton(f"dot {pair} imprecise {imprecise}", outs[0], outs[1], ref,
+                                       floor=2.0 ** -24 * ref.abs().max().item())
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@pytest.mark.parametrize("seed", [17, 5])
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_chain_dot_error_as_triton(triton_kernels, kind, seed):
+    # The chain dot on signed randn data (the case a fixed f32-reference tolerance fails for both):
+    # z against float64 of round_fp8(x @ y) @ w, within twice Triton's error; and P (the kernel's
+    # fp8 rounding of x @ y) off the nearest fp8 value no more often than twice as often as Triton's.
+    import gpu_helpers
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("conversions to fp8 need sm_90")
+    M, N, K = 128, 128, 64
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x, y, w = (torch.randn(shape, device="cuda", generator=g).to(TORCH[kind]) for shape in [(M, K), (K, N), (N, N)])
+    meta = dict(E5=int(kind == "e5m2"), BLOCK_M=M, BLOCK_N=N, BLOCK_K=K, num_warps=4)
+    zs, ps, zps = [], [], []
+    for module in (kernels, triton_kernels):
+        z = torch.full((M, N), float("nan"), device="cuda")
+        module.chain_dot_fp8_kernel[(1,)](x, y, w, z, **meta)
+        p = torch.full((M, N), float("nan"), device="cuda")
+        zp = torch.full((M, N), float("nan"), device="cuda")
+        module.chain_dot_fp8_p_kernel[(1,)](x, y, w, p, zp, **meta)
+        torch.cuda.synchronize()
+        zs.append(z)
+        ps.append(p.double())
+        zps.append(zp)
+    nearest = fp8_round(x.double() @ y.double(), kind)
+    ref = nearest @ w.double()
+    floor = 2.0 ** -20 * (nearest.abs() @ w.double().abs()).max().item()
+    gpu_helpers.assert_error_as_triton(f"chain dot {kind} seed {seed}", zs[0], zs[1], ref, floor=floor)
+    gpu_helpers.assert_error_as_triton(f"chain dot (P stored) {kind} seed {seed}", zps[0], zps[1], ref, floor=floor)
+    flips = [(p != nearest).double().mean().item() for p in ps]
+    same = (ps[0] == ps[1]).double().mean().item()
+    print(f"chain dot {kind} seed {seed}: P off the nearest fp8 value in {100 * flips[0]:.3f}% (tessera), "
+          f"{100 * flips[1]:.3f}% (Triton); tessera's P equals Triton's in {100 * same:.3f}%")
+    assert flips[0] <= 2 * flips[1] + 0.002
