@@ -350,7 +350,8 @@ def test_fp8_native_and_widened_agree():
 def triton_kernels(tmp_path_factory):
     import gpu_helpers
     module = gpu_helpers.kernels_through_triton(
-        pathlib.Path(__file__).resolve().parents[1] / "python/lang_kernels/dot_fp8.py", tmp_path_factory.mktemp("triton"))
+        pathlib.Path(__file__).resolve().parents[1] / "python/lang_kernels/dot_fp8.py",
+        tmp_path_factory.mktemp("triton"))
     if module is None:
         pytest.skip("the real Triton is not installed (the comparison needs it)")
     return module

@@ -179,6 +179,33 @@ def test_interpreter_matches_float64(pair, granularity, shape):
     check(c, A @ B, np.abs(A) @ np.abs(B), "float32")
 
 
+PASS_CASES = HOPPER_CASES[:1] + HOPPER_CASES[3:4] + [c for c in HOPPER_CASES if c[0] == "block"][:2]
+
+
+@pytest.mark.parametrize("scaling,config", PASS_CASES, ids=[f"{s}-{config_id(c)}" for s, c in PASS_CASES])
+def test_interpreter_after_passes(monkeypatch, scaling, config):
+    # The IR after every pass (sm_90a: wgmma layouts, the cp.async ring with B buffered K-major,
+    # the block scales' fresh partial products) against float64, on a ragged shape.
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    monkeypatch.setattr(skm, "_state", {})
+    M, N, K = 70, 90, 300
+    rng = np.random.default_rng(1)
+    a, w = fp8(rng, (M, K), "e4m3"), fp8(rng, (N, K), "e5m2")
+    b = w.T
+    kb, nb = 3, 1
+    sa = rng.uniform(0.1, 2, (M, kb) if scaling == "block" else (M, 1)).astype(np.float32)
+    sb = rng.uniform(0.1, 2, (kb, nb) if scaling == "block" else (1, N)).astype(np.float32)
+    c = tk.scaled_matmul(a, b, sa, sb, "float32", interpret=True, config=config)
+    if scaling == "block":
+        A = a.astype(np.float64) * expand_blocks(sa, M, K, 1, 128)
+        B = b.astype(np.float64) * expand_blocks(sb, K, N, 128, 128)
+    else:
+        A, B = a.astype(np.float64) * sa, b.astype(np.float64) * sb
+    check(c, A @ B, np.abs(A) @ np.abs(B), "float32")
+    ir = skm._state["interpreted"]._interpreter.ir()
+    assert "#mma<version=3" in ir and "order=[0,1]" in ir
+
+
 @pytest.mark.parametrize("out", ["float32", "float16", "bfloat16"])
 def test_interpreter_bias_epilogue_and_strides(out):
     # b column-major (a transposed view, K contiguous), a weight's (N/128, K/128) block scales
