@@ -97,6 +97,23 @@ def test_hopper_configs_use_fp8_wgmma_without_spills(tmp_path, scaling, config, 
     assert stores == 0 and loads == 0, f"{regs} registers, {stores} bytes of spill stores"
 
 
+ROW_B_CASES = [(s, c, bias) for s in ("outer", "block") for bias in (False, True)
+               for c in skm.scaled_matmul_configs(s, bias, hopper=True, k_major_b=False)]
+
+
+@pytest.mark.parametrize("scaling,config,bias", ROW_B_CASES,
+                         ids=[f"{s}-{config_id(c)}{'-bias' if b else ''}" for s, c, b in ROW_B_CASES])
+def test_hopper_row_major_b_configs_without_spills(tmp_path, scaling, config, bias):
+    # A row-major B (N contiguous) is staged transposed by the dot itself: its table keeps to
+    # tiles of 64 accumulators a thread.
+    sig = pointer_signature(bias="*bf16:16" if bias else "i32").split(",")
+    sig[11], sig[12] = "i32:16", "i32:1"  # stride_bk, stride_bn: row-major B
+    ptx = compile_ptx("scaled_matmul_kernel", ",".join(sig), config, SCALING=scaling, HAS_BIAS=bias)
+    assert "k32.f32.e4m3.e4m3 " in ptx
+    regs, stores, loads = ptxas_info(ptx, "sm_90a", tmp_path)
+    assert stores == 0 and loads == 0, f"{regs} registers, {stores} bytes of spill stores"
+
+
 @pytest.mark.parametrize("scaling,config", OTHER_CASES, ids=[f"{s}-{config_id(c)}" for s, c in OTHER_CASES])
 def test_sm89_configs_use_fp8_mma_sync_without_spills(tmp_path, scaling, config):
     ptx = compile_ptx("scaled_matmul_kernel", pointer_signature("e4m3", "e5m2"), config, "sm_89", SCALING=scaling)

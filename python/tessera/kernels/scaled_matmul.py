@@ -84,17 +84,22 @@ BLOCK_SCALED_MATMUL_CONFIGS = (
 )
 
 
-def scaled_matmul_configs(scaling="outer", bias=False, hopper=None):
+def scaled_matmul_configs(scaling="outer", bias=False, hopper=None, k_major_b=True):
     """The table for a scaling ("outer": per-tensor / row / column; "block") on the current GPU
     (hopper=None: the Hopper tables where dots run on wgmma) or the one named.
     With a bias, tiles at most 128 wide: the column scales and the bias, one register per column
-    a thread holds each (64 of a 256-wide wgmma tile), beside its 128 accumulators spill."""
+    a thread holds each (64 of a 256-wide wgmma tile), beside its 128 accumulators spill.
+    On Hopper a B that is not K-major (row-major: staged transposed by the dot, through
+    registers) leaves room for 64 accumulators a thread at most."""
     hopper = wgmma_target() if hopper is None else hopper
     if scaling == "block":
         table = HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if hopper else BLOCK_SCALED_MATMUL_CONFIGS
     else:
         table = HOPPER_SCALED_MATMUL_CONFIGS if hopper else SCALED_MATMUL_CONFIGS
-    return tuple(c for c in table if not bias or c.kwargs["BLOCK_N"] <= 128)
+    table = tuple(c for c in table if not bias or c.kwargs["BLOCK_N"] <= 128)
+    if hopper and not k_major_b:
+        table = tuple(c for c in table if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= 64 * 32 * c.num_warps)
+    return table
 
 
 # ---------------------------------------------------------------- operands
@@ -237,14 +242,15 @@ def _persistent(c, hook=None):
                   pre_hook=hook or c.pre_hook)
 
 
-def scaled_matmul_autotuner(scaling="outer", tma=True, persistent=False, epilogue=None, bias=False):
+def scaled_matmul_autotuner(scaling="outer", tma=True, persistent=False, epilogue=None, bias=False, k_major_b=True):
     """The tessera.Autotuner scaled_matmul uses for a scaling ("outer" or "block"): of the TMA
     kernel (tma=True; persistent: its persistent form) or the cp.async kernel, composed with
-    `epilogue` when given, with or without a bias. .best_config is the config of its last launch."""
-    return _kernel_and_tuner(scaling, tma, persistent, epilogue, False, bias)[1]
+    `epilogue` when given, with or without a bias, for a K-major (column-major) B or not.
+    .best_config is the config of its last launch."""
+    return _kernel_and_tuner(scaling, tma, persistent, epilogue, False, bias, k_major_b)[1]
 
 
-def _kernel_and_tuner(scaling, tma, persistent, epilogue, interpret, bias=False):
+def _kernel_and_tuner(scaling, tma, persistent, epilogue, interpret, bias=False, k_major_b=True):
     module = _kernels()
     base = (module.scaled_matmul_tma_persistent_kernel if persistent else
             module.scaled_matmul_tma_kernel if tma else module.scaled_matmul_kernel)
@@ -259,10 +265,10 @@ def _kernel_and_tuner(scaling, tma, persistent, epilogue, interpret, bias=False)
         kernel, name = compose(base, {"EPILOGUE": jf}), jf.fn.__name__
     if interpret:
         return kernel, None, name
-    key = (id(kernel), scaling, bias)
+    key = (id(kernel), scaling, bias, k_major_b)
     tuners = _state.setdefault("tuners", {})
     if key not in tuners:
-        configs = scaled_matmul_configs(scaling, bias)
+        configs = scaled_matmul_configs(scaling, bias, k_major_b=k_major_b)
         if persistent:
             by_name = {}
             for c in configs:
@@ -318,11 +324,12 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
         else:
             out[...] = 0
         return out
+    k_major_b = B.strides[0] == 1 or K == 1  # K contiguous: buffered K-major (cp.async or TMA)
     if config is not None:
         chosen = _as_config(config)
     elif interpret or not (_env.flag("TESSERA_MATMUL_AUTOTUNE", default=True) if autotune is None else autotune):
         chosen = (BLOCK_SCALED_MATMUL_CONFIGS if scaling == "block" else SCALED_MATMUL_CONFIGS)[0] if interpret \
-            else scaled_matmul_configs(scaling, has_bias)[0]
+            else scaled_matmul_configs(scaling, has_bias, k_major_b=k_major_b)[0]
     else:
         chosen = None
     if scaling == "block" and chosen is not None and SCALE_BLOCK % chosen.kwargs["BLOCK_K"]:
@@ -335,7 +342,8 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
     if epilogue is None and epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)  # 4 x (tensor or scalar, strides); NUM_EPI
-    kernel, tuner, epilogue_name = _kernel_and_tuner(scaling, use_tma, persistent, epilogue, interpret, has_bias)
+    kernel, tuner, epilogue_name = _kernel_and_tuner(scaling, use_tma, persistent, epilogue, interpret, has_bias,
+                                                     k_major_b)
     meta.update(SCALING=scaling, SCALE_K=SCALE_BLOCK, SCALE_N=SCALE_BLOCK, HAS_BIAS=has_bias)
     if epilogue_name is not None:
         meta["EPILOGUE"] = epilogue_name
