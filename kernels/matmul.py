@@ -301,6 +301,7 @@ def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
         if SCALING == "block":
+            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
             kb = (k * BLOCK_K) // SCALE_K
             sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
             if SCALE_N % BLOCK_N == 0:  # one scale of B for the whole tile: a scalar, not 2 registers a column
@@ -361,6 +362,7 @@ def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, 
         a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
         b = tl.trans(bt_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
         if SCALING == "block":
+            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
             kb = (k * BLOCK_K) // SCALE_K
             sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
             if SCALE_N % BLOCK_N == 0:

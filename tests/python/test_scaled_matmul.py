@@ -278,3 +278,14 @@ def test_manifest_lists_the_scaled_kernels():
     text = (ROOT / "kernels" / "manifest.txt").read_text()
     for name in ("scaled_matmul_kernel", "scaled_matmul_tma_kernel"):
         assert re.search(rf"^matmul\.py\s+{name}\s", text, re.M), name
+
+
+def test_kernel_rejects_block_k_not_dividing_the_scale_block():
+    config = tk.parse_matmul_config("64x64x256/w4/s3")
+    args = ["compile", "kernels/matmul.py", "--kernel", "scaled_matmul_kernel", "--signature", pointer_signature()]
+    for k, v in dict(config.kwargs, SCALING="block").items():
+        args += ["--constexpr", f"{k}={v}"]
+    proc = run_cli(args)
+    assert proc.returncode != 0
+    assert "static assertion failed: block scales need BLOCK_K dividing SCALE_K" in proc.stderr
+    assert "kernels/matmul.py:" in proc.stderr and "^" in proc.stderr
