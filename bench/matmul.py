@@ -28,6 +28,23 @@ Providers:
 
     python3 bench/matmul.py [--quick] [--out DIR] [--providers tessera,tessera_autotuned,torch,triton]
                             [--backend llvm|nvrtc|both]
+
+--fp8 times fp8 GEMMs instead (benchmark "matmul_fp8", 4096^3 and 8192^3, e4m3 x e4m3,
+fp32 accumulation, bf16 C, scales 1): matmul_kernel[grid] at the default config, whose dot
+takes Hopper's native fp8 wgmma (docs/tensor-cores.md), against cuBLASLt:
+  tessera_fp8         B row-major (K x N): the dot stages B into its K-major tile itself
+  tessera_fp8_colb    B column-major (the layout torch._scaled_mm takes): B copied by cp.async as it is
+  torch_scaled_mm     torch._scaled_mm(a, b_colmajor, 1, 1, out_dtype=bf16) (promoted accumulation)
+  torch_scaled_mm_fast  the same with use_fast_accum=True (fp8 accumulation, as tessera's default)
+and tessera.kernels.scaled_matmul (B column-major: the TMA kernel on sm_90a), each at its table's
+first config (autotune=False) with scales of each granularity, beside cuBLASLt and Triton:
+  tessera_scaled           per-tensor scales (scale_a, scale_b of one element)
+  tessera_scaled_rowwise   per-row of A and per-column of B ((M, 1) and (1, N))
+  tessera_scaled_block     DeepSeek-V3 blocks: (M, K/128) for A, (K/128, N/128) for B
+  tessera_scaled_persistent  per-tensor, persistent=True (a producer warpgroup, one program an SM)
+  torch_scaled_mm_rowwise  torch._scaled_mm with (M, 1) / (1, N) scales
+  triton_scaled_block      kernels/matmul.py's scaled_matmul_kernel compiled by Triton (the same
+                           text, `tessera` bound to triton) with the same blocks and config
 """
 import pathlib
 import sys
@@ -77,10 +94,135 @@ def _triton():
     return _triton_kernel
 
 
+_triton_scaled = None
+
+
+def _triton_scaled_module():
+    """kernels/matmul.py compiled by Triton: the same text with `tessera` bound to triton (Triton's
+    @jit reads the source file, so the text is written to a temporary file)."""
+    global _triton_scaled
+    if _triton_scaled is None:
+        import importlib.util
+        import tempfile
+        text = (pathlib.Path(__file__).resolve().parents[1] / "kernels" / "matmul.py").read_text()
+        text = text.replace("import tessera.language as tl", "import triton.language as tl")
+        text = text.replace("import tessera\n", "import triton as tessera\n")
+        path = pathlib.Path(tempfile.mkdtemp()) / "triton_matmul.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("triton_matmul", path)
+        _triton_scaled = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_triton_scaled)
+    return _triton_scaled
+
+
+def fp8_main(options):
+    """The --fp8 benchmark (see the module docstring)."""
+    import torch
+    import tessera
+    import tessera.kernels as tk
+    from kernels.matmul import matmul_kernel
+    first = tk.matmul_configs()[0]
+    cfg = first.kwargs
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def tessera_fp8(x, col_b=False):
+        a, b, c = x[0], (x[3] if col_b else x[1]), x[2]
+        M, K = a.shape
+        N = b.shape[1]
+        grid = (tessera.cdiv(M, cfg["BLOCK_M"]) * tessera.cdiv(N, cfg["BLOCK_N"]),)
+        return lambda: matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                           c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                                           BLOCK_K=cfg["BLOCK_K"], GROUP_M=8, num_warps=first.num_warps,
+                                           num_stages=first.num_stages)
+
+    def scaled_mm(x, fast):
+        return lambda: torch._scaled_mm(x[0], x[3], scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                        use_fast_accum=fast)
+
+    def scales(x, granularity):
+        """(scale_a, scale_b) of a case; powers of two, so the reference is exact."""
+        return {"tensor": (one, one), "row": (x[4], x[5]), "block": (x[6], x[7])}[granularity]
+
+    def tessera_scaled(x, granularity, persistent=False):
+        sa, sb = scales(x, granularity)
+        return lambda: tk.scaled_matmul(x[0], x[3], sa, sb, torch.bfloat16, out=x[2], autotune=False,
+                                        persistent=persistent)
+
+    def scaled_mm_rowwise(x):
+        return lambda: torch._scaled_mm(x[0], x[3], scale_a=x[4], scale_b=x[5], out_dtype=torch.bfloat16)
+
+    def triton_scaled_block(x):
+        module = _triton_scaled_module()
+        a, b, c = x[0], x[3], x[2]
+        sa, sb = x[6], x[7]
+        M, K = a.shape
+        N = b.shape[1]
+        config = tk.scaled_matmul_configs("block")[0]
+        kw = config.kwargs
+        grid = (tessera.cdiv(M, kw["BLOCK_M"]) * tessera.cdiv(N, kw["BLOCK_N"]),)
+        return lambda: module.scaled_matmul_kernel[grid](
+            a, b, c, sa, sb, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            sa.stride(0), sa.stride(1), sb.stride(0), sb.stride(1), 1, *([0] * 12), SCALING="block", SCALE_K=128,
+            SCALE_N=128, **config.all_kwargs())
+
+    providers = {
+        "tessera_fp8": lambda x: tessera_fp8(x),
+        "tessera_fp8_colb": lambda x: tessera_fp8(x, col_b=True),
+        "torch_scaled_mm": lambda x: scaled_mm(x, False),
+        "torch_scaled_mm_fast": lambda x: scaled_mm(x, True),
+        "tessera_scaled": lambda x: tessera_scaled(x, "tensor"),
+        "tessera_scaled_rowwise": lambda x: tessera_scaled(x, "row"),
+        "tessera_scaled_block": lambda x: tessera_scaled(x, "block"),
+        "tessera_scaled_persistent": lambda x: tessera_scaled(x, "tensor", persistent=True),
+        "torch_scaled_mm_rowwise": scaled_mm_rowwise,
+        "triton_scaled_block": triton_scaled_block,
+    }
+    granularity_of = {"tessera_scaled_rowwise": "row", "torch_scaled_mm_rowwise": "row",
+                      "tessera_scaled_block": "block", "triton_scaled_block": "block"}
+
+    def check(x, name, fn):
+        x[2].fill_(float("nan"))
+        out = fn()
+        torch.cuda.synchronize()
+        got = out if isinstance(out, torch.Tensor) else x[2]
+        granularity = granularity_of.get(name, "tensor")
+        sa, sb = scales(x, granularity)
+        a, b = x[0].float(), x[1].float()
+        K, N = a.shape[1], b.shape[1]
+        if granularity == "block":
+            a = a * sa.repeat_interleave(128, 1)[:, :K]
+            b = b * sb.repeat_interleave(128, 0).repeat_interleave(128, 1)[:K, :N]
+        elif granularity == "row":
+            a, b = a * sa, b * sb
+        harness.check_close(got, a @ b, 1e-2, name)
+
+    cases = []
+    for n in QUICK_SIZES:
+        def make(n=n):
+            a = torch.randn((n, n), device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randn((n, n), device="cuda").to(torch.float8_e4m3fn)
+            kb = n // 128
+
+            def pow2(*shape):
+                return torch.exp2(torch.randint(-2, 3, shape, device="cuda").float())
+            return (a, b, torch.empty((n, n), device="cuda", dtype=torch.bfloat16), b.t().contiguous().t(),
+                    pow2(n, 1), pow2(1, n), pow2(n, kb), pow2(kb, kb))
+        cases.append((f"{n}^3 float8_e4m3fn", make))
+    results = harness.run_benchmark("matmul_fp8", cases, providers,
+                                    lambda x: 2 * x[0].shape[0] * x[0].shape[1] * x[1].shape[1], options, check=check)
+    for row in results["rows"]:
+        print(row["case"], " ".join(f"{p}={row['gbps'][p] / 1000:.1f}TFLOP/s" for p in row["gbps"]),
+              row["errors"] or "")
+    return results
+
+
 def main(argv=None):
     import torch
     ap = harness.parser(__doc__)
+    ap.add_argument("--fp8", action="store_true", help="fp8 GEMMs against torch._scaled_mm instead")
     options = harness.parse(ap, argv)
+    if options.fp8:
+        return fp8_main(options)
     import os
     os.environ.setdefault("TESSERA_MMA", "1")  # tensor cores (the default; explicit here)
     import tessera

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
 #include <numeric>
 
 namespace tessera::spec {
@@ -101,11 +102,15 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
                      "`.to(tl.bfloat16)`");
   auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
   const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
+  std::map<std::string, ir::Attribute> fp8Attrs;
   if (fp8Operands) {
-    // Triton's limit on how many products the tensor core may add in its own reduced precision
-    // before the f32 accumulator takes them; ours always accumulates in full f32.
+    // Triton's limit on how many products Hopper's fp8 wgmma may add in its own reduced
+    // precision before they go into the f32 accumulator (WgmmaDot.cpp); absent: no limit,
+    // Triton's default on sm_90 (2^30).
+    fp8Attrs["fp8"] = int64_t{1};
     if (b.has(5)) {
       const int64_t imprecise = requireInt(b[5], b.locs[5], "tl.dot's max_num_imprecise_acc");
+      fp8Attrs["max_num_imprecise_acc"] = imprecise;
       if (imprecise > K)
         error(b.locs[5], "max_num_imprecise_acc (" + std::to_string(imprecise) + ") must be <= K (" +
                              std::to_string(K) + ")");
@@ -116,7 +121,9 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
         error(b.locs[6], "tl.dot of fp8 inputs needs out_dtype float32 or float16, got " + out.str());
     }
     // Every e4m3 and e5m2 value is an f16, and the products of two are exact in f32: the
-    // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products.
+    // f16 tensor-core dot with an f32 accumulator gives the fp8 dot's exact products. Where
+    // the GPU has fp8 tensor cores, accelerate-dot takes these casts off again (the `fp8`
+    // attribute says they are the front-end's, not the user's).
     a = castElement(a, ir::Type(ScalarType::F16));
     bb = castElement(bb, ir::Type(ScalarType::F16));
   }
@@ -184,8 +191,11 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
   ir::Value *result;
   if ((precision == "bf16x3" || precision == "bf16x6") && elem.scalar == ScalarType::F32)
     result = bf16EmulatedDot(*this, a, bb, acc, precision == "bf16x3" ? 2 : 3);
-  else
-    result = b_.op(OpCode::Dot, {a, bb, acc}, acc->type, {{"input_precision", precision}});
+  else {
+    std::map<std::string, ir::Attribute> attrs = fp8Attrs;
+    attrs["input_precision"] = precision;
+    result = b_.op(OpCode::Dot, {a, bb, acc}, acc->type, attrs);
+  }
   return SValue::ir(reshapeTo(result, resultType.shape, loc));
 }
 

@@ -239,3 +239,186 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
                          E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
                          EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+
+
+# ------------------------------------------------------------ scaled fp8 GEMM
+#
+# Scaled fp8 matrix multiplication: C = (A * scale_a) @ (B * scale_b) (+ bias[n]), A and B in
+# e4m3 or e5m2, fp32 accumulation, C in its pointer's element type (tessera.kernels.scaled_matmul).
+#
+# The scales say how the fp8 codes dequantise (fp32 values):
+#
+# - SCALING = "outer": A[m, k] * sa[m] and B[k, n] * sb[n]. One scale per tensor is this with
+#   stride 0 (every row reads the same value), so per-tensor, per-row of A and per-column of
+#   B, and any mix of them, are one kernel: the product of the two scale vectors multiplies
+#   the fp32 tile once, after the K loop.
+# - SCALING = "block" (DeepSeek-V3's): A[m, k] * sa[m, k // SCALE_K] (1 x SCALE_K blocks of an
+#   activation) and B[k, n] * sb[k // SCALE_K, n // SCALE_N] (SCALE_K x SCALE_N blocks of a
+#   weight). The scales change along K, so each BLOCK_K step's dot starts from zero and its
+#   fp32 result, scaled, is added into the accumulator: BLOCK_K divides SCALE_K. That add is
+#   also a promotion of Hopper's reduced-precision fp8 accumulation into fp32 every BLOCK_K
+#   products (docs/tensor-cores.md), as DeepSeek-V3 does.
+#
+# fp8 wgmma (sm_90a) reads both operands K-major. A row-major A is; for B the fast layout is
+# column-major (K contiguous, torch._scaled_mm's convention: b = w.t() for a row-major weight
+# w of N x K); a row-major B is staged transposed by the dot (correct, slower).
+#
+# The tile order, the store and the epilogue are the helpers above.
+
+
+@tessera.jit
+def _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_m, offs_n, M, N):
+    """acc * sa[m] * sb[n]: the "outer" scales (stride 0: one value for the whole tensor)."""
+    sa = tl.load(sa_ptr + offs_m * stride_sam, mask=offs_m < M, other=0.0)
+    sb = tl.load(sb_ptr + offs_n * stride_sbn, mask=offs_n < N, other=0.0)
+    return acc * sa[:, None] * sb[None, :]
+
+
+@tessera.jit
+def _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """acc + bias[n] (a vector of N, any float dtype, added in fp32) when HAS_BIAS."""
+    if HAS_BIAS:
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc += tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    return acc
+
+
+@tessera.jit
+def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
+                       stride_am, stride_ak, stride_bk, stride_bn,
+                       stride_sam, stride_sak, stride_sbk, stride_sbn,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                       SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr):
+    """The scaled fp32 tile (pid_m, pid_n) of (A * sa) @ (B * sb), pointer loads (any strides)."""
+    offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_offs = k * BLOCK_K + offs_k
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + k_offs[None, :] * stride_ak)
+        b_ptrs = b_ptr + (k_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
+        if SCALING == "block":
+            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
+            kb = (k * BLOCK_K) // SCALE_K
+            sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
+            if SCALE_N % BLOCK_N == 0:  # one scale of B for the whole tile: a scalar, not 2 registers a column
+                sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn)
+                acc += tl.dot(a, b) * (sa * sb)[:, None]
+            else:
+                sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=offs_bn < N,
+                             other=0.0)
+                acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        else:
+            acc = tl.dot(a, b, acc)
+    if SCALING == "outer":
+        acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
+    return acc
+
+
+@tessera.jit
+def scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
+                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                         stride_sam, stride_sak, stride_sbk, stride_sbn, stride_bias,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         GROUP_M: tl.constexpr, SCALING: tl.constexpr = "outer",
+                         SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
+                         EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
+                         E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
+                         E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+    """C = EPILOGUE((A * sa) @ (B * sb) + bias, e0, ...) (without EPILOGUE the scaled product,
+    + bias[n] when HAS_BIAS), A and B fp8 with any strides (the cp.async pipeline), the scales
+    as the section's comment says; the epilogue slots are matmul_epilogue_kernel's."""
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
+                             stride_am, stride_ak, stride_bk, stride_bn,
+                             stride_sam, stride_sak, stride_sbk, stride_sbn,
+                             BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+    acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
+    _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                         EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+
+
+@tessera.jit
+def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
+                           stride_sam, stride_sak, stride_sbk, stride_sbn,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr,
+                           WARP_SPECIALIZE: tl.constexpr = False):
+    """_scaled_accumulate through TMA descriptors (Hopper): a_desc over A (M x K, blocks
+    BLOCK_M x BLOCK_K), bt_desc over B's transpose (N x K: a column-major B, blocks
+    BLOCK_N x BLOCK_K), both K-major as fp8 wgmma reads them; the block is transposed for
+    the dot without moving (docs/tma.md). WARP_SPECIALIZE: a producer warpgroup issues the copies."""
+    offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = tl.trans(bt_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
+        if SCALING == "block":
+            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
+            kb = (k * BLOCK_K) // SCALE_K
+            sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
+            if SCALE_N % BLOCK_N == 0:
+                sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn)
+                acc += tl.dot(a, b) * (sa * sb)[:, None]
+            else:
+                sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=offs_bn < N,
+                             other=0.0)
+                acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        else:
+            acc = tl.dot(a, b, acc)
+    if SCALING == "outer":
+        acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
+    return acc
+
+
+@tessera.jit
+def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K, stride_cm, stride_cn,
+                             stride_sam, stride_sak, stride_sbk, stride_sbn, stride_bias,
+                             E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                             E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, SCALING: tl.constexpr = "outer",
+                             SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128,
+                             HAS_BIAS: tl.constexpr = False, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
+                             E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
+                             E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+    """scaled_matmul_kernel with A and B read through TMA descriptors (_scaled_tma_accumulate)."""
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
+                                 stride_sam, stride_sak, stride_sbk, stride_sbn,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+    acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
+    _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                         EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+
+
+@tessera.jit
+def scaled_matmul_tma_persistent_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
+                                        stride_cm, stride_cn, stride_sam, stride_sak, stride_sbk, stride_sbn,
+                                        stride_bias,
+                                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                                        SCALING: tl.constexpr = "outer", SCALE_K: tl.constexpr = 128,
+                                        SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
+                                        WARP_SPECIALIZE: tl.constexpr = False):
+    """scaled_matmul_tma_kernel as matmul_tma_persistent_kernel is matmul_tma_kernel: NUM_SMS
+    programs looping over the tiles, a producer warpgroup (WARP_SPECIALIZE) feeding one ring;
+    a bias but no epilogue."""
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+        pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
+                                     stride_sam, stride_sak, stride_sbk, stride_sbn,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, WARP_SPECIALIZE)
+        acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
+        _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)

@@ -1,7 +1,7 @@
 // Tensor-core dot (docs/tensor-cores.md): dot(a <MxK>, b <KxN>, acc <MxN>)
 // whose result has an #mma<version=2, wpc=[wm, wn]> layout (set by
 // compiler/passes/AccelerateDot.cpp): mma.sync m16n8k16 (f16/bf16), m16n8k8
-// (tf32) or m16n8k32 (int8).
+// (tf32) or m16n8k32 (int8; fp8 e4m3/e5m2 on sm_89+, PTX 8.4).
 //
 //  1. the operand tiles: straight from the pipeline's shared buffers
 //     (local_load), else stored here from registers into scratch with the
@@ -46,8 +46,8 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
   // Groups of `vec` consecutive registers along dim 1 go out as one vector
   // store (inside one 16-byte chunk of the swizzled tile).
   const DimMap &fast = layout.dim(1);
-  unsigned vec = 1;
-  if (layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
+  unsigned vec = 1; // (a transposed tile: one element at a time)
+  if (!tile.transposed && layout.order()[0] == 1 && layout.valueDims()[1] == 1 && fast.extent >= fast.sizePerThread)
     vec = std::min(fast.contiguousPerThread(), tile.vec);
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r))
@@ -56,7 +56,11 @@ void KernelLowering::stageToShared(ir::Operation &op, ir::Value *v, Value *base,
     if (idx[1] % vec != 0)
       continue; // part of the group its first register stores
     std::vector<Value *> c = coordinates(layout, r);
-    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, sharedElementOffset(tile, v->type.shape[0], v->type.shape[1], elemBytes, c[0], c[1]));
+    // A transposed tile holds [cols][rows] of the block.
+    Value *offset = tile.transposed
+                        ? sharedElementOffset(tile, v->type.shape[1], v->type.shape[0], elemBytes, c[1], c[0])
+                        : sharedElementOffset(tile, v->type.shape[0], v->type.shape[1], elemBytes, c[0], c[1]);
+    Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, offset);
     if (vec == 1) {
       b_.CreateStore(regs[r], ptr);
       continue;
@@ -78,8 +82,11 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   const unsigned elemBits = bitWidth(a->type.element().scalar), elemBytes = elemBits / 8;
   const unsigned version = op.result()->layout->mmaVersion;
   const bool wgmma = version == 3;
+  // fp8 wgmma reads B K-major only: staged transposed ([N][K]), rows of K bytes.
+  const bool fp8 = elemBits == 8 && a->type.element().isFloatElement();
+  const bool bKMajor = wgmma && fp8;
   tileA = ir::Layout::sharedOperandTile(version, 0, K, elemBits);
-  tileB = ir::Layout::sharedOperandTile(version, 1, N, elemBits);
+  tileB = ir::Layout::sharedOperandTile(version, 1, bKMajor ? K : N, elemBits, bKMajor);
   aBase = bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;
@@ -135,8 +142,12 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   const ir::ScalarType in = a->type.element().scalar, outType = result->type.element().scalar;
   const std::string precision = op.hasAttr("input_precision") ? op.stringAttr("input_precision") : "tf32";
-  const int64_t kStep = ir::mmaKStep(in, outType, precision);
-  if (kStep == 0 || b->type.element().scalar != in)
+  const ir::ScalarType inB = b->type.element().scalar;
+  auto isFp8 = [](ir::ScalarType t) { return t == ir::ScalarType::F8E4M3 || t == ir::ScalarType::F8E5M2; };
+  // fp8 (sm_89+, accelerate-dot): m16n8k32 e4m3/e5m2 in any pair, the int8 fragments.
+  const bool fp8 = isFp8(in) && isFp8(inB) && outType == ir::ScalarType::F32;
+  const int64_t kStep = fp8 ? 32 : ir::mmaKStep(in, outType, precision);
+  if (kStep == 0 || (!fp8 && inB != in))
     unsupported(op, "no mma.sync instruction for a " + a->type.element().str() + " dot into " +
                         result->type.element().str());
   if (!sameLayout(acc->layout, result->layout))
@@ -147,7 +158,7 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     unsupported(op, "block shape does not fit mma.sync with these warps");
   const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
   const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
-  const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8;
+  const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8 || fp8; // int8: byte fragments
 
   // A straight from registers: a 16-bit value in an #mma<wpc=[wm, 1]> layout
   // (the result of a dot with this dot's warps, cast: attention's P). The C
@@ -218,10 +229,14 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   // .b32 registers and B 2 in each, C/D 4 f32 or s32.
   std::string shape = "m16n8k" + std::to_string(kStep), types;
   if (tf32) types = "f32.tf32.tf32.f32";
+  else if (fp8)
+    types = std::string("f32.") + (in == ir::ScalarType::F8E4M3 ? "e4m3." : "e5m2.") +
+            (inB == ir::ScalarType::F8E4M3 ? "e4m3" : "e5m2") + ".f32";
   else if (int8) types = "s32.s8.s8.s32";
   else types = std::string("f32.") + (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + ".f32";
-  Type *accTy = int8 ? i32Ty : f32Ty;
-  const char *accCons = int8 ? "=r,=r,=r,=r" : "=f,=f,=f,=f";
+  const bool intAcc = int8 && !fp8;
+  Type *accTy = intAcc ? i32Ty : f32Ty;
+  const char *accCons = intAcc ? "=r,=r,=r,=r" : "=f,=f,=f,=f";
   FunctionType *mmaTy = FunctionType::get(StructType::get(ctx_, {accTy, accTy, accTy, accTy}),
                                           {i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, accTy, accTy, accTy, accTy}, false);
   InlineAsm *mma = InlineAsm::get(mmaTy, "mma.sync.aligned." + shape + ".row.col." + types +

@@ -190,7 +190,13 @@ std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine) {
   if (machine.addPassesToEmitFile(passes, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
     throw std::runtime_error("codegen: the NVPTX target cannot emit assembly");
   passes.run(module);
-  return std::string(ptx.str());
+  std::string text(ptx.str());
+  // mma.sync on e4m3/e5m2 (sm_89, MmaDot.cpp) came with PTX 8.4; the module is
+  // otherwise PTX 8.0 (kPtxFeatures), a subset, so only such modules say 8.4.
+  const std::string oldVersion = ".version 8.0\n";
+  if (text.find("mma.sync.aligned.m16n8k32.row.col.f32.e") != std::string::npos)
+    if (size_t at = text.find(oldVersion); at != std::string::npos) text.replace(at, oldVersion.size(), ".version 8.4\n");
+  return text;
 }
 
 std::string printModule(const llvm::Module &module) {

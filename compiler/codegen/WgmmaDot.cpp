@@ -50,27 +50,31 @@ uint64_t descriptorBits(uint64_t leadingBytes, uint64_t strideBytes, uint64_t li
 void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   ir::Value *a = op.operand(0), *b = op.operand(1), *acc = op.operand(2), *result = op.result();
   const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
-  const ir::ScalarType in = a->type.element().scalar;
-  if ((in != ir::ScalarType::F16 && in != ir::ScalarType::BF16) || b->type.element().scalar != in ||
+  const ir::ScalarType in = a->type.element().scalar, inB = b->type.element().scalar;
+  auto isFp8 = [](ir::ScalarType t) { return t == ir::ScalarType::F8E4M3 || t == ir::ScalarType::F8E5M2; };
+  // fp8: e4m3 / e5m2 in any pair (Hopper takes mixed operands), k = 32 per instruction.
+  const bool fp8 = isFp8(in) && isFp8(inB);
+  if ((!fp8 && ((in != ir::ScalarType::F16 && in != ir::ScalarType::BF16) || inB != in)) ||
       result->type.element().scalar != ir::ScalarType::F32)
-    unsupported(op, "wgmma lowering takes f16/bf16 operands into f32");
+    unsupported(op, "wgmma lowering takes f16/bf16 or fp8 operands into f32");
+  const int64_t kStep = fp8 ? 32 : 16;
   if (!sameLayout(acc->layout, result->layout))
     unsupported(op, "the accumulator must have the result's layout");
   const unsigned warps = result->layout->warpsPerCTA[0], groups = warps / 4;
-  if (warps % 4 || result->layout->warpsPerCTA[1] != 1 || M % (64 * groups) || N % 8 || K % 16)
+  if (warps % 4 || result->layout->warpsPerCTA[1] != 1 || M % (64 * groups) || N % 8 || K % kStep)
     unsupported(op, "block shape does not fit wgmma with these warps");
   DistributedLayout out = layoutOf(result, op);
   const int64_t slabs = M / (64 * groups);
   // The widest instruction (at most 256 columns) that tiles N.
   int64_t chunk = std::min<int64_t>(N, 256);
   while (N % chunk) chunk -= 8;
-  const unsigned elemBytes = 2;
+  const unsigned elemBytes = fp8 ? 1 : 2;
 
   // A straight from registers: a 16-bit value in an #mma layout with this
   // dot's warps (attention's P, the cast result of a dot): the register A
   // fragment of wgmma is mma.sync's m16n8k16 A fragment per warp, which
   // LayoutMath's mmaAFragmentRegisters picks out of the C fragments.
-  const ir::Layout *aRegLayout = registerOperandA(a, *result->layout);
+  const ir::Layout *aRegLayout = fp8 ? nullptr : registerOperandA(a, *result->layout);
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
@@ -81,6 +85,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   const uint64_t lineA = tileA->blockCols * elemBytes, lineB = tileB->blockCols * elemBytes;
   if (!bKMajor && chunk % tileB->blockCols && chunk != N)
     unsupported(op, "column chunks must start on a swizzle line of B");
+  if (fp8 && !bKMajor) unsupported(op, "fp8 wgmma reads B K-major only (a transposed tile)");
 
   Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
   // An operand's base descriptor is built in 32-bit halves joined by one mov.b64 (an asm LLVM
@@ -109,11 +114,14 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
 
   // Operands: the D registers ($0..), A (a descriptor, or 4 registers),
   // B's descriptor, scale-d, then the accumulator inputs tied to D.
+  auto fp8Name = [](ir::ScalarType t) { return t == ir::ScalarType::F8E4M3 ? "e4m3" : "e5m2"; };
+  const std::string typeNames = fp8 ? std::string(fp8Name(in)) + "." + fp8Name(inB)
+                                    : in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16";
   const unsigned regsPerInstr = static_cast<unsigned>(chunk / 2), aOperands = aRegLayout ? 4 : 1;
   const unsigned firstIn = regsPerInstr;
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(firstIn + aOperands + 1) + ", 0;\n" +
-                     "wgmma.mma_async.sync.aligned.m64n" + std::to_string(chunk) + "k16.f32." +
-                     (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + " {";
+                     "wgmma.mma_async.sync.aligned.m64n" + std::to_string(chunk) + "k" + std::to_string(kStep) +
+                     ".f32." + typeNames + " {";
   std::string cons;
   for (unsigned i = 0; i < regsPerInstr; ++i) {
     text += (i ? ",$" : "$") + std::to_string(i);
@@ -130,9 +138,9 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     cons += "l,";
     argTys.push_back(i64Ty);
   }
-  // scale-d, scale-a, scale-b, [transpose-a,] transpose-b
-  text += ", $" + std::to_string(firstIn + aOperands) + ", p, 1, 1, " + (aRegLayout ? "" : "0, ") +
-          (bKMajor ? "0" : "1") + ";\n}";
+  // scale-d, scale-a, scale-b, [transpose-a,] transpose-b (fp8: no transpose operands)
+  text += ", $" + std::to_string(firstIn + aOperands) + ", p, 1, 1" +
+          (fp8 ? "" : std::string(", ") + (aRegLayout ? "" : "0, ") + (bKMajor ? "0" : "1")) + ";\n}";
   cons += "l,r";
   for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
   argTys.push_back(i64Ty);
@@ -156,7 +164,15 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   std::vector<std::vector<Value *>> aFragments;
   if (aRegs)
     for (int64_t s = 0; s < slabs; ++s)
-      for (int64_t ks = 0; ks < K / 16; ++ks) aFragments.push_back(aFragmentFromRegisters(a, *aRegs, s, ks));
+      for (int64_t ks = 0; ks < K / kStep; ++ks) aFragments.push_back(aFragmentFromRegisters(a, *aRegs, s, ks));
+  // max_num_imprecise_acc (fp8, Triton's semantics): Hopper's fp8 wgmma adds
+  // its products in reduced precision, so at most that many K elements of
+  // them go into a partial accumulator (started at zero: scale-d = 0) before
+  // it is waited for and added into the f32 accumulator with add.f32; Triton
+  // applies it where it is <= the dot's K. Absent (Triton's sm_90 default,
+  // 2^30): the wgmmas accumulate straight into the accumulator.
+  const int64_t imprecise = op.hasAttr("max_num_imprecise_acc") ? op.intAttr("max_num_imprecise_acc") : -1;
+  const bool partial = fp8 && imprecise >= 0 && imprecise <= K;
   emitAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
@@ -164,11 +180,13 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     // lineA and the constant part are multiples of 16 bytes.
     Value *descA = aRegs ? nullptr : baseDescriptor(b_.CreateAdd(fieldA, b_.CreateMul(slabRow, i32(lineA / 16))), bitsA);
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-      for (int64_t ks = 0; ks < K / 16; ++ks) {
-        const int64_t k0 = 16 * ks;
+      Regs partialRegs; // this chunk's partial accumulator (`partial` only)
+      int64_t sincePromotion = 0;
+      for (int64_t ks = 0; ks < K / kStep; ++ks) {
+        const int64_t k0 = kStep * ks;
         std::vector<Value *> args;
         if (aRegs) {
-          args = aFragments[s * (K / 16) + ks];
+          args = aFragments[s * (K / kStep) + ks];
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
           args.push_back(descriptor(descA, kBlock * M * lineA + kWithin * elemBytes));
@@ -179,15 +197,44 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
         else
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
         args.push_back(descriptor(descB, bOffset));
-        args.push_back(i32(1));
-        for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
-          for (unsigned c = 0; c < 4; ++c) args.push_back(accRegs[regOf(s, j, c)]);
-        Value *d = b_.CreateCall(wgmma, args);
+        const bool fresh = partial && partialRegs.empty();
+        args.push_back(i32(fresh ? 0 : 1));
         unsigned i = 0;
         for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
-          for (unsigned c = 0; c < 4; ++c) accRegs[regOf(s, j, c)] = b_.CreateExtractValue(d, i++);
+          for (unsigned c = 0; c < 4; ++c, ++i)
+            args.push_back(!partial ? accRegs[regOf(s, j, c)]
+                           : fresh  ? static_cast<Value *>(ConstantFP::get(f32Ty, 0.0))
+                                    : partialRegs[i]);
+        Value *d = b_.CreateCall(wgmma, args);
+        if (!partial) {
+          i = 0;
+          for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
+            for (unsigned c = 0; c < 4; ++c) accRegs[regOf(s, j, c)] = b_.CreateExtractValue(d, i++);
+          continue;
+        }
+        partialRegs.clear();
+        for (unsigned r = 0; r < regsPerInstr; ++r) partialRegs.push_back(b_.CreateExtractValue(d, r));
+        sincePromotion += kStep;
+        if (sincePromotion < imprecise && ks + 1 < K / kStep) continue;
+        // Promote: wait for the partial sums, add them into the f32 accumulator.
+        emitAsm("wgmma.commit_group.sync.aligned;");
+        wgmmaWait(partialRegs, 0);
+        i = 0;
+        for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
+          for (unsigned c = 0; c < 4; ++c, ++i)
+            accRegs[regOf(s, j, c)] = b_.CreateFAdd(accRegs[regOf(s, j, c)], partialRegs[i]);
+        partialRegs.clear();
+        sincePromotion = 0;
+        if (ks + 1 < K / kStep || n0 + chunk < N || s + 1 < slabs)
+          emitAsm("wgmma.fence.sync.aligned;"); // the registers were touched outside the wgmmas
       }
     }
+  }
+  if (partial) { // every group was waited for and added
+    wgmmaAllWaited_ = true;
+    if (staged) barrier(); // the scratch may be reused right after
+    define(result, std::move(accRegs));
+    return;
   }
   const bool onlyThisGroupPending = wgmmaAllWaited_; // nothing was outstanding before this commit
   emitAsm("wgmma.commit_group.sync.aligned;");

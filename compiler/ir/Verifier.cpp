@@ -366,7 +366,10 @@ private:
         return fail(op, "shapes do not match (a [B]xMxK, b [B]xKxN, acc [B]xMxN)");
       if (n == 3 && (a.shape[0] != b.shape[0] || c.shape[0] != a.shape[0]))
         return fail(op, "batch dims do not match");
-      if (a.element() != b.element()) return fail(op, "a and b must have one element type");
+      // fp8 operands may mix e4m3 and e5m2 (what accelerate-dot gives the fp8 tensor cores).
+      auto fp8 = [](const Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
+      if (a.element() != b.element() && !(fp8(a.element()) && fp8(b.element()) && !a.pointer && !b.pointer))
+        return fail(op, "a and b must have one element type");
       return op.result()->type == c || fail(op, "result must have the accumulator's type");
     }
     case OpCode::AtomicRMW: {

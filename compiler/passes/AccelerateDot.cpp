@@ -23,6 +23,11 @@
 // (wgmmaRowFits) get #mma<version=3, wpc=[num_warps, 1]> instead: Hopper's
 // wgmma.mma_async (compiler/codegen/WgmmaDot.cpp). Its registers are those
 // of version 2 with the same warps, so the rest of this pass is the same.
+// fp8 dots (the front-end widens e4m3/e5m2 operands to f16 with casts and
+// marks the dot `fp8`) that fit fp8WgmmaFits lose those casts there and take
+// Hopper's native fp8 wgmma (k = 32); on sm_89+ the others with K % 32 == 0
+// and an f32 result take mma.sync m16n8k32 on e4m3/e5m2 (version 2, the int8
+// fragments); the rest keep the f16 dot.
 // Everything else keeps the FMA lowering (compiler/codegen/Dot.cpp).
 #include "compiler/passes/AccelerateDot.h"
 
@@ -82,16 +87,36 @@ bool chooseWarps(int64_t M, int64_t N, unsigned numWarps, unsigned &wm, unsigned
 
 namespace {
 
-// A tile row of `length` 16-bit elements as wgmma reads it: one 32- or
-// 64-byte swizzle line, or whole 128-byte lines.
-bool wgmmaRowFits(int64_t length) {
-  const int64_t bytes = length * 2;
+// A tile row of `length` elements of `elemBytes` as wgmma reads it: one 32-
+// or 64-byte swizzle line, or whole 128-byte lines.
+bool wgmmaRowFits(int64_t length, int64_t elemBytes = 2) {
+  const int64_t bytes = length * elemBytes;
   return bytes == 32 || bytes == 64 || (bytes > 0 && bytes % 128 == 0);
+}
+
+bool isFp8(const Type &t) {
+  return !t.pointer && (t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2);
+}
+
+// The fp8 values under the front-end's widening casts to f16 of a dot it
+// marked `fp8` (dsl/BuiltinsReduce.cpp), or nulls.
+std::pair<Value *, Value *> fp8Sources(Operation &dot) {
+  if (!dot.hasAttr("fp8") || !dot.intAttr("fp8")) return {nullptr, nullptr};
+  auto source = [](Value *v) -> Value * {
+    Operation *def = v->definingOp;
+    if (!def || def->code != OpCode::Cast || def->operands.size() != 1) return nullptr;
+    Value *x = def->operand(0);
+    return isFp8(x->type.element()) && x->layout ? x : nullptr;
+  };
+  Value *a = source(dot.operand(0)), *b = source(dot.operand(1));
+  if (!a || !b) return {nullptr, nullptr};
+  return {a, b};
 }
 
 struct Accelerator {
   Function &fn;
   bool hopper; // sm_90a with wgmma on
+  bool fp8MmaSync; // sm_89+: mma.sync m16n8k32 on e4m3/e5m2
   // Warps chosen for a chain of dots (see chooseChainWarps), by dot.
   std::map<const Operation *, std::pair<unsigned, unsigned>> chainWarps;
 
@@ -236,6 +261,18 @@ struct Accelerator {
            wgmmaRowFits(K) && wgmmaRowFits(N);
   }
 
+  // Native fp8 wgmma (m64nNk32, e4m3/e5m2 in any pair, f32 accumulator) for a
+  // dot the front-end widened: both operands K-major in shared memory (B is
+  // stored transposed by the dot, compiler/codegen/WgmmaDot.cpp), rows of K
+  // bytes filling a swizzle line.
+  bool fp8WgmmaFits(Operation &dot) {
+    Value *a = dot.operand(0), *b = dot.operand(1), *r = dot.result();
+    if (!hopper || !fp8Sources(dot).first || a->type.rank() != 2) return false;
+    const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+    return r->type.element().scalar == ScalarType::F32 && fn.numWarps % 4 == 0 &&
+           M % (16 * int64_t{fn.numWarps}) == 0 && N % 8 == 0 && N >= 8 && K % 32 == 0 && wgmmaRowFits(K, 1);
+  }
+
   bool eligible(Operation &dot, unsigned &wm, unsigned &wn, bool chain = true) {
     Value *a = dot.operand(0), *b = dot.operand(1), *acc = dot.operand(2), *r = dot.result();
     if (a->type.rank() != 2 || b->type.rank() != 2 || !r->layout || !acc->layout) return false;
@@ -253,12 +290,26 @@ struct Accelerator {
   }
 
   void rewrite(Operation &dot, unsigned wm, unsigned wn) {
-    const bool wgmma = wgmmaFits(dot);
+    const bool fp8Wgmma = fp8WgmmaFits(dot);
+    const bool wgmma = fp8Wgmma || wgmmaFits(dot);
+    // Not on wgmma: mma.sync's fp8 form where K splits into its k-steps of 32.
+    const bool fp8 = fp8Wgmma || (!wgmma && fp8MmaSync && fp8Sources(dot).first &&
+                                  dot.result()->type.element().scalar == ScalarType::F32 &&
+                                  dot.operand(0)->type.rank() == 2 && dot.operand(0)->type.shape[1] % 32 == 0);
     LayoutRef mma = wgmma ? Layout::mma(3, {fn.numWarps, 1}) : Layout::mma(2, {wm, wn});
     Value *result = dot.result();
     LayoutRef old = result->layout;
     Block *block = dot.parent;
     auto at = positionOf(dot);
+    if (fp8) { // the fp8 values themselves; casts left unused go (the pipeline wants loads read once)
+      auto [a8, b8] = fp8Sources(dot);
+      Operation *castA = dot.operand(0)->definingOp, *castB = dot.operand(1)->definingOp;
+      dot.operands[0] = a8;
+      dot.operands[1] = b8;
+      for (Operation *cast : {castA, castB == castA ? nullptr : castB})
+        if (cast && countUses(fn.body, cast->result()) == 0) cast->parent->ops.erase(positionOf(*cast));
+      at = positionOf(dot);
+    }
     dot.operands[0] = convertAt(block, at, dot.loc, dot.operand(0), Layout::dotOperand(0, mma));
     dot.operands[1] = convertAt(block, at, dot.loc, dot.operand(1), Layout::dotOperand(1, mma));
     Value *acc = dot.operand(2);
@@ -314,7 +365,7 @@ struct Accelerator {
 
 void accelerateDot(Function &fn, const std::string &arch, bool wgmma) {
   if (archNumber(arch) < 80) return;
-  Accelerator{fn, wgmma && arch == "sm_90a"}.run();
+  Accelerator{fn, wgmma && arch == "sm_90a", archNumber(arch) >= 89}.run();
 }
 
 } // namespace tessera::passes

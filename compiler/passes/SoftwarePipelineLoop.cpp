@@ -72,6 +72,24 @@ bool LoopPipeliner::canClone(const Value *v) {
 
 // convert_layout(x) -> #dot_op read only by mma dots of one version at
 // that operand: that version, else 0.
+// fp8 wgmma reads B K-major only (no transpose bit for 8-bit types): of an
+// fp8 B, only a block whose buffer is K-major is buffered: one loaded from a
+// column-major matrix (stored transposed by allocateBuffers), or a TMA block
+// of B's transpose that reaches the dot through trans (the TMA unit writes its
+// rows, B's columns, as they are: a column-major B's descriptor over N x K).
+// The dot stages any other B itself, transposing it on the way
+// (compiler/codegen/WgmmaDot.cpp).
+static bool needsKMajorB(Operation &convert, size_t operand) {
+  const Type t = convert.result()->type.element();
+  if (operand != 1 || t.pointer || (t.scalar != ScalarType::F8E4M3 && t.scalar != ScalarType::F8E5M2)) return false;
+  Operation *load = convert.operand(0)->definingOp;
+  if (load && load->code == OpCode::Trans && load->arrayAttr("order") == std::vector<int64_t>{1, 0} &&
+      load->operand(0)->definingOp && load->operand(0)->definingOp->code == OpCode::DescLoad)
+    return false;
+  const LayoutRef &l = load && load->code == OpCode::Load ? load->operand(0)->layout : nullptr;
+  return !(l && l->kind == Layout::Kind::Blocked && l->order[0] == 0);
+}
+
 unsigned LoopPipeliner::feedsOnlyMmaDots(Operation &convert) {
   if (convert.code != OpCode::ConvertLayout || !convert.result()->layout ||
       convert.result()->layout->kind != Layout::Kind::DotOperand)
@@ -84,7 +102,7 @@ unsigned LoopPipeliner::feedsOnlyMmaDots(Operation &convert) {
       if (user.operands[i] == convert.result()) {
         const LayoutRef &l = user.result()->layout;
         only = only && user.code == OpCode::Dot && i == opIdx && l && l->kind == Layout::Kind::Mma &&
-               (version == 0 || version == l->mmaVersion);
+               (version == 0 || version == l->mmaVersion) && !(l->mmaVersion == 3 && needsKMajorB(convert, i));
         if (only) version = l->mmaVersion;
       }
   });
@@ -100,7 +118,7 @@ bool LoopPipeliner::anyWgmma(const std::vector<Candidate> &cs) {
 bool LoopPipeliner::stageableType(const Type &t) {
   return t.rank() == 2 && !t.pointer &&
          (t.scalar == ScalarType::F16 || t.scalar == ScalarType::BF16 || t.scalar == ScalarType::F32 ||
-          t.scalar == ScalarType::I8);
+          t.scalar == ScalarType::I8 || t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2);
 }
 
 // Operands computed before the loop (FlashAttention's Q tile): staged into

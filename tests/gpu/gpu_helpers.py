@@ -66,3 +66,50 @@ def rel_err(out, ref):
 def assert_rel_err(out, ref, tol, what=""):
     err = rel_err(out, ref)
     assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.0e}"
+
+
+@functools.lru_cache(None)
+def real_triton():
+    """The real Triton package (torch's), or None where it is missing or is tessera's
+    compatibility mode (python/tessera_as_triton.pth installed)."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    if "tessera" in getattr(triton, "__name__", "") or "tessera" in str(getattr(triton, "__file__", "")):
+        return None
+    return triton
+
+
+def kernels_through_triton(path, tmp_dir):
+    """The module of a tessera kernel file (`import tessera`, `import tessera.language as tl`,
+    `@tessera.jit`) compiled by the real Triton: the same text with `tessera` bound to triton.
+    None without Triton. tmp_dir holds the copy (Triton's @jit reads the source file)."""
+    import importlib.util
+    import pathlib
+    if real_triton() is None:
+        return None
+    text = pathlib.Path(path).read_text()
+    text = text.replace("import tessera.language as tl", "import triton.language as tl")
+    text = text.replace("import tessera\n", "import triton as tessera\n")
+    copy = pathlib.Path(tmp_dir) / ("triton_" + pathlib.Path(path).name)
+    copy.write_text(text)
+    spec = importlib.util.spec_from_file_location(copy.stem, copy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def error_against(out, ref):
+    """(max, mean) of |out - ref| in float64."""
+    err = (out.double() - ref).abs()
+    return err.max().item(), err.mean().item()
+
+
+def assert_error_as_triton(what, ours, theirs, ref, slack=2.0, floor=0.0):
+    """Our output's error against the float64 reference `ref` is at most `slack` times Triton's
+    (max and mean, each plus `floor`); both are printed."""
+    (om, oa), (tm, ta) = error_against(ours, ref), error_against(theirs, ref)
+    print(f"{what}: max / mean error tessera {om:.3g} / {oa:.3g}, Triton {tm:.3g} / {ta:.3g}")
+    assert om <= slack * tm + floor, f"{what}: max error {om:.3g}, Triton's {tm:.3g}"
+    assert oa <= slack * ta + floor, f"{what}: mean error {oa:.3g}, Triton's {ta:.3g}"

@@ -61,7 +61,7 @@ def signature(a, b, out):
 # ------------------------------------------------------------------ PTX and ptxas
 
 @pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
 @pytest.mark.parametrize("out", ["fp32", "fp16"])
 @pytest.mark.parametrize("pair", PAIRS, ids=["x".join(p) for p in PAIRS])
 def test_fp8_dot_compiles(tmp_path, pair, out, arch, backend):
@@ -71,11 +71,15 @@ def test_fp8_dot_compiles(tmp_path, pair, out, arch, backend):
     ptx = compile_kernel("dot_fp8.py", "dot_fp8_kernel", signature(a, b, out), constexprs, arch,
                          extra=["--num-warps", "4", "--backend", backend])
     assemble(ptx, arch, tmp_path)
-    if out == "fp32":  # the f16 tensor-core dot (an f16 accumulator keeps the FMA loop)
-        if arch == "sm_80":
+    if out == "fp32":  # tensor cores (an f16 accumulator keeps the FMA loop)
+        if arch == "sm_80":  # the f16 mma.sync on the widened operands
             assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
-        else:
-            assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+        elif arch == "sm_89":  # mma.sync's fp8 form (PTX 8.4), mixed pairs as they are
+            assert f"mma.sync.aligned.m16n8k32.row.col.f32.{a}.{b}.f32 " in ptx
+            assert "f16.f16" not in ptx and (backend == "nvrtc" or ".version 8.4" in ptx)
+        else:  # Hopper's native fp8 wgmma, k = 32, mixed pairs as they are
+            assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{a}.{b} " in ptx
+            assert "k16.f32.f16.f16" not in ptx
     if arch == "sm_80":  # widened from the bits: no fp8 cvt before sm_90
         assert "e4m3x2" not in ptx and "e5m2x2" not in ptx
 
@@ -87,6 +91,114 @@ def test_fp8_widening_compiles(tmp_path, arch):
                              {"E5": e5, "BLOCK": 256}, arch)
         assemble(ptx, arch, tmp_path)
         assert ("cvt.rn.f16x2" in ptx) == (arch == "sm_90a")
+
+
+# ------------------------------------------------------------------ native fp8 wgmma (sm_90a)
+
+MATMUL_SIG = "*{a}:16,*{b}:16,*fp16:16,i32,i32,i32:16,i32:16,i32:1,i32:16,i32:1,i32:16,i32:1"
+# B column-major (stride_bk = 1): the K-major tile fp8 wgmma reads, copied as it is.
+MATMUL_SIG_COL_B = "*{a}:16,*{b}:16,*fp16:16,i32,i32,i32:16,i32:16,i32:1,i32:1,i32:16,i32:16,i32:1"
+
+
+def compile_matmul_fp8(tmp_path, a, b, config, sig=MATMUL_SIG, env=None):
+    """kernels/matmul.py's matmul_kernel on fp8 operands for sm_90a: (PTX, ptxas -v's report)."""
+    import os
+    import subprocess
+    from conftest import PTXAS, run_cli
+    bm, bn, bk, warps, stages = config
+    args = ["compile", "kernels/matmul.py", "--kernel", "matmul_kernel", "--signature",
+            sig.format(a=FP8[a], b=FP8[b]), "--constexpr", f"BLOCK_M={bm}", "--constexpr", f"BLOCK_N={bn}",
+            "--constexpr", f"BLOCK_K={bk}", "--constexpr", "GROUP_M=8", "--num-warps", str(warps),
+            "--num-stages", str(stages), "--arch", "sm_90a"]
+    proc = run_cli(args) if env is None else subprocess.run(
+        [str(__import__("conftest").CLI)] + args, cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    src = tmp_path / "mm.ptx"
+    src.write_text(proc.stdout)
+    info = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "mm.cubin")],
+                          capture_output=True, text=True)
+    assert info.returncode == 0, info.stderr
+    return proc.stdout, info.stderr
+
+
+# tessera.kernels' Hopper configurations (BM, BN, BK, warps, stages): HOPPER_MATMUL_CONFIGS
+HOPPER_CONFIGS = [(128, 256, 64, 8, 4), (256, 128, 64, 8, 4), (128, 128, 64, 4, 3), (64, 64, 64, 4, 3)]
+
+
+@pytest.mark.parametrize("config", HOPPER_CONFIGS, ids=lambda c: "x".join(map(str, c[:3])) + f"w{c[3]}s{c[4]}")
+@pytest.mark.parametrize("pair", [("e4m3", "e4m3"), ("e5m2", "e4m3")], ids=["e4m3xe4m3", "e5m2xe4m3"])
+def test_fp8_matmul_takes_native_wgmma(tmp_path, pair, config):
+    ptx, report = compile_matmul_fp8(tmp_path, *pair, config)
+    bn = config[1] if config[1] <= 256 else 256
+    assert f"wgmma.mma_async.sync.aligned.m64n{bn}k32.f32.{pair[0]}.{pair[1]} " in ptx
+    assert ".f16.f16" not in ptx and "cvt.rn.f16x2.e4m3x2" not in ptx  # no widening left
+    assert "cp.async.cg.shared.global" in ptx  # A software-pipelined (B: staged transposed by the dot)
+    assert " 0 bytes spill stores" in report and " 0 bytes spill loads" in report, report
+
+
+def test_fp8_matmul_column_major_b_is_pipelined(tmp_path):
+    # A column-major B is K-major already: both operands go through cp.async, no byte-wise transpose.
+    ptx, report = compile_matmul_fp8(tmp_path, "e4m3", "e5m2", (128, 256, 64, 8, 4), sig=MATMUL_SIG_COL_B)
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2 " in ptx
+    assert "st.shared.b8" not in ptx and "st.shared.u8" not in ptx
+    assert " 0 bytes spill stores" in report
+
+
+def test_fp8_wgmma_off_takes_fp8_mma_sync(tmp_path):
+    # TESSERA_WGMMA=0 on sm_90a: mma.sync's fp8 form (sm_89+), not the widened f16 one.
+    ptx, _ = compile_matmul_fp8(tmp_path, "e4m3", "e4m3", (128, 128, 64, 4, 3), env={"TESSERA_WGMMA": "0"})
+    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 " in ptx
+    assert ".version 8.4" in ptx and "f16.f16" not in ptx
+
+
+@pytest.mark.parametrize("pair", [("e4m3", "e4m3"), ("e5m2", "e4m3")], ids=["e4m3xe4m3", "e5m2xe4m3"])
+def test_fp8_matmul_sm89_mma_sync(tmp_path, pair):
+    # sm_89's default configuration (128x128x32, 4 warps, 3 stages): fp8 mma.sync, both operands
+    # software-pipelined, no spills; the module says PTX 8.4 (the fp8 mma.sync's), others stay 8.0.
+    import subprocess
+    from conftest import PTXAS, run_cli
+    args = ["compile", "kernels/matmul.py", "--kernel", "matmul_kernel", "--signature",
+            MATMUL_SIG.format(a=FP8[pair[0]], b=FP8[pair[1]]), "--constexpr", "BLOCK_M=128", "--constexpr",
+            "BLOCK_N=128", "--constexpr", "BLOCK_K=32", "--constexpr", "GROUP_M=8", "--num-warps", "4",
+            "--num-stages", "3", "--arch", "sm_89"]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr
+    ptx = proc.stdout
+    assert f"mma.sync.aligned.m16n8k32.row.col.f32.{pair[0]}.{pair[1]}.f32 " in ptx and ".version 8.4" in ptx
+    assert "cp.async.cg.shared.global" in ptx and "f16.f16" not in ptx
+    src = tmp_path / "mm.ptx"
+    src.write_text(ptx)
+    info = subprocess.run([str(PTXAS), "-arch=sm_89", "-v", str(src), "-o", str(tmp_path / "mm.cubin")],
+                          capture_output=True, text=True)
+    assert info.returncode == 0 and " 0 bytes spill stores" in info.stderr, info.stderr
+    f16 = compile_kernel("dot_fp8.py", "widen_fp8_kernel", "*u8:16,*fp16:16,*fp32:16", {"E5": 0, "BLOCK": 256},
+                         "sm_89")
+    assert ".version 8.0" in f16
+
+
+def test_fp8_block_k_below_32_keeps_the_f16_wgmma(tmp_path):
+    # K = 16 fits no fp8 wgmma (k = 32): the widened operands take the f16 one.
+    ptx = compile_kernel("dot_fp8.py", "dot_fp8_kernel", signature("e4m3", "e4m3", "fp32"),
+                         {"A_E5": 0, "B_E5": 0, "OUT_F16": 0, "IMPRECISE": None, "BM": 64, "BN": 64, "BK": 16},
+                         "sm_90a", extra=["--num-warps", "4"])
+    assemble(ptx, "sm_90a", tmp_path)
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " in ptx and "e4m3.e4m3" not in ptx
+
+
+@pytest.mark.parametrize("low_precision_acc", [None, 0, 32, 64, 128])
+def test_fp8_max_num_imprecise_acc_promotions_as_triton(tmp_path, low_precision_acc):
+    # test_dot_max_num_imprecise_acc's Hopper check: one add.f32 per accumulator register every
+    # max_num_imprecise_acc K elements (0: every wgmma), none without the argument (2^30 on sm_90).
+    BM, BN, BK, warps = 128, 128, 128, 8
+    ptx = compile_kernel("dot_fp8.py", "dot_fp8_kernel", signature("e4m3", "e5m2", "fp32"),
+                         {"A_E5": 0, "B_E5": 1, "OUT_F16": 0, "IMPRECISE": low_precision_acc,
+                          "BM": BM, "BN": BN, "BK": BK}, "sm_90a", extra=["--num-warps", str(warps)])
+    assemble(ptx, "sm_90a", tmp_path)
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 " in ptx
+    regs = BM * BN // (32 * warps)
+    promotions = 0 if low_precision_acc is None else BK // max(low_precision_acc, 32)
+    assert ptx.count("add.f32") == regs * promotions
 
 
 # ------------------------------------------------------------------ the interpreter
@@ -187,6 +299,30 @@ def test_fp8_chain_dot_as_triton(tmp_path, kind):
                          extra=["--num-warps", "4"])
     assemble(ptx, "sm_90a", tmp_path)
     assert "cvt.rn.satfinite" in ptx and ptx.count("wgmma.mma_async") >= 2
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_chain_dot_own_p_after_passes(monkeypatch, tmp_path, kind):
+    # The kernel of the GPU test that checks the second dot against the P the kernel stored
+    # (tests/gpu/test_dot_fp8.py::test_fp8_chain_dot_on_its_own_p): after the pass pipeline
+    # (sm_90a: both dots fp8 wgmma, P staged through shared memory) on signed data.
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    M, N, K = 128, 128, 64
+    rng = np.random.default_rng(5)
+    x, y, w = (finite_codes(kind, rng, shape, 2.0) for shape in [(M, K), (K, N), (N, N)])
+    p = np.full((M, N), np.nan, np.float32)
+    z = np.full((M, N), np.nan, np.float32)
+    kernel = tessera.jit(kernels().chain_dot_fp8_p_kernel.fn, interpret=True)
+    kernel[(1,)](x, y, w, p, z, E5=int(kind == "e5m2"), BLOCK_M=M, BLOCK_N=N, BLOCK_K=K, num_warps=4)
+    assert kernel._interpreter.ir().count("#mma<version=3") >= 1
+    v = fp8_values(kind)
+    np.testing.assert_array_equal(p, round_to_fp8(v[x] @ v[y], kind))  # exact products, small sums: exact
+    np.testing.assert_allclose(z, p.astype(np.float64) @ v[w], rtol=1e-6, atol=1e-6)
+    ptx = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", "*u8:16,*u8:16,*u8:16,*fp32:16,*fp32:16",
+                         {"E5": int(kind == "e5m2"), "BLOCK_M": M, "BLOCK_N": N, "BLOCK_K": K}, "sm_90a",
+                         extra=["--num-warps", "4"])
+    assemble(ptx, "sm_90a", tmp_path)
+    assert f"k32.f32.{kind}.{kind} " in ptx and "fence.proxy.async" in ptx
 
 
 def test_round_to_fp8_matches_the_table():

@@ -5,6 +5,7 @@
     y = tk.layer_norm(x, weight, bias, 1e-5) # layer norm over the last dim
     c = tk.matmul(a, b)                      # GEMM on tensor cores (fp16/bf16), autotuned
     o = tk.attention(q, k, v, causal=True)   # FlashAttention-style, autograd included
+    c = tk.scaled_matmul(a8, b8, sa, sb, torch.bfloat16)   # fp8 GEMM: per-tensor/row/column or block scales
 
 The kernels themselves are the files in the repository's kernels/ folder
 (see _files.py for how they are found); softmax.py and layernorm.py here
@@ -22,6 +23,9 @@ from .layernorm import layer_norm, layer_norm_config
 from .matmul import (MATMUL_CONFIGS, HOPPER_MATMUL_CONFIGS, HOPPER_EPILOGUE_EXTRA_CONFIGS, matmul_configs, MATMUL_DTYPES, matmul, matmul_autotuner, matmul_config_name,
                      matmul_tma_autotuner, matmul_last_autotuner, matmul_epilogue_autotuner, parse_matmul_config,
                      matmul_tma_persistent_autotuner)
+from .scaled_matmul import (HOPPER_SCALED_MATMUL_CONFIGS, HOPPER_BLOCK_SCALED_MATMUL_CONFIGS, SCALED_MATMUL_CONFIGS,
+                            BLOCK_SCALED_MATMUL_CONFIGS, scaled_matmul, scaled_matmul_autotuner, scaled_matmul_configs,
+                            scaled_matmul_last_autotuner)
 from .softmax import softmax, softmax_config
 
 __all__ = ["softmax", "softmax_config", "layer_norm", "layer_norm_config", "matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS",
@@ -29,4 +33,6 @@ __all__ = ["softmax", "softmax_config", "layer_norm", "layer_norm_config", "matm
            "MATMUL_DTYPES", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner", "matmul_epilogue_autotuner",
            "matmul_tma_persistent_autotuner",
            "matmul_config_name", "parse_matmul_config", "attention", "attention_forward", "attention_backward", "attention_config",
-           "attention_forward_autotuner"]
+           "attention_forward_autotuner", "scaled_matmul", "scaled_matmul_configs", "scaled_matmul_autotuner",
+           "scaled_matmul_last_autotuner", "HOPPER_SCALED_MATMUL_CONFIGS", "HOPPER_BLOCK_SCALED_MATMUL_CONFIGS",
+           "SCALED_MATMUL_CONFIGS", "BLOCK_SCALED_MATMUL_CONFIGS"]

@@ -65,3 +65,20 @@ def chain_dot_fp8_kernel(X, Y, W, Z, E5: tl.constexpr, BLOCK_M: tl.constexpr, BL
     z = tl.dot(x, y, input_precision="ieee", out_dtype=tl.float32)
     z = tl.dot(z.to(w.dtype), w, input_precision="ieee", out_dtype=tl.float32)
     tl.store(Z + off_m[:, None] * BLOCK_N + off_n[None, :], z)
+
+
+@tessera.jit
+def chain_dot_fp8_p_kernel(X, Y, W, P, Z, E5: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           BLOCK_K: tl.constexpr):
+    # The chain dot that also stores its fp8 P (widened to f32): the second dot is then checked
+    # against the P the kernel computed, apart from how the first dot rounded.
+    off_m = tl.arange(0, BLOCK_M)
+    off_n = tl.arange(0, BLOCK_N)
+    off_k = tl.arange(0, BLOCK_K)
+    x = as_fp8(tl.load(X + off_m[:, None] * BLOCK_K + off_k[None, :]), E5)
+    y = as_fp8(tl.load(Y + off_k[:, None] * BLOCK_N + off_n[None, :]), E5)
+    w = as_fp8(tl.load(W + off_n[:, None] * BLOCK_N + off_n[None, :]), E5)
+    p = tl.dot(x, y, input_precision="ieee", out_dtype=tl.float32).to(w.dtype)
+    tl.store(P + off_m[:, None] * BLOCK_N + off_n[None, :], p.to(tl.float32))
+    z = tl.dot(p, w, input_precision="ieee", out_dtype=tl.float32)
+    tl.store(Z + off_m[:, None] * BLOCK_N + off_n[None, :], z)

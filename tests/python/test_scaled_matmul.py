@@ -1,0 +1,291 @@
+"""tessera.kernels.scaled_matmul (kernels/matmul.py's scaled_matmul_kernel,
+scaled_matmul_tma_kernel, scaled_matmul_tma_persistent_kernel) on the CPU: every default
+configuration compiles to fp8 wgmma (sm_90a) or fp8 mma.sync (sm_89) and ptxas -v reports
+no spills; the interpreter against numpy's float64 of the dequantised inputs for per-tensor,
+per-row / per-column and block scales, with bias and an epilogue; the wrapper's errors.
+The GPU tests at real sizes are tests/gpu/test_scaled_matmul.py."""
+import importlib
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PTXAS, run_cli
+
+import tessera  # noqa: E402
+import tessera.language as tl  # noqa: E402
+import tessera.kernels as tk  # noqa: E402
+
+skm = importlib.import_module("tessera.kernels.scaled_matmul")  # the module (tk.scaled_matmul is the function)
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+FP8 = {"e4m3": "fp8e4nv", "e5m2": "fp8e5"}
+E12 = ",".join(["i32"] * 12)  # the four epilogue slots, unused
+SCALE_STRIDES = "i32,i32,i32,i32,i32"  # sam, sak, sbk, sbn, bias
+
+
+def pointer_signature(a="e4m3", b="e4m3", out="bf16", bias="i32"):
+    # A row-major, B column-major (K contiguous: the K-major B fp8 wgmma reads), C row-major;
+    # bias: its pointer type ("i32": none, HAS_BIAS off).
+    return (f"*{FP8[a]}:16,*{FP8[b]}:16,*{out}:16,*fp32:16,*fp32:16,{bias},i32,i32,i32:16,"
+            f"i32:16,i32:1,i32:1,i32:16,i32:16,i32:1,{SCALE_STRIDES},{E12}")
+
+
+def tma_signature(config, a="e4m3", b="e4m3", out="bf16", persistent=False, bias="i32"):
+    bm, bn, bk = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    sig = (f"tensordesc<{FP8[a]}[{bm},{bk}]>,tensordesc<{FP8[b]}[{bn},{bk}]>,*{out}:16,*fp32:16,*fp32:16,{bias},"
+           f"i32,i32,i32:16,i32:16,i32:1,{SCALE_STRIDES}")
+    return sig if persistent else sig + "," + E12
+
+
+def compile_ptx(kernel, signature, config, arch="sm_90a", **constexprs):
+    kw = dict(config.kwargs, **constexprs)
+    args = ["compile", "kernels/matmul.py", "--kernel", kernel, "--signature", signature, "--arch", arch,
+            "--num-warps", str(config.num_warps), "--num-stages", str(config.num_stages)]
+    for k, v in kw.items():
+        args += ["--constexpr", f"{k}={v}"]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def ptxas_info(ptx, arch, tmp_path):
+    """(registers, spill store bytes, spill load bytes) from ptxas -v."""
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run([str(PTXAS), f"-arch={arch}", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    regs = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
+    stores = int(re.search(r"(\d+) bytes spill stores", proc.stderr).group(1))
+    loads = int(re.search(r"(\d+) bytes spill loads", proc.stderr).group(1))
+    return regs, stores, loads
+
+
+def config_id(c):
+    return tk.matmul_config_name(c)
+
+
+HOPPER_CASES = ([("outer", c) for c in skm.HOPPER_SCALED_MATMUL_CONFIGS] +
+                [("block", c) for c in skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS])
+OTHER_CASES = ([("outer", c) for c in skm.SCALED_MATMUL_CONFIGS] +
+               [("block", c) for c in skm.BLOCK_SCALED_MATMUL_CONFIGS])
+
+
+# ------------------------------------------------------------------ PTX and ptxas
+
+@pytest.mark.parametrize("kernel", ["tma", "tma_persistent", "pointer"])
+@pytest.mark.parametrize("scaling,config", HOPPER_CASES, ids=[f"{s}-{config_id(c)}" for s, c in HOPPER_CASES])
+def test_hopper_configs_use_fp8_wgmma_without_spills(tmp_path, scaling, config, kernel):
+    if kernel == "tma":
+        ptx = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING=scaling)
+    elif kernel == "tma_persistent":
+        p = skm._persistent(config)
+        ptx = compile_ptx("scaled_matmul_tma_persistent_kernel", tma_signature(config, persistent=True), p,
+                          SCALING=scaling, NUM_SMS=132)
+    else:
+        ptx = compile_ptx("scaled_matmul_kernel", pointer_signature(), config, SCALING=scaling)
+    n = config.kwargs["BLOCK_N"]
+    assert f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 " in ptx
+    assert "f16.f16" not in ptx  # not widened
+    if kernel != "pointer":  # A and B^T through TMA rings: no B staged by the dot through registers
+        assert "cp.async.bulk.tensor.2d" in ptx and "st.shared.b8" not in ptx and "st.shared.u8" not in ptx
+    regs, stores, loads = ptxas_info(ptx, "sm_90a", tmp_path)
+    assert stores == 0 and loads == 0, f"{regs} registers, {stores} bytes of spill stores"
+
+
+ROW_B_CASES = [(s, c, bias) for s in ("outer", "block") for bias in (False, True)
+               for c in skm.scaled_matmul_configs(s, bias, hopper=True, k_major_b=False)]
+
+
+@pytest.mark.parametrize("scaling,config,bias", ROW_B_CASES,
+                         ids=[f"{s}-{config_id(c)}{'-bias' if b else ''}" for s, c, b in ROW_B_CASES])
+def test_hopper_row_major_b_configs_without_spills(tmp_path, scaling, config, bias):
+    # A row-major B (N contiguous) is staged transposed by the dot itself: its table keeps to
+    # tiles of 64 accumulators a thread.
+    sig = pointer_signature(bias="*bf16:16" if bias else "i32").split(",")
+    sig[11], sig[12] = "i32:16", "i32:1"  # stride_bk, stride_bn: row-major B
+    ptx = compile_ptx("scaled_matmul_kernel", ",".join(sig), config, SCALING=scaling, HAS_BIAS=bias)
+    assert "k32.f32.e4m3.e4m3 " in ptx
+    regs, stores, loads = ptxas_info(ptx, "sm_90a", tmp_path)
+    assert stores == 0 and loads == 0, f"{regs} registers, {stores} bytes of spill stores"
+
+
+@pytest.mark.parametrize("scaling,config", OTHER_CASES, ids=[f"{s}-{config_id(c)}" for s, c in OTHER_CASES])
+def test_sm89_configs_use_fp8_mma_sync_without_spills(tmp_path, scaling, config):
+    ptx = compile_ptx("scaled_matmul_kernel", pointer_signature("e4m3", "e5m2"), config, "sm_89", SCALING=scaling)
+    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 " in ptx
+    regs, stores, loads = ptxas_info(ptx, "sm_89", tmp_path)
+    assert stores == 0 and loads == 0, f"{regs} registers, {stores} bytes of spill stores"
+
+
+BIAS_CASES = [(s, c) for s in ("outer", "block") for c in skm.scaled_matmul_configs(s, bias=True, hopper=True)]
+
+
+@pytest.mark.parametrize("scaling,config", BIAS_CASES, ids=[f"{s}-{config_id(c)}" for s, c in BIAS_CASES])
+@pytest.mark.parametrize("pair", [("e5m2", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e5m2")], ids="x".join)
+def test_mixed_fp8_pairs_with_bias_on_wgmma(tmp_path, pair, scaling, config):
+    ptx = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config, *pair, out="fp16", bias="*fp16:16"), config,
+                      SCALING=scaling, HAS_BIAS=True)
+    assert f"k32.f32.{pair[0]}.{pair[1]} " in ptx
+    assert ptxas_info(ptx, "sm_90a", tmp_path)[1] == 0
+
+
+def test_block_scales_promote_every_k_step():
+    # Block scales: each K step's wgmmas make a partial product that is waited for, scaled and
+    # added in fp32 in that step (wait_group 0 in the loop); the outer kernel's accumulator is
+    # carried by the wgmmas from one step to the next (wait_group 1: the group runs on).
+    config = skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS[0]
+    block = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="block")
+    outer = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="outer")
+    assert "wgmma.wait_group.sync.aligned 1;" in outer
+    assert "wgmma.wait_group.sync.aligned 1;" not in block
+    assert "fma.rn.f32" in block
+
+
+# ------------------------------------------------------------------ the interpreter
+
+def fp8(rng, shape, kind, scale=2.0):
+    dtype = ml_dtypes.float8_e4m3fn if kind == "e4m3" else ml_dtypes.float8_e5m2
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def expand_blocks(s, rows, cols, block_rows, block_cols):
+    return np.repeat(np.repeat(s.astype(np.float64), block_rows, axis=0), block_cols, axis=1)[:rows, :cols]
+
+
+def check(c, ref, magnitude, out):
+    # Exact products, f32 sums (one rounding per K step and per scale), then the output's rounding.
+    tol = {"float32": 2.0 ** -20, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[out]
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= tol * (magnitude + np.abs(ref)) + 1e-30).all(), f"max error {err.max():.3g}"
+
+
+SHAPES = [(70, 90, 300), (33, 17, 129), (128, 64, 256)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("granularity", ["tensor", "row", "row-col", "tensor-col", "block", "block-tensor"])
+@pytest.mark.parametrize("pair", [("e4m3", "e4m3"), ("e4m3", "e5m2")], ids="x".join)
+def test_interpreter_matches_float64(pair, granularity, shape):
+    M, N, K = shape
+    rng = np.random.default_rng(M * 7 + N * 3 + K)
+    a, b = fp8(rng, (M, K), pair[0]), fp8(rng, (K, N), pair[1])
+    kb, nb = -(-K // 128), -(-N // 128)
+
+    def uniform(*shape):
+        return rng.uniform(0.1, 2, shape).astype(np.float32)
+    sa, sb = {"tensor": (np.float32([0.25]), np.array(3.0, np.float32)),
+              "row": (uniform(M, 1), np.float32([1.5])),
+              "row-col": (uniform(M), uniform(1, N)),
+              "tensor-col": (np.float32([[0.5]]), uniform(N)),
+              "block": (uniform(M, kb), uniform(kb, nb)),
+              "block-tensor": (uniform(M, kb), np.float32([2.0]))}[granularity]
+    if granularity.startswith("block"):
+        da = expand_blocks(sa, M, K, 1, 128)
+        db = expand_blocks(sb, K, N, 128, 128) if sb.size > 1 else np.full((K, N), float(sb.item()))
+    else:  # one value, or one a row of A / a column of B
+        da = np.broadcast_to(sa.astype(np.float64).reshape(-1, 1), (M, K))
+        db = np.broadcast_to(sb.astype(np.float64).reshape(1, -1), (K, N))
+    A, B = a.astype(np.float64) * da, b.astype(np.float64) * db
+    c = tk.scaled_matmul(a, b, sa, sb, "float32", interpret=True)
+    assert c.dtype == np.float32 and c.shape == (M, N)
+    check(c, A @ B, np.abs(A) @ np.abs(B), "float32")
+
+
+PASS_CASES = HOPPER_CASES[:1] + HOPPER_CASES[3:4] + [c for c in HOPPER_CASES if c[0] == "block"][:2]
+
+
+@pytest.mark.parametrize("scaling,config", PASS_CASES, ids=[f"{s}-{config_id(c)}" for s, c in PASS_CASES])
+def test_interpreter_after_passes(monkeypatch, scaling, config):
+    # The IR after every pass (sm_90a: wgmma layouts, the cp.async ring with B buffered K-major,
+    # the block scales' fresh partial products) against float64, on a ragged shape.
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    monkeypatch.setattr(skm, "_state", {})
+    M, N, K = 70, 90, 300
+    rng = np.random.default_rng(1)
+    a, w = fp8(rng, (M, K), "e4m3"), fp8(rng, (N, K), "e5m2")
+    b = w.T
+    kb, nb = 3, 1
+    sa = rng.uniform(0.1, 2, (M, kb) if scaling == "block" else (M, 1)).astype(np.float32)
+    sb = rng.uniform(0.1, 2, (kb, nb) if scaling == "block" else (1, N)).astype(np.float32)
+    c = tk.scaled_matmul(a, b, sa, sb, "float32", interpret=True, config=config)
+    if scaling == "block":
+        A = a.astype(np.float64) * expand_blocks(sa, M, K, 1, 128)
+        B = b.astype(np.float64) * expand_blocks(sb, K, N, 128, 128)
+    else:
+        A, B = a.astype(np.float64) * sa, b.astype(np.float64) * sb
+    check(c, A @ B, np.abs(A) @ np.abs(B), "float32")
+    ir = skm._state["interpreted"]._interpreter.ir()
+    assert "#mma<version=3" in ir and "order=[0,1]" in ir
+
+
+@pytest.mark.parametrize("out", ["float32", "float16", "bfloat16"])
+def test_interpreter_bias_epilogue_and_strides(out):
+    # b column-major (a transposed view, K contiguous), a weight's (N/128, K/128) block scales
+    # passed transposed, a bias, and an epilogue with an argument.
+    M, N, K = 40, 150, 260
+    rng = np.random.default_rng(5)
+    a = fp8(rng, (M, K), "e4m3")
+    w = fp8(rng, (N, K), "e4m3")
+    b = w.T
+    kb, nb = 3, 2
+    sa = rng.uniform(0.5, 1.5, (M, kb)).astype(np.float32)
+    sw = rng.uniform(0.5, 1.5, (nb, kb)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+
+    @tessera.jit
+    def scale_relu(acc, s):
+        return tl.maximum(acc * s, 0.0)
+
+    c = tk.scaled_matmul(a, b, sa, sw.T, out, bias=bias, epilogue=scale_relu, epilogue_args=(0.5,),
+                         interpret=True)
+    A = a.astype(np.float64) * expand_blocks(sa, M, K, 1, 128)
+    B = b.astype(np.float64) * expand_blocks(sw.T, K, N, 128, 128)
+    ref = np.maximum((A @ B + bias) * 0.5, 0.0)
+    check(c, ref, 0.5 * (np.abs(A) @ np.abs(B) + np.abs(bias)), out)
+
+
+# ------------------------------------------------------------------ errors
+
+def test_errors_name_the_argument():
+    rng = np.random.default_rng(0)
+    a, b = fp8(rng, (32, 64), "e4m3"), fp8(rng, (64, 48), "e4m3")
+    one = np.float32([1.0])
+    with pytest.raises(TypeError, match="a has dtype float32; scaled_matmul takes float8_e4m3fn or float8_e5m2"):
+        tk.scaled_matmul(a.astype(np.float32), b, one, one, interpret=True)
+    with pytest.raises(TypeError, match="scale_b has dtype float16; scales are float32"):
+        tk.scaled_matmul(a, b, one, one.astype(np.float16), interpret=True)
+    with pytest.raises(ValueError, match=r"scale_a of shape \(32, 2\) and scale_b of shape \(1, 48\) do not name"):
+        tk.scaled_matmul(a, b, np.ones((32, 2), np.float32), np.ones((1, 48), np.float32), interpret=True)
+    with pytest.raises(ValueError, match=r"b must have K = 64 rows"):
+        tk.scaled_matmul(a, b[:32], one, one, interpret=True)
+    with pytest.raises(ValueError, match=r"bias must have shape \(48,\)"):
+        tk.scaled_matmul(a, b, one, one, bias=np.ones(32, np.float32), interpret=True)
+    with pytest.raises(TypeError, match="out_dtype int8 is not one of"):
+        tk.scaled_matmul(a, b, one, one, "int8", interpret=True)
+    a2, b2 = fp8(rng, (32, 256), "e4m3"), fp8(rng, (256, 48), "e4m3")
+    with pytest.raises(ValueError, match="block scales need BLOCK_K dividing 128"):
+        tk.scaled_matmul(a2, b2, np.ones((32, 2), np.float32), np.ones((2, 1), np.float32),
+                         config="64x64x96/w4/s3", interpret=True)
+
+
+def test_manifest_lists_the_scaled_kernels():
+    from conftest import ROOT
+    text = (ROOT / "kernels" / "manifest.txt").read_text()
+    for name in ("scaled_matmul_kernel", "scaled_matmul_tma_kernel"):
+        assert re.search(rf"^matmul\.py\s+{name}\s", text, re.M), name
+
+
+def test_kernel_rejects_block_k_not_dividing_the_scale_block():
+    config = tk.parse_matmul_config("64x64x256/w4/s3")
+    args = ["compile", "kernels/matmul.py", "--kernel", "scaled_matmul_kernel", "--signature", pointer_signature()]
+    for k, v in dict(config.kwargs, SCALING="block").items():
+        args += ["--constexpr", f"{k}={v}"]
+    proc = run_cli(args)
+    assert proc.returncode != 0
+    assert "static assertion failed: block scales need BLOCK_K dividing SCALE_K" in proc.stderr
+    assert "kernels/matmul.py:" in proc.stderr and "^" in proc.stderr
