@@ -127,8 +127,10 @@ std::string configMembers(const AotFunction &f) {
     using K = ConstexprValue::Kind;
     std::string member;
     if (isCppIdentifier(name) && name != "num_warps") {
-      if (value.kind == K::Int) member = "static constexpr int64_t " + name + " = " + std::to_string(int64_t(value.intValue)) + ";";
-      else if (value.kind == K::Bool) member = "static constexpr bool " + name + " = " + (value.intValue ? "true;" : "false;");
+      if (value.kind == K::Int)
+        member = "static constexpr int64_t " + name + " = " + std::to_string(int64_t(value.intValue)) + ";";
+      else if (value.kind == K::Bool)
+        member = "static constexpr bool " + name + " = " + (value.intValue ? "true;" : "false;");
       else if (value.kind == K::Float && std::isfinite(value.floatValue)) {
         char number[40];
         std::snprintf(number, sizeof number, "%.17g", value.floatValue);
@@ -271,8 +273,10 @@ Driver openDriver() {
     return d;
   }
   if (CUresult r = d.cuInit(0)) {
+    const char *name = nullptr;
     d.status = r;
-    d.error = "cuInit failed (error " + std::to_string(int(r)) + ")";
+    d.error = std::string("cuInit failed: ") +
+              (d.cuGetErrorName(r, &name) == CUDA_SUCCESS && name ? name : std::to_string(int(r)).c_str());
   }
   return d;
 }
@@ -397,12 +401,15 @@ CUresult loadInto(std::size_t index, CUcontext context, const Loaded **out) {
     return driverFailure(r, "cuModuleGetFunction", v, on);
   }
   int allowed = 0;
+  const char *call = "cuFuncGetAttribute";
   r = d.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function);
-  if (r == CUDA_SUCCESS && int(image->shared_bytes) > allowed) // over the default 48 KB: opt in
+  if (r == CUDA_SUCCESS && int(image->shared_bytes) > allowed) { // over the default 48 KB: opt in
+    call = "cuFuncSetAttribute";
     r = d.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(image->shared_bytes));
+  }
   if (r != CUDA_SUCCESS) {
     d.cuModuleUnload(module);
-    return driverFailure(r, "cuFuncSetAttribute", v,
+    return driverFailure(r, call, v,
                          on + ", allowing " + std::to_string(image->shared_bytes) + " bytes of dynamic shared memory");
   }
   Loaded *l = new Loaded{context, module, function, image, g_loaded[index].load(std::memory_order_relaxed)};
@@ -440,7 +447,8 @@ CUresult launch(std::size_t index, Grid grid, CUstream stream, void **params) {
   return CUDA_SUCCESS;
 }
 
-inline CUresult noVariant(const char *function, const char *variants) { // inline: unused when every function has a generic variant
+// inline: no warning where every function has a generic variant and this goes unused.
+inline CUresult noVariant(const char *function, const char *variants) {
   t_last = {nullptr, nullptr};
   return fail(CUDA_ERROR_INVALID_VALUE, std::string(function) + ": the arguments fit none of its variants (" +
                                             variants + "; ':16' is a 16-byte aligned pointer or a multiple "
@@ -490,6 +498,8 @@ void unload() {
 
 } // namespace
 
+bool isBundleApiName(const std::string &name) { return bundleApiNames().count(name) != 0; }
+
 bool isCppIdentifier(const std::string &name) {
   if (name.empty() || cppKeywords().count(name)) return false;
   if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
@@ -511,7 +521,8 @@ AotSources generateBundle(const AotBundle &bundle) {
         throw std::invalid_argument("the launch function name '" + f.name + "' (" + f.file + ":" + f.kernel +
                                     ") is one of the bundle's own names: give it another with as=NAME");
       if (!taken.insert(name).second)
-        throw std::invalid_argument("two launch functions would be named '" + name + "': give one another name with as=NAME");
+        throw std::invalid_argument("two launch functions would be named '" + name +
+                                    "': give one another name with as=NAME");
     }
   }
 

@@ -64,6 +64,10 @@ struct AotSources {
 // keyword, two functions of one name, a clash with the bundle's own API).
 AotSources generateBundle(const AotBundle &bundle);
 
+// Whether `name` is one of the bundle's own (Grid, load, variant, ...), which a
+// launch function cannot take.
+bool isBundleApiName(const std::string &name);
+
 // Whether `name` can name a C++ namespace or function: an identifier that is
 // not a keyword.
 bool isCppIdentifier(const std::string &name);

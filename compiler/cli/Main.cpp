@@ -403,6 +403,9 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
     if (!cli::isCppIdentifier(name))
       throw std::invalid_argument(e.where + "'" + name + "' cannot name a C++ function" +
                                   (e.cppName.empty() ? ": give it one with as=NAME" : ""));
+    if (cli::isBundleApiName(name) || cli::isBundleApiName(name + "_config") || name == settings.name)
+      throw std::invalid_argument(e.where + "'" + name + "' is one of the bundle's own names: give the launch "
+                                  "function another with as=NAME");
     auto [it, fresh] = functionOf.try_emplace(name, bundle.functions.size(), e.where);
     if (fresh) {
       cli::AotFunction f;
@@ -445,7 +448,8 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
   size_t imageCount = 0;
   for (cli::AotFunction &f : bundle.functions) {
     if (settings.generic && hintCount(f.variants.back().signature) != 0 &&
-        std::none_of(f.variants.begin(), f.variants.end(), [](const cli::AotVariant &v) { return hintCount(v.signature) == 0; })) {
+        std::none_of(f.variants.begin(), f.variants.end(),
+                     [](const cli::AotVariant &v) { return hintCount(v.signature) == 0; })) {
       cli::AotVariant generic;
       generic.signature = f.variants.front().signature;
       for (ArgSpec &a : generic.signature) a.divisibility = 1, a.equalsOne = false;
@@ -518,7 +522,8 @@ int commandAot(int argc, char **argv) {
       .option({"--backend"}, "NAME", kBackendHelp, [&](const std::string &v) { base.backend = backendValue(v); })
       .option({"--emit"}, "WHAT", "ptx (PTX files, the default) or cpp (a C++ bundle)",
               [&](const std::string &v) { emit = v; })
-      .option({"--name"}, "NAME", "with --emit cpp: the bundle's namespace and file names\n(a C++ identifier; default tessera_aot)",
+      .option({"--name"}, "NAME",
+              "with --emit cpp: the bundle's namespace and file names\n(a C++ identifier; default tessera_aot)",
               [&](const std::string &v) { bundle.name = v; })
       .option({"--embed"}, "WHAT",
               "with --emit cpp: cubin (the default: ptxas's cubins; PTX, with a\n"
