@@ -36,7 +36,7 @@ const std::set<std::string> &cppKeywords() {
 const std::set<std::string> &bundleApiNames() {
   static const std::set<std::string> names = {"Grid", "Image", "Variant", "Launch", "float16", "bfloat16",
                                               "float8_e4m3", "float8_e5m2", "variant_count", "variant",
-                                              "last_launch", "last_error", "load", "unload"};
+                                              "last_launch", "last_error", "load", "unload", "tessera_aot_detail"};
   return names;
 }
 
@@ -67,7 +67,7 @@ std::string cppType(const ir::Type &t) { return cppElementType(t.scalar) + (t.po
 // The specialisation a variant assumes of argument `name`, as a C++ condition ("" for none).
 std::string condition(const ArgSpec &spec, const std::string &name) {
   if (spec.type.pointer)
-    return spec.divisibility >= 16 ? "aligned16(" + name + ")" : "";
+    return spec.divisibility >= 16 ? "tessera_aot_detail::aligned16(" + name + ")" : "";
   if (spec.equalsOne) return name + " == 1";
   if (spec.divisibility >= 16) return name + " % 16 == 0";
   return "";
@@ -108,7 +108,7 @@ std::string quoted(const std::string &text) {
 // A C++ name for kernel parameter `name`: itself unless it is a keyword or one of the
 // launch function's own names.
 std::string paramName(const std::string &name) {
-  static const std::set<std::string> taken = {"grid", "stream", "aot_params", "aot_variant"};
+  static const std::set<std::string> taken = {"grid", "stream", "aot_params", "aot_variant", "tessera_aot_detail"};
   return cppKeywords().count(name) || taken.count(name) ? name + "_" : name;
 }
 
@@ -457,14 +457,7 @@ inline CUresult noVariant(const char *function, const char *variants) {
 
 inline bool aligned16(const void *p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-} // namespace
-
-std::size_t variant_count() { return kVariantCount; }
-const Variant &variant(std::size_t index) { return k_variants[index]; }
-Launch last_launch() { return t_last; }
-const char *last_error() { return t_error.c_str(); }
-
-CUresult load() {
+CUresult loadAll() {
   for (std::size_t i = 0; i < kVariantCount; ++i) {
     CUcontext context = nullptr;
     if (CUresult r = currentContext(k_variants[i], &context)) return r;
@@ -475,7 +468,7 @@ CUresult load() {
   return CUDA_SUCCESS;
 }
 
-void unload() {
+void unloadAll() {
   std::lock_guard<std::mutex> lock(g_loadMutex);
   const Driver &d = driver();
   if (d.status != CUDA_SUCCESS) return;
@@ -494,6 +487,16 @@ void unload() {
   }
   d.cuCtxSetCurrent(current);
 }
+
+} // namespace
+} // namespace tessera_aot_detail
+
+std::size_t variant_count() { return tessera_aot_detail::kVariantCount; }
+const Variant &variant(std::size_t index) { return tessera_aot_detail::k_variants[index]; }
+Launch last_launch() { return tessera_aot_detail::t_last; }
+const char *last_error() { return tessera_aot_detail::t_error.c_str(); }
+CUresult load() { return tessera_aot_detail::loadAll(); }
+void unload() { tessera_aot_detail::unloadAll(); }
 )cpp";
 
 } // namespace
@@ -564,7 +567,9 @@ AotSources generateBundle(const AotBundle &bundle) {
   s += "#include <atomic>\n#include <mutex>\n#include <string>\n#include <type_traits>\n\n#include <dlfcn.h>\n\n";
   s += "// The CUDA driver library, opened on the first launch (-DTESSERA_AOT_LIBCUDA=\\\"...\\\" names another).\n"
        "#ifndef TESSERA_AOT_LIBCUDA\n#define TESSERA_AOT_LIBCUDA \"libcuda.so.1\"\n#endif\n\n";
-  s += "namespace " + bundle.name + " {\nnamespace {\n\n";
+  // The images and the runtime live in tessera_aot_detail, where no launch function's name
+  // (declared in the enclosing namespace) can hide them.
+  s += "namespace " + bundle.name + " {\nnamespace tessera_aot_detail {\nnamespace {\n\n";
   s += "// ---- The images\n\n";
   size_t imageIndex = 0, variantIndex = 0;
   std::string variantsTable = "const Variant k_variants[] = {\n";
@@ -611,14 +616,15 @@ AotSources generateBundle(const AotBundle &bundle) {
       }
       s += std::string(vi ? "  else if (" : "  if (") + conditions + ")\n    aot_variant = " + index + ";\n";
     }
-    if (!exhaustive) s += "  else\n    return noVariant(" + quoted(f.name) + ", " + quoted(variantsText(f)) + ");\n";
+    if (!exhaustive)
+      s += "  else\n    return tessera_aot_detail::noVariant(" + quoted(f.name) + ", " + quoted(variantsText(f)) + ");\n";
     const std::vector<ArgSpec> &sig = f.variants.front().signature;
     if (sig.empty()) {
-      s += "  return launch(aot_variant, grid, stream, nullptr);\n}\n";
+      s += "  return tessera_aot_detail::launch(aot_variant, grid, stream, nullptr);\n}\n";
     } else {
       s += "  void *aot_params[] = {";
       for (size_t i = 0; i < sig.size(); ++i) s += (i ? ", &" : "&") + paramName(f.paramNames[i]);
-      s += "};\n  return launch(aot_variant, grid, stream, aot_params);\n}\n";
+      s += "};\n  return tessera_aot_detail::launch(aot_variant, grid, stream, aot_params);\n}\n";
     }
     variantIndex += f.variants.size();
   }

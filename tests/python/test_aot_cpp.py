@@ -238,8 +238,9 @@ def test_no_generic_leaves_unfit_arguments_to_an_error(tmp_path):
     run_cli(["aot", str(manifest), "--emit", "cpp", "--embed", "ptx", "--no-generic", "--name", "va",
              "-o", str(tmp_path)], check=True)
     source = (tmp_path / "va.cpp").read_text()
-    assert "  if (aligned16(x_ptr) && aligned16(y_ptr) && aligned16(out_ptr))\n    aot_variant = 0;\n  else\n" \
-           f'    return noVariant("vector_add", "{VA}");' in source
+    assert ("  if (tessera_aot_detail::aligned16(x_ptr) && tessera_aot_detail::aligned16(y_ptr) && "
+            "tessera_aot_detail::aligned16(out_ptr))\n    aot_variant = 0;\n  else\n"
+            f'    return tessera_aot_detail::noVariant("vector_add", "{VA}");') in source
     assert "namespace va {" in source and "sm_90a cubin" not in source and '{"sm_90a", false,' in source
 
 
@@ -265,3 +266,22 @@ def test_the_cmake_example_is_built_and_needs_only_the_driver():
     needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
     assert "libcuda.so.1" in needed  # main.cpp's own driver calls
     assert not [n for n in needed if re.search(r"tessera|python|LLVM|nvrtc|nvJitLink", n, re.I)], needed
+
+
+def test_kernel_names_that_are_cpp_names_compile(tmp_path):
+    """Parameters named like C++ keywords or the launch function's own parameters, and a kernel
+    named like the bundle's helpers, still make a bundle that compiles."""
+    (tmp_path / "k.py").write_text(
+        "import tessera\nimport tessera.language as tl\n\n\n@tessera.jit\n"
+        "def launch(grid, stream, float, aot_params, n, BLOCK: tl.constexpr):\n"
+        "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(float + o, tl.load(grid + o, mask=o < n) + tl.load(stream + o, mask=o < n) + aot_params,\n"
+        "             mask=o < n)\n")
+    (tmp_path / "manifest.txt").write_text("k.py launch *fp32:16,*fp32:16,*fp32:16,i32:16,i32 BLOCK=128\n")
+    run_cli(["aot", str(tmp_path / "manifest.txt"), "--emit", "cpp", "--embed", "ptx", "--name", "bundle",
+             "-o", str(tmp_path)], check=True)
+    header = (tmp_path / "bundle.h").read_text()
+    assert ("CUresult launch(Grid grid, CUstream stream, float *grid_, float *stream_, float *float_, "
+            "int32_t aot_params_, int32_t n);") in header
+    compile_cxx(["-std=c++14", "-Wall", "-Wextra", "-Werror", f"-I{CUDA_INCLUDE}", "-fsyntax-only", "bundle.cpp"],
+                tmp_path)
