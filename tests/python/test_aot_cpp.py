@@ -285,3 +285,20 @@ def test_kernel_names_that_are_cpp_names_compile(tmp_path):
             "int32_t aot_params_, int32_t n);") in header
     compile_cxx(["-std=c++14", "-Wall", "-Wextra", "-Werror", f"-I{CUDA_INCLUDE}", "-fsyntax-only", "bundle.cpp"],
                 tmp_path)
+
+
+def test_a_launch_without_the_driver_says_so(tmp_path):
+    """The bundle opens the driver at its first launch: a program links and starts without one,
+    and the launch returns CUDA_ERROR_NO_DEVICE with the loader's reason."""
+    manifest = write_manifest(tmp_path, [f"vector_add.py add_kernel {VA} BLOCK_SIZE=1024 as=vector_add"])
+    run_cli(["aot", str(manifest), "--emit", "cpp", "--embed", "ptx", "-o", str(tmp_path)], check=True)
+    (tmp_path / "main.cpp").write_text(
+        '#include "tessera_aot.h"\n#include <cstdio>\n'
+        "int main() {\n"
+        "  CUresult r = tessera_aot::vector_add(tessera_aot::Grid{1}, nullptr, nullptr, nullptr, nullptr, 0);\n"
+        '  std::printf("%d %s\\n", int(r), tessera_aot::last_error());\n'
+        "  return 0;\n}\n")
+    compile_cxx(["-std=c++14", f"-I{CUDA_INCLUDE}", '-DTESSERA_AOT_LIBCUDA="/nonexistent/libcuda.so.1"',
+                 "main.cpp", "tessera_aot.cpp", "-o", "main", "-ldl"], tmp_path)
+    printed = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=60).stdout
+    assert printed.startswith("100 cannot load the CUDA driver /nonexistent/libcuda.so.1: "), printed
