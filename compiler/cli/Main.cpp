@@ -501,6 +501,7 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
 
 int commandAot(int argc, char **argv) {
   std::string manifest, outDir = ".", emit = "ptx", arch = "sm_90a";
+  std::string cppOption; // the first option that only --emit cpp takes
   BundleSettings bundle;
   CompileOptions base;
   Command command("tessera aot", "MANIFEST [--arch ARCH[,ARCH...]] [--emit ptx|cpp] [-o DIR] [options]",
@@ -524,21 +525,23 @@ int commandAot(int argc, char **argv) {
               [&](const std::string &v) { emit = v; })
       .option({"--name"}, "NAME",
               "with --emit cpp: the bundle's namespace and file names\n(a C++ identifier; default tessera_aot)",
-              [&](const std::string &v) { bundle.name = v; })
+              [&](const std::string &v) { bundle.name = v, cppOption = cppOption.empty() ? "--name" : cppOption; })
       .option({"--embed"}, "WHAT",
               "with --emit cpp: cubin (the default: ptxas's cubins; PTX, with a\n"
               "note, when no ptxas is found), ptx (the driver compiles it at the\n"
               "first launch), or cubin+ptx (PTX too, for GPUs no cubin fits)",
-              [&](const std::string &v) { bundle.embed = v; })
+              [&](const std::string &v) { bundle.embed = v, cppOption = cppOption.empty() ? "--embed" : cppOption; })
       .flag({"--no-generic"},
             "with --emit cpp: no variant without hints is added to a launch\n"
             "function whose lines all have some; arguments that fit none of its\n"
             "variants then make it return CUDA_ERROR_INVALID_VALUE",
-            [&] { bundle.generic = false; })
+            [&] { bundle.generic = false, cppOption = cppOption.empty() ? "--no-generic" : cppOption; })
       .option({"-o", "--output"}, "DIR", "the folder for the output files (default: the current one)",
               [&](const std::string &v) { outDir = v; });
   if (!command.parse(argc, argv)) return 0;
   if (emit != "ptx" && emit != "cpp") throw std::invalid_argument("--emit must be ptx or cpp, got '" + emit + "'");
+  if (emit == "ptx" && !cppOption.empty())
+    throw command.usageError(cppOption + " is for C++ bundles: add --emit cpp");
   std::vector<std::string> archs = archList(arch);
   std::vector<ManifestEntry> entries = readManifest(manifest);
   namespace fs = std::filesystem;

@@ -233,6 +233,13 @@ def test_option_errors(tmp_path, options, message):
     assert aot_error(tmp_path, ["vector_add.py add_kernel *fp32,*fp32,*fp32,i32 BLOCK_SIZE=1024"], *options) == message
 
 
+def test_bundle_options_need_emit_cpp(tmp_path):
+    manifest = write_manifest(tmp_path, [f"vector_add.py add_kernel {VA} BLOCK_SIZE=1024"])
+    proc = run_cli(["aot", str(manifest), "--embed", "ptx", "-o", str(tmp_path / "out")])
+    assert proc.returncode == 2 and proc.stderr == ("tessera: error: --embed is for C++ bundles: add --emit cpp "
+                                                    "(see 'tessera aot --help')\n")
+
+
 def test_no_generic_leaves_unfit_arguments_to_an_error(tmp_path):
     manifest = write_manifest(tmp_path, [f"vector_add.py add_kernel {VA} BLOCK_SIZE=1024 as=vector_add"])
     run_cli(["aot", str(manifest), "--emit", "cpp", "--embed", "ptx", "--no-generic", "--name", "va",
