@@ -28,9 +28,10 @@ def example(tmp_path_factory):
     """Runs the example once; its output folder and what it printed."""
     assert EXAMPLE.exists(), f"{EXAMPLE} was not built (examples/aot_cpp: needs the CUDA toolkit where build/ is made)"
     out = tmp_path_factory.mktemp("aot_cpp")
-    # Nothing of tessera's in the environment: no Python path, no tessera library path.
+    # Nothing of tessera's in the environment (LD_LIBRARY_PATH stays: it may be how libcuda is
+    # found; the binary needs no library of tessera's, test_the_example_needs_only_the_driver).
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD") and not k.startswith("TESSERA_")}
+           if k not in ("PYTHONPATH", "LD_PRELOAD") and not k.startswith("TESSERA_")}
     proc = subprocess.run([str(EXAMPLE), str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "ok", proc.stdout + proc.stderr
     return out, proc.stdout
