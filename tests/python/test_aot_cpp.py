@@ -26,12 +26,13 @@ VA_GENERIC = "*fp32,*fp32,*fp32,i32"
 C2_ONE_ROW = "*fp32:16,*fp32:16,i32:1,i32,i32:16,i32:16"
 C2_STRIDES = "*fp32:16,*fp32:16,i32,i32,i32:16,i32:16"
 C2_GENERIC = "*fp32,*fp32,i32,i32,i32,i32"
+TR = "*fp32:16,*fp32:16"
 
 # The launches of `aot_bundle_driver run` and the variant each must pick.
 EXPECTED_VARIANTS = {
     "va_aligned": VA, "va_unaligned": VA_GENERIC, "va_unaligned_out": VA_GENERIC, "va_n1": VA,
     "c2_one_row": C2_ONE_ROW, "c2_rows": C2_STRIDES, "c2_stride": C2_GENERIC, "c2_unaligned": C2_GENERIC,
-    "va_after_unload": VA,
+    "tr_big_shared": TR, "va_after_unload": VA,
 }
 
 
@@ -51,7 +52,7 @@ def bundle(tmp_path_factory):
     proc = run_cli(["aot", str(MANIFEST), "--emit", "cpp", "--embed", "cubin+ptx", "--arch", ",".join(ARCHS),
                     "-o", str(out)], check=True)
     assert proc.stdout.splitlines()[:2] == [str(out / "tessera_aot.h"), str(out / "tessera_aot.cpp")]
-    assert "bundled 2 launch functions (5 variants, 20 images: cubins for sm_90a, sm_80 (ptxas " in proc.stdout
+    assert "bundled 3 launch functions (7 variants, 28 images: cubins for sm_90a, sm_80 (ptxas " in proc.stdout
     libcuda = f'-DTESSERA_AOT_LIBCUDA="{FAKE}"'
     # The bundle alone: C++14, the host compiler, cuda.h and nothing else; no warnings.
     compile_cxx(["-std=c++14", "-O1", "-Wall", "-Wextra", "-Wpedantic", "-Werror", f"-I{CUDA_INCLUDE}", libcuda,
@@ -104,18 +105,21 @@ def test_header_declares_a_typed_launch_function_per_kernel(bundle):
 def test_embedded_images_are_what_tessera_compile_and_ptxas_make(bundle, tmp_path):
     dumped = run_driver(bundle, "dump", str(tmp_path))
     images = [line.split() for line in dumped.splitlines()]
-    assert len(images) == 20
-    variants = (("vector_add", (VA, VA_GENERIC)), ("copy2d", (C2_ONE_ROW, C2_STRIDES, C2_GENERIC)))
+    assert len(images) == 28
+    variants = (("vector_add", (VA, VA_GENERIC)), ("copy2d", (C2_ONE_ROW, C2_STRIDES, C2_GENERIC)),
+                ("transpose", (TR, "*fp32,*fp32")))
     assert {(i[2], i[3], i[4]) for i in images} == {(f, sig, arch) for f, sigs in variants
                                                     for sig in sigs for arch in ARCHS}
     readelf = shutil.which("readelf")
     for _, path, function, signature, arch, warps, shared in images:
         path = pathlib.Path(path)
-        file, kernel, constexprs = (("kernels/vector_add.py", "add_kernel", ["BLOCK_SIZE=1024"])
-                                    if function == "vector_add" else
-                                    ("kernels/copy2d.py", "copy2d_kernel", ["BLOCK_M=32", "BLOCK_N=64"]))
-        assert (warps, shared) == ("warps=4", "shared=0")
-        args = ["compile", file, "--kernel", kernel, "--signature", signature, "--arch", arch]
+        file, kernel, constexprs, num_warps = {
+            "vector_add": ("kernels/vector_add.py", "add_kernel", ["BLOCK_SIZE=1024"], 4),
+            "copy2d": ("kernels/copy2d.py", "copy2d_kernel", ["BLOCK_M=32", "BLOCK_N=64"], 4),
+            "transpose": ("tests/python/aot_transpose.py", "transpose_kernel", ["BM=128", "BN=128"], 8)}[function]
+        assert (warps, shared) == (f"warps={num_warps}", "shared=65536" if function == "transpose" else "shared=0")
+        args = ["compile", file, "--kernel", kernel, "--signature", signature, "--arch", arch,
+                "--num-warps", str(num_warps)]
         for c in constexprs:
             args += ["--constexpr", c]
         if path.suffix == ".ptx":
@@ -141,6 +145,9 @@ def test_dispatch_picks_the_variant_the_arguments_fit(bundle):
         assert fields["variant"] == variant, name
         # sm_90 gets the sm_90a cubin
         assert fields["image"] == "sm_90a:cubin", name
+        if name.startswith("tr"):  # 64 KB: launched only because the bundle opted in (the fake checks)
+            assert (launch["kernel"], launch["block"], launch["shared"]) == ("transpose_kernel", "256,1,1", "65536")
+            continue
         assert launch["kernel"] == ("add_kernel" if name.startswith("va") else "copy2d_kernel")
         assert launch["block"] == "128,1,1" and launch["shared"] == "0"
     assert cases["va_aligned"][1]["grid"] == "3,1,1"  # cdiv(3000, vector_add_config::BLOCK_SIZE)
@@ -158,7 +165,8 @@ def test_arguments_reach_the_kernel_as_passed(bundle):
         assert fields["rc"] == "0" and fields["variant"] == variant, (name, fields)
         assert fields["image"] == "sm_80:ptx", name
         assert launch["params"] == launch["passed"], name
-        assert len(launch["params"].split(",")) == (4 if name.startswith("va") else 6)
+        assert launch["shared"] == ("65536" if name.startswith("tr") else "0")
+        assert len(launch["params"].split(",")) == {"va": 4, "c2": 6, "tr": 2}[name[:2]]
     assert cases["c2_one_row"][1]["passed"].split(",")[2:] == ["1", "32", "40", "40"]
 
 

@@ -1,6 +1,6 @@
 // Drives a C++ bundle of `tessera aot --emit cpp` (tests/python/test_aot_cpp.py)
 // through the fake CUDA driver: the test generates the bundle from
-// tests/python/aot_manifest.txt (launch functions vector_add and copy2d) and
+// tests/python/aot_manifest.txt (launch functions vector_add, copy2d, transpose) and
 // compiles it with this file, -DTESSERA_AOT_LIBCUDA naming the fake. One line
 // per launch on stdout, for the test to check:
 //   CASE <name> rc=<CUresult> variant=<signature|-> image=<arch>:<cubin|ptx>|- error=<last_error()>
@@ -103,6 +103,12 @@ void copy2d(const char *name, float *src, float *dst, int32_t rows, int32_t cols
   report(name, rc, before, {bits(src), bits(dst), bits(rows), bits(cols), bits(srcStride), bits(dstStride)});
 }
 
+void transpose(const char *name, float *src, float *dst) {
+  uint64_t before = launchCount();
+  CUresult rc = tessera_aot::transpose(tessera_aot::Grid{1}, nullptr, src, dst);
+  report(name, rc, before, {bits(src), bits(dst)});
+}
+
 int run() {
   makeContextCurrent();
   // The fake runs no kernel: the buffers only give the pointers an alignment.
@@ -117,6 +123,7 @@ int run() {
   copy2d("c2_rows", x, y, 3, 50, 64, 64);
   copy2d("c2_stride", x, y, 1, 50, 65, 64);
   copy2d("c2_unaligned", x, y + 3, 1, 50, 64, 64);
+  transpose("tr_big_shared", x, y); // 64 KB of shared memory: the bundle opts in
   // load() is a no-op for what is loaded; after unload() a launch loads again.
   CUresult rc = tessera_aot::load();
   std::printf("CASE load rc=%d error=%s\n", int(rc), tessera_aot::last_error());
