@@ -440,14 +440,13 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
     v.signatureText = signatureText(signature);
     v.origin = e.where.substr(0, e.where.size() - 2);
     f.variants.push_back(std::move(v));
-    (void)firstLine;
   }
 
   // Dispatch order: the most hints first (stable: the manifest's order among equals); the
   // generic variant, with none, serves whatever the others do not fit.
   size_t imageCount = 0;
   for (cli::AotFunction &f : bundle.functions) {
-    if (settings.generic && hintCount(f.variants.back().signature) != 0 &&
+    if (settings.generic &&
         std::none_of(f.variants.begin(), f.variants.end(),
                      [](const cli::AotVariant &v) { return hintCount(v.signature) == 0; })) {
       cli::AotVariant generic;
