@@ -206,7 +206,8 @@ const char *last_error();
 // Loads every variant's kernel into the current context now instead of at its first
 // launch (e.g. before capturing a CUDA graph).
 CUresult load();
-// Unloads every module the bundle loaded, in every context. No launch may be running.
+// Unloads every module the bundle loaded, in every context: call it before destroying a
+// context the bundle launched in (a new context may reuse its address). No launch may be running.
 void unload();
 )cpp";
 
