@@ -2,7 +2,7 @@
 #   include/tessera/tessera.h             the public C++ API (no internal IR headers)
 #   lib/libtessera.so                     the compiler and runtime
 #   bin/tessera                           the CLI (finds the library through $ORIGIN/../lib)
-#   lib/cmake/tessera/tesseraConfig.cmake find_package(tessera): the target tessera::tessera
+#   lib/cmake/tessera/tesseraConfig.cmake find_package(tessera): the targets tessera::tessera and tessera::cli
 #   lib/pkgconfig/tessera.pc              pkg-config --cflags --libs tessera
 # The paths are fixed (lib, not lib64) because the CLI's RPATH is $ORIGIN/../lib.
 include(CMakePackageConfigHelpers)
@@ -12,7 +12,9 @@ set(TESSERA_INSTALL_CMAKEDIR lib/cmake/tessera)
 target_include_directories(tessera INTERFACE "$<INSTALL_INTERFACE:include>")
 install(FILES ${PROJECT_SOURCE_DIR}/include/tessera/tessera.h DESTINATION include/tessera)
 install(TARGETS tessera EXPORT tesseraTargets LIBRARY DESTINATION lib)
-install(TARGETS tessera-cli RUNTIME DESTINATION bin)
+# The CLI is exported too, as tessera::cli (examples/aot_cpp runs `tessera aot` at build time).
+set_target_properties(tessera-cli PROPERTIES EXPORT_NAME cli)
+install(TARGETS tessera-cli EXPORT tesseraTargets RUNTIME DESTINATION bin)
 
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tesseraConfig.cmake.in

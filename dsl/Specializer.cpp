@@ -806,4 +806,20 @@ std::unique_ptr<ir::Function> specialize(const ast::Module &module, const Specia
   return spec::Specializer(module, spec).run();
 }
 
+std::vector<std::string> runtimeParameterNames(const ast::Module &module, const std::string &kernelName,
+                                               const std::map<std::string, ConstexprValue> &constexprs) {
+  std::vector<std::string> names;
+  for (const auto &s : module.body)
+    if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == kernelName) {
+      // As bindParameters: constexprs and parameters given None take no signature entry.
+      for (const ast::Param &p : fn->params) {
+        auto given = constexprs.find(p.name);
+        bool none = given != constexprs.end() && given->second.kind == ConstexprValue::Kind::None;
+        if (!spec::isConstexprAnnotation(p.annotation.get()) && !none) names.push_back(p.name);
+      }
+      break;
+    }
+  return names;
+}
+
 } // namespace tessera

@@ -67,4 +67,10 @@ std::unique_ptr<ir::Function> specialize(const ast::Module &module, const Specia
 // Names of the @jit functions defined in a file (for listings and errors).
 std::vector<std::string> jitFunctionNames(const ast::Module &module);
 
+// The names of kernel `kernelName`'s runtime parameters, those that take a
+// signature entry, in order (not its constexprs, nor a parameter given None);
+// empty when the module has no such function.
+std::vector<std::string> runtimeParameterNames(const ast::Module &module, const std::string &kernelName,
+                                               const std::map<std::string, ConstexprValue> &constexprs);
+
 } // namespace tessera

@@ -5,7 +5,8 @@
 //   tessera compile FILE --kernel NAME --signature SIG [--constexpr K=V]...
 //                   [--num-warps N] [--arch sm_90a] [--backend llvm|nvrtc]
 //                   [--emit STAGE] [-o OUT]
-//   tessera aot MANIFEST [--arch sm_90a] [--backend llvm|nvrtc] [-o DIR]
+//   tessera aot MANIFEST [--arch sm_90a[,sm_80...]] [--backend llvm|nvrtc] [--emit ptx|cpp] [-o DIR]
+//                                          (--emit cpp: AotBundle.cpp)
 //   tessera list FILE
 //   tessera cache info|list|verify|clear   (CacheCommand.cpp)
 //   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
@@ -13,11 +14,14 @@
 //
 // Every command's options are a table (cli::Command, CommandLine.h), which
 // also prints its --help; docs/cli.md is the reference.
+#include "compiler/cli/AotBundle.h"
 #include "compiler/cli/CommandLine.h"
 #include "compiler/driver/Compiler.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/Ptxas.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -207,63 +211,345 @@ std::vector<std::string> splitWords(const std::string &line) {
   return words;
 }
 
-int commandAot(int argc, char **argv) {
-  std::string manifest, outDir = ".";
-  CompileOptions base;
-  Command command("tessera aot", "MANIFEST [--arch ARCH] [--backend llvm|nvrtc] [-o DIR]",
-                  "Compiles every kernel listed in MANIFEST to DIR/<file>.<kernel>[.N].ptx\n"
-                  "(N counts further specialisations of the same kernel). Each\n"
-                  "non-comment line of the manifest is:\n"
-                  "  FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N] [maxnreg=N]\n"
-                  "with FILE relative to the manifest's folder.");
-  command.operand("MANIFEST", "the list of kernels (e.g. kernels/manifest.txt)",
-                  [&](const std::string &v) { manifest = v; })
-      .option({"--arch"}, "ARCH", kArchHelp, [&](const std::string &v) { base.arch = v; })
-      .option({"--backend"}, "NAME", kBackendHelp, [&](const std::string &v) { base.backend = backendValue(v); })
-      .option({"-o", "--output"}, "DIR", "the folder for the PTX files (default: the current one)",
-              [&](const std::string &v) { outDir = v; });
-  if (!command.parse(argc, argv)) return 0;
+// One kernel line of a manifest.
+struct ManifestEntry {
+  std::string where; // "MANIFEST:LINE: "
+  std::string file;  // as the manifest names it
+  std::string path;  // relative to the working directory
+  std::string kernel;
+  std::string signatureText;
+  std::map<std::string, ConstexprValue> constexprs;
+  unsigned numWarps = 4;
+  unsigned maxRegisters = 0;
+  std::string cppName; // as=NAME (C++ bundles), else empty
+};
+
+// FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N] [maxnreg=N] [as=NAME] per line; '#' starts a comment.
+std::vector<ManifestEntry> readManifest(const std::string &manifest) {
   namespace fs = std::filesystem;
   std::istringstream lines(readFile(manifest, "a manifest file"));
-  if (std::error_code ec; fs::exists(outDir, ec) && !fs::is_directory(outDir, ec))
-    throw std::invalid_argument("-o '" + outDir + "' is a file, not a directory");
-  fs::create_directories(outDir);
   fs::path root = fs::path(manifest).parent_path();
+  std::vector<ManifestEntry> entries;
   std::string line;
-  int lineNo = 0, count = 0;
-  std::map<std::string, int> specialisations;
+  int lineNo = 0;
   while (std::getline(lines, line)) {
     ++lineNo;
-    const std::string where = manifest + ":" + std::to_string(lineNo) + ": ";
+    ManifestEntry e;
+    e.where = manifest + ":" + std::to_string(lineNo) + ": ";
     if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::vector<std::string> words = splitWords(line);
     if (words.empty()) continue;
-    if (words.size() < 3) throw std::invalid_argument(where + "expected FILE KERNEL SIGNATURE [K=V ...]");
-    CompileOptions options = base;
-    std::map<std::string, ConstexprValue> constexprs;
+    if (words.size() < 3) throw std::invalid_argument(e.where + "expected FILE KERNEL SIGNATURE [K=V ...]");
+    e.file = words[0];
+    e.path = (root / words[0]).string();
+    e.kernel = words[1];
+    e.signatureText = words[2];
     try {
       for (size_t w = 3; w < words.size(); ++w) {
-        if (words[w].rfind("num_warps=", 0) == 0) options.numWarps = numWarps("num_warps", words[w].substr(10));
-        else if (words[w].rfind("maxnreg=", 0) == 0) options.maxRegisters = maxRegisters("maxnreg", words[w].substr(8));
-        else addConstexpr(constexprs, words[w]);
+        if (words[w].rfind("num_warps=", 0) == 0) e.numWarps = numWarps("num_warps", words[w].substr(10));
+        else if (words[w].rfind("maxnreg=", 0) == 0) e.maxRegisters = maxRegisters("maxnreg", words[w].substr(8));
+        else if (words[w].rfind("as=", 0) == 0) e.cppName = words[w].substr(3);
+        else addConstexpr(e.constexprs, words[w]);
       }
-    } catch (const std::invalid_argument &e) {
-      throw std::invalid_argument(where + e.what());
+    } catch (const std::invalid_argument &error) {
+      throw std::invalid_argument(e.where + error.what());
     }
-    std::string path = (root / words[0]).string();
-    CompiledKernel k = compileKernel(loadSource(path), words[1], parseSignature(words[2]), constexprs, options);
-    // Several specialisations of one kernel get numbered files.
-    std::string stem = fs::path(words[0]).stem().string() + "." + words[1];
-    int seen = ++specialisations[stem];
-    if (seen > 1) stem += "." + std::to_string(seen);
-    std::string outPath = (fs::path(outDir) / (stem + ".ptx")).string();
-    writeOutput(outPath, k.ptx);
-    std::printf("%s\n", outPath.c_str());
-    ++count;
+    entries.push_back(std::move(e));
   }
-  std::printf("compiled %d kernel%s for %s (%s back-end)\n", count, count == 1 ? "" : "s", base.arch.c_str(),
+  return entries;
+}
+
+// "sm_90a,sm_80" → each architecture once, checked.
+std::vector<std::string> archList(const std::string &text) {
+  std::vector<std::string> archs;
+  std::stringstream ss(text);
+  std::string arch;
+  while (std::getline(ss, arch, ',')) {
+    if (!isSupportedArch(arch))
+      throw std::invalid_argument("--arch: unsupported architecture '" + arch +
+                                  "' (supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a; several: sm_90a,sm_80)");
+    if (std::find(archs.begin(), archs.end(), arch) == archs.end()) archs.push_back(arch);
+  }
+  if (archs.empty()) throw std::invalid_argument("--arch needs at least one architecture, e.g. sm_90a");
+  return archs;
+}
+
+std::string joined(const std::vector<std::string> &items) {
+  std::string out;
+  for (const std::string &item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+CompileOptions entryOptions(const ManifestEntry &e, const CompileOptions &base, const std::string &arch) {
+  CompileOptions options = base;
+  options.numWarps = e.numWarps;
+  options.maxRegisters = e.maxRegisters;
+  options.arch = arch;
+  return options;
+}
+
+// Every listed kernel to PTX: DIR/<file>.<kernel>[.N].ptx, under DIR/<arch>/ when there are several.
+int writePtxFiles(const std::vector<ManifestEntry> &entries, const CompileOptions &base,
+                  const std::vector<std::string> &archs, const std::string &outDir) {
+  namespace fs = std::filesystem;
+  int count = 0;
+  for (const std::string &arch : archs) {
+    fs::path dir = archs.size() > 1 ? fs::path(outDir) / arch : fs::path(outDir);
+    fs::create_directories(dir);
+    std::map<std::string, int> specialisations;
+    for (const ManifestEntry &e : entries) {
+      std::vector<ArgSpec> signature;
+      try {
+        signature = parseSignature(e.signatureText);
+      } catch (const std::invalid_argument &error) {
+        throw std::invalid_argument(e.where + error.what());
+      }
+      CompiledKernel k = compileKernel(loadSource(e.path), e.kernel, signature, e.constexprs,
+                                       entryOptions(e, base, arch));
+      // Several specialisations of one kernel get numbered files.
+      std::string stem = fs::path(e.file).stem().string() + "." + e.kernel;
+      int seen = ++specialisations[stem];
+      if (seen > 1) stem += "." + std::to_string(seen);
+      std::string outPath = (dir / (stem + ".ptx")).string();
+      writeOutput(outPath, k.ptx);
+      std::printf("%s\n", outPath.c_str());
+      ++count;
+    }
+  }
+  std::printf("compiled %d kernel%s for %s (%s back-end)\n", count, count == 1 ? "" : "s", joined(archs).c_str(),
               resolveBackend(base).c_str());
   return 0;
+}
+
+// A type as signatures spell it: fp32 (ir::name says f32), bf16, i32, ...
+std::string typeName(ir::ScalarType t) {
+  std::string name = ir::name(t);
+  if (name.size() > 1 && name[0] == 'f' && std::isdigit(static_cast<unsigned char>(name[1]))) name.insert(1, "p");
+  return name;
+}
+
+std::string withoutHints(const std::vector<ArgSpec> &signature) {
+  std::string text;
+  for (const ArgSpec &a : signature) {
+    text += text.empty() ? "" : ",";
+    if (a.type.pointer) text += "*";
+    text += typeName(a.type.scalar);
+  }
+  return text;
+}
+
+std::string signatureText(const std::vector<ArgSpec> &signature) {
+  std::string text;
+  for (const ArgSpec &a : signature) {
+    text += text.empty() ? "" : ",";
+    if (a.type.pointer) text += "*";
+    text += typeName(a.type.scalar);
+    if (a.equalsOne) text += ":1";
+    else if (a.divisibility >= 16) text += ":16";
+  }
+  return text;
+}
+
+size_t hintCount(const std::vector<ArgSpec> &signature) {
+  return std::count_if(signature.begin(), signature.end(),
+                       [](const ArgSpec &a) { return a.equalsOne || a.divisibility >= 16; });
+}
+
+struct BundleSettings {
+  std::string name = "tessera_aot";
+  std::string embed = "cubin"; // cubin | ptx | cubin+ptx
+  bool generic = true;         // add the variant with no hints
+  std::string command;
+};
+
+// `tessera aot --emit cpp`: the manifest's kernels as NAME.h/NAME.cpp (AotBundle.h).
+int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptions &base,
+                   const std::vector<std::string> &archs, const std::string &outDir, const BundleSettings &settings) {
+  namespace fs = std::filesystem;
+  if (settings.embed != "cubin" && settings.embed != "ptx" && settings.embed != "cubin+ptx")
+    throw std::invalid_argument("--embed must be cubin, ptx or cubin+ptx; got '" + settings.embed + "'");
+  if (!cli::isCppIdentifier(settings.name))
+    throw std::invalid_argument("--name must be a C++ identifier (it names the namespace and the files), got '" +
+                                settings.name + "'");
+  if (entries.empty()) throw std::invalid_argument("the manifest lists no kernels: a C++ bundle needs one");
+  bool wantCubins = settings.embed != "ptx", wantPtx = settings.embed != "cubin";
+  const rt::PtxasTool *ptxas = wantCubins ? rt::findPtxas() : nullptr;
+  if (wantCubins && !ptxas) {
+    std::fprintf(stderr, "tessera: note: no ptxas found (set TESSERA_PTXAS or CUDA_HOME, or put it on PATH): "
+                         "the bundle embeds PTX instead of cubins, which the CUDA driver compiles when a "
+                         "process first launches each kernel\n");
+    wantCubins = false, wantPtx = true;
+  }
+
+  // Lines of one C++ name are the variants of one launch function: the same kernel,
+  // types, constexprs and options, different hints.
+  cli::AotBundle bundle;
+  std::map<std::string, std::pair<size_t, std::string>> functionOf; // name → (index, first line)
+  for (const ManifestEntry &e : entries) {
+    std::vector<ArgSpec> signature;
+    try {
+      signature = parseSignature(e.signatureText);
+    } catch (const std::invalid_argument &error) {
+      throw std::invalid_argument(e.where + error.what());
+    }
+    for (const ArgSpec &a : signature) {
+      if (a.type.isTensorDesc())
+        throw std::invalid_argument(e.where + "C++ bundles do not take tensor descriptor parameters (" +
+                                    e.signatureText + ") yet: list this kernel with pointers, or use the JIT");
+      if ((a.equalsOne || a.divisibility >= 16) && !a.type.pointer && !a.type.isIntElement())
+        throw std::invalid_argument(e.where + "only pointers and integers can carry ':16' or ':1' in a C++ bundle");
+    }
+    const std::string name = e.cppName.empty() ? e.kernel : e.cppName;
+    if (!cli::isCppIdentifier(name))
+      throw std::invalid_argument(e.where + "'" + name + "' cannot name a C++ function" +
+                                  (e.cppName.empty() ? ": give it one with as=NAME" : ""));
+    if (cli::isBundleApiName(name) || cli::isBundleApiName(name + "_config") || name == settings.name)
+      throw std::invalid_argument(e.where + "'" + name + "' is one of the bundle's own names: give the launch "
+                                  "function another with as=NAME");
+    auto [it, fresh] = functionOf.try_emplace(name, bundle.functions.size(), e.where);
+    if (fresh) {
+      cli::AotFunction f;
+      f.name = name;
+      f.file = e.file;
+      f.kernel = e.kernel;
+      f.constexprs = e.constexprs;
+      f.numWarps = e.numWarps;
+      f.maxRegisters = e.maxRegisters;
+      f.paramNames = runtimeParameterNames(ast::parseModule(loadSource(e.path)), e.kernel, e.constexprs);
+      bundle.functions.push_back(std::move(f));
+    }
+    cli::AotFunction &f = bundle.functions[it->second.first];
+    const std::string firstLine = it->second.second.substr(0, it->second.second.size() - 2);
+    if (!fresh) {
+      auto refuse = [&](const std::string &what) {
+        throw std::invalid_argument(e.where + "launch function '" + name + "' (" + firstLine + ") has " + what +
+                                    ": give this line another name with as=NAME");
+      };
+      if (f.file != e.file || f.kernel != e.kernel) refuse("kernel " + f.file + ":" + f.kernel);
+      if (withoutHints(f.variants.front().signature) != withoutHints(signature))
+        refuse("the types " + withoutHints(f.variants.front().signature) + ", this line " + withoutHints(signature));
+      if (f.constexprs != e.constexprs || f.numWarps != e.numWarps || f.maxRegisters != e.maxRegisters)
+        refuse("other constexprs or options");
+      for (const cli::AotVariant &v : f.variants)
+        if (v.signatureText == signatureText(signature))
+          throw std::invalid_argument(e.where + "launch function '" + name + "' has this specialisation (" +
+                                      v.signatureText + ") already, from " + v.origin);
+    }
+    cli::AotVariant v;
+    v.signature = signature;
+    v.signatureText = signatureText(signature);
+    v.origin = e.where.substr(0, e.where.size() - 2);
+    f.variants.push_back(std::move(v));
+  }
+
+  // Dispatch order: the most hints first (stable: the manifest's order among equals); the
+  // generic variant, with none, serves whatever the others do not fit.
+  size_t imageCount = 0;
+  for (cli::AotFunction &f : bundle.functions) {
+    if (settings.generic &&
+        std::none_of(f.variants.begin(), f.variants.end(),
+                     [](const cli::AotVariant &v) { return hintCount(v.signature) == 0; })) {
+      cli::AotVariant generic;
+      generic.signature = f.variants.front().signature;
+      for (ArgSpec &a : generic.signature) a.divisibility = 1, a.equalsOne = false;
+      generic.signatureText = signatureText(generic.signature);
+      generic.origin = "added (no hints)";
+      f.variants.push_back(std::move(generic));
+    }
+    std::stable_sort(f.variants.begin(), f.variants.end(), [](const cli::AotVariant &a, const cli::AotVariant &b) {
+      return hintCount(a.signature) > hintCount(b.signature);
+    });
+    const ManifestEntry *entry = nullptr;
+    for (const ManifestEntry &e : entries)
+      if ((e.cppName.empty() ? e.kernel : e.cppName) == f.name) entry = &e;
+    for (cli::AotVariant &v : f.variants) {
+      for (const std::string &arch : archs) {
+        CompiledKernel k = compileKernel(loadSource(entry->path), f.kernel, v.signature, f.constexprs,
+                                         entryOptions(*entry, base, arch));
+        if (wantCubins) {
+          std::vector<char> cubin = rt::assemblePtx(*ptxas, k.ptx, arch, f.kernel);
+          v.images.push_back({arch, true, std::string(cubin.begin(), cubin.end()), k.numWarps, k.sharedBytes});
+        }
+        if (wantPtx) v.images.push_back({arch, false, k.ptx, k.numWarps, k.sharedBytes});
+      }
+      imageCount += v.images.size();
+    }
+  }
+
+  bundle.name = settings.name;
+  bundle.command = settings.command;
+  bundle.version = versionString();
+  if (wantCubins) bundle.imagesNote = "cubins for " + joined(archs) + " (ptxas " + ptxas->version + ")";
+  if (wantPtx) bundle.imagesNote += std::string(wantCubins ? ", and " : "") + "PTX for " + joined(archs);
+  cli::AotSources sources = cli::generateBundle(bundle);
+  if (std::error_code ec; fs::exists(outDir, ec) && !fs::is_directory(outDir, ec))
+    throw std::invalid_argument("-o '" + outDir + "' is a file, not a directory");
+  fs::create_directories(outDir);
+  std::string header = (fs::path(outDir) / (settings.name + ".h")).string();
+  std::string source = (fs::path(outDir) / (settings.name + ".cpp")).string();
+  writeOutput(header, sources.header);
+  writeOutput(source, sources.source);
+  std::printf("%s\n%s\n", header.c_str(), source.c_str());
+  size_t variants = 0;
+  for (const cli::AotFunction &f : bundle.functions) variants += f.variants.size();
+  std::printf("bundled %zu launch function%s (%zu variant%s, %zu image%s: %s; %s back-end)\n",
+              bundle.functions.size(), bundle.functions.size() == 1 ? "" : "s", variants, variants == 1 ? "" : "s",
+              imageCount, imageCount == 1 ? "" : "s", bundle.imagesNote.c_str(), resolveBackend(base).c_str());
+  return 0;
+}
+
+int commandAot(int argc, char **argv) {
+  std::string manifest, outDir = ".", emit = "ptx", arch = "sm_90a";
+  std::string cppOption; // the first option that only --emit cpp takes
+  BundleSettings bundle;
+  CompileOptions base;
+  Command command("tessera aot", "MANIFEST [--arch ARCH[,ARCH...]] [--emit ptx|cpp] [-o DIR] [options]",
+                  "Compiles every kernel listed in MANIFEST ahead of time, to PTX files\n"
+                  "DIR/<file>.<kernel>[.N].ptx (N counts further specialisations of the\n"
+                  "same kernel; under DIR/<arch>/ for several architectures), or with\n"
+                  "--emit cpp to a C++ bundle DIR/NAME.h + DIR/NAME.cpp: the cubins and a\n"
+                  "typed launch function per kernel, needing only the CUDA driver at run\n"
+                  "time (docs/cli.md). Each non-comment line of the manifest is:\n"
+                  "  FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N] [maxnreg=N] [as=NAME]\n"
+                  "with FILE relative to the manifest's folder; as=NAME names the C++\n"
+                  "launch function (default: the kernel's name). Lines of one name are the\n"
+                  "variants of one launch function: the same types and constexprs, other\n"
+                  "':16' / ':1' hints.");
+  command.operand("MANIFEST", "the list of kernels (e.g. kernels/manifest.txt)",
+                  [&](const std::string &v) { manifest = v; })
+      .option({"--arch"}, "ARCH", std::string(kArchHelp) + ";\nseveral, comma-separated: sm_90a,sm_80",
+              [&](const std::string &v) { arch = v; })
+      .option({"--backend"}, "NAME", kBackendHelp, [&](const std::string &v) { base.backend = backendValue(v); })
+      .option({"--emit"}, "WHAT", "ptx (PTX files, the default) or cpp (a C++ bundle)",
+              [&](const std::string &v) { emit = v; })
+      .option({"--name"}, "NAME",
+              "with --emit cpp: the bundle's namespace and file names\n(a C++ identifier; default tessera_aot)",
+              [&](const std::string &v) { bundle.name = v, cppOption = cppOption.empty() ? "--name" : cppOption; })
+      .option({"--embed"}, "WHAT",
+              "with --emit cpp: cubin (the default: ptxas's cubins; PTX, with a\n"
+              "note, when no ptxas is found), ptx (the driver compiles it at the\n"
+              "first launch), or cubin+ptx (PTX too, for GPUs no cubin fits)",
+              [&](const std::string &v) { bundle.embed = v, cppOption = cppOption.empty() ? "--embed" : cppOption; })
+      .flag({"--no-generic"},
+            "with --emit cpp: no variant without hints is added to a launch\n"
+            "function whose lines all have some; arguments that fit none of its\n"
+            "variants then make it return CUDA_ERROR_INVALID_VALUE",
+            [&] { bundle.generic = false, cppOption = cppOption.empty() ? "--no-generic" : cppOption; })
+      .option({"-o", "--output"}, "DIR", "the folder for the output files (default: the current one)",
+              [&](const std::string &v) { outDir = v; });
+  if (!command.parse(argc, argv)) return 0;
+  if (emit != "ptx" && emit != "cpp") throw std::invalid_argument("--emit must be ptx or cpp, got '" + emit + "'");
+  if (emit == "ptx" && !cppOption.empty())
+    throw command.usageError(cppOption + " is for C++ bundles: add --emit cpp");
+  std::vector<std::string> archs = archList(arch);
+  std::vector<ManifestEntry> entries = readManifest(manifest);
+  namespace fs = std::filesystem;
+  if (std::error_code ec; fs::exists(outDir, ec) && !fs::is_directory(outDir, ec))
+    throw std::invalid_argument("-o '" + outDir + "' is a file, not a directory");
+  if (emit == "ptx") return writePtxFiles(entries, base, archs, outDir);
+  bundle.command = "tessera aot";
+  for (int i = 0; i < argc; ++i) bundle.command += std::string(" ") + argv[i];
+  return writeCppBundle(entries, base, archs, outDir, bundle);
 }
 
 int commandList(int argc, char **argv) {

@@ -6,7 +6,7 @@
 # The GPU machine has no LLVM 19, so the compiler comes prebuilt (by
 # scripts/setup.sh on a CPU machine, carried over in build/):
 #     build/lib/libtessera.so  build/bin/tessera  build/tests/tessera_gpu_tests  build/examples/vector_add
-#     build/examples/matmul  build/examples/attention
+#     build/examples/matmul  build/examples/attention  build/examples/aot_cpp/aot_cpp_example
 # When LLVM 19 is present and something is missing, it is built here instead.
 # Steps:
 #   1. the pybind11 extension tessera._C only, against build/lib/libtessera.so,
@@ -67,8 +67,9 @@ case "$BACKEND" in
 esac
 
 # --- 0. The prebuilt compiler, tests and example ---------------------------------------------
+# (examples/aot_cpp: kernels compiled ahead of time into a C++ program; tests/gpu/test_aot_cpp.py runs it)
 need=("$BUILD/lib/libtessera.so" "$BUILD/bin/tessera" "$BUILD/tests/tessera_gpu_tests" "$BUILD/examples/vector_add"
-      "$BUILD/examples/matmul" "$BUILD/examples/attention")
+      "$BUILD/examples/matmul" "$BUILD/examples/attention" "$BUILD/examples/aot_cpp/aot_cpp_example")
 missing=()
 for f in "${need[@]}"; do [ -e "$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -77,7 +78,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
     cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure-build.log" 2>&1 \
       && cmake --build "$BUILD" --target tessera tessera-cli tessera_gpu_tests tessera_example_vector_add \
-           tessera_example_matmul tessera_example_attention \
+           tessera_example_matmul tessera_example_attention aot_cpp_example \
            -j "$(nproc)" >"$LOGS/build.log" 2>&1 \
       || cmake --build "$BUILD" -j "$(nproc)" >>"$LOGS/build.log" 2>&1 \
       || { echo "build failed: see $LOGS/build.log"; tail -30 "$LOGS/build.log"; }

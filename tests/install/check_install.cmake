@@ -3,7 +3,8 @@
 # issue's example, verbatim) configured with find_package(tessera), built and
 # run; it must print "ok". Also checks the installed files and that the public
 # header includes no internal header.
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DLAUNCHER=...] -P check_install.cmake
+# With -DAOT_EXAMPLE=ON, also builds examples/aot_cpp against the prefix (tessera::cli).
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... [-DLAUNCHER=...] [-DAOT_EXAMPLE=ON] -P check_install.cmake
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check_install.cmake: -D${var}=... is required")
@@ -60,6 +61,29 @@ run("building the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 run("running the consumer" ${consumer_build}/consumer)
 if(NOT run_output STREQUAL "ok\n")
   message(FATAL_ERROR "the consumer printed '${run_output}', expected 'ok'")
+endif()
+
+# The ahead-of-time example (examples/aot_cpp) against the same prefix: find_package(tessera)
+# gives the CLI as tessera::cli, which writes the C++ bundle at build time (docs/cli.md,
+# "C++ bundles"). It needs the CUDA toolkit (cuda.h, the libcuda stub): AOT_EXAMPLE says
+# whether tessera's own build found one.
+if(AOT_EXAMPLE)
+  set(aot_build ${WORK_DIR}/aot-build)
+  set(aot_args -S ${SOURCE_DIR}/examples/aot_cpp -B ${aot_build}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+  if(LAUNCHER)
+    list(APPEND aot_args -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+  endif()
+  if(GENERATOR)
+    list(APPEND aot_args -G ${GENERATOR})
+  endif()
+  run("configuring examples/aot_cpp" ${CMAKE_COMMAND} ${aot_args})
+  run("building examples/aot_cpp" ${CMAKE_COMMAND} --build ${aot_build})
+  foreach(f generated/tessera_kernels.h generated/tessera_kernels.cpp aot_cpp_example)
+    if(NOT EXISTS ${aot_build}/${f})
+      message(FATAL_ERROR "building examples/aot_cpp against the prefix made no ${f}")
+    endif()
+  endforeach()
 endif()
 
 # pkg-config (when there is one) sees the same package.

@@ -8,6 +8,8 @@
  *   - cuLinkComplete returns the PTX it was given as the "cubin", so that
  *     cuModuleGetFunction can read the kernel's parameter list from the
  *     .entry directive (the sizes of its parameters);
+ *   - cuLaunchKernel refuses more dynamic shared memory than the function
+ *     allows (48 KB unless cuFuncSetAttribute raised it), as the real one does;
  *   - cuLaunchKernel returns CUDA_SUCCESS after recording the launch (the
  *     function's name, grid, block, shared memory, stream and each
  *     parameter's value, read through kernelParams with the sizes above,
@@ -355,6 +357,8 @@ static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, uns
   struct fake_function *f = (struct fake_function *)fn;
   if (!f || extra) return CUDA_ERROR_INVALID_VALUE;
   if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
+  /* As the real driver: more dynamic shared memory than the function opted in to is refused. */
+  if ((int)shared > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   struct tessera_fake_launch *l = &last_launch;
   l->count = ++launch_count;
   l->kernel = f->name;
