@@ -3,6 +3,7 @@
 
 #include "compiler/codegen/Nvrtc.h"
 #include "compiler/support/Environment.h"
+#include "runtime/StepTimes.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/SHA256.h>
@@ -504,6 +505,7 @@ std::string DiskCache::entryPath(const Key &key) const {
 std::optional<Entry> DiskCache::load(const Key &key) {
   if (!config_.enabled || !key) return std::nullopt;
   const std::string path = entryPath(key);
+  rt::StepTimer reading(rt::Step::EntryRead);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     counters().misses++;
@@ -513,8 +515,11 @@ std::optional<Entry> DiskCache::load(const Key &key) {
   bool read = readWholeFile(fd, bytes);
   (void)::futimens(fd, nullptr); // last used: now (LRU eviction); fails harmlessly when read-only
   ::close(fd);
+  reading.stop();
   std::string why;
+  rt::StepTimer decoding(rt::Step::EntryDecode);
   std::optional<Entry> entry = read ? decode(bytes, &why) : std::nullopt;
+  decoding.stop();
   if (!read) why = std::string("unreadable (") + std::strerror(errno) + ")";
   else if (entry && entry->key != key.text) entry.reset(), why = "it holds another key";
   if (!entry) {
