@@ -17,7 +17,7 @@ enum class Step : uint8_t {
   DriverInit,  // dlopen of libcuda, its entry points, cuInit
   Specialize,  // the full argument pass of an in-memory miss (Python bindings)
   TargetArch,  // the device's arch (its properties, read once per device)
-  CacheKey,    // the disk cache key (the source's SHA-256, the fingerprint, libdevice's stamp)
+  CacheKey,    // the disk cache key (the source's digest, the fingerprint, libdevice's stamp)
   EntryRead,   // opening and reading the entry's file, refreshing its last-used time
   EntryDecode, // its checksum and sections
   JitPlan,     // TESSERA_JIT and the ptxas to use (its version)

@@ -75,6 +75,9 @@ void registerCache(py::module_ &m) {
       "Milliseconds spent so far in each step of the launch path's in-memory misses (runtime/StepTimes.h): "
       "driver_init, specialize, target_arch, cache_key, entry_read, entry_decode, jit_plan, module_load, "
       "compile, assemble. reset=True zeroes them after reading.");
+  m.def(
+      "digest_hex", [](py::bytes data) { return cache::digestHex(std::string_view(data)); }, py::arg("data"),
+      "The BLAKE3-256 of `data` in hex: the disk cache's digest (runtime/Cache.h).");
   m.def("cache_config", [] { return configDict(cache::configFromEnvironment()); },
         "The disk cache's settings from the environment: {enabled, dir, max_bytes, keep_stages}.");
   m.def(
