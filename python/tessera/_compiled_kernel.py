@@ -174,10 +174,6 @@ class CompiledKernel:
                 f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
 
 
-_PTXAS_USED = re.compile(r"Used (\d+) registers")
-_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
-
-
 def _ptxas_attributes(ptx, arch, name):
     """n_regs and local bytes of `ptx` from `ptxas -v` (no driver to load it); the cubin too."""
     import shutil  # here: `import tessera` does not pay for what only machines without a driver use
@@ -200,7 +196,7 @@ def _ptxas_attributes(ptx, arch, name):
         with open(out, "rb") as f:
             cubin = f.read()
     info = proc.stdout + proc.stderr
-    regs, stack = _PTXAS_USED.search(info), _PTXAS_STACK.search(info)
+    regs, stack = re.search(r"Used (\d+) registers", info), re.search(r"(\d+) bytes stack frame", info)
     return {"device": None, "n_regs": int(regs.group(1)) if regs else 0,
             "n_spills": int(stack.group(1)) if stack else 0, "max_threads_per_block": 1024, "cubin": cubin,
             "source": "ptxas"}
