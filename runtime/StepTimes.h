@@ -23,7 +23,7 @@ enum class Step : uint8_t {
   JitPlan,     // TESSERA_JIT and the ptxas to use (its version)
   ModuleLoad,  // cuModuleLoadData of the cubin (or the PTX), the function, its attributes
   Compile,     // source -> PTX (a disk miss)
-  Assemble,    // PTX -> cubin (ptxas, or the driver's linker) after a disk miss
+  Assemble,    // PTX -> cubin (ptxas, or the driver's linker) and its load, after a disk miss
   Count,
 };
 
