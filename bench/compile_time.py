@@ -10,7 +10,10 @@ context already up:
 Reported: the first call (launch included, synchronised) minus one steady-state
 launch; for tessera the warm time is split into the @jit handle (reading and
 reducing the kernel's file, parsing its parameters) and the rest (key, disk
-entry, cuModuleLoadData). Medians over several processes. tessera is measured
+entry, cuModuleLoadData), and the rest again by the launch path's timed steps
+(tessera._C.step_times: key, entry read and decode, JIT plan, module load, ...;
+"other" is Python and the launch itself); `import tessera` is timed too.
+Medians over several processes. tessera is measured
 with each back-end (--backend, default both): "tessera" (LLVM's NVPTX) and
 "tessera-nvrtc" (CUDA C++ through NVRTC, docs/nvrtc.md).
 
@@ -45,8 +48,13 @@ y = torch.empty_like(x)
 torch.cuda.synchronize()
 out = {}
 if WHICH.startswith("tessera"):
+    ti = time.perf_counter()
     import tessera
+    out["import_ms"] = (time.perf_counter() - ti) * 1e3
     from kernels.softmax import softmax_kernel as k
+    steps = getattr(tessera._C, "step_times", None)
+    if steps:
+        steps(reset=True)
     t0 = time.perf_counter()
     k._get_handle()
     t1 = time.perf_counter()
@@ -54,6 +62,7 @@ if WHICH.startswith("tessera"):
     torch.cuda.synchronize()
     t2 = time.perf_counter()
     out["handle_ms"] = (t1 - t0) * 1e3
+    out["steps"] = steps() if steps else {}
     out["stats"] = tessera._C.cache_stats()
     launch = lambda: k[(ROWS,)](y, x, x.stride(0), y.stride(0), ROWS, COLS, BLOCK_SIZE=COLS)
 else:
@@ -114,11 +123,31 @@ def measure(which, colds, warms):
             if which.startswith("tessera"):
                 extra.setdefault("warm_handle_ms", []).append(r["handle_ms"])
                 extra.setdefault("warm_rest_ms", []).append(r["rest_ms"])
+                extra.setdefault("import_ms", []).append(r["import_ms"])
+                for step, ms in r.get("steps", {}).items():
+                    extra.setdefault("warm_step_" + step + "_ms", []).append(ms)
                 extra["warm_stats"] = r["stats"]
     out = {"cold_ms": statistics.median(cold), "warm_ms": statistics.median(warm), "cold_all": cold, "warm_all": warm}
     for k, v in extra.items():
         out[k] = statistics.median(v) if isinstance(v, list) else v
     return out
+
+
+# The launch path's steps (tessera._C.step_times, runtime/StepTimes.h) a warm start goes through.
+WARM_STEPS = [("driver_init", "driver init"), ("specialize", "specialise"), ("target_arch", "arch"),
+              ("cache_key", "key"), ("entry_read", "entry read"), ("entry_decode", "decode"),
+              ("jit_plan", "JIT plan"), ("module_load", "module load"), ("compile", "compile"),
+              ("assemble", "assemble")]
+
+
+def warm_split(r):
+    """'warm split, ms: handle 0.21, key 0.05, ..., other 0.12' (medians; "other": Python and the launch)."""
+    parts = [("@jit handle", r["warm_handle_ms"])]
+    parts += [(label, r[f"warm_step_{step}_ms"]) for step, label in WARM_STEPS
+              if r.get(f"warm_step_{step}_ms", 0) >= 0.0005]
+    timed = sum(ms for label, ms in parts[1:])
+    parts.append(("other (Python, launch)", max(0.0, r["warm_ms"] - r["warm_handle_ms"] - timed)))
+    return "warm split, ms: " + ", ".join(f"{label} {ms:.3f}" for label, ms in parts)
 
 
 def manifest_entries():
@@ -209,6 +238,8 @@ def run(options):
             line += (f"   [of which the @jit handle {r['warm_handle_ms']:.2f}, key + disk entry + module load "
                      f"{r['warm_rest_ms']:.2f}]")
         print(line)
+        if which.startswith("tessera") and "warm_step_cache_key_ms" in r:
+            print("      " + warm_split(r) + f"; import tessera {r['import_ms']:.1f} ms")
     t, tr = results["providers"].get("tessera", {}), results["providers"].get("triton", {})
     if "cold_ms" in t and "cold_ms" in tr:
         results["cold_ratio"] = t["cold_ms"] / tr["cold_ms"]

@@ -3,9 +3,10 @@
 
 #include "compiler/codegen/Nvrtc.h"
 #include "compiler/support/Environment.h"
+#include "runtime/StepTimes.h"
 
 #include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/SHA256.h>
+#include <llvm/Support/BLAKE3.h>
 #include <llvm/Support/xxhash.h>
 
 #include <dlfcn.h>
@@ -78,12 +79,6 @@ std::string hex(const uint8_t *bytes, size_t n) {
     out[2 * i + 1] = digits[bytes[i] & 15];
   }
   return out;
-}
-
-std::string sha256Hex(std::string_view data) {
-  auto digest = llvm::SHA256::hash(
-      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
-  return hex(digest.data(), digest.size());
 }
 
 uint64_t checksum(std::string_view body) { return llvm::xxh3_64bits(llvm::StringRef(body.data(), body.size())); }
@@ -217,6 +212,12 @@ std::string usagePath(const Config &c) { return c.dir + "/kernels.usage"; }
 
 } // namespace
 
+std::string digestHex(std::string_view data) {
+  auto digest = llvm::BLAKE3::hash<32>(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  return hex(digest.data(), digest.size());
+}
+
 // ------------------------------------------------------------ configuration
 
 std::optional<uint64_t> parseByteSize(std::string_view text) {
@@ -319,7 +320,7 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += "compiler: " + compilerFingerprint() + "\n";
   t += "libdevice: " + escapeLine(libdevice) + " " + fileStamp(libdevice) + "\n";
   t += "kernel: " + escapeLine(kernelName) + "\n";
-  t += "source-sha256: " + sha256Hex(source) + "\n";
+  t += "source-blake3: " + digestHex(source) + "\n";
   t += "signature: " + signatureKey(signature) + "\n";
   for (const auto &[name, value] : constexprs) t += "constexpr " + escapeLine(name) + ": " + constexprKey(value) + "\n";
   t += "num_warps: " + std::to_string(options.numWarps) + "\n";
@@ -339,7 +340,7 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
     t += " " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
   }
   t += "\n";
-  key.digest = sha256Hex(t);
+  key.digest = digestHex(t);
   return key;
 }
 
@@ -504,6 +505,7 @@ std::string DiskCache::entryPath(const Key &key) const {
 std::optional<Entry> DiskCache::load(const Key &key) {
   if (!config_.enabled || !key) return std::nullopt;
   const std::string path = entryPath(key);
+  rt::StepTimer reading(rt::Step::EntryRead);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     counters().misses++;
@@ -513,8 +515,11 @@ std::optional<Entry> DiskCache::load(const Key &key) {
   bool read = readWholeFile(fd, bytes);
   (void)::futimens(fd, nullptr); // last used: now (LRU eviction); fails harmlessly when read-only
   ::close(fd);
+  reading.stop();
   std::string why;
+  rt::StepTimer decoding(rt::Step::EntryDecode);
   std::optional<Entry> entry = read ? decode(bytes, &why) : std::nullopt;
+  decoding.stop();
   if (!read) why = std::string("unreadable (") + std::strerror(errno) + ")";
   else if (entry && entry->key != key.text) entry.reset(), why = "it holds another key";
   if (!entry) {
@@ -699,7 +704,7 @@ std::vector<EntryInfo> DiskCache::list(std::string *error) const {
     if (fd >= 0 && readWholeFile(fd, bytes)) info.entry = decode(bytes, &info.problem);
     else info.problem = std::string("unreadable (") + std::strerror(errno) + ")";
     if (fd >= 0) ::close(fd);
-    if (info.entry && sha256Hex(info.entry->key) != digest) {
+    if (info.entry && digestHex(info.entry->key) != digest) {
       info.entry.reset();
       info.problem = "its key does not match its file name";
     }

@@ -1,5 +1,6 @@
 // Lazy loading of libcuda.so.1 and resolution of the driver entry points.
 #include "runtime/DriverApi.h"
+#include "runtime/StepTimes.h"
 
 #include <dlfcn.h>
 
@@ -151,8 +152,13 @@ LoadedDriver load() {
   return d;
 }
 
+LoadedDriver timedLoad() {
+  StepTimer timer(Step::DriverInit);
+  return load();
+}
+
 const LoadedDriver &loaded() {
-  static const LoadedDriver d = load();
+  static const LoadedDriver d = timedLoad();
   return d;
 }
 

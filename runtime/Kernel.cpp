@@ -5,6 +5,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"
+#include "runtime/StepTimes.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -106,6 +107,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
   }
 
   auto entry = std::make_unique<Impl::PerDevice>();
+  rt::StepTimer planning(rt::Step::JitPlan);
   const rt::JitPlan plan = rt::jitPlan();
   // The SASS depends on the device's architecture and on what compiled it.
   std::string tag;
@@ -114,7 +116,9 @@ const rt::LoadedKernel &Kernel::load(int device) const {
   if (!tag.empty())
     for (const auto &[t, bytes] : impl.cubins)
       if (t == tag) entry->cubin.assign(bytes.begin(), bytes.end());
+  planning.stop();
   if (!entry->cubin.empty()) {
+    rt::StepTimer loading(rt::Step::ModuleLoad);
     try {
       entry->kernel = rt::loadKernel(entry->cubin.data(), impl.compiled.name,
                                      static_cast<int>(impl.compiled.numWarps), impl.compiled.sharedBytes, ordinal);
@@ -125,6 +129,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
     }
   }
   if (!entry->kernel) {
+    rt::StepTimer assembling(rt::Step::Assemble); // PTX -> SASS and the load
     entry->kernel = rt::loadPtx(plan, impl.compiled.ptx, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
                                 impl.compiled.sharedBytes, ordinal, &entry->cubin);
     if (!entry->cubin.empty() && !tag.empty()) {
@@ -206,8 +211,10 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
   cache::DiskCache disk;
   cache::Key key;
   // The environment, read once for the key and the compile.
+  rt::StepTimer keying(rt::Step::CacheKey);
   const ResolvedOptions resolved = resolveOptions(options);
   if (disk.enabled()) key = cache::makeKey(file->text, kernelName, signature, constexprs, options, resolved);
+  keying.stop();
   if (key) {
     if (std::optional<cache::Entry> e = disk.load(key)) {
       CompiledKernel compiled;
@@ -233,7 +240,9 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
       return k;
     }
   }
+  rt::StepTimer compiling(rt::Step::Compile);
   CompiledKernel compiled = compileKernel(file, kernelName, signature, constexprs, options, resolved, Stage::PTX);
+  compiling.stop();
   if (key) {
     cache::Entry stored;
     stored.key = key.text;

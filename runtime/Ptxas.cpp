@@ -2,6 +2,7 @@
 // directory (several threads may compile at once: the autotuner does).
 #include "runtime/Ptxas.h"
 
+#include "runtime/Cache.h"
 #include "runtime/Driver.h"
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,7 +124,59 @@ std::optional<std::string> versionOf(const std::string &path) {
   return m[1].str();
 }
 
+// What tells one ptxas file from another without running it: "dev:ino size mtime ctime"
+// (ctime too: a copy that keeps the mtime, cp -p, still changes it). Empty when it cannot be stat'ed.
+std::string fileIdentity(const std::string &path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " " +
+         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+}
+
+// A small file's bytes with plain read(2) (empty when unreadable): the process's first
+// std::ifstream initialises iostreams' locale, about 0.1 ms of a warm start.
+std::string readSmallFile(const std::string &path) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// DIR/tools/ptxas-<FNV-1a of the path>.version; empty with the disk cache off.
+std::string memoPath(const std::string &path) {
+  const cache::Config config = cache::configFromEnvironment();
+  if (!config.enabled) return {};
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : path) h = (h ^ c) * 1099511628211ull;
+  char name[40];
+  std::snprintf(name, sizeof name, "ptxas-%016llx.version", static_cast<unsigned long long>(h));
+  return config.dir + "/tools/" + name;
+}
+
 } // namespace
+
+std::optional<std::string> ptxasVersion(const std::string &path) {
+  const std::string identity = fileIdentity(path);
+  const std::string memo = identity.empty() ? std::string() : memoPath(path);
+  // The memo: "<path>\n<identity>\n<version>\n"; any other content is asked again.
+  const std::string expected = path + "\n" + identity + "\n";
+  if (!memo.empty()) {
+    const std::string text = readSmallFile(memo);
+    if (text.size() > expected.size() + 1 && text.compare(0, expected.size(), expected) == 0 && text.back() == '\n')
+      return text.substr(expected.size(), text.size() - expected.size() - 1);
+  }
+  std::optional<std::string> version = versionOf(path);
+  if (version && !memo.empty()) (void)cache::writeFileAtomically(memo, expected + *version + "\n"); // best effort
+  return version;
+}
 
 const PtxasTool *findPtxas() {
   // Keyed by TESSERA_PTXAS, so that a test changing it sees the change.
@@ -137,7 +191,7 @@ const PtxasTool *findPtxas() {
   lookedUpFor.reset();
   std::optional<std::string> path = wanted.empty() ? searchDefaultPlaces() : std::optional<std::string>(wanted);
   if (path) {
-    std::optional<std::string> version = versionOf(*path);
+    std::optional<std::string> version = ptxasVersion(*path);
     if (!version) {
       if (!wanted.empty())
         throw Error("TESSERA_PTXAS='" + wanted + "' is not a ptxas that runs (`" + wanted +

@@ -5,6 +5,7 @@
 // differently (docs/runtime.md has the measurements).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,14 @@ struct PtxasTool {
 // $CUDA_PATH/bin, /usr/local/cuda/bin and PATH. nullptr when there is none.
 // Looked up once per process.
 const PtxasTool *findPtxas();
+
+// The version ptxas at `path` prints ("13.0.88"), or nullopt when it does not
+// run or prints none. Asking costs a process spawn (3 to 10 ms, most of a warm
+// start in a new process), so with the disk cache on the answer is remembered
+// in DIR/tools/ together with the file's identity (device, inode, size, mtime,
+// ctime), as ccache recognises a compiler: a ptxas replaced or upgraded in
+// place is asked again.
+std::optional<std::string> ptxasVersion(const std::string &path);
 
 // Compiles `ptx` for `arch` ("sm_90a") to a cubin with `tool`. A failure is an
 // rt::Error naming the kernel, the exit status and ptxas's output.

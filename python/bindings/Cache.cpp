@@ -7,6 +7,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
 #include "runtime/Stream.h"
+#include "runtime/StepTimes.h"
 
 #include <pybind11/stl.h>
 
@@ -60,6 +61,23 @@ cache::Entry entryFrom(const py::dict &d) {
 } // namespace
 
 void registerCache(py::module_ &m) {
+  m.def(
+      "step_times",
+      [](bool reset) {
+        py::dict out;
+        const auto totals = rt::stepTimes();
+        for (size_t i = 0; i < totals.size(); ++i)
+          out[rt::stepName(static_cast<rt::Step>(i))] = static_cast<double>(totals[i]) * 1e-6;
+        if (reset) rt::resetStepTimes();
+        return out;
+      },
+      py::arg("reset") = false,
+      "Milliseconds spent so far in each step of the launch path's in-memory misses (runtime/StepTimes.h): "
+      "driver_init, specialize, target_arch, cache_key, entry_read, entry_decode, jit_plan, module_load, "
+      "compile, assemble. reset=True zeroes them after reading.");
+  m.def(
+      "digest_hex", [](py::bytes data) { return cache::digestHex(std::string_view(data)); }, py::arg("data"),
+      "The BLAKE3-256 of `data` in hex: the disk cache's digest (runtime/Cache.h).");
   m.def("cache_config", [] { return configDict(cache::configFromEnvironment()); },
         "The disk cache's settings from the environment: {enabled, dir, max_bytes, keep_stages}.");
   m.def(

@@ -16,6 +16,7 @@
 #include "Specialization.h"
 
 #include "runtime/Driver.h"
+#include "runtime/StepTimes.h"
 
 #include <cstring>
 
@@ -110,11 +111,16 @@ int launchDevice(const JitKernel &k, int fromArgs) {
 
 // An in-memory miss: the full pass, compile (or the disk cache) and load.
 const JitKernel::DeviceEntry &loadOnMiss(JitKernel &k, const Bound &b, int device, std::string_view fastKey) {
+  rt::StepTimer specializing(rt::Step::Specialize);
   Specialized s = specializeArgs(k, b);
   if (s.key != fastKey)
     throw std::logic_error("tessera internal error: the launch key of kernel '" + k.name +
                            "' differs between the fast and the full argument pass");
-  JitKernel::CompiledSlot &slot = compiledFor(k, s, b, targetArch(device));
+  specializing.stop();
+  rt::StepTimer archTimer(rt::Step::TargetArch);
+  const std::string arch = targetArch(device);
+  archTimer.stop();
+  JitKernel::CompiledSlot &slot = compiledFor(k, s, b, arch);
   std::shared_ptr<CompiledEntry> entry = slot.entry;
   const rt::LoadedKernel *loaded = nullptr;
   {

@@ -15,24 +15,53 @@ Errors: errors.py (CompilationError, DriverError, ...).
 Benchmarks: testing.py (Triton's triton.testing: do_bench, perf_report, assert_close).
 Running programs written for Triton unchanged: compat/ (`import triton` gives tessera).
 """
-from . import errors, language
+from . import errors
 from .errors import (CompilationError, DriverError, DriverNotFoundError, InterpreterError, LaunchError,
                      OutOfResources, TesseraError)
 from . import _ext
 from ._ext import C as _C, load_error as _C_error  # tessera._C: the extension, or None without it
 
 from .jit import JITFunction, jit
-
-from . import runtime  # noqa: E402  (Triton's triton.runtime.driver spellings)
-from . import testing  # noqa: E402  (Triton's triton.testing: do_bench, perf_report, assert_close)
-from .compiler import CompiledKernel, compile  # noqa: E402
-# @autotune / @heuristics / Config (autotune.py; `from tessera.autotune import do_bench` for the timer)
+# @autotune / @heuristics / Config (autotune.py; `from tessera.autotune import do_bench` for the timer).
+# Imported now: `tessera.autotune` names the decorator, which a lazy name would lose to the
+# submodule the first time something imports tessera.autotune.
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
-# @tessera.elementwise / tessera.fuse: fused elementwise kernels (fusion.py, docs/fusion.md)
-from .fusion import ElementwiseFunction, elementwise, fuse  # noqa: E402
-# TMA tensor descriptor arguments: tensordesc<DTYPE[block]> parameters (docs/runtime.md)
-from .tensor_descriptor import TensorDescriptor  # noqa: E402
-from .tensor_wrapper import TensorWrapper, reinterpret  # noqa: E402  (Triton's triton.reinterpret)
+
+# The rest is imported on first use (a module __getattr__), so that `import tessera` costs what a
+# kernel's launch needs and no more (a warm start in a new process pays for every import):
+# name -> (module, attribute in it; None: the module itself). No name here may be a submodule's
+# name unless it is that submodule.
+_LAZY = {
+    "language": (".language", None),
+    "runtime": (".runtime", None),  # Triton's triton.runtime.driver spellings
+    "testing": (".testing", None),  # Triton's triton.testing: do_bench, perf_report, assert_close
+    "compile": (".compiler", "compile"),
+    "CompiledKernel": (".compiler", "CompiledKernel"),
+    # @tessera.elementwise / tessera.fuse: fused elementwise kernels (fusion.py, docs/fusion.md)
+    "ElementwiseFunction": (".fusion", "ElementwiseFunction"),
+    "elementwise": (".fusion", "elementwise"),
+    "fuse": (".fusion", "fuse"),
+    # TMA tensor descriptor arguments: tensordesc<DTYPE[block]> parameters (docs/runtime.md)
+    "TensorDescriptor": (".tensor_descriptor", "TensorDescriptor"),
+    "TensorWrapper": (".tensor_wrapper", "TensorWrapper"),  # Triton's triton.reinterpret
+    "reinterpret": (".tensor_wrapper", "reinterpret"),
+}
+
+
+def __getattr__(name):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'tessera' has no attribute {name!r}")
+    import importlib
+    module = importlib.import_module(where[0], __name__)
+    value = module if where[1] is None else getattr(module, where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "jit", "JITFunction", "language", "cdiv", "next_power_of_2", "compile", "CompiledKernel",

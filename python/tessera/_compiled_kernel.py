@@ -26,7 +26,7 @@ Triton's attributes (triton/compiler/compiler.py), and how exact each one is her
       runtime's JIT is ptxas, its default; the driver's JIT may allocate differently).
 """
 import collections
-import hashlib
+import functools
 import os
 import re
 import types
@@ -77,11 +77,21 @@ class CompiledKernel:
     """One specialisation of a kernel, compiled to PTX."""
 
     def __init__(self, handle, name=None):
+        # Made by a specialisation's first launch, a warm start's included: everything else
+        # (metadata's PTX hash and regex, asm, the cubin) is computed on first use.
         self._h = handle  # tessera._C.CompiledKernel
         self.name = name or handle.name  # a @jit(repr=fn) kernel's name comes from fn
+        self.backend = handle.backend
+        self._asm = None
+        self._attributes = None
+
+    @functools.cached_property
+    def metadata(self):
+        import hashlib
+        handle = self._h
         ptx = handle.ptx
         fp_fusion = handle.enable_fp_fusion
-        self.metadata = types.SimpleNamespace(
+        return types.SimpleNamespace(
             name=self.name, hash=hashlib.sha256(ptx.encode()).hexdigest(),
             num_warps=handle.num_warps, num_ctas=1, num_stages=handle.num_stages, warp_size=32,
             maxnreg=handle.maxnreg, shared=handle.shared, target=GPUTarget(handle.arch), arch=handle.arch,
@@ -90,11 +100,14 @@ class CompiledKernel:
             backend_name="cuda", tmem_size=0, global_scratch_size=0, global_scratch_align=1,
             profile_scratch_size=0, profile_scratch_align=1, launch_cooperative_grid=False, launch_pdl=False,
             signature=handle.signature, constexprs=handle.constexprs, backend=handle.backend)
-        self.hash = self.metadata.hash
-        self.packed_metadata = (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
-        self.backend = handle.backend
-        self._asm = None
-        self._attributes = None
+
+    @functools.cached_property
+    def hash(self):
+        return self.metadata.hash
+
+    @functools.cached_property
+    def packed_metadata(self):
+        return (self.metadata.num_warps, self.metadata.num_ctas, self.metadata.shared)
 
     @property
     def asm(self):
@@ -161,10 +174,6 @@ class CompiledKernel:
                 f"num_warps={self.metadata.num_warps}, target={self.metadata.target})")
 
 
-_PTXAS_USED = re.compile(r"Used (\d+) registers")
-_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
-
-
 def _ptxas_attributes(ptx, arch, name):
     """n_regs and local bytes of `ptx` from `ptxas -v` (no driver to load it); the cubin too."""
     import shutil  # here: `import tessera` does not pay for what only machines without a driver use
@@ -187,7 +196,7 @@ def _ptxas_attributes(ptx, arch, name):
         with open(out, "rb") as f:
             cubin = f.read()
     info = proc.stdout + proc.stderr
-    regs, stack = _PTXAS_USED.search(info), _PTXAS_STACK.search(info)
+    regs, stack = re.search(r"Used (\d+) registers", info), re.search(r"(\d+) bytes stack frame", info)
     return {"device": None, "n_regs": int(regs.group(1)) if regs else 0,
             "n_spills": int(stack.group(1)) if stack else 0, "max_threads_per_block": 1024, "cubin": cubin,
             "source": "ptxas"}

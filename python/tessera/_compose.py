@@ -33,24 +33,13 @@ import textwrap
 import types
 
 from . import _source
-from ._ext import JitFunctionBase
+# What a launch needs of this module lives in _function_args.py (no ast or inspect to import).
+from ._function_args import as_jit, function_constexprs, language_function_name, split_function_args  # noqa: F401
+from ._function_args import is_language_function as _language_function
 
 
 class CompositionError(TypeError):
     pass
-
-
-def as_jit(obj):
-    """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none.
-    (JitFunctionBase is the base class of JITFunction alone: this module sits below jit.py.)"""
-    seen = 0
-    while obj is not None and not isinstance(obj, JitFunctionBase) and seen < 8:
-        nxt = getattr(obj, "jit_function", None) or getattr(obj, "fn", None)
-        if nxt is obj:
-            break
-        obj = nxt
-        seen += 1
-    return obj if isinstance(obj, JitFunctionBase) else None
 
 
 def _function_text(fn):
@@ -188,12 +177,6 @@ def _constant_value(value):
     if type(value).__name__ == "constexpr":
         value = getattr(value, "value", None)
     return value if isinstance(value, (bool, int, float)) else None
-
-
-def _language_function(value):
-    """A function of tessera.language (tl.cast, libdevice.tanh, ...): device-only, known to the front-end."""
-    return isinstance(value, types.FunctionType) and getattr(value, "__module__", "").startswith("tessera.language") \
-        and as_jit(value) is None
 
 
 def foreign_source(fn, text, path):
@@ -364,10 +347,6 @@ def _constexpr_literal(node):
     return None
 
 
-def function_constexprs(functions):
-    return {param: as_jit(f).fn.__name__ for param, f in functions.items()}
-
-
 def _called_params(fn, candidates, depth=0, files=None):
     """The names in `candidates` (parameters of the Python function `fn`) that fn calls, directly
     or by passing them to a @jit helper that calls the parameter it lands in. `files` collects
@@ -419,42 +398,6 @@ def callable_constexpr_params(fn, files=None):
     names = frozenset(a.arg for a in node.args.args + node.args.kwonlyargs
                       if a.annotation is not None and "constexpr" in ast.dump(a.annotation))
     return _called_params(fn, names, 0, files) if names else frozenset()
-
-
-def language_function_name(value):
-    """A language function's dotted name under tessera.language ("tessera.language.extra.cuda.globaltimer"),
-    which the front-end calls when a string constexpr holding it is called; None for anything else."""
-    if not _language_function(value):
-        return None
-    return f"{value.__module__}.{value.__name__}"
-
-
-def split_function_args(kernel, args, kwargs):
-    """({param: function}, args, kwargs) with the @jit-function-valued arguments taken out; language
-    functions (tl.extra.cuda.globaltimer) passed as constexprs become their dotted names."""
-    functions = {}
-    new_kwargs = {}
-    args = tuple(language_function_name(a) or a for a in args)
-    for k, v in kwargs.items():
-        if as_jit(v) is not None and not isinstance(v, (int, float, str, bool)):
-            functions[k] = v
-        else:
-            new_kwargs[k] = language_function_name(v) or v
-    new_args = list(args)
-    if any(as_jit(a) is not None for a in args):
-        names = list(inspect.signature(kernel.fn).parameters)
-        for i, a in enumerate(args):
-            if as_jit(a) is not None and i < len(names):
-                functions[names[i]] = a
-                new_args[i] = None
-        # Positional function arguments: pass every later argument by keyword.
-        first = min(names.index(p) for p in functions if p in names[:len(args)]) if any(
-            p in names[:len(args)] for p in functions) else len(args)
-        for i in range(first, len(args)):
-            if names[i] not in functions:
-                new_kwargs[names[i]] = args[i]
-        new_args = new_args[:first]
-    return functions, tuple(new_args), new_kwargs
 
 
 def kernel_source(fn):

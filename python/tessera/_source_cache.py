@@ -1,41 +1,54 @@
-"""Remembers, across processes, what a @jit handle is built from: the reduced
-source text (tessera/_source.py) and the kernel's parameters. Reducing a file
-means ast.parse in Python and parsing the kernel's parameters in C++: about
-1 ms for kernels/softmax.py, most of a warm start in a new process (where the
-compiled kernel itself comes from the disk cache). With this, a new process
-reads the kernel's file, hashes it and reads one small JSON file instead.
+"""Remembers, across processes, what a @jit handle is built from, so that a new process
+whose kernels are in the disk cache parses nothing: the reduced source text
+(tessera/_source.py) and the kernel's parameters, which the C++ side would parse, and which
+constexpr parameters the kernel calls (_compose.callable_constexpr_params, which reads the
+kernel and its @jit helpers with inspect and ast). Reducing a file and finding those cost
+1 to 4 ms; reading them back is one small file.
 
-The entry's name is the SHA-256 of the file's text, the function's name and
-first line, and _source.py's own text (a changed reduction rule misses); it
-lives with the kernel entries (DIR/kernels/<2 hex>/<digest>.src.json), so it
-counts towards TESSERA_CACHE_MAX_BYTES and is evicted like them. Functions
-without a file (exec'd code) are never cached. Any problem reading or
-writing an entry just means reducing the source as before.
+One entry per kernel: DIR/kernels/<2 hex>/<digest>.src, with the kernel entries, so it
+counts towards TESSERA_CACHE_MAX_BYTES and is evicted like them. Its name is the digest
+(BLAKE3, tessera._C.digest_hex: no hashlib to import) of the kernel file's bytes as they
+are now, the function's name and first line, and what
+decides the answer besides them: the rules (the size and mtime of _source.py, _compose.py
+and _function_args.py, as Python's own .pyc files are checked) and libtessera's build
+(its parameter parser). So a kernel whose file changed, or a new tessera, misses; nothing
+is parsed to find that out. The entry itself:
+
+    tessera-source-3\\n
+    {"params": [[name, is_constexpr, has_default], ...] or null, "calls": [...] or null,
+     "files": {path: digest of each other file "calls" was read from}}\\n
+    the reduced text (when "params" is not null)
+
+The text is kept only when it comes from the kernel's file alone (not when @jit functions of
+other modules are appended to it: _compose.foreign_source); "calls" is used only while every
+file in "files" is unchanged. Functions without a file (exec'd code) are never remembered.
+Any problem reading or writing an entry just means doing the work as before.
 """
-import hashlib
-import json
 import os
-import tempfile
 
-from . import _compose, _source
-
-_FORMAT = "tessera-source-2"
+_MAGIC = b"tessera-source-3\n"
+_RULES = ("_source.py", "_compose.py", "_function_args.py")
 _rules = None
 
 
-def _rules_digest():
+def _rules_stamp():
+    """What the reduction's rules are, from their files' stat (no need to import them)."""
     global _rules
     if _rules is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        parts = []
         try:
-            with open(_source.__file__, "rb") as f:
-                _rules = hashlib.sha256(f.read()).hexdigest()
+            for name in _RULES:
+                st = os.stat(os.path.join(here, name))
+                parts.append(f"{name} {st.st_size} {st.st_mtime_ns}")
         except OSError:
-            _rules = ""
+            parts = []
+        _rules = "\n".join(parts)
     return _rules
 
 
 def _read(path):
-    """A file's bytes (read directly: linecache's decoding cost 0.1 ms), else None."""
+    """A file's bytes (read directly: linecache's decoding costs 0.1 ms), else None."""
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -43,44 +56,96 @@ def _read(path):
         return None
 
 
-def _entry_path(C, fn, suffix):
-    """DIR/kernels/<2 hex>/<digest><suffix>, the digest over fn's file as it is now (what the
-    reduction reads too); None without a file or with the cache off."""
+class Entry:
+    """A kernel's entry as read (or to be written): `path` (None: not remembered, as without a
+    file or with the cache off); `text` and `params` (None: not held), `calls` (None: not held
+    or out of date) and `files`, the digests `calls` depends on."""
+    __slots__ = ("path", "text", "params", "calls", "files")
+
+    def __init__(self, path):
+        self.path = path
+        self.text = self.params = self.calls = None
+        self.files = {}
+
+
+def lookup(C, fn):
+    """The Entry for `fn` as its file is now (read once per JITFunction: jit.py keeps it)."""
     code = getattr(fn, "__code__", None)
-    text = _read(code.co_filename) if code is not None else None
+    source = _read(code.co_filename) if code is not None else None
     config = C.cache_config()
-    if not text or not config["enabled"] or not _rules_digest():
-        return None
-    h = hashlib.sha256(f"{_FORMAT}\0{_rules}\0{fn.__name__}\0{code.co_firstlineno}\0".encode())
-    h.update(text)
-    digest = h.hexdigest()
-    return os.path.join(config["dir"], "kernels", digest[:2], digest + suffix)
+    if not source or not config["enabled"] or not _rules_stamp():
+        return Entry(None)
+    head = f"{_MAGIC.decode()}{C.cache_versions()['build_id']}\n{_rules}\n{fn.__name__}\n{code.co_firstlineno}\n"
+    digest = C.digest_hex(head.encode() + source)
+    entry = Entry(os.path.join(config["dir"], "kernels", digest[:2], digest + ".src"))
+    data = _read(entry.path)
+    if data is None or not data.startswith(_MAGIC):
+        return entry
+    import json
+    try:
+        end = data.index(b"\n", len(_MAGIC))
+        header = json.loads(data[len(_MAGIC):end])
+        if header["params"] is not None:
+            entry.params = [tuple(p) for p in header["params"]]
+            entry.text = data[end + 1:].decode("utf-8")
+        files = header["files"]
+        if header["calls"] is not None and all(_file_digest(C, p) == d for p, d in files.items()):
+            entry.calls = frozenset(header["calls"])
+            entry.files = files
+        os.utime(entry.path)  # last used: now (the cache's LRU eviction)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        entry.text = entry.params = entry.calls = None
+    return entry
 
 
-def jit_kernel(C, fn, name, defaults, do_not_specialize):
+def jit_kernel(C, entry, fn, name, defaults, do_not_specialize):
     """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
-    path = _entry_path(C, fn, ".src.json")
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            os.utime(path)  # last used: now (the cache's LRU eviction)
-            params = [tuple(p) for p in data["params"]]
-            return C.JitKernel(data["text"], fn.__code__.co_filename, 1, name, defaults, do_not_specialize,
-                               params=params)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    if entry.text is not None:
+        return C.JitKernel(entry.text, fn.__code__.co_filename, 1, name, defaults, do_not_specialize,
+                           params=entry.params)
+    from . import _compose
     text, file, first_line, elsewhere = _compose.kernel_source_and_dependencies(fn)
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
-    if path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
-        _write_entry(C, path, {"format": _FORMAT, "text": text, "params": [list(p) for p in handle.params]})
+    if entry.path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
+        entry.text, entry.params = text, [tuple(p) for p in handle.params]
+        _write(C, entry)
     return handle
 
 
-def _write_entry(C, path, data):
-    """Writes a JSON entry atomically (a temp file renamed into place) and adds its bytes to the
+def callable_params(C, entry, fn):
+    """_compose.callable_constexpr_params(fn), from the entry when it holds an answer that is
+    still true (3-4 ms of a new process otherwise)."""
+    if entry.calls is not None:
+        return entry.calls
+    from . import _compose
+    files = set()
+    params = _compose.callable_constexpr_params(fn, files)
+    if entry.path:
+        own = fn.__code__.co_filename  # in the entry's name already
+        digests = {p: _file_digest(C, p) for p in sorted(files) if p != own}
+        if all(digests.values()):
+            entry.calls, entry.files = frozenset(params), digests
+            _write(C, entry)
+    return params
+
+
+def _file_digest(C, path):
+    data = _read(path)
+    return None if data is None else C.digest_hex(data)
+
+
+def _write(C, entry):
+    """Writes the entry atomically (a temp file renamed into place) and adds its bytes to the
     running total the size cap is kept by; a failure just means no entry (an unwritable cache
     was reported by the C++ side already, or will be)."""
+    import json
+    import tempfile
+    header = {"params": None if entry.params is None else [list(p) for p in entry.params],
+              "calls": None if entry.calls is None else sorted(entry.calls), "files": entry.files}
+    data = _MAGIC + json.dumps(header).encode() + b"\n"
+    if entry.params is not None:
+        data += entry.text.encode("utf-8")
+    path = entry.path
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
@@ -88,38 +153,9 @@ def _write_entry(C, path, data):
         except OSError:
             replaced = 0
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        written = os.stat(tmp).st_size
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except OSError:
         return
-    C.cache_account(written - replaced)
-
-
-def _file_digest(path):
-    data = _read(path)
-    return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def callable_params(C, fn):
-    """_compose.callable_constexpr_params(fn), remembered across processes: finding out reads
-    the source of the kernel and its @jit helpers with inspect and ast (3-4 ms in a new process,
-    most of a warm start). The entry records a digest of every file that was read; a changed
-    file means computing it again."""
-    path = _entry_path(C, fn, ".calls.json")
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            if data["format"] == _FORMAT and all(_file_digest(p) == d for p, d in data["files"].items()):
-                return frozenset(data["params"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
-    files = set()
-    params = _compose.callable_constexpr_params(fn, files)
-    if path:
-        digests = {p: _file_digest(p) for p in sorted(files)}
-        if all(digests.values()):
-            _write_entry(C, path, {"format": _FORMAT, "params": sorted(params), "files": digests})
-    return params
+    C.cache_account(len(data) - replaced)

@@ -32,15 +32,14 @@ Environment: TESSERA_AUTOTUNE=off (no benchmarking: the stored winner, else
 the first config), TESSERA_PRINT_AUTOTUNING=1 (one line per tuning and per
 stored result used), TESSERA_CACHE=off / TESSERA_CACHE_DIR (where results live).
 """
-import concurrent.futures
-import hashlib
-import json
 import os
-import statistics
 import sys
-import tempfile
 import time
 import warnings
+
+# json, hashlib, statistics, tempfile and concurrent.futures are imported where used: this
+# module is imported by `import tessera` (tessera.autotune is the decorator), which a warm
+# start pays for in full.
 
 from . import _env, _ext
 from .errors import TesseraError, describe_value
@@ -85,6 +84,7 @@ class Config:
 
     def _id(self):
         """What makes two configs the same one (stored timings are matched by it)."""
+        import json
         return json.dumps(self.to_json(), sort_keys=True)
 
     def __eq__(self, other):
@@ -251,6 +251,7 @@ def do_bench(fn, warmup=25, rep=100, return_mode="median"):
         p.end()
     synchronize()
     times = [p.ms() for p in pairs]
+    import statistics
     if return_mode == "min":
         return min(times)
     if return_mode == "mean":
@@ -284,6 +285,8 @@ def tuning_dir():
 
 def identity_digest(identity):
     """The file name of a tuning result: SHA-256 of its identity fields."""
+    import hashlib
+    import json
     text = json.dumps({k: identity[k] for k in ("kernel", "source_sha256", "key", "device", "tessera")},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -291,6 +294,7 @@ def identity_digest(identity):
 
 def read_result(path):
     """A stored result, or None when missing; a corrupt file is reported once and ignored."""
+    import json
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -308,6 +312,8 @@ def write_result(path, data):
     """Atomically (a temporary file renamed into place); False if the directory is not writable."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        import json
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp.", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -444,6 +450,7 @@ class Autotuner(KernelInterface):
             version = _ext.require().version()
         except ImportError:
             version = "unknown"
+        import hashlib
         return {"kernel": jit.__name__, "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
                 "key": list(key), "key_names": self.key_names() + ["dtypes..."], "device": _device_name(),
                 "tessera": version}
@@ -494,6 +501,7 @@ class Autotuner(KernelInterface):
                 return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         free = [c for c in configs if not c.pre_hook]
         workers = max(1, min(len(free), os.cpu_count() or 1, 16))
+        import concurrent.futures
         with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tessera-autotune") as pool:
             reasons = dict(zip(free, pool.map(one, free)))
         named = self._named(args, kwargs)

@@ -47,17 +47,17 @@ appended (_compose.py finds their text), what a launch runs when a constexpr
 argument is a @jit function.
 """
 import collections
-import hashlib
-import inspect
 import itertools
-import linecache
 import functools
-import textwrap
 import weakref
 
-from . import _compose, _env, _ext, _source, _source_cache
+from . import _env, _ext, _function_args, _source_cache
 from ._compiled_kernel import CompiledKernel, specialization_proxy
 from .errors import describe_value
+
+# A warm start (the kernel's reduction and parameters read from the disk cache) needs neither
+# ast nor inspect: what reads a function's source (_compose.py, _source.py, inspect, textwrap)
+# is imported by the functions that use it, in the processes that use it.
 
 BACKENDS = ("llvm", "nvrtc")
 
@@ -101,6 +101,7 @@ class JITFunction(_ext.JitFunctionBase):
         self.__wrapped__ = fn
         self._handle = None
         self._launch = None
+        self._entry = None  # _source_entry()
         interpret = options.get("interpret")
         self.interpret = _env.flag("TESSERA_INTERPRET") if interpret is None else bool(interpret)
         self._interpreter = None
@@ -131,10 +132,13 @@ class JITFunction(_ext.JitFunctionBase):
     def src(self):
         """The function's source, dedented as Triton's is (so text substituted at Triton's indentation
         fits), decorators included (Triton's spelling drops them: _unsafe_update_src takes either)."""
+        import inspect
+        import textwrap
         return textwrap.dedent(inspect.getsource(self.fn))
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
+        from . import _compose
         return _compose.kernel_source(self.fn)
 
     def _unsafe_update_src(self, new_src):
@@ -145,6 +149,9 @@ class JITFunction(_ext.JitFunctionBase):
         calls), so the new definition replaces the old one's lines in a copy of that text, kept in
         linecache under a name of its own; the decorators stay. Line numbers are kept where the new
         text is as long as the old one, so errors still point into the file."""
+        import inspect
+        import linecache
+        import textwrap
         fn = self.fn
         path = fn.__code__.co_filename
         lines = linecache.getlines(path, fn.__globals__)
@@ -172,6 +179,7 @@ class JITFunction(_ext.JitFunctionBase):
         fn = self.fn
         code = getattr(fn, "__code__", None)
         if code is None or hasattr(fn, "__wrapped__"):  # not a plain function: ask inspect
+            import inspect
             return {name: p.default for name, p in inspect.signature(fn).parameters.items()
                     if p.default is not inspect.Parameter.empty}
         # A plain function's defaults without inspect.signature (0.1 ms of a warm start in a new process).
@@ -194,10 +202,18 @@ class JITFunction(_ext.JitFunctionBase):
             self._interpreter = interpreter
         return self._interpreter.run(grid, args, kwargs)
 
+    def _source_entry(self):
+        """What the disk cache remembers of this kernel (_source_cache.Entry), read once."""
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = _source_cache.lookup(_ext.require(), self.fn)
+        return entry
+
     def _new_handle(self, C):
         """The extension's JitKernel for this kernel: from the reduction remembered on disk when
         there is one (_source_cache.py: a warm start)."""
-        return _source_cache.jit_kernel(C, self.fn, self.__name__, self._defaults(),
+        self._function_params()  # first: the entry written with the reduction holds its answer
+        return _source_cache.jit_kernel(C, self._source_entry(), self.fn, self.__name__, self._defaults(),
                                         self.options.get("do_not_specialize"))
 
     def _get_handle(self):
@@ -217,6 +233,7 @@ class JITFunction(_ext.JitFunctionBase):
         """[KernelParam(name, is_constexpr, has_default)] of the kernel's parameters (tuples)."""
         handle = self._get_handle()
         if self.__dict__.get("_params_of") is not handle:
+            import inspect
             signature = inspect.signature(self.fn).parameters
             listed = lambda option: set(self.options.get(option) or ())  # names or positions
             dns, dnsa = listed("do_not_specialize"), listed("do_not_specialize_on_alignment")
@@ -244,17 +261,17 @@ class JITFunction(_ext.JitFunctionBase):
         """The constexpr parameters the kernel calls (they may receive @jit functions)."""
         params = self.__dict__.get("_fn_params")
         if params is None:
-            params = self._fn_params = _source_cache.callable_params(_ext.require(), self.fn)
+            params = self._fn_params = _source_cache.callable_params(_ext.require(), self._source_entry(), self.fn)
         return params
 
     def _with_functions(self, args, kwargs):
         """(kernel, args, kwargs): for @jit functions passed as constexprs, the kernel composed
         with their source (compose()) and the functions replaced by their names."""
-        functions, args, kwargs = _compose.split_function_args(self, args, kwargs)
+        functions, args, kwargs = _function_args.split_function_args(self, args, kwargs)
         if not functions:
             return self, args, kwargs
         kernel = compose(self, functions)
-        kwargs.update(_compose.function_constexprs(functions))
+        kwargs.update(_function_args.function_constexprs(functions))
         return kernel, args, kwargs
 
     def _subscript(self, grid):
@@ -325,11 +342,13 @@ class JITFunction(_ext.JitFunctionBase):
     @property
     def cache_key(self):
         """A digest of the source the kernel compiles from: it changes when that source does."""
+        import hashlib
         text, path, first_line = self._source()
         return hashlib.sha256(f"{path}:{first_line}:{self.__name__}\n{text}".encode()).hexdigest()
 
     @property
     def signature(self):
+        import inspect
         return inspect.signature(self.fn)
 
     @property
@@ -435,11 +454,18 @@ class InterpretedKernel:
         return f"InterpretedKernel({self.name}, signature={self.signature!r}, constexprs={self.constexprs})"
 
 
+_NO_DEFAULT = object()  # KernelParam's default when none is given: inspect.Parameter.empty, imported then
+
+
 # JITFunction.params' entries: tuples (name, is_constexpr, has_default), with Triton's KernelParam
 # attribute names; its other attributes (num, default, do_not_specialize, ...) beside the tuple.
 class KernelParam(collections.namedtuple("KernelParam", ["name", "is_constexpr", "has_default"])):
-    def __new__(cls, name, is_constexpr, has_default, num=None, default=inspect.Parameter.empty,
+    def __new__(cls, name, is_constexpr, has_default, num=None, default=_NO_DEFAULT,
                 annotation="", do_not_specialize=False, do_not_specialize_on_alignment=False):
+        """`default`: the parameter's default; inspect.Parameter.empty (Triton's value) without one."""
+        if default is _NO_DEFAULT:
+            import inspect
+            default = inspect.Parameter.empty
         param = super().__new__(cls, name, is_constexpr, has_default)
         param.num = num
         param.default = default
@@ -478,6 +504,9 @@ class SourceKernel(JITFunction):
         return C.JitKernel(self.text, self.path, 1, self.__name__, self._defaults(),
                            self.options.get("do_not_specialize"))
 
+    def _source_entry(self):
+        return _source_cache.Entry(None)  # no file of its own: nothing remembered
+
     def __repr__(self):
         return f"SourceKernel({self.__name__} from {self.path})"
 
@@ -496,6 +525,7 @@ def compose(kernel, functions):
     """A SourceKernel: `kernel` (a JITFunction) with the @jit functions `functions`
     ({constexpr name: function}) appended to its source. Launch it with
     {name: function.__name__} as those constexprs (_compose.function_constexprs())."""
+    from . import _compose
     jfs = {}
     for param, f in functions.items():
         jf = _compose.as_jit(f)

@@ -38,8 +38,8 @@ print(json.dumps({"ok": bool(torch.equal(out, x + y)), "stats": tessera._C.cache
 """
 
 
-def child(cache_dir, code=CHILD):
-    env = dict(os.environ, TESSERA_CACHE_DIR=str(cache_dir))
+def child(cache_dir, code=CHILD, **extra_env):
+    env = dict(os.environ, TESSERA_CACHE_DIR=str(cache_dir), **extra_env)
     proc = subprocess.run([sys.executable, "-c", f"ROOT = {str(ROOT)!r}\n" + code], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -57,6 +57,32 @@ def test_a_new_process_loads_the_cached_cubin(tmp_path, monkeypatch):
     assert any(tag.startswith(arch + compiler) for tag in listed["entry"]["cubins"]), (mode, listed["entry"]["cubins"])
     second, _ = child(tmp_path)
     assert second["ok"] and second["stats"]["hits"] == 1 and second["stats"]["stores"] == 0
+
+
+def test_a_warm_start_spawns_nothing_and_only_loads_the_module(tmp_path):
+    """A new process with a warm cache compiles nothing and runs no ptxas, not even `ptxas --version`
+    for the cubin's tag (remembered in DIR/tools/); its steps (tessera._C.step_times) show it."""
+    code = CHILD.replace('"stats": tessera._C.cache_stats()',
+                         '"stats": tessera._C.cache_stats(), "steps": tessera._C.step_times()')
+    mode = tessera._C.jit_mode()  # "ptxas 13.0.88 (/usr/local/cuda/bin/ptxas)", "whole" or "link"
+    log = tmp_path / "ptxas.log"
+    env = {}
+    if mode.startswith("ptxas "):
+        wrapper = tmp_path / "ptxas"
+        wrapper.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {mode[mode.index('(') + 1:-1]} \"$@\"\n")
+        wrapper.chmod(0o755)
+        env["TESSERA_PTXAS"] = str(wrapper)
+    cache = tmp_path / "cache"
+    first, _ = child(cache, code, **env)
+    cold_log = log.read_text() if log.exists() else ""
+    second, _ = child(cache, code, **env)
+    assert first["ok"] and second["ok"] and second["stats"]["hits"] == 1
+    assert first["steps"]["compile"] > 0
+    steps = second["steps"]
+    assert steps["compile"] == 0 and steps["assemble"] == 0 and steps["module_load"] > 0, steps
+    if mode.startswith("ptxas "):
+        assert "--version" in cold_log and "-arch=" in cold_log, cold_log
+        assert log.read_text() == cold_log, "the warm process ran ptxas: " + log.read_text()[len(cold_log):]
 
 
 def test_a_corrupt_cubin_entry_is_rebuilt_on_the_gpu(tmp_path):

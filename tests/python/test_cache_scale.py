@@ -3,7 +3,6 @@
 DIR/kernels.usage), a hit touches only its own entry, and `tessera cache` reports a directory
 it may not read or change as such, with a non-zero exit. This machine runs the tests as root,
 where permissions do not bite: the permission cases run their command as `nobody` (setpriv)."""
-import hashlib
 import os
 import shutil
 import statistics
@@ -117,7 +116,7 @@ def test_a_lost_running_total_is_recounted_and_clear_resets_it(cache):
 
 
 def test_the_running_total_counts_the_source_records_the_python_side_writes(cache):
-    # A new process: add_kernel's reduced source is recorded (DIR/kernels/…/*.src.json) after
+    # A new process: add_kernel's reduced source is recorded (DIR/kernels/…/*.src) after
     # another kernel's store made the running total, so the total must be told of it.
     code = f"""
 import sys
@@ -131,7 +130,7 @@ tessera.compile(add_kernel, signature={SIG!r}, constexprs={{"BLOCK_SIZE": 64}})
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert list((cache / "kernels").rglob("*.src.json"))
+    assert list((cache / "kernels").rglob("*.src"))
     assert int((cache / "kernels.usage").read_text()) == kernel_bytes(cache)
 
 
@@ -153,7 +152,7 @@ def shared_cache():
     top = tempfile.mkdtemp(prefix="tessera-cache-perm-")
     os.chmod(top, 0o755)
     d = os.path.join(top, "cache")
-    digest = hashlib.sha256(b"k").hexdigest()  # an entry's file is named by its key's digest
+    digest = C().digest_hex(b"k")  # an entry's file is named by its key's digest
     os.makedirs(os.path.join(d, "kernels", digest[:2]))
     with open(os.path.join(d, "kernels", digest[:2], digest + ".tsc"), "wb") as f:
         f.write(C().cache_encode({"key": "k", "kernel": "k", "arch": "sm_90a", "signature": "i32", "num_warps": 4,
@@ -177,7 +176,7 @@ def test_clear_without_write_permission_fails_and_says_so(shared_cache):
     assert "removed 0 files from" not in out.stdout
     assert "Permission denied" in out.stderr and "cannot remove" in out.stderr, out.stderr
     assert "No such file or directory" not in out.stderr
-    assert len(list(os.scandir(os.path.join(shared_cache, "kernels", hashlib.sha256(b"k").hexdigest()[:2])))) == 1
+    assert len(list(os.scandir(os.path.join(shared_cache, "kernels", C().digest_hex(b"k")[:2])))) == 1
 
 
 def test_info_list_and_verify_work_on_a_read_only_cache(shared_cache):

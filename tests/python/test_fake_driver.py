@@ -4,6 +4,7 @@ a process of its own: the launch path's fast cases reach cuLaunchKernel with
 the right function, grid, block, stream and parameter bytes, on any machine.
 Also checks that TESSERA_LIBCUDA names the library in the no-driver error."""
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -47,3 +48,29 @@ def test_tessera_libcuda_names_the_library_it_could_not_load(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0] == "False"
     assert lines[1].startswith(f"no CUDA driver found: {tmp_path / 'libnothere.so'} could not be loaded (")
+
+
+def test_a_warm_start_runs_no_ptxas(tmp_path):
+    """A new process whose kernel (and cubin) is in the disk cache spawns nothing: not ptxas to
+    compile, not `ptxas --version` for the cubin's tag (remembered in DIR/tools/, 3-10 ms a spawn)."""
+    ptxas = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "ptxas"
+    assert ptxas.exists(), f"{ptxas} is missing: the CUDA toolkit's ptxas is a test dependency"
+    log = tmp_path / "ptxas.log"
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {ptxas} \"$@\"\n")
+    wrapper.chmod(0o755)
+    code = ("import torch, tessera\n"
+            "from kernels.vector_add import add_kernel\n"
+            "x, y, out = (torch.empty((1024,)) for _ in range(3))\n"
+            "add_kernel[(4,)](x, y, out, 1024, BLOCK_SIZE=256)\n"
+            "print(tessera._C.cache_stats()['hits'])\n")
+    run_env = env(tmp_path, TESSERA_JIT="", TESSERA_PTXAS=str(wrapper))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=run_env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append((proc.stdout.strip(), log.read_text().splitlines()))
+    (cold_hits, cold_log), (warm_hits, warm_log) = runs
+    assert cold_hits == "0" and any("--version" in line for line in cold_log) and any("-arch=" in line for line in cold_log)
+    assert warm_hits == "1" and warm_log == cold_log, warm_log[len(cold_log):]

@@ -204,11 +204,13 @@ def test_the_graph_sees_tesseras_imports():
     """The check reads the imports it must (a check that sees nothing passes for nothing)."""
     edges, function_imports = import_graph(PACKAGE)
     assert "tessera._ext" in edges["tessera.jit"]
-    assert "tessera._compose" in edges["tessera._source_cache"]
+    assert "tessera._source_cache" in edges["tessera.jit"]
+    assert "tessera._ext" in edges["tessera._function_args"]
     assert "tessera.jit" in edges["tessera.compiler"]
     assert "tessera._ext" in edges["tessera"]
     assert "tessera.kernels._files" in edges["tessera.kernels.attention"]
     assert ("tessera.kernels.matmul", "tessera.autotune") in [(a, b) for a, b, _, _ in function_imports]
+    assert ("tessera._source_cache", "tessera._compose") in [(a, b) for a, b, _, _ in function_imports]
 
 
 def _write_package(root, files):

@@ -119,7 +119,7 @@ TEST(CacheKey, ChangesWithEveryInputButNotThePath) {
   ASSERT_TRUE(base);
   EXPECT_EQ(base.digest.size(), 64u);
   EXPECT_EQ(makeKey(src, "k", sig, cx, o).digest, base.digest); // deterministic
-  EXPECT_NE(base.text.find("source-sha256: "), std::string::npos);
+  EXPECT_NE(base.text.find("source-blake3: "), std::string::npos);
   EXPECT_EQ(base.text.find("def k"), std::string::npos); // the source itself is hashed, not copied
 
   std::vector<std::string> digests = {base.digest};

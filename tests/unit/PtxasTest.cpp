@@ -8,14 +8,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace tessera::rt;
 
@@ -184,4 +188,36 @@ TEST(JitPlan, TesseraJitPicksTheMode) {
         },
         Error);
   }
+}
+
+TEST(Ptxas, ItsVersionIsRememberedInTheCacheUntilTheFileChanges) {
+  // `ptxas --version` is a process spawn: a warm start reads the remembered answer instead.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tessera-ptxas-memo-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string calls = (dir / "calls").string();
+  auto standIn = [&](const std::string &version) {
+    return script("memo", "echo run >> " + calls + "\necho 'Cuda compilation tools, V" + version + "'");
+  };
+  auto runs = [&] {
+    std::ifstream in(calls);
+    return std::count(std::istreambuf_iterator<char>(in), {}, '\n');
+  };
+  ScopedEnv cacheDir("TESSERA_CACHE_DIR", (dir / "cache").string());
+  ScopedEnv cacheOn("TESSERA_CACHE", std::nullopt);
+  const std::string path = standIn("12.34.5");
+  EXPECT_EQ(ptxasVersion(path), "12.34.5");
+  EXPECT_EQ(ptxasVersion(path), "12.34.5");
+  EXPECT_EQ(runs(), 1) << "the second ask ran ptxas again";
+  standIn("12.35.0"); // upgraded in place: another mtime and ctime
+  EXPECT_EQ(ptxasVersion(path), "12.35.0");
+  EXPECT_EQ(runs(), 2);
+  {
+    ScopedEnv off("TESSERA_CACHE", std::string("off"));
+    EXPECT_EQ(ptxasVersion(path), "12.35.0");
+    EXPECT_EQ(runs(), 3) << "with the cache off nothing is remembered";
+  }
+  EXPECT_EQ(ptxasVersion((dir / "missing").string()), std::nullopt);
+  fs::remove_all(dir);
 }

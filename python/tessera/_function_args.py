@@ -1,0 +1,73 @@
+"""The @jit functions among a launch's arguments (what _compose.py composes a kernel with),
+found without parsing anything: this is on the launch path of every kernel whose constexprs
+may receive functions, so it imports neither ast nor inspect (a warm start in a new process
+pays for every import).
+
+    as_jit(obj)                                 the JITFunction behind obj, or None
+    split_function_args(kernel, args, kwargs)   ({param: function}, args, kwargs) without them
+    function_constexprs({param: fn})            the constexpr values (names) that stand for them
+    language_function_name(value)               "tessera.language.extra.cuda.globaltimer", or None
+"""
+import types
+
+from ._ext import JitFunctionBase
+
+
+def as_jit(obj):
+    """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none.
+    (JitFunctionBase is the base class of JITFunction alone: this module sits below jit.py.)"""
+    seen = 0
+    while obj is not None and not isinstance(obj, JitFunctionBase) and seen < 8:
+        nxt = getattr(obj, "jit_function", None) or getattr(obj, "fn", None)
+        if nxt is obj:
+            break
+        obj = nxt
+        seen += 1
+    return obj if isinstance(obj, JitFunctionBase) else None
+
+
+def is_language_function(value):
+    """A function of tessera.language (tl.cast, libdevice.tanh, ...): device-only, known to the front-end."""
+    return isinstance(value, types.FunctionType) and getattr(value, "__module__", "").startswith("tessera.language") \
+        and as_jit(value) is None
+
+
+def function_constexprs(functions):
+    return {param: as_jit(f).fn.__name__ for param, f in functions.items()}
+
+
+def language_function_name(value):
+    """A language function's dotted name under tessera.language ("tessera.language.extra.cuda.globaltimer"),
+    which the front-end calls when a string constexpr holding it is called; None for anything else."""
+    if not is_language_function(value):
+        return None
+    return f"{value.__module__}.{value.__name__}"
+
+
+def split_function_args(kernel, args, kwargs):
+    """({param: function}, args, kwargs) with the @jit-function-valued arguments taken out; language
+    functions (tl.extra.cuda.globaltimer) passed as constexprs become their dotted names."""
+    functions = {}
+    new_kwargs = {}
+    args = tuple(language_function_name(a) or a for a in args)
+    for k, v in kwargs.items():
+        if as_jit(v) is not None and not isinstance(v, (int, float, str, bool)):
+            functions[k] = v
+        else:
+            new_kwargs[k] = language_function_name(v) or v
+    new_args = list(args)
+    if any(as_jit(a) is not None for a in args):
+        import inspect  # only for functions passed positionally
+        names = list(inspect.signature(kernel.fn).parameters)
+        for i, a in enumerate(args):
+            if as_jit(a) is not None and i < len(names):
+                functions[names[i]] = a
+                new_args[i] = None
+        # Positional function arguments: pass every later argument by keyword.
+        first = min(names.index(p) for p in functions if p in names[:len(args)]) if any(
+            p in names[:len(args)] for p in functions) else len(args)
+        for i in range(first, len(args)):
+            if names[i] not in functions:
+                new_kwargs[names[i]] = args[i]
+        new_args = new_args[:first]
+    return functions, tuple(new_args), new_kwargs

@@ -1,0 +1,159 @@
+"""A warm start: a new process whose kernel is in the disk cache parses nothing and imports
+little. Its kernel's source entry (tessera/_source_cache.py) is named by everything that
+decides what it holds, so an edited kernel misses; `import tessera` leaves what only a cold
+start or other features need to their first use; the launch path's steps are timed
+(tessera._C.step_times) for bench/compile_time.py."""
+import importlib
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+import tessera  # noqa: E402
+from tessera import _source_cache  # noqa: E402
+
+KERNELS = """import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def first(x_ptr, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)
+
+
+@tessera.jit
+def second(x_ptr, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+"""
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def entry_path(fn):
+    return _source_cache.lookup(tessera._C, fn.fn).path
+
+
+def test_the_source_entry_is_named_by_every_input_that_decides_it(cache, tmp_path, monkeypatch):
+    path = tmp_path / "kernels_a.py"
+    path.write_text(KERNELS)
+    m = load_module(path, "kernels_a")
+    base = entry_path(m.first)
+    assert base and base.startswith(str(cache / "kernels")) and base.endswith(".src")
+    assert entry_path(m.first) == base  # the same inputs: the same entry
+    assert entry_path(m.second) != base  # another kernel of the file
+    path.write_text(KERNELS.replace("+ 1", "+ 2"))  # the file's text, as it is now (not as imported)
+    edited = entry_path(m.first)
+    assert edited != base
+    path.write_text(KERNELS)
+    assert entry_path(m.first) == base
+    monkeypatch.setattr(_source_cache, "_rules", "_source.py 1 2")  # another reduction
+    assert entry_path(m.first) not in (base, edited)
+    monkeypatch.setattr(_source_cache, "_rules", None)
+    versions = tessera._C.cache_versions()
+    monkeypatch.setattr(tessera._C, "cache_versions", lambda: dict(versions, build_id="another build"))
+    assert entry_path(m.first) not in (base, edited)  # another parameter parser
+    monkeypatch.undo()
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert entry_path(m.first).startswith(str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("TESSERA_CACHE", "off")
+    assert entry_path(m.first) is None
+
+
+def run(code, **env):
+    prelude = f"import sys\nsys.path[:0] = [{str(ROOT / 'python')!r}]\n"
+    proc = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_an_edited_kernel_misses_in_a_new_process(cache, tmp_path):
+    """The entry is looked up by the file's bytes, not parsed: an edit (here a new parameter and
+    another body) is a new entry, and the new process reduces the new text."""
+    path = tmp_path / "kern.py"
+    path.write_text(KERNELS)
+    code = f"""
+sys.path.insert(0, {str(tmp_path)!r})
+from kern import first
+h = first._get_handle()
+print([p[0] for p in h.params])
+print("+ 7" in h.source, "tessera._source" in sys.modules)
+"""
+    assert run(code) == ["['x_ptr', 'n', 'BLOCK']", "False True"]  # cold: reduced
+    assert run(code) == ["['x_ptr', 'n', 'BLOCK']", "False False"]  # warm: remembered
+    path.write_text(KERNELS.replace("def first(x_ptr, n, BLOCK", "def first(x_ptr, n, SCALE, BLOCK")
+                    .replace("+ 1, mask", "+ 7, mask", 1))
+    assert run(code) == ["['x_ptr', 'n', 'SCALE', 'BLOCK']", "True True"]  # edited: reduced again
+    assert run(code) == ["['x_ptr', 'n', 'SCALE', 'BLOCK']", "True False"]
+
+
+def test_a_corrupt_source_entry_is_worked_out_again(cache, tmp_path):
+    path = tmp_path / "kern2.py"
+    path.write_text(KERNELS)
+    code = f"""
+sys.path.insert(0, {str(tmp_path)!r})
+from kern2 import second
+print([p[0] for p in second._get_handle().params])
+"""
+    want = ["['x_ptr', 'n', 'BLOCK']"]
+    assert run(code) == want
+    (entry,) = (cache / "kernels").rglob("*.src")
+    for garbage in (b"tessera-source-3\n{not json\n", b"tessera-source-3\n", entry.read_bytes()[:40], b""):
+        entry.write_bytes(garbage)
+        assert run(code) == want
+
+
+# What `import tessera` must not import (each costs milliseconds in a new process): what reads
+# a kernel's source, and the modules of features a plain launch does not use.
+NOT_AT_IMPORT = ("ast", "inspect", "tokenize", "textwrap", "json", "tempfile", "hashlib", "concurrent.futures",
+                 "statistics", "csv", "tessera._source", "tessera._compose", "tessera.testing", "tessera.fusion",
+                 "tessera.compiler", "tessera.language")
+
+
+def test_import_tessera_leaves_other_features_to_their_first_use():
+    out = run("before = set(sys.modules)\nimport tessera\n"
+              "print(sorted(set(sys.modules) - before))\n"
+              "print(all(getattr(tessera, name) is not None for name in tessera.__all__))\n"
+              "print(tessera.autotune.__module__, tessera.language.float32, tessera.compile.__module__)\n")
+    imported = eval(out[0])  # noqa: S307 (our own output)
+    assert "tessera._C" in imported
+    assert not [m for m in NOT_AT_IMPORT if m in imported]
+    assert out[1:] == ["True", "tessera.autotune fp32 tessera.compiler"]
+
+
+def test_every_public_name_resolves_and_unknown_ones_raise():
+    for name in tessera.__all__:
+        assert getattr(tessera, name) is not None, name
+    importlib.import_module("tessera.autotune")  # the submodule: the package's name stays the decorator
+    assert callable(tessera.autotune) and tessera.autotune.__module__ == "tessera.autotune"
+    assert set(tessera.__all__) <= set(dir(tessera))
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
+        tessera.no_such_thing  # noqa: B018
+
+
+SIG = "*fp32:16,*fp32:16,*fp32:16,i32"
+
+
+def test_step_times_show_a_cold_and_a_warm_compile(cache):
+    sys.path.insert(0, str(ROOT))
+    from kernels.vector_add import add_kernel
+    C = tessera._C
+    C.step_times(reset=True)
+    tessera.compile(add_kernel, signature=SIG, constexprs={"BLOCK_SIZE": 128}, target="sm_90a")
+    cold = C.step_times(reset=True)
+    assert set(cold) == {"driver_init", "specialize", "target_arch", "cache_key", "entry_read", "entry_decode",
+                         "jit_plan", "module_load", "compile", "assemble"}
+    assert cold["compile"] > 0 and cold["cache_key"] > 0
+    tessera.compile(add_kernel, signature=SIG, constexprs={"BLOCK_SIZE": 128}, target="sm_90a")
+    warm = C.step_times()
+    assert warm["compile"] == 0 and warm["entry_read"] > 0 and warm["entry_decode"] > 0 and warm["cache_key"] > 0
