@@ -28,8 +28,8 @@ def dot_fp8_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm
     for k0 in range(0, K, BK):
         a_mask = (rm[:, None] < M) & (k0 + rk[None, :] < K)
         b_mask = (k0 + rk[:, None] < K) & (rn[None, :] < N)
-        a = as_fp8(tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk[None, :]), mask=a_mask, other=0), A_E5)
-        b = as_fp8(tl.load(b_ptr + (k0 + rk[:, None]) * stride_bk + rn[None, :], mask=b_mask, other=0), B_E5)
+        a = as_fp8(tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk[None, :]), mask=a_mask, other=0.0), A_E5)
+        b = as_fp8(tl.load(b_ptr + (k0 + rk[:, None]) * stride_bk + rn[None, :], mask=b_mask, other=0.0), B_E5)
         acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE, out_dtype=acc.dtype)
     c_mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=c_mask)
