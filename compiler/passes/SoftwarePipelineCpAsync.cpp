@@ -4,10 +4,14 @@
 
 namespace tessera::passes::software_pipeline {
 
+// load -> trans -> convert_layout -> B also (Unsloth's grouped GEMM: dot(x, w.T) of a
+// [N x K] block): the copy writes the block's rows as the stage's columns (async_copy
+// transpose = 1), a transposed tile, so no trans runs through shared memory in the loop.
 std::vector<Candidate> LoopPipeliner::findCandidates() {
   std::vector<Candidate> found;
   for (auto &op : body_->ops) {
-    Operation *load = loadFeedingDotOperand(*op, OpCode::Load);
+    Operation *trans = transposedBFeeding(*op);
+    Operation *load = trans ? readOnceInBody(trans->operand(0), OpCode::Load) : loadFeedingDotOperand(*op, OpCode::Load);
     if (!load) continue;
     Value *loaded = load->result();
     if (!stageableType(loaded->type)) continue;
@@ -17,7 +21,7 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     const unsigned version = feedsOnlyMmaDots(*op);
     if (!version) continue;
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
-    found.push_back({load, op.get(), opIdx, version});
+    found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }
   return found;
 }
@@ -35,6 +39,7 @@ void LoopPipeliner::emitCopies(const std::vector<Candidate> &cs, Builder &b, con
     for (const char *key : {"contiguity", "alignment", "mask_constancy"})
       if (c.load->hasAttr(key)) attrs[key] = c.load->attrs.at(key);
     attrs["has_mask"] = int64_t{c.load->loadMask() != nullptr};
+    if (c.trans) attrs["transpose"] = int64_t{1};
     if (Value *mask = c.load->loadMask()) operands.push_back(clone(mask, b, shift, memo));
     b.setLoc(c.load->loc);
     b.create(OpCode::AsyncCopy, operands, {}, attrs);

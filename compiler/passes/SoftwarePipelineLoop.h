@@ -35,7 +35,7 @@ struct Candidate {
   unsigned opIdx;
   unsigned mmaVersion; // of the dots it feeds
   Value *buffer = nullptr;
-  Operation *trans = nullptr; // desc_load -> trans -> B: the block's rows are B's columns
+  Operation *trans = nullptr; // (desc_)load -> trans -> B: the block's rows are B's columns
   Value *mbarriers = nullptr; // TMA: its ring's "full" mbarriers
 };
 
