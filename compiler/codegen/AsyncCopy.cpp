@@ -115,18 +115,22 @@ void KernelLowering::lowerAsyncCopy(ir::Operation &op) {
   Type *memTy = memoryType(elem, &op);
 
   // Registers along the stored row (dim 1, or dim 0 for a transposed tile)
-  // in groups of `vec` (at most one chunk).
+  // in groups of `vec` (at most one chunk). A transposed copy (a block that
+  // reaches the dot through trans) has the stage's dims swapped in ptr.
+  const bool swapped = op.hasAttr("transpose") && op.intAttr("transpose");
   const unsigned along = tile.transposed ? 0 : 1;
+  const unsigned ptrAlong = swapped ? 1 - along : along;
   const int64_t rowLength = tile.transposed ? buffer->type.shape[1] : cols;
   unsigned vec = 1;
-  if (layout.order()[0] == along && !layout.dim(along).sliced)
+  if (layout.order()[0] == ptrAlong && !layout.dim(ptrAlong).sliced)
     vec = std::min(vectorWidth(op, layout, elemBits, masked), tile.vec);
   const unsigned bytes = vec * elemBytes;
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
     if (layout.isDuplicateRegister(r)) continue;
     std::vector<unsigned> idx = layout.regIndex(r);
-    if (idx[along] % vec != 0) continue; // part of the group its first register copies
+    if (idx[ptrAlong] % vec != 0) continue; // part of the group its first register copies
     std::vector<Value *> c = coordinates(layout, r);
+    if (swapped) std::swap(c[0], c[1]); // the stage's (row, col)
     const int64_t storedRows = buffer->type.shape[tile.transposed ? 2 : 1];
     Value *offset = tile.transposed ? sharedElementOffset(tile, storedRows, rowLength, elemBytes, c[1], c[0])
                                     : sharedElementOffset(tile, storedRows, rowLength, elemBytes, c[0], c[1]);

@@ -166,9 +166,12 @@ void evalAsyncCopy(Executor &ex, const ir::Operation &op) {
   const ir::Type elem = buffer.type.element();
   const unsigned bytes = memoryBytes(elem);
   const size_t tile = ptr.type.numElements(), start = stageStart(ex, op, buffer, op.operand(2));
+  // transpose = 1: ptr is <cols x rows> of the stage, its (i, j) lands at (j, i).
+  const bool transpose = op.hasAttr("transpose") && op.intAttr("transpose");
+  const size_t ptrRows = static_cast<size_t>(ptr.type.shape[0]), ptrCols = static_cast<size_t>(ptr.type.shape[1]);
   if (pred) AccessChecker(ex, op, "load").check(ptr, mask, bytes);
   for (size_t i = 0; i < tile; ++i) {
-    Scalar &dst = buffer.data[start + i];
+    Scalar &dst = buffer.data[start + (transpose ? (i % ptrCols) * ptrRows + i / ptrCols : i)];
     if (!pred || (mask && at(*mask, i).u == 0)) {
       dst = decodeElement(0, elem); // zero fill
       continue;

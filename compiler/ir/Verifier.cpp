@@ -474,10 +474,12 @@ private:
       bool masked = op.hasAttr("has_mask") && op.intAttr("has_mask");
       if (!nOperands(masked ? 5 : 4) || !nResults(0)) return false;
       const Type &p = op.operand(0)->type, &buf = op.operand(1)->type;
-      if (!isBuffer(op.operand(1))) return fail(op, "operand 1 is not a local_alloc");
-      if (!p.pointer || p.rank() != 2 || Type(p.scalar) != buf.element() ||
-          std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end()) != p.shape)
-        return fail(op, "the pointer block must match one stage of the buffer");
+      if (!isBuffer(op.operand(1)) || buf.rank() != 3) return fail(op, "operand 1 is not a local_alloc");
+      const bool transpose = op.hasAttr("transpose") && op.intAttr("transpose");
+      const std::vector<int64_t> stageShape = transpose ? std::vector<int64_t>{buf.shape[2], buf.shape[1]}
+                                                        : std::vector<int64_t>(buf.shape.begin() + 1, buf.shape.end());
+      if (!p.pointer || p.rank() != 2 || Type(p.scalar) != buf.element() || stageShape != p.shape)
+        return fail(op, "the pointer block must match one stage of the buffer (transposed with transpose = 1)");
       if (op.operand(2)->type != Type(ScalarType::I32) || op.operand(3)->type != Type(ScalarType::I1))
         return fail(op, "stage must be i32 and pred i1");
       if (masked && (!op.operand(4)->type.isBoolElement() || !sameShape(op.operand(4)->type, p)))

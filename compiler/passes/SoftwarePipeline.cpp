@@ -20,6 +20,13 @@
 //     yield ..., stage + 1 mod S
 //   async_wait pending=0; barrier; local_dealloc buf
 //
+// A GEMM whose one wgmma dot is async (below) and reads every staged block
+// issues the copies after that dot instead, behind a second barrier, and
+// S-1 stages ahead (as Triton does): the dot's wait_group 1 has retired the
+// group that read last iteration's stage in every warp once all are past the
+// barrier, so that stage takes the copies and S-1 blocks are in flight while
+// the tensor cores work, not S-2 (the tutorial GEMM 128x256x64 / 3 stages).
+//
 // f is re-evaluated at the shifted iteration by cloning the pure ops that
 // compute ptr and mask; an iter arg p updated by `p + c` (c loop-invariant,
 // the tutorial's `a_ptrs += BLOCK_K * stride_ak`) is, d iterations ahead,
@@ -116,7 +123,8 @@ bool LoopPipeliner::run() {
   stageInvariants(invariants);
   std::vector<Operation *> asyncDots;
   if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();
-  if (!asyncDots.empty()) ahead_ = stages_ - 2;
+  copiesAfter_ = tma.empty() ? lateCopyDot(candidates, asyncDots) : nullptr;
+  if (!asyncDots.empty() && !copiesAfter_) ahead_ = stages_ - 2;
   Value *stage = nullptr;
   if (!candidates.empty()) {
     allocateBuffers(candidates, stages_);

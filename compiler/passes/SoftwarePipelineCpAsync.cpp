@@ -2,12 +2,18 @@
 // tensor-core dots, copied into shared memory by cp.async ahead of the iteration that reads them.
 #include "compiler/passes/SoftwarePipelineLoop.h"
 
+#include <algorithm>
+
 namespace tessera::passes::software_pipeline {
 
+// load -> trans -> convert_layout -> B also (Unsloth's grouped GEMM: dot(x, w.T) of a
+// [N x K] block): the copy writes the block's rows as the stage's columns (async_copy
+// transpose = 1), a transposed tile, so no trans runs through shared memory in the loop.
 std::vector<Candidate> LoopPipeliner::findCandidates() {
   std::vector<Candidate> found;
   for (auto &op : body_->ops) {
-    Operation *load = loadFeedingDotOperand(*op, OpCode::Load);
+    Operation *trans = transposedBFeeding(*op);
+    Operation *load = trans ? readOnceInBody(trans->operand(0), OpCode::Load) : loadFeedingDotOperand(*op, OpCode::Load);
     if (!load) continue;
     Value *loaded = load->result();
     if (!stageableType(loaded->type)) continue;
@@ -17,7 +23,7 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     const unsigned version = feedsOnlyMmaDots(*op);
     if (!version) continue;
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
-    found.push_back({load, op.get(), opIdx, version});
+    found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }
   return found;
 }
@@ -35,6 +41,7 @@ void LoopPipeliner::emitCopies(const std::vector<Candidate> &cs, Builder &b, con
     for (const char *key : {"contiguity", "alignment", "mask_constancy"})
       if (c.load->hasAttr(key)) attrs[key] = c.load->attrs.at(key);
     attrs["has_mask"] = int64_t{c.load->loadMask() != nullptr};
+    if (c.trans) attrs["transpose"] = int64_t{1};
     if (Value *mask = c.load->loadMask()) operands.push_back(clone(mask, b, shift, memo));
     b.setLoc(c.load->loc);
     b.create(OpCode::AsyncCopy, operands, {}, attrs);
@@ -49,10 +56,37 @@ void LoopPipeliner::emitLoopHead(const std::vector<Candidate> &cs, Value *stage)
   b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{ahead_ - 1}}});
   if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
   b.create(OpCode::Barrier, {}, {});
+  if (copiesAfter_) {
+    // Last iteration's stage, free once every warp has waited for the group that read it.
+    Builder after(body_);
+    after.setInsertionPoint(body_, std::next(positionOf(*copiesAfter_)));
+    after.setLoc(loop_.loc);
+    after.create(OpCode::Barrier, {}, {});
+    emitCopiesAhead(cs, after, stageAhead(after, stage, ahead_, stages_), ahead_, &LoopPipeliner::emitCopies);
+    return;
+  }
   // The stage `ahead` from this one: read last iteration (everyone is past
   // it: the barrier), or, with async dots, two iterations ago (its wgmmas
   // are done: each thread waited for them before the barrier).
   emitCopiesAhead(cs, b, stageAhead(b, stage, ahead_, stages_), ahead_, &LoopPipeliner::emitCopies);
+}
+
+// The one async wgmma dot of a GEMM loop, when it is the body's only wgmma dot and the only
+// reader of every staged block: the copies can follow it (SoftwarePipeline.cpp); else null.
+Operation *LoopPipeliner::lateCopyDot(const std::vector<Candidate> &cs, const std::vector<Operation *> &asyncDots) {
+  if (cs.empty() || asyncDots.size() != 1) return nullptr;
+  Operation *dot = asyncDots.front();
+  for (auto &op : body_->ops)
+    if (op.get() != dot && isWgmmaDot(*op)) return nullptr;
+  for (const Candidate &c : cs) {
+    bool onlyDot = true;
+    walk(fn_.body, [&](Operation &user) {
+      const auto &ops = user.operands;
+      if (std::find(ops.begin(), ops.end(), c.convert->result()) != ops.end()) onlyDot = onlyDot && &user == dot;
+    });
+    if (!onlyDot) return nullptr;
+  }
+  return dot;
 }
 
 } // namespace tessera::passes::software_pipeline

@@ -274,11 +274,13 @@ void LoopPipeliner::allocateBuffers(std::vector<Candidate> &cs, unsigned stages)
     c.buffer = b.op(OpCode::LocalAlloc, {}, ringType(c, stages));
     allocations_.push_back(c.buffer);
     // B read along its dim 0 (a column-major matrix, K^T through strides)
-    // is stored transposed, so that cp.async still moves 16-byte runs. The
-    // TMA unit writes blocks as they are: transposed when trans makes B of them.
+    // is stored transposed, so that cp.async still moves 16-byte runs; so is
+    // B = trans(block) of a block read along its dim 1. The TMA unit writes
+    // blocks as they are: transposed when trans makes B of them.
     const LayoutRef &l = c.load->operand(0)->layout;
-    const bool transposed = c.trans || (c.load->code == OpCode::Load && c.opIdx == 1 && l &&
-                                        l->kind == Layout::Kind::Blocked && l->order[0] == 0);
+    const bool alongDim0 = c.load->code == OpCode::Load && c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked &&
+                           l->order[0] == 0;
+    const bool transposed = c.load->code == OpCode::DescLoad ? c.trans != nullptr : (c.trans != nullptr) != alongDim0;
     c.buffer->layout =
         Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
   }

@@ -35,7 +35,7 @@ struct Candidate {
   unsigned opIdx;
   unsigned mmaVersion; // of the dots it feeds
   Value *buffer = nullptr;
-  Operation *trans = nullptr; // desc_load -> trans -> B: the block's rows are B's columns
+  Operation *trans = nullptr; // (desc_)load -> trans -> B: the block's rows are B's columns
   Value *mbarriers = nullptr; // TMA: its ring's "full" mbarriers
 };
 
@@ -72,6 +72,7 @@ private:
   Block *body_;
   unsigned stages_;
   unsigned ahead_ = stages_ - 1; // iterations the copies run ahead
+  Operation *copiesAfter_ = nullptr; // the async GEMM dot the cp.async copies follow (lateCopyDot)
   int64_t step_ = 0;
   std::vector<Value *> allocations_; // buffers and mbarriers, in the order allocated
   Operation *firstDot_ = nullptr;    // the body's first dot that reads a TMA-staged block
@@ -121,6 +122,7 @@ private:
   std::vector<Candidate> findCandidates();
   void emitCopies(const std::vector<Candidate> &cs, Builder &b, const Shift &shift, Value *stage);
   void emitLoopHead(const std::vector<Candidate> &cs, Value *stage);
+  Operation *lateCopyDot(const std::vector<Candidate> &cs, const std::vector<Operation *> &asyncDots);
 
   // TMA rings (SoftwarePipelineTma.cpp).
   std::vector<Candidate> findTmaCandidates();

@@ -114,7 +114,8 @@ def test_pipelined_matmul_sass(tmp_path, arch, config):
 def test_wgmma_matmul_sass(tmp_path, dtype, config):
     """sm_90a: wgmma (HGMMA in the SASS) reading the cp.async ring (LDGSTS)
     through descriptors, one wgmma group left running across iterations
-    (wait_group 1; the copies then go num_stages - 2 ahead), no spills."""
+    (wait_group 1), the copies issued after the wgmmas behind a second
+    barrier and num_stages - 1 ahead, as Triton does, no spills."""
     from test_vectorized_access import sass
     bm, bn, bk, warps, stages = config
     ptx = compile_matmul(tmp_path, dtype, "sm_90a", bm=bm, bn=bn, bk=bk, warps=warps,
@@ -126,7 +127,10 @@ def test_wgmma_matmul_sass(tmp_path, dtype, config):
     # per iteration: (slabs of 64 rows per warpgroup) x (k-steps of 16)
     assert text.count("wgmma.mma_async") == bm // (16 * warps) * (bk // 16)
     assert "fence.proxy.async.shared::cta" in text and "wgmma.wait_group.sync.aligned 1;" in text
-    assert f"cp.async.wait_group {stages - 3};" in text
+    assert f"cp.async.wait_group {stages - 2};" in text
+    loop = text[text.index("wgmma.fence.sync.aligned"):]
+    assert loop.index("bar.sync") < loop.index("cp.async.cg.shared.global"), "copies before the wgmmas"
+    assert text.count("cp.async.commit_group") == stages, text  # stages - 1 in the prologue, 1 in the loop
     info = ptxas(ptx, "sm_90a", tmp_path)
     nvrtc = os.environ.get("TESSERA_BACKEND", "llvm") == "nvrtc"  # NVRTC's code needs more registers (docs/nvrtc.md)
     if not nvrtc:

@@ -80,3 +80,24 @@ def test_carried_pointer_blocks_are_pipelined(all_passes, M, N, K, stages):
     assert ir.count("async_copy") == 2 * stages, ir
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) <= 1e-3
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("M, N, K", [(32, 32, 64), (45, 37, 90)])
+def test_transposed_weight_blocks_are_pipelined(all_passes, M, N, K, stages):
+    # dot(a, w.T) of a [BN x BK] block: staged by transposing copies (no trans left in the loop).
+    sys.path.insert(0, str(ROOT / "tests" / "golden" / "software-pipeline"))
+    from trans_b import trans_b_matmul
+    kernel = tessera.jit(trans_b_matmul.fn, interpret=True)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    w = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    BM, BN, BK = 32, 32, 16
+    kernel[(tessera.cdiv(M, BM), tessera.cdiv(N, BN))](a, w, c, M, N, K, K, K, N, BM=BM, BN=BN, BK=BK,
+                                                        num_warps=4, num_stages=stages)
+    ir = kernel._interpreter.ir()
+    assert ir.count("async_copy") == 2 * stages, ir
+    assert ir.count("transpose = 1") == stages and " trans " not in ir, ir
+    ref = a.astype(np.float64) @ w.astype(np.float64).T
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) <= 1e-3
