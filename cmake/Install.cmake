@@ -2,6 +2,7 @@
 #   include/tessera/tessera.h             the public C++ API (no internal IR headers)
 #   lib/libtessera.so                     the compiler and runtime
 #   bin/tessera                           the CLI (finds the library through $ORIGIN/../lib)
+#   share/tessera/kernels/                the bundled kernels and manifest.txt (`tessera aot` with no manifest)
 #   lib/cmake/tessera/tesseraConfig.cmake find_package(tessera): the target tessera::tessera
 #   lib/pkgconfig/tessera.pc              pkg-config --cflags --libs tessera
 # The paths are fixed (lib, not lib64) because the CLI's RPATH is $ORIGIN/../lib.
@@ -13,6 +14,9 @@ target_include_directories(tessera INTERFACE "$<INSTALL_INTERFACE:include>")
 install(FILES ${PROJECT_SOURCE_DIR}/include/tessera/tessera.h DESTINATION include/tessera)
 install(TARGETS tessera EXPORT tesseraTargets LIBRARY DESTINATION lib)
 install(TARGETS tessera-cli RUNTIME DESTINATION bin)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/kernels/ DESTINATION share/tessera/kernels
+        FILES_MATCHING PATTERN "*.py" PATTERN "manifest.txt" PATTERN "__init__.py" EXCLUDE
+        PATTERN "__pycache__" EXCLUDE)
 
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TESSERA_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tesseraConfig.cmake.in

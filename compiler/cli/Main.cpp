@@ -5,7 +5,7 @@
 //   tessera compile FILE --kernel NAME --signature SIG [--constexpr K=V]...
 //                   [--num-warps N] [--arch sm_90a] [--backend llvm|nvrtc]
 //                   [--emit STAGE] [-o OUT]
-//   tessera aot MANIFEST [--arch sm_90a] [--backend llvm|nvrtc] [-o DIR]
+//   tessera aot [MANIFEST] [--arch sm_90a] [--backend llvm|nvrtc] [-o DIR]
 //   tessera list FILE
 //   tessera cache info|list|verify|clear   (CacheCommand.cpp)
 //   tessera tune ...                       (CacheCommand.cpp: runs python -m tessera.tune)
@@ -14,6 +14,7 @@
 // Every command's options are a table (cli::Command, CommandLine.h), which
 // also prints its --help; docs/cli.md is the reference.
 #include "compiler/cli/CommandLine.h"
+#include "compiler/cli/Locations.h"
 #include "compiler/driver/Compiler.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/Ptxas.h"
@@ -210,20 +211,24 @@ std::vector<std::string> splitWords(const std::string &line) {
 int commandAot(int argc, char **argv) {
   std::string manifest, outDir = ".";
   CompileOptions base;
-  Command command("tessera aot", "MANIFEST [--arch ARCH] [--backend llvm|nvrtc] [-o DIR]",
+  Command command("tessera aot", "[MANIFEST] [--arch ARCH] [--backend llvm|nvrtc] [-o DIR]",
                   "Compiles every kernel listed in MANIFEST to DIR/<file>.<kernel>[.N].ptx\n"
                   "(N counts further specialisations of the same kernel). Each\n"
                   "non-comment line of the manifest is:\n"
                   "  FILE KERNEL SIGNATURE [NAME=VALUE ...] [num_warps=N] [maxnreg=N]\n"
-                  "with FILE relative to the manifest's folder.");
-  command.operand("MANIFEST", "the list of kernels (e.g. kernels/manifest.txt)",
-                  [&](const std::string &v) { manifest = v; })
+                  "with FILE relative to the manifest's folder. With no MANIFEST, the\n"
+                  "bundled kernels' manifest.txt: in $TESSERA_KERNELS_DIR if set, else\n"
+                  "the one shipped beside this tessera (a wheel's tessera/kernels/src,\n"
+                  "an install's share/tessera/kernels, a build's checkout kernels/).");
+  command.operand("MANIFEST", "the list of kernels (default: the bundled kernels/manifest.txt)",
+                  [&](const std::string &v) { manifest = v; }, /*required=*/false)
       .option({"--arch"}, "ARCH", kArchHelp, [&](const std::string &v) { base.arch = v; })
       .option({"--backend"}, "NAME", kBackendHelp, [&](const std::string &v) { base.backend = backendValue(v); })
       .option({"-o", "--output"}, "DIR", "the folder for the PTX files (default: the current one)",
               [&](const std::string &v) { outDir = v; });
   if (!command.parse(argc, argv)) return 0;
   namespace fs = std::filesystem;
+  if (manifest.empty()) manifest = cli::bundledManifest().string();
   std::istringstream lines(readFile(manifest, "a manifest file"));
   if (std::error_code ec; fs::exists(outDir, ec) && !fs::is_directory(outDir, ec))
     throw std::invalid_argument("-o '" + outDir + "' is a file, not a directory");
@@ -285,7 +290,7 @@ int commandVersion(int argc, char **argv) {
 
 const std::vector<cli::Subcommand> kCommands = {
     {"compile", "FILE", "compile one kernel of a kernel file", commandCompile},
-    {"aot", "MANIFEST", "compile every kernel listed in a manifest to PTX files", commandAot},
+    {"aot", "[MANIFEST]", "compile every kernel listed in a manifest to PTX files", commandAot},
     {"list", "FILE", "list the @jit functions of a kernel file", commandList},
     {"cache", "", "inspect or clear the kernel cache (info, list, verify, clear)", commandCache},
     {"tune", "", "autotune a kernel ahead of time; export/import tuning databases", commandTune},
