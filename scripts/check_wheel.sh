@@ -5,8 +5,8 @@
 # tessera.kernels finding its kernel sources, all with no TESSERA_* variable set.
 #
 #     bash scripts/check_wheel.sh            # the wheel against the plain build's libtessera.so and CLI
-#                                            # (build/ from scripts/setup.sh; a minute or two: only the
-#                                            # extension is compiled, in build-wheel-prebuilt/)
+#                                            # (build/ from scripts/setup.sh; only the extension is
+#                                            # compiled, in build-wheel-prebuilt/, kept between runs)
 #     bash scripts/check_wheel.sh --full     # the wheel as `pip install .` builds it: everything, with
 #                                            # scikit-build-core's build directory build-wheel/<tag>/
 #                                            # kept between runs (the first run takes long: LLVM)
@@ -40,6 +40,13 @@ if [ "$MODE" = prebuilt ]; then
   done
   args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
         -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
+fi
+# Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)
+# stay the same from run to run, so the kept build directory rebuilds nothing that did not change.
+if "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
+  args+=(--no-build-isolation)
+else
+  echo "(scikit-build-core is not installed for $PY: an isolated build, which recompiles the extension each time)"
 fi
 t0=$(date +%s)
 "$PY" -m pip wheel . --no-deps -w "$WORK/wheel" "${args[@]}" >"$WORK/pip-wheel.log" 2>&1 \
