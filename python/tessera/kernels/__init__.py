@@ -6,8 +6,9 @@
     c = tk.matmul(a, b)                      # GEMM on tensor cores (fp16/bf16), autotuned
     o = tk.attention(q, k, v, causal=True)   # FlashAttention-style, autograd included
 
-The kernels themselves are the files in the repository's kernels/ folder
-(see _files.py for how they are found); softmax.py and layernorm.py here
+The kernels themselves are the files in the repository's kernels/ folder,
+which a wheel carries as tessera/kernels/src/ (see _files.py for how they
+are found); softmax.py and layernorm.py here
 choose block size, warps and grid (docs/performance.md explains the choices)
 and launch them; matmul.py picks a GEMM configuration from its table
 (MATMUL_CONFIGS) with @tessera.autotune; attention.py launches
