@@ -14,7 +14,8 @@
 # Not part of .ci/run (it would add minutes to CI for what tests/python/test_install_layout.py
 # checks from the build tree); a CI job can run it after scripts/setup.sh.
 # Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build), WORK (default: a new
-# temporary folder; the wheel is WORK/wheel/*.whl, the venv WORK/venv).
+# temporary folder; the wheel is WORK/wheel/*.whl, the venv WORK/venv), WHEEL (check this wheel
+# instead of building one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -31,28 +32,33 @@ mkdir -p "$WORK"
 step() { printf '\n=== %s\n' "$*"; }
 die() { echo "check_wheel.sh: FAIL: $*" >&2; exit 1; }
 
-step "1. pip wheel ($MODE) -> $WORK/wheel"
-rm -rf "$WORK/wheel"
-args=()
-if [ "$MODE" = prebuilt ]; then
-  for f in "$BUILD/lib/libtessera.so" "$BUILD/bin/tessera"; do
-    [ -e "$f" ] || die "$f is missing: build first (bash scripts/setup.sh), or use --full"
-  done
-  args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
-        -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
-fi
-# Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)
-# stay the same from run to run, so the kept build directory rebuilds nothing that did not change.
-if "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
-  args+=(--no-build-isolation)
+if [ -n "${WHEEL:-}" ]; then
+  wheel=$(realpath "$WHEEL")
+  step "1. the given wheel $wheel"
 else
-  echo "(scikit-build-core is not installed for $PY: an isolated build, which recompiles the extension each time)"
+  step "1. pip wheel ($MODE) -> $WORK/wheel"
+  rm -rf "$WORK/wheel"
+  args=()
+  if [ "$MODE" = prebuilt ]; then
+    for f in "$BUILD/lib/libtessera.so" "$BUILD/bin/tessera"; do
+      [ -e "$f" ] || die "$f is missing: build first (bash scripts/setup.sh), or use --full"
+    done
+    args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
+          -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
+  fi
+  # Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)
+  # stay the same from run to run, so the kept build directory rebuilds nothing that did not change.
+  if "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
+    args+=(--no-build-isolation)
+  else
+    echo "(scikit-build-core is not installed for $PY: an isolated build, which recompiles the extension each time)"
+  fi
+  t0=$(date +%s)
+  "$PY" -m pip wheel . --no-deps -w "$WORK/wheel" "${args[@]}" >"$WORK/pip-wheel.log" 2>&1 \
+    || { tail -40 "$WORK/pip-wheel.log"; die "pip wheel failed (log: $WORK/pip-wheel.log)"; }
+  wheel=$(ls "$WORK"/wheel/tessera-*.whl)
+  echo "$wheel ($(( $(date +%s) - t0 )) s)"
 fi
-t0=$(date +%s)
-"$PY" -m pip wheel . --no-deps -w "$WORK/wheel" "${args[@]}" >"$WORK/pip-wheel.log" 2>&1 \
-  || { tail -40 "$WORK/pip-wheel.log"; die "pip wheel failed (log: $WORK/pip-wheel.log)"; }
-wheel=$(ls "$WORK"/wheel/tessera-*.whl)
-echo "$wheel ($(( $(date +%s) - t0 )) s)"
 "$PY" - "$wheel" <<'EOF' || die "the wheel lacks files"
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
@@ -82,8 +88,10 @@ site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
 tessera --help | grep -q '^usage: tessera' || die "tessera --help"
 python -m tessera --help | grep -q '^usage: tessera' || die "python -m tessera --help"
 tessera version
-ldd "$site/tessera/bin/tessera" | grep -q "=> $site/tessera/libtessera.so" \
+lib=$(ldd "$site/tessera/bin/tessera" | awk '$1 == "libtessera.so" {print $3}')
+[ -n "$lib" ] && [ "$(realpath "$lib")" = "$(realpath "$site/tessera/libtessera.so")" ] \
   || { ldd "$site/tessera/bin/tessera"; die "the CLI does not load the package's libtessera.so"; }
+tessera tune --help | grep -q '^usage: tessera tune' || die "tessera tune --help (python -m tessera.tune)"
 
 tessera compile "$site/tessera/kernels/src/vector_add.py" --kernel add_kernel \
   --signature "*fp32:16,*fp32:16,*fp32:16,i32" --constexpr BLOCK_SIZE=1024 --arch sm_90a -o add.ptx \
