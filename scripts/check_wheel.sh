@@ -43,7 +43,8 @@ else
     for f in "$BUILD/lib/libtessera.so" "$BUILD/bin/tessera"; do
       [ -e "$f" ] || die "$f is missing: build first (bash scripts/setup.sh), or use --full"
     done
-    args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
+    args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF
+          -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
           -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
   fi
   # Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)

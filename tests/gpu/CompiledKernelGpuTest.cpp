@@ -142,7 +142,7 @@ protected:
 
 } // namespace
 
-// Needs no GPU: where the kernel files come from (tests/python/test_gpu_suite_paths.py runs it from a
+// Needs no GPU: where the kernel files come from (tests/python/test_install_layout.py runs it from a
 // copy of the binary in another checkout and reads the line printed).
 TEST(KernelSources, FoundInTheCheckoutThisBinarySitsIn) {
   std::printf("kernel sources: %s\n", sourceDir().c_str());

@@ -1,9 +1,9 @@
-"""Where the installed pieces find each other (issue 31): the `tessera` command and `python -m tessera`
-(python/tessera/__main__.py), the bundled kernels for tessera.kernels (kernels/_files.py) and for
-`tessera aot` with no manifest (compiler/cli/Locations.h), and the C++ GPU tests' kernel files from a
-copied build. The wheel itself is built and installed by scripts/check_wheel.sh (too slow for CI);
-here the wheel's layout is assembled by hand from the build tree, which is what that script checks
-for real."""
+"""Where the installed pieces find each other (issue 31): the `tessera` command and
+`python -m tessera` (python/tessera/__main__.py), the bundled kernels for tessera.kernels
+(python/tessera/kernels/_files.py) and for `tessera aot` with no manifest
+(compiler/cli/Locations.h), and the C++ GPU tests' kernel files from a copied build. The wheel
+itself is built and installed by scripts/check_wheel.sh (too slow for CI); here the wheel's layout
+is assembled by hand from the build tree, which is what that script checks for real."""
 import os
 import pathlib
 import re
@@ -48,7 +48,7 @@ def manifest_files(manifest):
 
 
 def test_the_wheel_installs_what_the_package_looks_for():
-    """python/CMakeLists.txt installs the CLI and the kernels where __main__.py, kernels/_files.py and
+    """python/CMakeLists.txt installs the CLI and the kernels where __main__.py, tessera/kernels/_files.py and
     compiler/cli/Locations.cpp look; pyproject.toml names the entry point; the copy is flat, so every
     file the manifest names is a top-level kernels/*.py."""
     rules = (ROOT / "python" / "CMakeLists.txt").read_text()
@@ -126,14 +126,15 @@ def test_aot_with_no_manifest_from_elsewhere_uses_the_checkouts(tmp_path):
     shutil.copy2(ROOT / "kernels" / "vector_add.py", checkout / "kernels")
     (checkout / "kernels" / "manifest.txt").write_text(VECTOR_ADD_LINE)
     env = clean_env(tmp_path, LD_LIBRARY_PATH=str(BUILD / "lib"))
-    proc = run([checkout / "build" / "bin" / "tessera", "aot", "--arch", "sm_80", "-o", tmp_path / "out"], tmp_path, env)
+    copied_cli = checkout / "build" / "bin" / "tessera"
+    proc = run([copied_cli, "aot", "--arch", "sm_80", "-o", tmp_path / "out"], tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     assert "compiled 1 kernel for sm_80" in proc.stdout
     assert ".entry add_kernel" in (tmp_path / "out" / "vector_add.add_kernel.ptx").read_text()
     # The override, and a missing manifest named with every folder tried.
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run([checkout / "build" / "bin" / "tessera", "aot"], tmp_path, {**env, "TESSERA_KERNELS_DIR": str(empty)})
+    proc = run([copied_cli, "aot"], tmp_path, {**env, "TESSERA_KERNELS_DIR": str(empty)})
     assert proc.returncode == 1
     assert proc.stderr.strip() == (f"tessera: error: no manifest named and no bundled kernels/manifest.txt found "
                                    f"(looked in {empty}); name one or set TESSERA_KERNELS_DIR")
