@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
-BUILD=${TESSERA_BUILD_DIR:-build}
+BUILD=$(realpath -m "${TESSERA_BUILD_DIR:-build}")
 MODE=prebuilt
 case "${1:-}" in
   --full) MODE=full ;;
@@ -44,7 +44,7 @@ else
       [ -e "$f" ] || die "$f is missing: build first (bash scripts/setup.sh), or use --full"
     done
     args=(-C cmake.define.TESSERA_BUILD_COMPILER=OFF
-          -C "cmake.define.TESSERA_PREBUILT_LIB=$ROOT/$BUILD/lib/libtessera.so"
+          -C "cmake.define.TESSERA_PREBUILT_LIB=$BUILD/lib/libtessera.so"
           -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
   fi
   # Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)
