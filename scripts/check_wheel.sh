@@ -47,15 +47,22 @@ else
           -C "cmake.define.TESSERA_PREBUILT_LIB=$BUILD/lib/libtessera.so"
           -C "build-dir=build-wheel-prebuilt/{wheel_tag}")
   fi
-  # Without build isolation when this Python has the build requirements: the paths CMake sees (pybind11's)
-  # stay the same from run to run, so the kept build directory rebuilds nothing that did not change.
-  if "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
-    args+=(--no-build-isolation)
-  else
-    echo "(scikit-build-core is not installed for $PY: an isolated build, which recompiles the extension each time)"
+  # Without build isolation, from a Python that has the build requirements (this one, else the venv
+  # build-wheel-env/, made once): the paths CMake sees (pybind11's) then stay the same from run to
+  # run, so the kept build directory rebuilds nothing that did not change. pip's isolated build would
+  # put pybind11 in a new temporary folder each time, and the extension would be compiled again.
+  BUILD_PY=$PY
+  if ! "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
+    BUILD_PY=$ROOT/build-wheel-env/bin/python
+    if ! "$BUILD_PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
+      "$PY" -m venv --system-site-packages "$ROOT/build-wheel-env" \
+        && "$BUILD_PY" -m pip install -q "scikit-build-core>=0.8" "pybind11>=2.10" \
+        || die "could not make build-wheel-env/ with scikit-build-core and pybind11"
+    fi
   fi
   t0=$(date +%s)
-  "$PY" -m pip wheel . --no-deps -w "$WORK/wheel" "${args[@]}" >"$WORK/pip-wheel.log" 2>&1 \
+  "$BUILD_PY" -m pip wheel . --no-deps --no-build-isolation -w "$WORK/wheel" "${args[@]}" \
+    >"$WORK/pip-wheel.log" 2>&1 \
     || { tail -40 "$WORK/pip-wheel.log"; die "pip wheel failed (log: $WORK/pip-wheel.log)"; }
   wheel=$(ls "$WORK"/wheel/tessera-*.whl)
   echo "$wheel ($(( $(date +%s) - t0 )) s)"

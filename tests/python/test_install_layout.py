@@ -54,7 +54,7 @@ def test_the_wheel_installs_what_the_package_looks_for():
     rules = (ROOT / "python" / "CMakeLists.txt").read_text()
     assert re.search(r"install\(DIRECTORY \$\{PROJECT_SOURCE_DIR\}/kernels/ DESTINATION tessera/kernels/src\s+"
                      r"FILES_MATCHING PATTERN \"\*\.py\" PATTERN \"manifest\.txt\"", rules)
-    assert "install(PROGRAMS $<TARGET_FILE:tessera-cli> DESTINATION tessera/bin)" in rules
+    assert "install(TARGETS tessera-cli RUNTIME DESTINATION tessera/bin)" in rules
     assert 'dirs.push_back(above / "kernels" / "src");' in (ROOT / "compiler" / "cli" / "Locations.cpp").read_text()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["scripts"] == {"tessera": "tessera.__main__:main"}
