@@ -6,14 +6,16 @@
 #
 #     bash scripts/check_wheel.sh            # the wheel against the plain build's libtessera.so and CLI
 #                                            # (build/ from scripts/setup.sh; only the extension is
-#                                            # compiled, in build-wheel-prebuilt/, kept between runs)
+#                                            # compiled, in build-wheel-prebuilt/, kept between runs:
+#                                            # on 2 busy cores 5 minutes the first time, then 20 s in all)
 #     bash scripts/check_wheel.sh --full     # the wheel as `pip install .` builds it: everything, with
 #                                            # scikit-build-core's build directory build-wheel/<tag>/
 #                                            # kept between runs (the first run takes long: on 2 busy
 #                                            # cores 25 minutes; again with nothing changed, 40 s in all)
 #
-# Not part of .ci/run (it would add minutes to CI for what tests/python/test_install_layout.py
-# checks from the build tree); a CI job can run it after scripts/setup.sh.
+# Not part of .ci/run (the first run adds minutes to CI for what tests/python/test_install_layout.py
+# checks from the build tree); a CI job can run it after scripts/setup.sh. It needs the network once,
+# for scikit-build-core (in build-wheel-env/ unless this Python has it).
 # Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build), WORK (default: a new
 # temporary folder; the wheel is WORK/wheel/*.whl, the venv WORK/venv), WHEEL (check this wheel
 # instead of building one).
