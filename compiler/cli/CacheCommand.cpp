@@ -7,6 +7,7 @@
 //   tessera cache clear [--all]   removes the compiled kernels (--all: tuning results too)
 //   tessera tune ...              see `tessera tune --help`
 #include "compiler/cli/CommandLine.h"
+#include "compiler/cli/Locations.h"
 #include "compiler/driver/Compiler.h"
 #include "runtime/Cache.h"
 
@@ -144,22 +145,27 @@ int commandCache(int argc, char **argv) {
 }
 
 // The tuner needs Python (kernels are launched with torch tensors): run
-// `python3 -m tessera.tune ARGS`, with this checkout's python/ on PYTHONPATH
-// and this build's directory as TESSERA_BUILD_DIR, so that the matching
-// extension is found.
+// `python3 -m tessera.tune ARGS`. From a build tree: with this checkout's
+// python/ on PYTHONPATH and this build's directory as TESSERA_BUILD_DIR, so
+// that the matching extension is found. From a wheel (tessera/bin/tessera):
+// as it is, with the interpreter the `tessera` entry point names in
+// TESSERA_PYTHON, whose site-packages hold this package.
 int commandTune(int argc, char **argv) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec && !std::getenv("TESSERA_BUILD_DIR")) ::setenv("TESSERA_BUILD_DIR", exe.parent_path().parent_path().c_str(), 1);
+  fs::path exe = tessera::cli::executablePath();
+  if (!tessera::cli::runsFromPythonPackage()) {
+    if (!exe.empty() && !std::getenv("TESSERA_BUILD_DIR"))
+      ::setenv("TESSERA_BUILD_DIR", exe.parent_path().parent_path().c_str(), 1);
 #ifdef TESSERA_SOURCE_DIR
-  fs::path python = fs::path(TESSERA_SOURCE_DIR) / "python";
-  if (fs::exists(python / "tessera" / "tune.py", ec)) {
-    std::string path = python.string();
-    if (const char *old = std::getenv("PYTHONPATH"); old && *old) path += ":" + std::string(old);
-    ::setenv("PYTHONPATH", path.c_str(), 1);
-  }
+    fs::path python = fs::path(TESSERA_SOURCE_DIR) / "python";
+    if (fs::exists(python / "tessera" / "tune.py", ec)) {
+      std::string path = python.string();
+      if (const char *old = std::getenv("PYTHONPATH"); old && *old) path += ":" + std::string(old);
+      ::setenv("PYTHONPATH", path.c_str(), 1);
+    }
 #endif
+  }
   // The directory the C++ side resolved, so that both sides agree.
   tessera::cache::Config config = tessera::cache::configFromEnvironment();
   if (!config.dir.empty() && !std::getenv("TESSERA_CACHE_DIR")) ::setenv("TESSERA_CACHE_DIR", config.dir.c_str(), 1);

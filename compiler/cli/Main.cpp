@@ -5,7 +5,7 @@
 //   tessera compile FILE --kernel NAME --signature SIG [--constexpr K=V]...
 //                   [--num-warps N] [--arch sm_90a] [--backend llvm|nvrtc]
 //                   [--emit STAGE] [-o OUT]
-//   tessera aot MANIFEST [--arch sm_90a[,sm_80...]] [--backend llvm|nvrtc] [--emit ptx|cpp] [-o DIR]
+//   tessera aot [MANIFEST] [--arch sm_90a[,sm_80...]] [--backend llvm|nvrtc] [--emit ptx|cpp] [-o DIR]
 //                                          (--emit cpp: AotBundle.cpp)
 //   tessera list FILE
 //   tessera cache info|list|verify|clear   (CacheCommand.cpp)
@@ -16,6 +16,7 @@
 // also prints its --help; docs/cli.md is the reference.
 #include "compiler/cli/AotBundle.h"
 #include "compiler/cli/CommandLine.h"
+#include "compiler/cli/Locations.h"
 #include "compiler/driver/Compiler.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/Ptxas.h"
@@ -503,7 +504,7 @@ int commandAot(int argc, char **argv) {
   std::string cppOption; // the first option that only --emit cpp takes
   BundleSettings bundle;
   CompileOptions base;
-  Command command("tessera aot", "MANIFEST [--arch ARCH[,ARCH...]] [--emit ptx|cpp] [-o DIR] [options]",
+  Command command("tessera aot", "[MANIFEST] [--arch ARCH[,ARCH...]] [--emit ptx|cpp] [-o DIR] [options]",
                   "Compiles every kernel listed in MANIFEST ahead of time, to PTX files\n"
                   "DIR/<file>.<kernel>[.N].ptx (N counts further specialisations of the\n"
                   "same kernel; under DIR/<arch>/ for several architectures), or with\n"
@@ -514,9 +515,12 @@ int commandAot(int argc, char **argv) {
                   "with FILE relative to the manifest's folder; as=NAME names the C++\n"
                   "launch function (default: the kernel's name). Lines of one name are the\n"
                   "variants of one launch function: the same types and constexprs, other\n"
-                  "':16' / ':1' hints.");
-  command.operand("MANIFEST", "the list of kernels (e.g. kernels/manifest.txt)",
-                  [&](const std::string &v) { manifest = v; })
+                  "':16' / ':1' hints. With no MANIFEST, the bundled kernels'\n"
+                  "manifest.txt: in $TESSERA_KERNELS_DIR if set, else the one shipped\n"
+                  "beside this tessera (a wheel's tessera/kernels/src, an install's\n"
+                  "share/tessera/kernels, a build's checkout kernels/).");
+  command.operand("MANIFEST", "the list of kernels (default: the bundled kernels/manifest.txt)",
+                  [&](const std::string &v) { manifest = v; }, /*required=*/false)
       .option({"--arch"}, "ARCH", std::string(kArchHelp) + ";\nseveral, comma-separated: sm_90a,sm_80",
               [&](const std::string &v) { arch = v; })
       .option({"--backend"}, "NAME", kBackendHelp, [&](const std::string &v) { base.backend = backendValue(v); })
@@ -542,6 +546,7 @@ int commandAot(int argc, char **argv) {
   if (emit == "ptx" && !cppOption.empty())
     throw command.usageError(cppOption + " is for C++ bundles: add --emit cpp");
   std::vector<std::string> archs = archList(arch);
+  if (manifest.empty()) manifest = cli::bundledManifest().string();
   std::vector<ManifestEntry> entries = readManifest(manifest);
   namespace fs = std::filesystem;
   if (std::error_code ec; fs::exists(outDir, ec) && !fs::is_directory(outDir, ec))
@@ -571,7 +576,7 @@ int commandVersion(int argc, char **argv) {
 
 const std::vector<cli::Subcommand> kCommands = {
     {"compile", "FILE", "compile one kernel of a kernel file", commandCompile},
-    {"aot", "MANIFEST", "compile every kernel listed in a manifest to PTX files", commandAot},
+    {"aot", "[MANIFEST]", "compile every kernel listed in a manifest to PTX files", commandAot},
     {"list", "FILE", "list the @jit functions of a kernel file", commandList},
     {"cache", "", "inspect or clear the kernel cache (info, list, verify, clear)", commandCache},
     {"tune", "", "autotune a kernel ahead of time; export/import tuning databases", commandTune},

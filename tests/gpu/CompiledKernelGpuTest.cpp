@@ -12,8 +12,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -24,8 +26,19 @@ using namespace tessera;
 
 namespace {
 
+// The checkout whose kernels/ the tests compile: $TESSERA_SOURCE_DIR if set; else the checkout this
+// binary sits in (<checkout>/<build>/tests/tessera_gpu_tests: a build/ copied from another machine,
+// at another path, reads the kernels of the checkout it was copied into); else the checkout it was
+// built from.
 std::string sourceDir() {
-  if (const char *env = std::getenv("TESSERA_SOURCE_DIR")) return env;
+  if (const char *env = std::getenv("TESSERA_SOURCE_DIR"); env && *env) return env;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path checkout = exe.parent_path().parent_path().parent_path();
+    if (fs::is_regular_file(checkout / "kernels" / "vector_add.py", ec)) return checkout.string();
+  }
   return TESSERA_SOURCE_DIR;
 }
 
@@ -128,6 +141,13 @@ protected:
 };
 
 } // namespace
+
+// Needs no GPU: where the kernel files come from (tests/python/test_install_layout.py runs it from a
+// copy of the binary in another checkout and reads the line printed).
+TEST(KernelSources, FoundInTheCheckoutThisBinarySitsIn) {
+  std::printf("kernel sources: %s\n", sourceDir().c_str());
+  EXPECT_NO_THROW(kernelFile("kernels/vector_add.py"));
+}
 
 TEST_F(CompiledKernels, VectorAddMatchesTheHostForRaggedSizes) {
   for (unsigned warps : {1u, 4u, 8u}) {

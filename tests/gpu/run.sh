@@ -56,8 +56,11 @@ summary=()
 note() { printf '\n=== %s\n' "$*"; }
 fail() { failures+=("$1"); }
 
-# The binaries were linked on another machine, maybe at another path: find the library anyway.
+# The binaries were linked on another machine, maybe at another path: find the library anyway,
+# and the kernels of this checkout (the C++ tests and examples read kernels/*.py there; built
+# elsewhere, they would look in the checkout that built them).
 export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TESSERA_SOURCE_DIR="$ROOT"
 
 BACKEND=${TESSERA_BACKEND:-llvm}
 case "$BACKEND" in
@@ -201,11 +204,11 @@ multi=$(grep -cE 'needs (two|2) GPUs' "$LOGS/gtest.log" || true)
 [ "${skipped:-0}" -le "${multi:-0}" ] || fail "tessera_gpu_tests skipped ${skipped} tests (no GPU?)"
 
 # --- 3. The C++ API examples -------------------------------------------------------------------
-# (from the repository root: the examples read kernels/*.py there)
+# (from the repository root, with TESSERA_SOURCE_DIR: the examples read kernels/*.py there)
 for example in vector_add matmul attention; do
   note "3. $BUILD/examples/$example"
   log="$LOGS/example-$example.log"
-  TESSERA_SOURCE_DIR="$ROOT" "$BUILD/examples/$example" 2>&1 | tee "$log"
+  "$BUILD/examples/$example" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then
     summary+=("example $example: PASS")

@@ -28,7 +28,8 @@ run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
 
 foreach(f include/tessera/tessera.h lib/libtessera.so bin/tessera
           lib/cmake/tessera/tesseraConfig.cmake lib/cmake/tessera/tesseraConfigVersion.cmake
-          lib/cmake/tessera/tesseraTargets.cmake lib/pkgconfig/tessera.pc)
+          lib/cmake/tessera/tesseraTargets.cmake lib/pkgconfig/tessera.pc
+          share/tessera/kernels/manifest.txt share/tessera/kernels/vector_add.py) # `tessera aot` with no manifest
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "cmake --install did not install ${f}")
   endif()

@@ -7,8 +7,9 @@
     o = tk.attention(q, k, v, causal=True)   # FlashAttention-style, autograd included
     c = tk.scaled_matmul(a8, b8, sa, sb, torch.bfloat16)   # fp8 GEMM: per-tensor/row/column or block scales
 
-The kernels themselves are the files in the repository's kernels/ folder
-(see _files.py for how they are found); softmax.py and layernorm.py here
+The kernels themselves are the files in the repository's kernels/ folder,
+which a wheel carries as tessera/kernels/src/ (see _files.py for how they
+are found); softmax.py and layernorm.py here
 choose block size, warps and grid (docs/performance.md explains the choices)
 and launch them; matmul.py picks a GEMM configuration from its table
 (MATMUL_CONFIGS) with @tessera.autotune; attention.py launches
