@@ -210,7 +210,7 @@ void registerCompile(py::module_ &m) {
       "compile",
       [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
          py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
-         std::string arch, std::string backend, unsigned maxRegisters) {
+         std::string arch, std::string backend, unsigned maxRegisters, int fpFusion, bool debug) {
         if (!isBackendName(backend))
           throw py::value_error("backend must be 'llvm' or 'nvrtc', got '" + backend + "'");
         auto entry = std::make_shared<CompiledEntry>();
@@ -229,9 +229,12 @@ void registerCompile(py::module_ &m) {
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
         options.backend = backend;
         options.maxRegisters = maxRegisters;
+        options.fpFusion = fpFusion;
+        options.debug = debug;
         entry->numWarps = numWarps;
         entry->numStages = numStages;
         entry->maxRegisters = maxRegisters;
+        entry->fpFusion = fpFusion;
         entry->backend = backend;
         {
           py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
@@ -242,8 +245,10 @@ void registerCompile(py::module_ &m) {
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
       py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
       py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "", py::arg("maxnreg") = 0,
+      py::arg("fp_fusion") = -1, py::arg("debug") = false,
       "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's; backend "
-      "'llvm', 'nvrtc' or '' for TESSERA_BACKEND).");
+      "'llvm', 'nvrtc' or '' for TESSERA_BACKEND; fp_fusion -1: TESSERA_FP_FUSION decides, 0 off, 1 on; "
+      "debug: tl.device_assert checked, as TESSERA_DEBUG).");
 
   m.def(
       "nvrtc_status",
