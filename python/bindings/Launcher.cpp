@@ -352,6 +352,49 @@ static void checkSpecialisation(uint64_t bits, const ArgSpec &spec, const std::s
                           ", but the kernel was compiled for the value 1 (':1' in its signature)");
 }
 
+namespace {
+
+// One argument of a compiled kernel's launch: kernel[grid]'s fast classification (JitKernel.h) where it
+// gives exactly the parameter's type (a torch tensor of its dtype, an int for an i32 or i64, a float
+// for an fp32), convertArgument's conversions and errors otherwise. torch.compile launches every
+// Inductor kernel through here (docs/torch-compile.md).
+Arg compiledArgument(py::handle value, const ArgSpec &want, const std::string &kernel, const std::string &param) {
+  FastArg f;
+  if (!want.type.isTensorDesc() && classifyFast(value.ptr(), false, f)) {
+    const bool pointer = (f.flags & 1) != 0;
+    const auto scalar = static_cast<ir::ScalarType>(f.scalar);
+    Arg a;
+    a.spec = want;
+    a.device = f.device;
+    a.torch = f.torch;
+    if (pointer && want.type.pointer && scalar == want.type.scalar) {
+      a.bits = f.bits;
+      return a;
+    }
+    if (!pointer && !want.type.pointer) {
+      const bool isInt = scalar == ir::ScalarType::I32 || scalar == ir::ScalarType::I64;
+      if (isInt && want.type.scalar == ir::ScalarType::I32 && scalar == ir::ScalarType::I32) {
+        a.bits = f.bits;
+        return a;
+      }
+      if (isInt && want.type.scalar == ir::ScalarType::I64) {
+        long long v = 0;
+        if (exactIntValue(value.ptr(), v)) {
+          std::memcpy(&a.bits, &v, sizeof v);
+          return a;
+        }
+      }
+      if (scalar == ir::ScalarType::F32 && want.type.scalar == ir::ScalarType::F32) {
+        a.bits = f.bits;
+        return a;
+      }
+    }
+  }
+  return convertArgument(value, want, kernel, param);
+}
+
+} // namespace
+
 void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid, py::tuple args,
                     py::handle stream) {
   const Kernel &kernel = entry->kernel;
@@ -384,7 +427,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
     const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
     py::handle value = args[all ? param : j];
-    Arg a = convertArgument(value, sig[j], name, pname);
+    Arg a = compiledArgument(value, sig[j], name, pname);
     if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
       a.bits = reinterpret_cast<uint64_t>(
           encodedTensorMap(*tensorDescOf(value.ptr()), name, pname, param, entry->params.size()));

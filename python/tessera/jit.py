@@ -327,14 +327,15 @@ class JITFunction(_ext.JitFunctionBase):
 
     # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
     # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
-    _RUNTIME_STATE = ("_handle", "_launch", "_fast", "_interpreter", "_params_of", "_fn_params", "_composed",
-                      "_hash_lock")
+    _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock")
+    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None}  # made again on first use
 
     def __getstate__(self):
         # The C base's _direct is not state either: a copy asks _subscript again on its first kernel[grid].
         if self.fn is not None and "_kernel_params" not in self.__dict__ and _ext.C is not None:
             self.params  # read while the function is here: an unpickled copy may come without it
         state = {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
+        state.update(self._RUNTIME_HANDLES)
         if self.fn is None:  # dropped by the owner (Inductor's prepare_for_pickle): so is its alias
             state.pop("__wrapped__", None)
         return state

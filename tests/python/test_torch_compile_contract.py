@@ -162,6 +162,9 @@ def test_the_names_torchs_inductor_imports(triton):
     assert isinstance(backend, BaseBackend)
     assert backend.hash() == make_backend(GPUTarget("cuda", 90, 32)).hash() != make_backend(
         GPUTarget("cuda", 80, 32)).hash()
+    # torch's triton_helpers.get_backend_options(): make_backend(target).parse_options({}).__dict__
+    options = triton.compiler.compiler.make_backend(GPUTarget("cuda", 90, 32)).parse_options(dict()).__dict__
+    assert (options["num_stages"], options["num_warps"], options["num_ctas"], options["arch"]) == (3, 4, 1, "sm90")
     assert knobs.runtime.launch_enter_hook is None and knobs.runtime.launch_exit_hook is None
     assert knobs.runtime.jit_post_compile_hook is None
     assert CompiledKernel.launch_enter_hook is None and CompiledKernel.launch_exit_hook is None
@@ -353,6 +356,8 @@ def test_jitfunction_pickles_as_inductor_prepares_it(triton, generated, contract
     assert copy is not fn and copy.fn is None and copy.__name__ == fn.__name__
     assert copy.arg_names == names and copy.constexprs == constexprs == [4]
     assert copy.params[4].is_constexpr and copy.params[0].name == "in_ptr0"
+    # torch's triton_helpers.get_constexprs(kernel)
+    assert [p.num for p in copy.params if p.is_constexpr] == [4]
 
 
 @pytest.mark.parametrize("name", ["triton_poi_fused_add_gelu_0", "triton_per_fused_native_layer_norm_1",
