@@ -119,3 +119,19 @@ def test_bad_arguments_stop_before_the_driver(fake, triton, generated, contract)
     assert fake.count == count
     k[(2,)](x, out, 16, 32)
     assert fake.last()["grid"] == (2, 1, 1) and fake.last()["block"] == (64, 1, 1)
+
+
+def test_sizes_and_scalars_of_dynamic_shapes(fake, triton, generated, contract):
+    """i64 sizes (negative ones sign-extended), an fp32 scalar given as a float or an int."""
+    import struct
+    k = contract.send_from_worker(contract.compile_case(triton, generated, "triton_poi_fused_mul_6"))
+    launcher = contract.make_launcher(k, {"XBLOCK": 128}, "-((xnumel) // -(128))")
+    x, out = tensors(2)
+    launcher(x, out, 3 << 33, 0.5, 1000, stream=0)
+    last = fake.last()
+    assert last["grid"] == (8, 1, 1)
+    assert last["params"] == [(8, P), (8, P + 4096), (8, 3 << 33), (4, struct.unpack("<I", struct.pack("<f", 0.5))[0]),
+                              (8, 1000)]
+    launcher(x, out, -5, 2, 100, stream=0)  # an int for the fp32 scalar: converted, as Triton's launcher does
+    assert fake.last()["params"][2:] == [(8, (1 << 64) - 5), (4, struct.unpack("<I", struct.pack("<f", 2.0))[0]),
+                                         (8, 100)]

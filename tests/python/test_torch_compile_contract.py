@@ -199,7 +199,8 @@ def test_the_config_inductor_builds(triton):
 # --- triton.compile(ASTSource(...)) ---------------------------------------------------------------------
 
 KERNELS = ["triton_poi_fused_add_gelu_0", "triton_per_fused_native_layer_norm_1", "triton_per_fused__softmax_2",
-           "triton_red_fused_sum_3", "triton_poi_fused_clamp_mul_4", "triton_poi_fused_index_5"]
+           "triton_red_fused_sum_3", "triton_poi_fused_clamp_mul_4", "triton_poi_fused_index_5",
+           "triton_poi_fused_mul_6"]
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -338,6 +339,11 @@ def test_the_inductor_style_kernels_compute_what_torch_would(generated):
     _interpret(generated.triton_poi_fused_index_5, (1,), idx, table, out, 5, XBLOCK=64)
     t = table[idx % 16].astype(np.float64)
     np.testing.assert_allclose(out, t * 2.0 * t + 1.0, rtol=1e-6)
+    # i64 sizes and an fp32 scalar (dynamic shapes)
+    x, out = rng.standard_normal(7, dtype=np.float32), np.zeros(20, np.float32)
+    _interpret(generated.triton_poi_fused_mul_6, (1,), x, out, np.int64(7), np.float32(0.25), np.int64(20),
+               XBLOCK=128)
+    np.testing.assert_allclose(out, x[np.arange(20) % 7] * 0.25, rtol=1e-6)
 
 
 # --- from a compile worker to the parent -----------------------------------------------------------------

@@ -37,6 +37,11 @@ CASES = {
     "triton_poi_fused_index_5": (
         {"in_ptr0": "*i32", "in_ptr1": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"},
         {"XBLOCK": 64}, divisible(0, 1, 2), 2),
+    # dynamic shapes: sizes as i64 ("ks" arguments), an unspecialised float scalar as fp32
+    "triton_poi_fused_mul_6": (
+        {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "ks0": "i64", "scale": "fp32", "xnumel": "i64",
+         "XBLOCK": "constexpr"},
+        {"XBLOCK": 128}, divisible(0, 1), 4),
 }
 
 # Triton's compile options as CachingAutotuner._precompile_config passes them for a CUDA device.

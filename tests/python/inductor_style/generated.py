@@ -144,3 +144,14 @@ def triton_poi_fused_index_5(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.con
     tmp9 = 1.0
     tmp10 = tmp8 * tmp6 + tmp9
     tl.store(out_ptr0 + (x0), tmp10, xmask)
+
+
+@triton.jit
+def triton_poi_fused_mul_6(in_ptr0, out_ptr0, ks0, scale, xnumel, XBLOCK : tl.constexpr):
+    xoffset = tl.program_id(0).to(tl.int64) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    x0 = xindex % ks0
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tmp1 = tmp0 * scale
+    tl.store(out_ptr0 + (xindex), tmp1, xmask)
