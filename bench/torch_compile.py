@@ -27,9 +27,12 @@ tessera kernel cache entries (kernels compiled, workers included).
         [--modes default,max-autotune-no-cudagraphs] [--measure compile,cold,warm,graphs]
         [--providers stock,tessera] [--out DIR] [--json FILE] [--timeout S]
 
---quick: smaller models, the default mode only, compile + warm (the warm run fills its own caches
-first, in a process of its own), fewer timing rounds. Each part that fails prints one line saying
-which and why, and the rest goes on.
+--quick: smaller models, the default mode only, compile + warm (the warm process starts on the caches
+the compile process filled), fewer timing rounds. Each part that fails prints one line saying
+which and why, and the rest goes on. Every measurement prints a line when it ends (with its time:
+a cold stock process of a full model takes about a minute); to stay within a time limit, run parts
+(--models mlp --modes default --measure compile,warm) and add --json to keep the numbers.
+Comparisons need both providers in the same invocation.
 """
 import argparse
 import json
@@ -105,11 +108,15 @@ def _build(torch, model, quick, device="cuda"):
                     out = self.layer(x, position_ids=pos, position_embeddings=self.rope(x, pos))
                     return out[0] if isinstance(out, tuple) else out
 
-            m = Block()
-            notes.append(f"transformers LlamaDecoderLayer ({__import__('transformers').__version__})")
+            m = Block().to(device=device, dtype=torch.bfloat16)
+            with torch.no_grad():  # an API this transformers version spells differently fails here, eagerly
+                m(torch.zeros(1, 8, hidden, device=device, dtype=torch.bfloat16))
+            notes.append(f"llama: transformers LlamaDecoderLayer ({__import__('transformers').__version__})")
         except Exception as e:  # noqa: BLE001
+            torch.manual_seed(0)
             m = _handmade_llama_block(torch, hidden, inter, heads, kv)
-            notes.append(f"transformers unavailable ({type(e).__name__}: {e}); an equivalent block written here")
+            notes.append(f"llama: transformers unavailable ({type(e).__name__}: {str(e)[:200]}); an equivalent "
+                         "block written here (RMSNorm, GQA attention with RoPE through SDPA, SwiGLU)")
         m = m.to(device=device, dtype=torch.bfloat16)
         x = torch.randn(batch, seq, hidden, device=device, dtype=torch.bfloat16, requires_grad=True)
         return m, (x,), torch.randn(batch, seq, hidden, device=device, dtype=torch.bfloat16), "bf16", notes
@@ -424,6 +431,10 @@ def main(argv=None):
         job = {"model": model, "mode": mode, "measure": measure, "provider": provider, "quick": args.quick}
         r = run_child(job, caches, args.timeout)
         results.append(r)
+        status = "ok" if r.get("ok") else "FAILED"
+        print(f"  {model} {mode} {measure} {provider}: {status} in {r.get('process_s', 0):.1f} s "
+              f"(first call {fmt(r.get('first_call_s'), ' s')}, compile sum {fmt(r.get('compile_s'), ' s', 3)}, "
+              f"{r.get('compiles', '-')} compiles)", flush=True)
         if not r.get("ok"):
             print(f"  FAILED {model} {mode} {measure} {provider}: {r.get('error')}")
             if r.get("traceback"):
@@ -435,17 +446,18 @@ def main(argv=None):
             per = {}
             for provider in providers:
                 per[provider] = {}
+                caches = None
                 if "compile" in measures:
-                    per[provider]["compile"] = measure_one(model, mode, "compile", provider,
-                                                           fresh(model, mode, provider, "compile"))
-                if "cold" in measures or "warm" in measures:
-                    caches = fresh(model, mode, provider, "cache")
-                    if "cold" in measures:
-                        per[provider]["cold"] = measure_one(model, mode, "cold", provider, caches)
-                    elif "warm" in measures:  # fill the caches first, in a process of its own
+                    caches = fresh(model, mode, provider, "compile")
+                    per[provider]["compile"] = measure_one(model, mode, "compile", provider, caches)
+                if "cold" in measures:
+                    caches = fresh(model, mode, provider, "cold")
+                    per[provider]["cold"] = measure_one(model, mode, "cold", provider, caches)
+                if "warm" in measures:  # on the caches the run before filled (or a run of its own fills)
+                    if caches is None:
+                        caches = fresh(model, mode, provider, "cold")
                         measure_one(model, mode, "cold", provider, caches)
-                    if "warm" in measures:
-                        per[provider]["warm"] = measure_one(model, mode, "warm", provider, caches)
+                    per[provider]["warm"] = measure_one(model, mode, "warm", provider, caches)
             rows.append((model, mode, per))
         if "graphs" in measures:
             per = {p: {"graphs": measure_one(model, "reduce-overhead", "graphs", p,
