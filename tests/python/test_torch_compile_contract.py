@@ -200,7 +200,7 @@ def test_the_config_inductor_builds(triton):
 
 KERNELS = ["triton_poi_fused_add_gelu_0", "triton_per_fused_native_layer_norm_1", "triton_per_fused__softmax_2",
            "triton_red_fused_sum_3", "triton_poi_fused_clamp_mul_4", "triton_poi_fused_index_5",
-           "triton_poi_fused_mul_6"]
+           "triton_poi_fused_mul_6", "triton_poi_fused_relu_7"]
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -344,6 +344,11 @@ def test_the_inductor_style_kernels_compute_what_torch_would(generated):
     _interpret(generated.triton_poi_fused_mul_6, (1,), x, out, np.int64(7), np.float32(0.25), np.int64(20),
                XBLOCK=128)
     np.testing.assert_allclose(out, x[np.arange(20) % 7] * 0.25, rtol=1e-6)
+    # under the heuristics decorator (xnumel fixed to 2048 in the body, as Inductor writes static sizes)
+    x, out = rng.standard_normal(2048, dtype=np.float32), np.zeros(2048, np.float32)
+    _interpret(generated.triton_poi_fused_relu_7, (2,), x, out, 2048, XBLOCK=1024)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+    assert generated.triton_poi_fused_relu_7.inductor_heuristic[0] == "pointwise"
 
 
 # --- from a compile worker to the parent -----------------------------------------------------------------

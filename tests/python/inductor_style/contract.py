@@ -42,6 +42,10 @@ CASES = {
         {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "ks0": "i64", "scale": "fp32", "xnumel": "i64",
          "XBLOCK": "constexpr"},
         {"XBLOCK": 128}, divisible(0, 1), 4),
+    # under Inductor's heuristics decorator (the stand-in's), with its metadata
+    "triton_poi_fused_relu_7": (
+        {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"},
+        {"XBLOCK": 1024}, divisible(0, 1, 2), 4),
 }
 
 # Triton's compile options as CachingAutotuner._precompile_config passes them for a CUDA device.

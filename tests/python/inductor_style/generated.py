@@ -1,11 +1,13 @@
 """Kernels in the form torch's Inductor writes them (names, xnumel/XBLOCK, r0_numel/R0_BLOCK,
 tmpN chains, tl.full / tl.where / tl.broadcast_to, libdevice and tl_math calls, helpers called
-through the triton_helpers module); the numbers are this file's own."""
+through the triton_helpers module, the heuristics decorator with its metadata above @triton.jit);
+the numbers are this file's own."""
 import triton
 import triton.language as tl
 
-from inductor_style import triton_helpers
+from inductor_style import triton_helpers, triton_heuristics
 from inductor_style.triton_helpers import libdevice, math as tl_math
+from inductor_style.triton_heuristics import DeviceProperties, ReductionHint  # noqa: F401
 
 
 @triton.jit
@@ -155,3 +157,31 @@ def triton_poi_fused_mul_6(in_ptr0, out_ptr0, ks0, scale, xnumel, XBLOCK : tl.co
     tmp0 = tl.load(in_ptr0 + (x0), xmask)
     tmp1 = tmp0 * scale
     tl.store(out_ptr0 + (xindex), tmp1, xmask)
+
+
+@triton_heuristics.pointwise(
+    size_hints={'x': 2048},
+    filename=__file__,
+    triton_meta={'signature': {'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32', 'XBLOCK': 'constexpr'},
+                 'device': DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, major=9,
+                                            regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
+                                            warp_size=32),
+                 'constants': {}, 'configs': [{(0,): [['tt.divisibility', 16]], (1,): [['tt.divisibility', 16]],
+                                               (2,): [['tt.divisibility', 16]]}]},
+    inductor_meta={'grid_type': 'Grid1D', 'autotune_hints': set(), 'kernel_name': 'triton_poi_fused_relu_7',
+                   'mutated_arg_names': [], 'optimize_mem': True, 'no_x_dim': False, 'num_load': 1,
+                   'num_reduction': 0, 'backend_hash': 'B7E1', 'assert_indirect_indexing': True,
+                   'tiling_scores': {'x': 16384}},
+    min_elem_per_thread=0
+)
+@triton.jit
+def triton_poi_fused_relu_7(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xnumel = 2048
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    x0 = xindex
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tmp1 = tl.full([1], 0, tl.int32)
+    tmp2 = triton_helpers.maximum(tmp1, tmp0)
+    tl.store(out_ptr0 + (x0), tmp2, xmask)
