@@ -200,6 +200,16 @@ void registerCompile(py::module_ &m) {
           },
           py::arg("device") = rt::kCurrentDevice, "The cubin linked for the device (b'' before load()).")
       .def(
+          "assemble",
+          [](const CompiledEntry &e, const std::string &deviceArch) {
+            py::gil_scoped_release nogil; // ptxas runs as a subprocess: threads compile in parallel
+            return e.kernel.assembleFor(deviceArch);
+          },
+          py::arg("device_arch"),
+          "Runs ptxas now for devices of device_arch ('sm_90'), without a GPU, and keeps the cubin in "
+          "the kernel cache, so that loading on such a device only loads it. False when the PTX JIT is "
+          "not ptxas or the kernel is not cached.")
+      .def(
           "launch",
           [](const std::shared_ptr<CompiledEntry> &e, py::handle grid, py::tuple args, py::handle stream) {
             launchCompiled(e, grid, args, stream);

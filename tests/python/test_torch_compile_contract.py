@@ -231,6 +231,48 @@ def test_compiled_kernel_has_the_fields_inductor_reads(triton, generated, contra
     assert k.n_regs > 0 and k.n_spills == 0 and k.function == 0 and callable(k.run)
 
 
+def test_compile_runs_ptxas_and_keeps_the_cubin_in_the_kernel_cache(triton, generated, contract, cache,
+                                                                    monkeypatch):
+    """As Triton's compile ends with a cubin: in Inductor's workers (no GPU), so that the parent only loads."""
+    monkeypatch.setenv("TESSERA_JIT", "ptxas")
+    k = contract.compile_case(triton, generated, "triton_per_fused__softmax_2")
+    entries = [e["entry"] for e in tessera._C.cache_list() if e["entry"]
+               and e["entry"]["kernel"] == "triton_per_fused__softmax_2"]
+    assert len(entries) == 1
+    tags = list(entries[0]["cubins"])
+    assert len(tags) == 1 and tags[0].startswith("sm_90/ptxas"), tags  # the device's arch: sm_90a PTX, sm_90 GPU
+    assert entries[0]["cubins"][tags[0]][:4] == b"\x7fELF"
+    assert k.src.fn.arg_names  # and the kernel is what compile() returned
+    monkeypatch.setenv("TESSERA_JIT", "whole")  # the driver compiles the PTX when it loads: nothing to run now
+    contract.compile_case(triton, generated, "triton_red_fused_sum_3")
+    entry = next(e["entry"] for e in tessera._C.cache_list() if e["entry"]
+                 and e["entry"]["kernel"] == "triton_red_fused_sum_3")
+    assert entry["cubins"] == {}
+
+
+def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cache, monkeypatch, tmp_path):
+    failing = tmp_path / "ptxas"
+    failing.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, "
+                       "V13.0.88'; exit 0; fi\necho 'ptxas fatal   : out of registers' >&2\nexit 255\n")
+    failing.chmod(0o755)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton\n"
+            "from inductor_style import generated, contract\n"
+            "from triton.runtime.autotuner import PTXASError\n"
+            "try:\n"
+            "    contract.compile_case(triton, generated, 'triton_red_fused_sum_3')\n"
+            "except PTXASError as e:\n"
+            "    print('PTXASError', e)\n" % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(failing), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("PTXASError triton_red_fused_sum_3: ") and "out of registers" in proc.stdout, \
+        proc.stdout
+
+
 def test_the_specialisation_tessera_compiles(triton, generated, contract):
     spec = triton.compiler.compiler.specialisation
     from triton.compiler.compiler import ASTSource

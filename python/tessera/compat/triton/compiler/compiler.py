@@ -21,9 +21,11 @@ from tessera import _ext
 from tessera import compiler as _compiler
 from tessera._compiled_kernel import CompiledKernel as _TesseraKernel
 from tessera._compiled_kernel import _ptxas_attributes
+from tessera.errors import TesseraError
 from tessera.runtime.driver import GPUTarget
 
 from .. import knobs
+from ..runtime.errors import PTXASError
 
 # Triton's metadata fields (CUDAOptions and the compiler's additions) that Inductor and libraries read.
 KernelMetadata = collections.namedtuple("KernelMetadata", [
@@ -182,9 +184,21 @@ def compile(src, target=None, options=None, _env_vars=None):
               "num_stages": num_stages, "arch": compiled.metadata.arch, "backend": compiled.backend,
               "maxnreg": maxnreg or 0, "fp_fusion": -1 if fp_fusion is None else int(bool(fp_fusion)),
               "debug": debug}
+    _assemble(compiled)
     kernel = CompiledKernel(src, _metadata(compiled, options, debug), compiled.asm["ptx"], recipe)
     kernel._compiled = compiled
     return kernel
+
+
+def _assemble(compiled):
+    """ptxas now, as Triton's compile ends with a cubin: in Inductor's compile workers, in parallel, so
+    that the parent process's _init_handles() only loads what the kernel cache holds. A ptxas failure
+    is Triton's PTXASError (Inductor drops that config)."""
+    device_arch = compiled.metadata.arch[:-1] if compiled.metadata.arch.endswith("a") else compiled.metadata.arch
+    try:
+        compiled._h.assemble(device_arch)
+    except (RuntimeError, TesseraError) as e:
+        raise PTXASError(f"{compiled.name}: {e}") from e
 
 
 def _metadata(compiled, options, debug):

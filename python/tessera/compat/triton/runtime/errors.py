@@ -1,11 +1,11 @@
 """triton.runtime.errors: the exceptions libraries catch, as tessera raises them. PTXASError is
-Triton's "ptxas failed" (torch's Inductor catches it beside OutOfResources); tessera reports ptxas
-failures when it loads a kernel, as a LaunchError, so nothing raises this class."""
+Triton's "ptxas failed" (torch's Inductor catches it beside OutOfResources): triton.compile() raises
+it when ptxas fails on the kernel (tessera's own launches report that as a LaunchError)."""
 from tessera.errors import InterpreterError, OutOfResources, TesseraError
 
 
 class PTXASError(TesseraError):
-    """Triton's exception for a ptxas failure (caught by Inductor; tessera raises LaunchError)."""
+    """Triton's exception for a ptxas failure (triton.compile() raises it; Inductor catches it)."""
 
 
 __all__ = ["InterpreterError", "OutOfResources", "PTXASError"]
