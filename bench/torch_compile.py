@@ -13,8 +13,10 @@ Every measurement runs in a process of its own (the process-wide mode must be on
 imports triton; caches must be cold or warm on purpose), with its own cache folders
 (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, TESSERA_CACHE_DIR):
   compile   cold caches, compile_threads=1: every triton.compile call timed and counted, summed
-            per compiler; for tessera, also that each returned tessera's kernel and that no module
-            of the installed Triton was imported
+            per compiler (PTX to cubin included: Triton's compile and tessera's both run ptxas);
+            CompiledKernel._init_handles timed apart (loading; the static launcher stock uses
+            loads without it); for tessera, also that each returned tessera's kernel and that no
+            module of the installed Triton was imported
   cold      cold caches, Inductor's default compile workers: the first call (forward + backward,
             or the first training step) in wall time; outputs and gradients saved
   warm      a new process on the caches `cold` filled: the first call again, then the steady-state
@@ -274,6 +276,18 @@ def child_main(job):
             return result
 
         triton.compile = timed_compile
+        loads = []  # CompiledKernel._init_handles (loading on the GPU; Triton's static launcher skips it)
+        from triton.compiler import CompiledKernel
+        original_init_handles = CompiledKernel._init_handles
+
+        def timed_init_handles(self, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original_init_handles(self, *args, **kwargs)
+            finally:
+                loads.append(time.perf_counter() - t0)
+
+        CompiledKernel._init_handles = timed_init_handles
         compiled_obj, inputs, grad_out, dtype, notes = _build(torch, model, job["quick"])
         out["notes"] += notes
         out["dtype"] = dtype
@@ -297,6 +311,7 @@ def child_main(job):
         out["compile_s"] = sum(t for _, t, _ in compiles)
         out["compiled_kernels"] = sorted({n for n, _, _ in compiles})
         out["compiled_by"] = sorted({m for _, _, m in compiles})
+        out["load_s"] = sum(loads)
         if measure in ("warm", "graphs"):
             rounds, iters = (3, 10) if job["quick"] else (7, 30)
             times = []
@@ -465,9 +480,9 @@ def main(argv=None):
             rows.append((model, "reduce-overhead", per))
 
     print()
-    print("| model | mode | provider | kernels compiled | compile sum (s) | cold first call (s) | warm first call "
-          "(s, new process) | step (ms) | nothing reached Triton | matches stock |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| model | mode | provider | kernels compiled | compile sum (s) | load sum (s) | cold first call (s) | "
+          "warm first call (s, new process) | step (ms) | nothing reached Triton | matches stock |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for model, mode, per in rows:
         for provider in providers:
             p = per.get(provider, {})
@@ -503,6 +518,7 @@ def main(argv=None):
             if graphs:
                 step_text += f" (cudagraph skips: {graphs.get('cudagraph_skips')})"
             print(f"| {model} | {mode} | {provider} | {kernels or '-'} | {fmt(c and c['compile_s'], digits=3)} | "
+                  f"{fmt(c and c.get('load_s'), digits=3)} | "
                   f"{fmt((cold or graphs) and (cold or graphs)['first_call_s'])} | "
                   f"{fmt(warm and warm['first_call_s'])} | {step_text} | {clean} | {match} |")
     print()
