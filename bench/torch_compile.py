@@ -257,8 +257,10 @@ def child_main(job):
             tessera.compat.install(process_wide=True)  # before torch imports triton
         import torch
         import torch._inductor.config as inductor_config
-        if provider == "tessera":
-            inductor_config.use_static_cuda_launcher = False  # docs/torch-compile.md, "Launching"
+        if provider == "tessera":  # docs/torch-compile.md, "Launching" (the option's name depends on the release)
+            for option in ("use_static_cuda_launcher", "use_static_triton_launcher"):
+                if hasattr(inductor_config, option):
+                    setattr(inductor_config, option, False)
         if measure == "compile":
             inductor_config.compile_threads = 1  # every triton.compile in this process, to time it
         torch.backends.cuda.matmul.allow_tf32 = False

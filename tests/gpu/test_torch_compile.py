@@ -26,7 +26,9 @@ import tessera.compat
 tessera.compat.install(process_wide=True)
 import torch, torch.nn as nn, torch.nn.functional as F
 import torch._inductor.config as cfg
-cfg.use_static_cuda_launcher = False
+for option in ("use_static_cuda_launcher", "use_static_triton_launcher"):  # by release
+    if hasattr(cfg, option):
+        setattr(cfg, option, False)
 cfg.compile_threads = THREADS
 import triton
 calls = []
