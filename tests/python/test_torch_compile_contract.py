@@ -444,3 +444,32 @@ def test_the_compiled_kernel_pickles_on_its_own(triton, generated, contract, cac
     assert copy.metadata == k.metadata and copy.asm["ptx"] == k.asm["ptx"]
     copy._init_handles()
     assert copy.n_regs == k._compiled.n_regs
+
+
+def test_the_kernel_crosses_between_processes(cache, tmp_path):
+    """A worker process compiles and pickles; another process, which never imports the kernel's module,
+    unpickles it and _init_handles() rebuilds it from the kernel cache."""
+    worker = ("import pickle, sys; sys.path.insert(0, %r)\n"
+              "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+              "import triton\n"
+              "from inductor_style import generated, contract\n"
+              "k = contract.compile_case(triton, generated, 'triton_per_fused_native_layer_norm_1')\n"
+              "old = contract.prepare_for_pickle(k.src.fn)\n"
+              "open(%r, 'wb').write(pickle.dumps(contract.CompileResult(k)))\n"
+              "print(k.hash)\n" % (HERE, str(tmp_path / "kernel.pickle")))
+    parent = ("import pickle, sys; sys.path.insert(0, %r)\n"
+              "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+              "k = pickle.loads(open(%r, 'rb').read()).kernel\n"
+              "assert 'inductor_style.generated' not in sys.modules\n"
+              "k._init_handles()\n"
+              "print(k.hash, k._compiled._h.from_cache, k.src.fn.arg_names[-1], k.packed_metadata[0], k.n_regs > 0)\n"
+              % (HERE, str(tmp_path / "kernel.pickle")))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.pop("TESSERA_AS_TRITON", None)
+    outputs = []
+    for code in (worker, parent):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout.split())
+    assert outputs[1] == [outputs[0][0], "True", "XBLOCK", "4", "True"]
