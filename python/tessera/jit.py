@@ -323,7 +323,7 @@ class JITFunction(_ext.JitFunctionBase):
         return self._get_handle().cache_info() if self._handle is not None else {"compiled": 0, "loaded": {}}
 
     def __repr__(self):
-        return f"JITFunction({self.fn.__module__}:{self.__qualname__})"
+        return f"JITFunction({self.__module__}:{self.__qualname__})"  # also without its function (unpickled)
 
     # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
     # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
@@ -370,7 +370,10 @@ class JITFunction(_ext.JitFunctionBase):
     @__globals__.setter
     def __globals__(self, value):
         """Settable as Triton's attribute is (Inductor sets None before pickling, and back after)."""
-        self._globals = value
+        if self.fn is not None and value is self.fn.__globals__:
+            self.__dict__.pop("_globals", None)  # back to the function's own
+        else:
+            self._globals = value
 
     @property
     def module(self):

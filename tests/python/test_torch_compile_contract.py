@@ -405,8 +405,9 @@ def test_jitfunction_pickles_as_inductor_prepares_it(triton, generated, contract
         copy = pickle.loads(pickle.dumps(fn))
     finally:
         contract.restore_after_unpickle(fn, old)
-    assert fn.__globals__ is generated.__dict__ and fn.fn is not None
+    assert fn.__globals__ is generated.__dict__ and fn.fn is not None and "_globals" not in fn.__dict__
     assert copy is not fn and copy.fn is None and copy.__name__ == fn.__name__
+    assert repr(copy) == "JITFunction(inductor_style.generated:triton_per_fused__softmax_2)" == repr(fn)
     assert copy.arg_names == names and copy.constexprs == constexprs == [4]
     assert copy.params[4].is_constexpr and copy.params[0].name == "in_ptr0"
     # torch's triton_helpers.get_constexprs(kernel)
