@@ -176,6 +176,11 @@ std::vector<char> Kernel::cubin(int device) const {
   return it == impl.devices.end() ? std::vector<char>{} : it->second->cubin;
 }
 
+const rt::LoadedKernel *Kernel::lastLoaded() const {
+  const Impl::PerDevice *last = state().last.load(std::memory_order_acquire);
+  return last ? &last->kernel : nullptr;
+}
+
 void Kernel::launch(rt::Grid grid, void **args, CUstream stream) const {
   const Impl &impl = state();
   if (const Impl::PerDevice *last = impl.last.load(std::memory_order_acquire))

@@ -77,6 +77,9 @@ public:
   const rt::LoadedKernel &load(int device = rt::kCurrentDevice) const;
   // The cubin linked for `device` (empty until load() for that device).
   std::vector<char> cubin(int device = rt::kCurrentDevice) const;
+  // The kernel load() returned last (any device; nullptr before the first load): launch paths that
+  // know their device compare it and skip load()'s lock and lookup.
+  const rt::LoadedKernel *lastLoaded() const;
   // Runs ptxas for devices of `deviceArch` ("sm_90") now, without a GPU or a driver, and keeps the
   // cubin with the kernel and in its disk-cache entry: a later load() on such a device, in this
   // process or another, only loads it (torch.compile's workers compile so, docs/torch-compile.md).

@@ -214,7 +214,29 @@ void registerCompile(py::module_ &m) {
           [](const std::shared_ptr<CompiledEntry> &e, py::handle grid, py::tuple args, py::handle stream) {
             launchCompiled(e, grid, args, stream);
           },
-          py::arg("grid"), py::arg("args"), py::arg("stream") = py::none());
+          py::arg("grid"), py::arg("args"), py::arg("stream") = py::none())
+      .def(
+          "run_triton_order",
+          [](const std::shared_ptr<CompiledEntry> &e, py::args a) {
+            // Triton's CompiledKernel.run(grid_0, grid_1, grid_2, stream, function, packed_metadata,
+            // launch_metadata, launch_enter_hook, launch_exit_hook, *args): what torch's Inductor calls.
+            constexpr size_t kFixed = 9;
+            if (a.size() < kFixed)
+              throw py::type_error(e->kernel.name() + ".run() takes grid_0, grid_1, grid_2, stream, function, "
+                                   "packed_metadata, launch_metadata, launch_enter_hook, launch_exit_hook and the "
+                                   "kernel's arguments; " + std::to_string(a.size()) + " given");
+            py::tuple grid = py::make_tuple(a[0], a[1], a[2]);
+            py::handle launchMetadata = a[6], enter = a[7], exitHook = a[8];
+            py::tuple args = py::reinterpret_steal<py::tuple>(PyTuple_GetSlice(a.ptr(), kFixed, a.size()));
+            if (!args) throw py::error_already_set();
+            if (!enter.is_none()) enter(launchMetadata);
+            launchCompiled(e, grid, args, a[3]);
+            if (!exitHook.is_none()) exitHook(launchMetadata);
+          },
+          "Launches with Triton's CompiledKernel.run argument order (the compatibility mode's run, "
+          "docs/torch-compile.md): the grid, the stream, three values it does not need, the launch "
+          "metadata, the enter and exit hooks (called with it when not None), then every parameter or the "
+          "runtime ones.");
 
   m.def(
       "compile",

@@ -400,16 +400,24 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   const Kernel &kernel = entry->kernel;
   const std::vector<ArgSpec> &sig = kernel.signature();
   const std::string &name = kernel.name();
-  std::vector<size_t> runtimeParams; // indices into entry->params
   auto compiledForNone = [&](size_t i) { // a runtime parameter specialised as None
     auto it = entry->constexprs.find(entry->params[i].name);
     return it != entry->constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
   };
-  for (size_t i = 0; i < entry->params.size(); ++i)
-    if (!entry->params[i].isConstexpr && !compiledForNone(i)) runtimeParams.push_back(i);
-    else if (!entry->params[i].isConstexpr && args.size() == entry->params.size() && !args[i].is_none())
-      throw py::type_error(name + "(): argument '" + entry->params[i].name +
-                           "' must be None: the kernel was compiled for None there");
+  if (!entry->runtimeParamsKnown) {
+    for (size_t i = 0; i < entry->params.size(); ++i) {
+      if (entry->params[i].isConstexpr) continue;
+      if (compiledForNone(i)) entry->hasNoneParams = true;
+      else entry->runtimeParams.push_back(i);
+    }
+    entry->runtimeParamsKnown = true;
+  }
+  const std::vector<size_t> &runtimeParams = entry->runtimeParams; // indices into entry->params
+  if (entry->hasNoneParams && args.size() == entry->params.size())
+    for (size_t i = 0; i < entry->params.size(); ++i)
+      if (!entry->params[i].isConstexpr && !args[i].is_none() && compiledForNone(i))
+        throw py::type_error(name + "(): argument '" + entry->params[i].name +
+                             "' must be None: the kernel was compiled for None there");
   const size_t n = args.size();
   const bool all = n == entry->params.size();
   if (!all && n != sig.size()) {
@@ -450,8 +458,8 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     return meta;
   });
   device = resolveDevice(device);
-  const rt::LoadedKernel *loaded = nullptr;
-  {
+  const rt::LoadedKernel *loaded = kernel.lastLoaded();
+  if (!loaded || loaded->device() != device) { // first launch on this device: load (maybe compile) it
     py::gil_scoped_release nogil;
     loaded = &kernel.load(device);
   }

@@ -117,6 +117,10 @@ def test_bad_arguments_stop_before_the_driver(fake, triton, generated, contract)
     with pytest.raises(TypeError, match=r"triton_per_fused__softmax_2\(\) takes 4 arguments"):
         k.run(1, 1, 1, 0, k.function, k.packed_metadata, None, None, None, x, out, 16)
     assert fake.count == count
+    with pytest.raises(TypeError, match=r"triton_per_fused__softmax_2.run\(\) takes grid_0, grid_1, grid_2, stream, "
+                                        r".*; 4 given"):
+        k.run(1, 1, 1, 0)
+    assert fake.count == count
     k[(2,)](x, out, 16, 32)
     assert fake.last()["grid"] == (2, 1, 1) and fake.last()["block"] == (64, 1, 1)
 

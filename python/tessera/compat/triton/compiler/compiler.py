@@ -242,7 +242,7 @@ class CompiledKernel:
     launch_enter_hook = None
     launch_exit_hook = None
 
-    __slots__ = ("__dict__", "_compiled", "_launch")
+    __slots__ = ("__dict__", "_compiled", "_launch", "_run")
 
     def __init__(self, src, metadata, ptx, recipe):
         self.src = src
@@ -288,13 +288,14 @@ class CompiledKernel:
         self.n_spills = kernel.n_spills
         self.n_max_threads = kernel.n_max_threads
         self.function = 0  # run() takes it and ignores it: tessera's launch finds the loaded function itself
+        self._run = kernel._h.run_triton_order
         self._launch = kernel._h.launch
 
     @property
     def run(self):
-        """The launcher, with Triton's argument order (the class docstring)."""
+        """The launcher, with Triton's argument order (the class docstring): one C++ call."""
         self._init_handles()
-        return functools.partial(_run, self._launch)
+        return self._run
 
     @property
     def kernel(self):
@@ -325,15 +326,6 @@ class CompiledKernel:
 
     def __repr__(self):
         return f"CompiledKernel({self.name}, hash={self.hash[:12]}, metadata={self.metadata})"
-
-
-def _run(launch, grid_0, grid_1, grid_2, stream, function, packed_metadata, launch_metadata,
-         launch_enter_hook, launch_exit_hook, *args):
-    if launch_enter_hook is not None:
-        launch_enter_hook(launch_metadata)
-    launch((grid_0, grid_1, grid_2), args, stream)
-    if launch_exit_hook is not None:
-        launch_exit_hook(launch_metadata)
 
 
 @functools.lru_cache(None)
