@@ -7,6 +7,9 @@ statement loads tessera and turns on its compatibility mode (tessera.compat.inst
 docs/compatibility.md). Importing tessera waits until then: a program that never
 imports triton never loads the compiler. Nothing here raises: a failure is one
 line on stderr, and `import triton` then behaves as without tessera.
+
+TESSERA_AS_TRITON=all asks for the process-wide mode instead (torch.compile on tessera,
+docs/torch-compile.md): the first lookup of `triton` by anyone, torch included, turns it on.
 """
 import os
 
@@ -50,7 +53,39 @@ def _hand_over_on_first_triton_import():
     builtins.__import__ = first_triton_import
 
 
-if requested():
+class _ProcessWideOnFirstLookup:
+    """TESSERA_AS_TRITON=all: the first lookup of `triton` (an import statement, importlib, find_spec:
+    torch's too) turns on tessera's process-wide mode (tessera.compat.install(process_wide=True),
+    docs/torch-compile.md) and answers with its module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        import sys
+        if fullname != "triton" and not fullname.startswith("triton."):
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        try:
+            import tessera.compat
+            tessera.compat.install(process_wide=True)
+            return tessera.compat.process_wide_finder().find_spec(fullname, path, target)
+        except Exception as e:  # noqa: BLE001  (never break the program: plain imports instead)
+            print(f"tessera: {ENVIRONMENT_VARIABLE}=all is set but tessera's process-wide Triton compatibility "
+                  f"mode could not start ({type(e).__name__}: {e}); `import triton` imports Triton", file=sys.stderr)
+            return None
+
+
+def process_wide_requested():
+    """True when TESSERA_AS_TRITON=all asks for the process-wide mode (torch.compile on tessera)."""
+    return os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() == "all"
+
+
+if process_wide_requested():
+    try:
+        import sys
+        sys.meta_path.insert(0, _ProcessWideOnFirstLookup())
+    except Exception:  # noqa: BLE001  (a .pth line must never stop the interpreter)
+        pass
+elif requested():
     try:
         _hand_over_on_first_triton_import()
     except Exception:  # noqa: BLE001  (a .pth line must never stop the interpreter)

@@ -11,14 +11,14 @@ namespace tessera::rt {
 
 namespace {
 
-// The architecture ptxas compiles for: the PTX's own target where it is arch-
-// or family-specific (sm_90a PTX cannot run as plain sm_90), else the device's.
-std::string sassArch(const std::string &ptx, int device) {
-  if (std::optional<Arch> own = ptxTarget(ptx); own && own->suffix) return own->str();
-  return deviceProperties(device).arch();
-}
+std::string sassArch(const std::string &ptx, int device) { return sassArchFor(ptx, deviceProperties(device).arch()); }
 
 } // namespace
+
+std::string sassArchFor(const std::string &ptx, const std::string &deviceArch) {
+  if (std::optional<Arch> own = ptxTarget(ptx); own && own->suffix) return own->str();
+  return deviceArch;
+}
 
 std::string JitPlan::describe() const {
   switch (mode) {

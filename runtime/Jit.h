@@ -35,6 +35,10 @@ struct JitPlan {
 // or for ptxas asked for by name where none is found.
 JitPlan jitPlan();
 
+// The architecture ptxas compiles `ptx` for on a device of `deviceArch` ("sm_90"): the PTX's own
+// target where it is arch- or family-specific (sm_90a PTX cannot run as plain sm_90), else the device's.
+std::string sassArchFor(const std::string &ptx, const std::string &deviceArch);
+
 // Loads `ptx` as `plan` says into the context of `device`, with loadKernel's
 // checks. *cubin gets the cubin loaded, or stays empty when the driver compiled
 // the PTX itself (whole, or the fallback).

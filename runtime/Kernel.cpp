@@ -93,6 +93,39 @@ unsigned Kernel::numWarps() const { return state().compiled.numWarps; }
 unsigned Kernel::sharedBytes() const { return state().compiled.sharedBytes; }
 const std::vector<ArgSpec> &Kernel::signature() const { return state().signature; }
 
+void Kernel::keepCubin(const std::string &tag, std::string bytes) const {
+  const Impl &impl = state();
+  bool replaced = false;
+  for (auto &[t, b] : impl.cubins)
+    if (t == tag) b = bytes, replaced = true;
+  if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
+  cache::Entry stored;
+  stored.key = impl.key.text;
+  stored.kernelName = impl.compiled.name;
+  stored.arch = impl.arch;
+  stored.signature = cache::signatureKey(impl.signature);
+  stored.numWarps = impl.compiled.numWarps;
+  stored.numStages = impl.numStages;
+  stored.sharedBytes = impl.compiled.sharedBytes;
+  stored.ptx = impl.compiled.ptx;
+  stored.cubins = impl.cubins;
+  cache::DiskCache().store(impl.key, stored);
+}
+
+bool Kernel::assembleFor(const std::string &deviceArch) const {
+  const Impl &impl = state();
+  const rt::JitPlan plan = rt::jitPlan();
+  if (!impl.key || plan.mode != rt::JitPlan::Ptxas || impl.compiled.ptx.empty()) return false;
+  const std::string tag = cache::cubinTag(deviceArch, plan.cubinCompiler());
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  for (const auto &[t, bytes] : impl.cubins)
+    if (t == tag) return true;
+  std::vector<char> cubin =
+      rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, rt::sassArchFor(impl.compiled.ptx, deviceArch), impl.compiled.name);
+  keepCubin(tag, std::string(cubin.begin(), cubin.end()));
+  return true;
+}
+
 const rt::LoadedKernel &Kernel::load(int device) const {
   const Impl &impl = state();
   if (impl.compiled.ptx.empty())
@@ -132,24 +165,7 @@ const rt::LoadedKernel &Kernel::load(int device) const {
     rt::StepTimer assembling(rt::Step::Assemble); // PTX -> SASS and the load
     entry->kernel = rt::loadPtx(plan, impl.compiled.ptx, impl.compiled.name, static_cast<int>(impl.compiled.numWarps),
                                 impl.compiled.sharedBytes, ordinal, &entry->cubin);
-    if (!entry->cubin.empty() && !tag.empty()) {
-      std::string bytes(entry->cubin.begin(), entry->cubin.end());
-      bool replaced = false;
-      for (auto &[t, b] : impl.cubins)
-        if (t == tag) b = bytes, replaced = true;
-      if (!replaced) impl.cubins.emplace_back(tag, std::move(bytes));
-      cache::Entry stored;
-      stored.key = impl.key.text;
-      stored.kernelName = impl.compiled.name;
-      stored.arch = impl.arch;
-      stored.signature = cache::signatureKey(impl.signature);
-      stored.numWarps = impl.compiled.numWarps;
-      stored.numStages = impl.numStages;
-      stored.sharedBytes = impl.compiled.sharedBytes;
-      stored.ptx = impl.compiled.ptx;
-      stored.cubins = impl.cubins;
-      cache::DiskCache().store(impl.key, stored);
-    }
+    if (!entry->cubin.empty() && !tag.empty()) keepCubin(tag, std::string(entry->cubin.begin(), entry->cubin.end()));
   }
   const rt::LoadedKernel &out = entry->kernel;
   impl.last.store(entry.get(), std::memory_order_release);
@@ -163,6 +179,11 @@ std::vector<char> Kernel::cubin(int device) const {
   std::lock_guard<std::mutex> lock(impl.mutex);
   auto it = impl.devices.find(guard.device());
   return it == impl.devices.end() ? std::vector<char>{} : it->second->cubin;
+}
+
+const rt::LoadedKernel *Kernel::lastLoaded() const {
+  const Impl::PerDevice *last = state().last.load(std::memory_order_acquire);
+  return last ? &last->kernel : nullptr;
 }
 
 void Kernel::launch(rt::Grid grid, void **args, CUstream stream) const {

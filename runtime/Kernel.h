@@ -77,6 +77,15 @@ public:
   const rt::LoadedKernel &load(int device = rt::kCurrentDevice) const;
   // The cubin linked for `device` (empty until load() for that device).
   std::vector<char> cubin(int device = rt::kCurrentDevice) const;
+  // The kernel load() returned last (any device; nullptr before the first load): launch paths that
+  // know their device compare it and skip load()'s lock and lookup.
+  const rt::LoadedKernel *lastLoaded() const;
+  // Runs ptxas for devices of `deviceArch` ("sm_90") now, without a GPU or a driver, and keeps the
+  // cubin with the kernel and in its disk-cache entry: a later load() on such a device, in this
+  // process or another, only loads it (torch.compile's workers compile so, docs/torch-compile.md).
+  // False, doing nothing, when the PTX JIT is not ptxas (TESSERA_JIT, none found) or the kernel is
+  // not in the disk cache; a ptxas failure is an rt::Error.
+  bool assembleFor(const std::string &deviceArch) const;
 
   // Launches on the current device (loading the kernel there on first use)
   // with cuLaunchKernel's argument array: one pointer per runtime parameter,
@@ -109,6 +118,8 @@ private:
                               const std::map<std::string, ConstexprValue> &, const CompileOptions &, bool *);
   struct Impl;
   const Impl &state() const; // throws std::logic_error when empty
+  // Keeps the cubin of `tag` and writes the disk-cache entry again with it (impl's mutex held).
+  void keepCubin(const std::string &tag, std::string bytes) const;
   std::shared_ptr<Impl> impl_;
 };
 

@@ -156,6 +156,11 @@ struct CompiledEntry {
   unsigned maxRegisters = 0; // maxnreg (0: none)
   int fpFusion = -1;         // enable_fp_fusion (-1: TESSERA_FP_FUSION)
   std::string backend; // as asked for ("" = TESSERA_BACKEND); kernel.compiled().backend is the resolved one
+  // The runtime parameters' indices into params (not constexpr, not specialised as None), made by
+  // the first launch (launchCompiled, under the GIL).
+  mutable std::vector<size_t> runtimeParams;
+  mutable bool runtimeParamsKnown = false;
+  mutable bool hasNoneParams = false; // some runtime parameter was specialised as None
 };
 
 // Launches `entry` with the values of its runtime parameters (`args` gives

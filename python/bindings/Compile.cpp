@@ -200,17 +200,49 @@ void registerCompile(py::module_ &m) {
           },
           py::arg("device") = rt::kCurrentDevice, "The cubin linked for the device (b'' before load()).")
       .def(
+          "assemble",
+          [](const CompiledEntry &e, const std::string &deviceArch) {
+            py::gil_scoped_release nogil; // ptxas runs as a subprocess: threads compile in parallel
+            return e.kernel.assembleFor(deviceArch);
+          },
+          py::arg("device_arch"),
+          "Runs ptxas now for devices of device_arch ('sm_90'), without a GPU, and keeps the cubin in "
+          "the kernel cache, so that loading on such a device only loads it. False when the PTX JIT is "
+          "not ptxas or the kernel is not cached.")
+      .def(
           "launch",
           [](const std::shared_ptr<CompiledEntry> &e, py::handle grid, py::tuple args, py::handle stream) {
             launchCompiled(e, grid, args, stream);
           },
-          py::arg("grid"), py::arg("args"), py::arg("stream") = py::none());
+          py::arg("grid"), py::arg("args"), py::arg("stream") = py::none())
+      .def(
+          "run_triton_order",
+          [](const std::shared_ptr<CompiledEntry> &e, py::args a) {
+            // Triton's CompiledKernel.run(grid_0, grid_1, grid_2, stream, function, packed_metadata,
+            // launch_metadata, launch_enter_hook, launch_exit_hook, *args): what torch's Inductor calls.
+            constexpr size_t kFixed = 9;
+            if (a.size() < kFixed)
+              throw py::type_error(e->kernel.name() + ".run() takes grid_0, grid_1, grid_2, stream, function, "
+                                   "packed_metadata, launch_metadata, launch_enter_hook, launch_exit_hook and the "
+                                   "kernel's arguments; " + std::to_string(a.size()) + " given");
+            py::tuple grid = py::make_tuple(a[0], a[1], a[2]);
+            py::handle launchMetadata = a[6], enter = a[7], exitHook = a[8];
+            py::tuple args = py::reinterpret_steal<py::tuple>(PyTuple_GetSlice(a.ptr(), kFixed, a.size()));
+            if (!args) throw py::error_already_set();
+            if (!enter.is_none()) enter(launchMetadata);
+            launchCompiled(e, grid, args, a[3]);
+            if (!exitHook.is_none()) exitHook(launchMetadata);
+          },
+          "Launches with Triton's CompiledKernel.run argument order (the compatibility mode's run, "
+          "docs/torch-compile.md): the grid, the stream, three values it does not need, the launch "
+          "metadata, the enter and exit hooks (called with it when not None), then every parameter or the "
+          "runtime ones.");
 
   m.def(
       "compile",
       [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
          py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
-         std::string arch, std::string backend, unsigned maxRegisters) {
+         std::string arch, std::string backend, unsigned maxRegisters, int fpFusion, bool debug) {
         if (!isBackendName(backend))
           throw py::value_error("backend must be 'llvm' or 'nvrtc', got '" + backend + "'");
         auto entry = std::make_shared<CompiledEntry>();
@@ -229,9 +261,12 @@ void registerCompile(py::module_ &m) {
         options.arch = arch.empty() ? targetArch(rt::kCurrentDevice) : arch;
         options.backend = backend;
         options.maxRegisters = maxRegisters;
+        options.fpFusion = fpFusion;
+        options.debug = debug;
         entry->numWarps = numWarps;
         entry->numStages = numStages;
         entry->maxRegisters = maxRegisters;
+        entry->fpFusion = fpFusion;
         entry->backend = backend;
         {
           py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
@@ -242,8 +277,10 @@ void registerCompile(py::module_ &m) {
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
       py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
       py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "", py::arg("maxnreg") = 0,
+      py::arg("fp_fusion") = -1, py::arg("debug") = false,
       "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's; backend "
-      "'llvm', 'nvrtc' or '' for TESSERA_BACKEND).");
+      "'llvm', 'nvrtc' or '' for TESSERA_BACKEND; fp_fusion -1: TESSERA_FP_FUSION decides, 0 off, 1 on; "
+      "debug: tl.device_assert checked, as TESSERA_DEBUG).");
 
   m.def(
       "nvrtc_status",

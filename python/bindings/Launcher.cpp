@@ -358,21 +358,72 @@ static void checkSpecialisation(uint64_t bits, const ArgSpec &spec, const std::s
                           ", but the kernel was compiled for the value 1 (':1' in its signature)");
 }
 
+namespace {
+
+// One argument of a compiled kernel's launch: kernel[grid]'s fast classification (JitKernel.h) where it
+// gives exactly the parameter's type (a torch tensor of its dtype, an int for an i32 or i64, a float
+// for an fp32), convertArgument's conversions and errors otherwise. torch.compile launches every
+// Inductor kernel through here (docs/torch-compile.md).
+Arg compiledArgument(py::handle value, const ArgSpec &want, const std::string &kernel, const std::string &param) {
+  FastArg f;
+  if (!want.type.isTensorDesc() && classifyFast(value.ptr(), false, f)) {
+    const bool pointer = (f.flags & 1) != 0;
+    const auto scalar = static_cast<ir::ScalarType>(f.scalar);
+    Arg a;
+    a.spec = want;
+    a.device = f.device;
+    a.torch = f.torch;
+    if (pointer && want.type.pointer && scalar == want.type.scalar) {
+      a.bits = f.bits;
+      return a;
+    }
+    if (!pointer && !want.type.pointer) {
+      const bool isInt = scalar == ir::ScalarType::I32 || scalar == ir::ScalarType::I64;
+      if (isInt && want.type.scalar == ir::ScalarType::I32 && scalar == ir::ScalarType::I32) {
+        a.bits = f.bits;
+        return a;
+      }
+      if (isInt && want.type.scalar == ir::ScalarType::I64) {
+        long long v = 0;
+        if (exactIntValue(value.ptr(), v)) {
+          std::memcpy(&a.bits, &v, sizeof v);
+          return a;
+        }
+      }
+      if (scalar == ir::ScalarType::F32 && want.type.scalar == ir::ScalarType::F32) {
+        a.bits = f.bits;
+        return a;
+      }
+    }
+  }
+  return convertArgument(value, want, kernel, param);
+}
+
+} // namespace
+
 void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid, py::tuple args,
                     py::handle stream) {
   const Kernel &kernel = entry->kernel;
   const std::vector<ArgSpec> &sig = kernel.signature();
   const std::string &name = kernel.name();
-  std::vector<size_t> runtimeParams; // indices into entry->params
   auto compiledForNone = [&](size_t i) { // a runtime parameter specialised as None
     auto it = entry->constexprs.find(entry->params[i].name);
     return it != entry->constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
   };
-  for (size_t i = 0; i < entry->params.size(); ++i)
-    if (!entry->params[i].isConstexpr && !compiledForNone(i)) runtimeParams.push_back(i);
-    else if (!entry->params[i].isConstexpr && args.size() == entry->params.size() && !args[i].is_none())
-      throw py::type_error(name + "(): argument '" + entry->params[i].name +
-                           "' must be None: the kernel was compiled for None there");
+  if (!entry->runtimeParamsKnown) {
+    for (size_t i = 0; i < entry->params.size(); ++i) {
+      if (entry->params[i].isConstexpr) continue;
+      if (compiledForNone(i)) entry->hasNoneParams = true;
+      else entry->runtimeParams.push_back(i);
+    }
+    entry->runtimeParamsKnown = true;
+  }
+  const std::vector<size_t> &runtimeParams = entry->runtimeParams; // indices into entry->params
+  if (entry->hasNoneParams && args.size() == entry->params.size())
+    for (size_t i = 0; i < entry->params.size(); ++i)
+      if (!entry->params[i].isConstexpr && !args[i].is_none() && compiledForNone(i))
+        throw py::type_error(name + "(): argument '" + entry->params[i].name +
+                             "' must be None: the kernel was compiled for None there");
   const size_t n = args.size();
   const bool all = n == entry->params.size();
   if (!all && n != sig.size()) {
@@ -390,7 +441,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
     const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
     py::handle value = args[all ? param : j];
-    Arg a = convertArgument(value, sig[j], name, pname);
+    Arg a = compiledArgument(value, sig[j], name, pname);
     if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
       a.bits = reinterpret_cast<uint64_t>(
           encodedTensorMap(*tensorDescOf(value.ptr()), name, pname, param, entry->params.size()));
@@ -413,8 +464,8 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     return meta;
   });
   device = resolveDevice(device);
-  const rt::LoadedKernel *loaded = nullptr;
-  {
+  const rt::LoadedKernel *loaded = kernel.lastLoaded();
+  if (!loaded || loaded->device() != device) { // first launch on this device: load (maybe compile) it
     py::gil_scoped_release nogil;
     loaded = &kernel.load(device);
   }

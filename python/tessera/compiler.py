@@ -20,7 +20,7 @@ from .jit import JITFunction, _check_backend, compose
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
-            backend=None, maxnreg=None):
+            backend=None, maxnreg=None, enable_fp_fusion=None, debug=False):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
     fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
@@ -30,6 +30,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
     maxnreg: at most this many registers a thread (PTX .maxnreg, 16..255), e.g. to keep two CTAs
     on an SM; None: ptxas's choice.
+    enable_fp_fusion: a * b + c as one fused multiply-add (None: TESSERA_FP_FUSION, default on);
+    debug: tl.device_assert is checked (as TESSERA_DEBUG=1).
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
     _check_options(signature, constexprs, num_warps, num_stages, target, kernel, maxnreg)
@@ -60,7 +62,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
         constexprs = {**_constexpr_defaults(fn), **(constexprs or {})}
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
-                                    num_warps, num_stages, target or "", backend, maxnreg or 0))
+                                    num_warps, num_stages, target or "", backend, maxnreg or 0,
+                                    -1 if enable_fp_fusion is None else int(bool(enable_fp_fusion)), bool(debug)))
 
 
 

@@ -106,6 +106,9 @@ class JITFunction(_ext.JitFunctionBase):
         self.interpret = _env.flag("TESSERA_INTERPRET") if interpret is None else bool(interpret)
         self._interpreter = None
         self._backend = _check_backend(options.get("backend"))
+        # Triton's JITFunction attribute: the global values a kernel read, which Triton checks before
+        # reusing a compile. tessera compiles from the file's text, whose globals the source rule hashes.
+        self.used_global_vals = {}
 
     @property
     def interpret(self):
@@ -231,6 +234,8 @@ class JITFunction(_ext.JitFunctionBase):
     @property
     def params(self):
         """[KernelParam(name, is_constexpr, has_default)] of the kernel's parameters (tuples)."""
+        if self.fn is None:
+            return self._params_without_function()
         handle = self._get_handle()
         if self.__dict__.get("_params_of") is not handle:
             import inspect
@@ -248,6 +253,15 @@ class JITFunction(_ext.JitFunctionBase):
                     do_not_specialize_on_alignment=p[0] in dnsa or num in dnsa))
             self._params_of = handle
         return self._kernel_params
+
+    def _params_without_function(self):
+        """params of a JITFunction unpickled without its Python function (torch's Inductor drops it
+        before sending a kernel back from a compile worker: docs/torch-compile.md)."""
+        params = self.__dict__.get("_kernel_params")
+        if params is None:
+            raise RuntimeError(f"{self.__name__}: this JITFunction has no Python function (it was pickled "
+                               "without one) and no parameters were read before")
+        return params
 
     @property
     def arg_names(self):
@@ -326,12 +340,27 @@ class JITFunction(_ext.JitFunctionBase):
         return self._get_handle().cache_info() if self._handle is not None else {"compiled": 0, "loaded": {}}
 
     def __repr__(self):
-        return f"JITFunction({self.fn.__module__}:{self.__qualname__})"
+        return f"JITFunction({self.__module__}:{self.__qualname__})"  # also without its function (unpickled)
+
+    # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
+    # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
+    _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock")
+    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None}  # made again on first use
 
     def __getstate__(self):
-        # copy.copy() and pickle: the instance dict (the C base's _direct is not state;
-        # a copy asks _subscript again on its first kernel[grid]).
-        return dict(self.__dict__)
+        # The C base's _direct is not state either: a copy asks _subscript again on its first kernel[grid].
+        if self.fn is not None and "_kernel_params" not in self.__dict__ and _ext.C is not None:
+            self.params  # read while the function is here: an unpickled copy may come without it
+        state = {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
+        state.update(self._RUNTIME_HANDLES)
+        if self.fn is None:  # dropped by the owner (Inductor's prepare_for_pickle): so is its alias
+            state.pop("__wrapped__", None)
+        return state
+
+    def repr(self, _=None):
+        """Triton's JITFunction.repr(specialization): the kernel's name (Inductor calls it before
+        pickling)."""
+        return self.__name__
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
@@ -353,7 +382,17 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def __globals__(self):
+        if "_globals" in self.__dict__:
+            return self._globals
         return self.fn.__globals__
+
+    @__globals__.setter
+    def __globals__(self, value):
+        """Settable as Triton's attribute is (Inductor sets None before pickling, and back after)."""
+        if self.fn is not None and value is self.fn.__globals__:
+            self.__dict__.pop("_globals", None)  # back to the function's own
+        else:
+            self._globals = value
 
     @property
     def module(self):

@@ -27,6 +27,15 @@ class CudaDriver:
     def __init__(self):
         self.utils = _Utils()
 
+    @staticmethod
+    def is_active():
+        """Whether this back-end drives the GPU of this process (Triton's class check, which torch's
+        Inductor makes through triton.backends.backends[...].driver.is_active())."""
+        try:
+            return bool(_ext.require().driver_available())
+        except ImportError:
+            return False
+
     def is_available(self):
         try:
             return _ext.require().driver_available() and _ext.require().device_count() > 0

@@ -9,14 +9,15 @@ from tessera.autotune import KernelInterface
 from tessera.errors import CompilationError, InterpreterError, OutOfResources
 from tessera.errors import TesseraError as TritonError
 
-from . import backends, errors, runtime
+from . import backends, compiler, errors, knobs, runtime
+from .compiler import compile
 
 # The Triton release whose language and API tessera follows.
 __version__ = "3.6.0"
 
 __all__ = [
-    "autotune", "cdiv", "CompilationError", "Config", "heuristics", "InterpreterError", "jit", "JITFunction",
-    "KernelInterface", "language", "next_power_of_2", "OutOfResources", "reinterpret", "runtime", "set_allocator",
+    "autotune", "cdiv", "compile", "CompilationError", "Config", "heuristics", "InterpreterError", "jit", "JITFunction",
+    "KernelInterface", "knobs", "language", "next_power_of_2", "OutOfResources", "reinterpret", "runtime", "set_allocator",
     "TensorWrapper",
     "TritonError", "testing",
 ]

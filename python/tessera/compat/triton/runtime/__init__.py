@@ -5,6 +5,7 @@ from tessera.jit import JITFunction
 from tessera.runtime.driver import driver  # Triton's DriverConfig object (.active); the module is triton.runtime.driver
 
 from . import autotuner, errors, jit
+from .errors import PTXASError
 
 __all__ = ["autotune", "Autotuner", "Config", "driver", "Heuristics", "heuristics", "InterpreterError",
-           "JITFunction", "KernelInterface", "OutOfResources"]
+           "JITFunction", "KernelInterface", "OutOfResources", "PTXASError"]

@@ -2,4 +2,6 @@
 from tessera.autotune import Autotuner, Config, Heuristics, autotune, heuristics
 from tessera.errors import OutOfResources
 
-__all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics", "OutOfResources"]
+from .errors import PTXASError
+
+__all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics", "OutOfResources", "PTXASError"]
