@@ -17,12 +17,10 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     const unsigned version = feedsOnlyMmaDots(*op);
     if (!version) continue;
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
-    // A read along its dim 0 (fla's k tile, [K, T] with K contiguous) would need a transposed
-    // A tile, which the dots do not read: cp.async would move it element by element. It stays
-    // an ordinary (vectorised) load that the dot stages.
-    const LayoutRef &l = load->operand(0)->layout;
-    if (opIdx == 0 && l && l->kind == Layout::Kind::Blocked && l->order[0] == 0 && load->result()->type.shape[0] > 1)
-      continue;
+    // A read along its dim 0 (fla's k tile, [K, T] with K contiguous) is staged as a transposed
+    // tile, which wgmma reads ("transpose A") and mma.sync does not: there cp.async would move
+    // it element by element, so it stays an ordinary (vectorised) load that the dot stages.
+    if (opIdx == 0 && version != 3 && readAlongDim0(*load)) continue;
     found.push_back({load, op.get(), opIdx, version});
   }
   return found;

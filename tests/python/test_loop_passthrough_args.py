@@ -51,11 +51,27 @@ def test_interpreted_result(use_g, K):
     assert (out == 2 * np.arange(32)).all()
 
 
-@pytest.mark.parametrize("warps", [2, 4])
-def test_m_major_a_stays_a_vector_load(tmp_path, warps):
-    # cp.async would copy an A read along its dim 0 element by element (the dots read no
+def m_major_ptx(tmp_path, warps, bm=64, bn=64, bk=32):
+    return compile_and_assemble(tmp_path, "passthrough_loop.py", "m_major_a_matmul", "*bf16:16,*bf16:16,*fp32:16,i32",
+                                {"BM": bm, "BN": bn, "BK": bk}, extra=["--num-warps", str(warps), "--num-stages", "3"])
+
+
+def test_m_major_a_stays_a_vector_load_for_mma_sync(tmp_path):
+    # cp.async would copy an A read along its dim 0 element by element (mma.sync reads no
     # transposed A tile): it stays a 16-byte load; B is still pipelined.
-    ptx = compile_and_assemble(tmp_path, "passthrough_loop.py", "m_major_a_matmul", "*bf16:16,*bf16:16,*fp32:16,i32",
-                               CX, extra=["--num-warps", str(warps), "--num-stages", "3"])
+    ptx = m_major_ptx(tmp_path, 2)
+    assert "mma.sync" in ptx
     assert not re.search(r"ld\.global(\.\w+)*\.b16", ptx)
     assert "ld.global.v4" in ptx and "cp.async" in ptx
+
+
+@pytest.mark.parametrize("bm, bn, bk, warps", [(64, 64, 32, 4), (128, 64, 64, 8), (128, 128, 32, 4)])
+def test_m_major_a_is_pipelined_for_wgmma(tmp_path, bm, bn, bk, warps):
+    # wgmma reads the transposed tile itself ("transpose A" = 1): A and B both arrive by cp.async
+    # in 16-byte runs (fla's chunk_gated_delta_rule_fwd_h: k). Checked on the GPU by
+    # tests/gpu/test_wgmma_m_major_a.py.
+    ptx = m_major_ptx(tmp_path, warps, bm, bn, bk)
+    wgmmas = re.findall(r"wgmma\.mma_async[^;]*;", ptx)
+    assert wgmmas and all(w.endswith("p, 1, 1, 1, 1;") for w in wgmmas), wgmmas[:2]
+    assert not re.search(r"ld\.global(\.\w+)*\.b16", ptx)
+    assert ptx.count("cp.async.cg.shared.global") >= 4
