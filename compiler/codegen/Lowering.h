@@ -155,6 +155,9 @@ private:
   std::vector<llvm::Value *> applyCombineRegion(ir::Operation &op, llvm::ArrayRef<llvm::Value *> a,
                                                 llvm::ArrayRef<llvm::Value *> b);
   llvm::Value *shuffleXor(llvm::Value *v, unsigned laneMask);
+  enum class ShuffleMode { Xor, Up, Down, Idx };
+  // shfl.sync of any scalar type; laneArg: the lane mask, delta or source lane (i32).
+  llvm::Value *shuffleSync(ShuffleMode mode, llvm::Value *v, llvm::Value *laneArg);
 
   // The rest of triton.language (docs/language.md)
   std::string arch_ = "sm_90a";
@@ -170,6 +173,7 @@ private:
   void lowerShapeOp(ir::Operation &op);
   // Scan.cpp
   void lowerScan(ir::Operation &op);
+  void lowerScanThroughShared(ir::Operation &op); // any layout: log2(n) steps through shared memory
   // Sort.cpp, Gather.cpp, Histogram.cpp: data-dependent moves through shared memory
   void lowerSort(ir::Operation &op);
   llvm::Value *greaterThan(llvm::Value *a, llvm::Value *b, const ir::Type &t); // ordered for floats

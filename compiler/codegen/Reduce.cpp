@@ -18,11 +18,25 @@ namespace tessera::codegen {
 using namespace llvm;
 
 Value *KernelLowering::shuffleXor(Value *v, unsigned laneMask) {
+  return shuffleSync(ShuffleMode::Xor, v, i32(laneMask));
+}
+
+// shfl.sync of a value of any type: 32-bit values as they are, 64-bit ones
+// (and pointers) as two halves, narrower ones widened to 32 bits.
+Value *KernelLowering::shuffleSync(ShuffleMode mode, Value *v, Value *laneArg) {
   Type *type = v->getType();
   auto shuffle32 = [&](Value *x) -> Value * {
     bool isFloat = x->getType()->isFloatTy();
-    Intrinsic::ID id = isFloat ? Intrinsic::nvvm_shfl_sync_bfly_f32 : Intrinsic::nvvm_shfl_sync_bfly_i32;
-    return b_.CreateIntrinsic(id, {}, {i32(-1), x, i32(laneMask), i32(kWarpSize - 1)});
+    Intrinsic::ID id;
+    switch (mode) {
+    case ShuffleMode::Xor: id = isFloat ? Intrinsic::nvvm_shfl_sync_bfly_f32 : Intrinsic::nvvm_shfl_sync_bfly_i32; break;
+    case ShuffleMode::Up: id = isFloat ? Intrinsic::nvvm_shfl_sync_up_f32 : Intrinsic::nvvm_shfl_sync_up_i32; break;
+    case ShuffleMode::Down: id = isFloat ? Intrinsic::nvvm_shfl_sync_down_f32 : Intrinsic::nvvm_shfl_sync_down_i32; break;
+    default: id = isFloat ? Intrinsic::nvvm_shfl_sync_idx_f32 : Intrinsic::nvvm_shfl_sync_idx_i32; break;
+    }
+    // c: the lowest source lane for shfl.up, the highest for the others (one 32-lane segment).
+    Value *clamp = i32(mode == ShuffleMode::Up ? 0 : kWarpSize - 1);
+    return b_.CreateIntrinsic(id, {}, {i32(-1), x, laneArg, clamp});
   };
   if (type->isFloatTy() || type->isIntegerTy(32))
     return shuffle32(v);

@@ -6,7 +6,8 @@
 // of the block with wgmma.mma_async m64nNk16, both operands read by the
 // tensor cores from shared memory through matrix descriptors:
 //   * A, K-major: the pipeline's buffer or scratch in the wgmma tile layout
-//     (compiler/ir/Layout.h, Shared with blockCols), rows in mma order;
+//     (compiler/ir/Layout.h, Shared with blockCols), rows in mma order; or
+//     M-major (a transposed tile of the pipeline, [K][M], "transpose A");
 //   * B, N-major ([K][N] rows, the instruction's "transpose B") or K-major
 //     (a transposed tile, [N][K]).
 // The accumulator registers are the instruction's D fragments, which with
@@ -79,8 +80,13 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   ir::LayoutRef tileA, tileB;
   bool staged;
   dotOperandTiles(op, aBase, tileA, bBase, tileB, staged, /*stageA=*/!aRegLayout);
-  if ((!aRegLayout && (!tileA->blockCols || tileA->transposed)) || !tileB->blockCols)
+  if ((!aRegLayout && !tileA->blockCols) || !tileB->blockCols)
     unsupported(op, "operand tiles are not in the wgmma layout");
+  // A M-major (a transposed tile, [K][M]: A read along its dim 0, fla's k tile), the
+  // instruction's "transpose A"; its 64-row slabs must start on a line block.
+  const bool aMMajor = !aRegLayout && tileA->transposed;
+  if (aMMajor && 64 % tileA->blockCols)
+    unsupported(op, "an M-major A needs line blocks that divide 64 rows");
   const bool bKMajor = tileB->transposed;
   const uint64_t lineA = tileA->blockCols * elemBytes, lineB = tileB->blockCols * elemBytes;
   if (!bKMajor && chunk % tileB->blockCols && chunk != N)
@@ -104,7 +110,9 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   auto descriptor = [&](Value *base, int64_t offsetBytes) -> Value * {
     return offsetBytes ? b_.CreateAdd(base, ConstantInt::get(i64Ty, offsetBytes >> 4)) : base;
   };
-  const uint64_t bitsA = descriptorBits(M * lineA, 8 * lineA, lineA);
+  // Leading byte offset: between line blocks (K-major: of M rows each; M-major: of K rows
+  // each); stride byte offset: between 8-row groups.
+  const uint64_t bitsA = aMMajor ? descriptorBits(K * lineA, 8 * lineA, lineA) : descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
   Value *fieldA = aRegLayout ? nullptr : b_.CreateLShr(sharedAddress32(aBase), 4);
   Value *descB = baseDescriptor(b_.CreateLShr(sharedAddress32(bBase), 4), bitsB);
@@ -140,7 +148,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   }
   // scale-d, scale-a, scale-b, [transpose-a,] transpose-b (fp8: no transpose operands)
   text += ", $" + std::to_string(firstIn + aOperands) + ", p, 1, 1" +
-          (fp8 ? "" : std::string(", ") + (aRegLayout ? "" : "0, ") + (bKMajor ? "0" : "1")) + ";\n}";
+          (fp8 ? "" : std::string(", ") + (aRegLayout ? "" : aMMajor ? "1, " : "0, ") + (bKMajor ? "0" : "1")) + ";\n}";
   cons += "l,r";
   for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
   argTys.push_back(i64Ty);
@@ -178,7 +186,10 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     // Stored row of the slab's first row, times the line length.
     Value *slabRow = b_.CreateMul(b_.CreateAdd(group, i32(s * groups)), i32(64));
     // lineA and the constant part are multiples of 16 bytes.
-    Value *descA = aRegs ? nullptr : baseDescriptor(b_.CreateAdd(fieldA, b_.CreateMul(slabRow, i32(lineA / 16))), bitsA);
+    // K-major: the slab's first stored row; M-major: the line block holding its first column.
+    Value *slabStart = aMMajor ? b_.CreateMul(b_.CreateUDiv(slabRow, i32(tileA->blockCols)), i32(K * lineA / 16))
+                               : b_.CreateMul(slabRow, i32(lineA / 16));
+    Value *descA = aRegs ? nullptr : baseDescriptor(b_.CreateAdd(fieldA, slabStart), bitsA);
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       Regs partialRegs; // this chunk's partial accumulator (`partial` only)
       int64_t sincePromotion = 0;
@@ -187,6 +198,8 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
         std::vector<Value *> args;
         if (aRegs) {
           args = aFragments[s * (K / kStep) + ks];
+        } else if (aMMajor) {
+          args.push_back(descriptor(descA, k0 * lineA)); // stored row k0 of the block
         } else {
           const int64_t kBlock = k0 / tileA->blockCols, kWithin = k0 % tileA->blockCols;
           args.push_back(descriptor(descA, kBlock * M * lineA + kWithin * elemBytes));

@@ -53,8 +53,37 @@ private:
     for (auto &op : block.ops) ops.push_back(op.get());
     for (Operation *op : ops) {
       for (auto &region : op->regions) runOnBlock(*region);
+      if (op->code == OpCode::For) dropPassThroughIterArgs(*op);
       fold(*op);
     }
+  }
+
+  // An iter arg that the body yields back unchanged is its initial value in every
+  // iteration: its uses (and the loop's result) read the init instead, and the arg
+  // goes. The front-end carries every name a loop body assigns, also in a branch
+  // that a constexpr `if` dropped (fla's `o_k1 = ...` under `if USE_GK:`); a loop
+  // carrying such a block would hide from the pipeliner that the addresses made
+  // from it are loop-invariant.
+  void dropPassThroughIterArgs(Operation &loop) {
+    Block &body = *loop.region(0);
+    Operation *yield = body.terminator();
+    if (!yield || yield->code != OpCode::Yield) return;
+    bool dropped = false;
+    for (size_t i = loop.results.size(); i-- > 0;) {
+      Value *arg = body.args.at(i + 1).get();
+      if (yield->operand(static_cast<unsigned>(i)) != arg) continue;
+      Value *init = loop.operand(static_cast<unsigned>(3 + i));
+      replaceAllUsesWith(fn_.body, arg, init);
+      replaceAllUsesWith(fn_.body, loop.result(static_cast<unsigned>(i)), init);
+      loop.operands.erase(loop.operands.begin() + static_cast<std::ptrdiff_t>(3 + i));
+      yield->operands.erase(yield->operands.begin() + static_cast<std::ptrdiff_t>(i));
+      body.args.erase(body.args.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      loop.results.erase(loop.results.begin() + static_cast<std::ptrdiff_t>(i));
+      dropped = true;
+    }
+    if (!dropped) return;
+    for (size_t j = 0; j < body.args.size(); ++j) body.args[j]->index = static_cast<unsigned>(j);
+    for (size_t j = 0; j < loop.results.size(); ++j) loop.results[j]->index = static_cast<unsigned>(j);
   }
 
   void fold(Operation &op) {

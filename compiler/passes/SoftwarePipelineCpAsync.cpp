@@ -23,6 +23,10 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     const unsigned version = feedsOnlyMmaDots(*op);
     if (!version) continue;
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
+    // A read along its dim 0 (fla's k tile, [K, T] with K contiguous) is staged as a transposed
+    // tile, which wgmma reads ("transpose A") and mma.sync does not: there cp.async would move
+    // it element by element, so it stays an ordinary (vectorised) load that the dot stages.
+    if (opIdx == 0 && version != 3 && !trans && readAlongDim0(*load)) continue;
     found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }
   return found;

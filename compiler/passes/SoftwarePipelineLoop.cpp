@@ -115,6 +115,12 @@ bool LoopPipeliner::anyWgmma(const std::vector<Candidate> &cs) {
   return false;
 }
 
+// The load's threads read its block along dim 0 (the pointers' layout has order [0, 1]).
+bool LoopPipeliner::readAlongDim0(const Operation &load) {
+  const LayoutRef &l = load.operand(0)->layout;
+  return l && l->kind == Layout::Kind::Blocked && l->order[0] == 0 && load.result()->type.shape[0] > 1;
+}
+
 bool LoopPipeliner::stageableType(const Type &t) {
   return t.rank() == 2 && !t.pointer &&
          (t.scalar == ScalarType::F16 || t.scalar == ScalarType::BF16 || t.scalar == ScalarType::F32 ||
@@ -273,13 +279,12 @@ void LoopPipeliner::allocateBuffers(std::vector<Candidate> &cs, unsigned stages)
     b.setLoc(c.load->loc);
     c.buffer = b.op(OpCode::LocalAlloc, {}, ringType(c, stages));
     allocations_.push_back(c.buffer);
-    // B read along its dim 0 (a column-major matrix, K^T through strides)
-    // is stored transposed, so that cp.async still moves 16-byte runs; so is
-    // B = trans(block) of a block read along its dim 1. The TMA unit writes
-    // blocks as they are: transposed when trans makes B of them.
-    const LayoutRef &l = c.load->operand(0)->layout;
-    const bool alongDim0 = c.load->code == OpCode::Load && c.opIdx == 1 && l && l->kind == Layout::Kind::Blocked &&
-                           l->order[0] == 0;
+    // B (and A of wgmma) read along its dim 0 (a column-major matrix, K^T
+    // through strides) is stored transposed, so that cp.async still moves
+    // 16-byte runs; so is B = trans(block) of a block read along its dim 1.
+    // The TMA unit writes blocks as they are: transposed when trans makes B of them.
+    const bool alongDim0 = c.load->code == OpCode::Load && (c.opIdx == 1 || c.mmaVersion == 3) &&
+                           readAlongDim0(*c.load);
     const bool transposed = c.load->code == OpCode::DescLoad ? c.trans != nullptr : (c.trans != nullptr) != alongDim0;
     c.buffer->layout =
         Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);

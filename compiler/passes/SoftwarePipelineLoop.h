@@ -95,6 +95,7 @@ private:
   bool canClone(const Value *v);
   unsigned feedsOnlyMmaDots(Operation &convert);
   static bool anyWgmma(const std::vector<Candidate> &cs);
+  static bool readAlongDim0(const Operation &load);
   static bool stageableType(const Type &t);
   std::vector<Candidate> findInvariantOperands();
   void stageInvariants(std::vector<Candidate> &cs);
