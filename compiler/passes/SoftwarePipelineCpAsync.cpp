@@ -6,6 +6,10 @@ namespace tessera::passes::software_pipeline {
 
 std::vector<Candidate> LoopPipeliner::findCandidates() {
   std::vector<Candidate> found;
+  // Only these copies' address math may read memory a few iterations early (cloneLoadAhead);
+  // what canClone decided with loads allowed is forgotten after.
+  cloneLoads_ = true;
+  clonable_.clear();
   for (auto &op : body_->ops) {
     Operation *load = loadFeedingDotOperand(*op, OpCode::Load);
     if (!load) continue;
@@ -19,6 +23,8 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
     found.push_back({load, op.get(), opIdx, version});
   }
+  cloneLoads_ = false;
+  clonable_.clear();
   return found;
 }
 
