@@ -124,24 +124,46 @@ private:
   std::set<Value *> narrowLeaves_; // values the current conversion converts instead of recomputing
 
   // rematerialisationCost, where a value that cannot be recomputed but is narrow next to the
-  // converted one (`wide` elements) costs one conversion (counted as 4 ops) instead of failing.
+  // converted one (`wide` elements) costs one conversion (counted as 4 ops) instead of failing, and
+  // math on narrow values (a [128, 1] column of offsets) is not counted: only ops on blocks as wide
+  // as the converted one are, those a thread repeats for each of its elements.
   int costWithNarrowLeaves(Value *v, int64_t wide, std::set<Value *> &seen) {
     if (!v->type.isBlock() || seen.count(v)) return 0;
     seen.insert(v);
     Operation *def = v->definingOp;
-    if (!def || !isRematerialisable(def->code)) {
-      if (v->type.numElements() * kNarrowLeafRatio > wide || !v->layout) return -1;
+    const bool narrow = v->type.numElements() * kNarrowLeafRatio <= wide && v->layout;
+    // Narrow math with an integer division (`offs_d // x` by a runtime x) is converted too: in the
+    // wide value's layout a thread may hold many more of its elements than in its own.
+    if (!def || !isRematerialisable(def->code) || (narrow && dividesIntegers(v))) {
+      if (!narrow) return -1;
       narrowLeaves_.insert(v);
       return 4;
     }
     if (def->code == OpCode::ConvertLayout) return costWithNarrowLeaves(def->operand(0), wide, seen);
-    int cost = 1;
+    int cost = v->type.numElements() * kNarrowLeafRatio > wide ? 1 : 0;
     for (Value *operand : def->operands) {
       int c = costWithNarrowLeaves(operand, wide, seen);
       if (c < 0) return -1;
       cost += c;
     }
     return cost <= kMaxRematOps ? cost : -1;
+  }
+
+  // Whether v's rematerialisable math has an integer division or remainder by a runtime value
+  // (by a constant it is a few cheap instructions).
+  static bool dividesIntegers(Value *v) {
+    Operation *def = v->definingOp;
+    if (!v->type.isBlock() || !def || !isRematerialisable(def->code)) return false;
+    if ((def->code == OpCode::Div || def->code == OpCode::Rem) && v->type.isIntElement()) {
+      const Operation *divisor = def->operand(1)->definingOp;
+      while (divisor && (divisor->code == OpCode::Splat || divisor->code == OpCode::Broadcast) &&
+             divisor->operand(0)->definingOp)
+        divisor = divisor->operand(0)->definingOp;
+      if (!divisor || divisor->code != OpCode::Constant) return true;
+    }
+    for (Value *operand : def->operands)
+      if (dividesIntegers(operand)) return true;
+    return false;
   }
 
   // The layout operand `i` of `def` needs for `def` to produce `layout`.
