@@ -3,7 +3,7 @@
 the min, so the loop stayed a generic one whose loads waited for the previous row's stores. Codegen
 gives whole groups a copy counted to GROUP, which LLVM unrolls; ptxas then issues every row's loads
 before the stores (in the SASS of Unsloth's RoPE: 8 LDG, then 8 STG, as Triton's).
-The copy for cut groups stays a loop. (tests/gpu/test_clamped_loop.py runs both on the GPU.)"""
+The copy for cut groups stays a loop. (tests/gpu/test_realworld_perf_paths.py runs both on the GPU.)"""
 import re
 
 import pytest
