@@ -147,11 +147,19 @@ std::optional<SValue> Specializer::callMathBuiltin(const std::string &name, Call
     return SValue::ir(b_.op(OpCode::Sqrt, {x}, x->type));
   }
   if (fn == "fdiv" || fn == "div_rn") {
-    // Both round to nearest here (div.rn); Triton's fdiv may use div.full.
+    // As Triton: div_rn and fdiv(ieee_rounding=True) round to nearest (div.rn); fdiv's default
+    // is the approximate div.full.f32 of `/` (f32 only: f64 division is always div.rn).
     Bound b = fn == "fdiv" ? bind(*this, args, "tl.fdiv", {{"x", true}, {"y", true}, {"ieee_rounding", false}})
                            : bind(*this, args, "tl.div_rn", {{"x", true}, {"y", true}});
     if (isNumber(b[0]) && isNumber(b[1])) return SValue::constant(ConstexprValue::ofFloat(asDouble(b[0].c) / asDouble(b[1].c)));
+    bool ieee = fn == "div_rn";
+    if (fn == "fdiv" && b.has(2)) {
+      if (!b[2].isConst()) error(b.locs[2], "tl.fdiv's ieee_rounding must be a constexpr, got " + describe(b[2]));
+      ieee = truthy(b[2].c);
+    }
     std::vector<ir::Value *> xs = elementwiseOperands(*this, b, 2, fn, Want::Floats, loc);
+    if (!ieee && xs[0]->type.element().scalar == ir::ScalarType::F32)
+      return SValue::ir(b_.op(OpCode::Div, {xs[0], xs[1]}, xs[0]->type, ir::fullRangeDivision()));
     return SValue::ir(b_.op(OpCode::Div, {xs[0], xs[1]}, xs[0]->type));
   }
   if (fn == "fma") {

@@ -195,6 +195,9 @@ SValue Specializer::binary(ast::BinaryOp op, const SValue &lhs, const SValue &rh
     ir::Value *shifted = b_.op(code, {b_.op(OpCode::Bitcast, {a}, bitsType), b_.op(OpCode::Bitcast, {b}, bitsType)}, bitsType);
     return SValue::ir(b_.op(OpCode::Bitcast, {shifted}, a->type));
   }
+  // Triton's `/` of f32 (and of 16-bit floats, computed in f32) is the approximate div.full.f32.
+  if (op == ast::BinaryOp::Div && elem.scalar == ScalarType::F32)
+    return SValue::ir(b_.op(code, {a, b}, a->type, ir::fullRangeDivision()));
   return SValue::ir(b_.op(code, {a, b}, a->type));
 }
 

@@ -6,6 +6,7 @@
 #include "compiler/codegen/Lowering.h"
 #include "compiler/ir/AxisInfo.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -119,6 +120,20 @@ static CmpInst::Predicate comparison(const ir::Operation &op, const ir::Type &t)
   unsupported(op, "unknown predicate '" + p + "'");
 }
 
+// Triton's `/` of f32: div.full.f32 (at most 2 ulp, no slow path), as inline PTX since LLVM has no
+// intrinsic for it. A power-of-two divisor is an exact multiplication (what any division gives).
+Value *KernelLowering::fullRangeDivide(Value *x, Value *y) {
+  if (auto *c = dyn_cast<ConstantFP>(y)) {
+    APFloat reciprocal(1.0f);
+    if (c->getValueAPF().isFinite() && !c->isZero() &&
+        reciprocal.divide(c->getValueAPF(), APFloat::rmNearestTiesToEven) == APFloat::opOK)
+      return b_.CreateFMul(x, ConstantFP::get(x->getType(), reciprocal));
+  }
+  Type *f32 = b_.getFloatTy();
+  auto *fnType = FunctionType::get(f32, {f32, f32}, false);
+  return b_.CreateCall(InlineAsm::get(fnType, "div.full.f32 $0, $1, $2;", "=f,f,f", false), {x, y});
+}
+
 Value *KernelLowering::elementwise(ir::Operation &op, ArrayRef<Value *> x) {
   const ir::Type t = op.operand(0)->type.element();
   const bool isFloat = t.isFloatElement();
@@ -132,6 +147,7 @@ Value *KernelLowering::elementwise(ir::Operation &op, ArrayRef<Value *> x) {
   case OpCode::Sub: return isFloat ? b_.CreateFSub(x[0], x[1]) : b_.CreateSub(x[0], x[1]);
   case OpCode::Mul: return isFloat ? b_.CreateFMul(x[0], x[1]) : b_.CreateMul(x[0], x[1]);
   case OpCode::Div:
+    if (isFloat && ir::isFullRangeDivision(op) && x[0]->getType()->isFloatTy()) return fullRangeDivide(x[0], x[1]);
     if (isFloat) return b_.CreateFDiv(x[0], x[1]);
     return isSigned ? b_.CreateSDiv(x[0], x[1]) : b_.CreateUDiv(x[0], x[1]);
   case OpCode::Rem:

@@ -519,8 +519,58 @@ Regs unpackPairs(IRBuilder<> &b, const Regs &packed) {
 
 } // namespace
 
+namespace {
+
+constexpr int64_t kMaxClampedTrips = 8; // iterations of a clamped loop's full copy (unrolled by LLVM)
+constexpr size_t kMaxClampedBodyOps = 64;
+
+int64_t intConstantOf(const ir::Value *v) {
+  const ir::Operation *d = v->definingOp;
+  return d && d->code == ir::OpCode::Constant && !d->isFloatConstant() ? d->intAttr("value") : 0;
+}
+
+// Ops a loop body may hold for lowering it twice: no shared memory, no nested regions.
+bool lowersTwice(const ir::Block &body) {
+  if (body.ops.size() > kMaxClampedBodyOps) return false;
+  for (const auto &op : body.ops) {
+    if (!op->regions.empty()) return false;
+    switch (op->code) {
+    case ir::OpCode::Constant: case ir::OpCode::MakeRange: case ir::OpCode::Splat: case ir::OpCode::Broadcast:
+    case ir::OpCode::ExpandDims: case ir::OpCode::Load: case ir::OpCode::Store: case ir::OpCode::Yield:
+      break;
+    default:
+      if (!ir::opIsElementwise(op->code)) return false;
+    }
+  }
+  return true;
+}
+
+// `for iv in range(lb, min(lb + C, x), s)`: C / s items a program, the last group cut short (Unsloth's
+// RoPE over groups of heads). The trip count is C / s but where the group is cut short, and LLVM 19
+// does not see it, so it runs a generic loop whose loads wait for the stores before them. Such a loop
+// gets a second copy for the uncut groups, counted to C / s, which LLVM unrolls: the loads of every
+// iteration can then be issued together. The add lb + C of the min (trips = C / s), else null.
+const ir::Operation *clampedLoopBound(const ir::Operation &loop, int64_t &trips) {
+  const ir::Operation *min = loop.operand(1)->definingOp;
+  const int64_t step = intConstantOf(loop.operand(2));
+  if (!min || min->code != ir::OpCode::Min || step <= 0 || !lowersTwice(*loop.region(0))) return nullptr;
+  for (const ir::Value *side : min->operands) {
+    const ir::Operation *add = side->definingOp;
+    if (!add || add->code != ir::OpCode::Add) continue;
+    for (unsigned i = 0; i < 2; ++i) {
+      const int64_t c = intConstantOf(add->operand(1 - i));
+      if (add->operand(i) == loop.operand(0) && c > step && c % step == 0 && c / step <= kMaxClampedTrips) {
+        trips = c / step;
+        return add;
+      }
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
 void KernelLowering::lowerFor(ir::Operation &op) {
-  ir::Block &body = *op.region(0);
   Value *lb = lookup(op.operand(0))[0], *ub = lookup(op.operand(1))[0];
   Value *step = lookup(op.operand(2))[0];
   std::vector<Regs> inits;
@@ -530,37 +580,71 @@ void KernelLowering::lowerFor(ir::Operation &op) {
     paired.push_back(carriedInPairs(inits.back()));
     if (paired.back()) inits.back() = packPairs(b_, inits.back());
   }
+  ir::Block &body = *op.region(0);
+  // The loop from lb below ub by step; `trips` > 0: exactly that many iterations, counted from 0.
+  // Its results, at its exit.
+  auto lowerLoop = [&](int64_t trips) {
+    BasicBlock *pre = b_.GetInsertBlock();
+    BasicBlock *header = BasicBlock::Create(ctx_, "for.header", kernel_);
+    BasicBlock *bodyBB = BasicBlock::Create(ctx_, "for.body", kernel_);
+    BasicBlock *exit = BasicBlock::Create(ctx_, "for.exit", kernel_);
+    b_.CreateBr(header);
 
-  BasicBlock *pre = b_.GetInsertBlock();
-  BasicBlock *header = BasicBlock::Create(ctx_, "for.header", kernel_);
-  BasicBlock *bodyBB = BasicBlock::Create(ctx_, "for.body", kernel_);
-  BasicBlock *exit = BasicBlock::Create(ctx_, "for.exit", kernel_);
-  b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    std::vector<Regs> counter = makePhis({{trips ? ConstantInt::get(lb->getType(), 0) : lb}}, pre);
+    std::vector<Regs> carried = makePhis(inits, pre);
+    bool isSigned = ir::isSigned(op.operand(0)->type.scalar);
+    Value *more = trips      ? b_.CreateICmpSLT(counter[0][0], ConstantInt::get(lb->getType(), trips))
+                  : isSigned ? b_.CreateICmpSLT(counter[0][0], ub)
+                             : b_.CreateICmpULT(counter[0][0], ub);
+    b_.CreateCondBr(more, bodyBB, exit);
 
-  b_.SetInsertPoint(header);
-  std::vector<Regs> iv = makePhis({{lb}}, pre);
-  std::vector<Regs> carried = makePhis(inits, pre);
-  bool isSigned = ir::isSigned(op.operand(0)->type.scalar);
-  Value *more = isSigned ? b_.CreateICmpSLT(iv[0][0], ub) : b_.CreateICmpULT(iv[0][0], ub);
-  b_.CreateCondBr(more, bodyBB, exit);
+    b_.SetInsertPoint(bodyBB);
+    define(body.args.at(0).get(), {trips ? b_.CreateAdd(lb, b_.CreateMul(counter[0][0], step)) : counter[0][0]});
+    for (size_t i = 0; i < carried.size(); ++i)
+      define(body.args.at(i + 1).get(), paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
+    lowerBlock(body);
+    std::vector<Regs> next = terminatorValues(body, 0);
+    for (size_t i = 0; i < next.size(); ++i)
+      if (paired[i]) next[i] = packPairs(b_, next[i]);
+    Value *nextCounter = b_.CreateAdd(counter[0][0], trips ? ConstantInt::get(lb->getType(), 1) : step);
+    BasicBlock *latch = b_.GetInsertBlock();
+    b_.CreateBr(header);
+    addIncoming(counter, {{nextCounter}}, latch, op);
+    addIncoming(carried, next, latch, op);
 
-  b_.SetInsertPoint(bodyBB);
-  define(body.args.at(0).get(), iv[0]);
-  for (size_t i = 0; i < carried.size(); ++i)
-    define(body.args.at(i + 1).get(), paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
-  lowerBlock(body);
-  std::vector<Regs> next = terminatorValues(body, 0);
-  for (size_t i = 0; i < next.size(); ++i)
-    if (paired[i]) next[i] = packPairs(b_, next[i]);
-  Value *nextIv = b_.CreateAdd(iv[0][0], step);
-  BasicBlock *latch = b_.GetInsertBlock();
-  b_.CreateBr(header);
-  addIncoming(iv, {{nextIv}}, latch, op);
-  addIncoming(carried, next, latch, op);
+    b_.SetInsertPoint(exit);
+    std::vector<Regs> results;
+    for (size_t i = 0; i < carried.size(); ++i)
+      results.push_back(paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
+    return results;
+  };
 
-  b_.SetInsertPoint(exit);
-  for (size_t i = 0; i < carried.size(); ++i)
-    define(op.result(static_cast<unsigned>(i)), paired[i] ? unpackPairs(b_, carried[i]) : carried[i]);
+  std::vector<Regs> results;
+  int64_t trips = 0;
+  if (const ir::Operation *bound = clampedLoopBound(op, trips)) {
+    BasicBlock *uncut = BasicBlock::Create(ctx_, "for.uncut", kernel_);
+    BasicBlock *cut = BasicBlock::Create(ctx_, "for.cut", kernel_);
+    BasicBlock *merge = BasicBlock::Create(ctx_, "for.merge", kernel_);
+    // Uncut: min(lb + C, x) is lb + C, and lb + C did not wrap around.
+    const bool isSigned = ir::isSigned(op.operand(0)->type.scalar);
+    Value *runs = isSigned ? b_.CreateICmpSLT(lb, ub) : b_.CreateICmpULT(lb, ub);
+    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpEQ(ub, lookup(bound->result())[0]), runs), uncut, cut);
+    b_.SetInsertPoint(uncut);
+    std::vector<Regs> uncutResults = lowerLoop(trips);
+    BasicBlock *uncutEnd = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(cut);
+    std::vector<Regs> cutResults = lowerLoop(0);
+    BasicBlock *cutEnd = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    results = makePhis(uncutResults, uncutEnd);
+    addIncoming(results, cutResults, cutEnd, op);
+  } else {
+    results = lowerLoop(0);
+  }
+  for (size_t i = 0; i < results.size(); ++i) define(op.result(static_cast<unsigned>(i)), results[i]);
 }
 
 void KernelLowering::lowerIf(ir::Operation &op) {

@@ -123,6 +123,7 @@ private:
   // Elementwise.cpp
   void lowerElementwise(ir::Operation &op);
   llvm::Value *elementwise(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x);
+  llvm::Value *fullRangeDivide(llvm::Value *x, llvm::Value *y);
   llvm::Value *castElement(ir::Operation &op, llvm::Value *x, const ir::Type &from,
                            const ir::Type &to);
   llvm::Value *mathElement(ir::Operation &op, llvm::Value *x, const ir::Type &t);

@@ -125,6 +125,15 @@ public:
   Value *storeMask() const;
 };
 
+// A float `div` with rounding = "full" is PTX's div.full.f32: Triton's `/` of f32 (and tl.fdiv's
+// default), approximate (at most 2 ulp) and much cheaper than the IEEE div.rn the op has without it.
+inline std::map<std::string, Attribute> fullRangeDivision() { return {{"rounding", std::string("full")}}; }
+inline bool isFullRangeDivision(const Operation &op) {
+  auto it = op.attrs.find("rounding");
+  return op.code == OpCode::Div && it != op.attrs.end() && std::get_if<std::string>(&it->second) &&
+         std::get<std::string>(it->second) == "full";
+}
+
 struct Param {
   std::string name;
   Type type;

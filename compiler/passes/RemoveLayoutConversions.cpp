@@ -9,7 +9,11 @@
 //     inserting conversions only where two layouts really meet;
 //  2. rematerialises cheap values: a conversion of index math (make_range,
 //     splat, constants, broadcast/expand_dims and elementwise ops over them)
-//     becomes that math recomputed in the wanted layout;
+//     becomes that math recomputed in the wanted layout. Math over a few
+//     values that cannot be recomputed (a loaded row of page numbers that
+//     a 2-D pointer block is built from) is recomputed too, those values
+//     converted instead: a conversion of 64 elements, not of 128 x 64
+//     pointers;
 //  3. folds what is left: conversions to the layout a value already has and
 //     chains of conversions.
 // What remains is a real data exchange (e.g. two loads whose layouts
@@ -27,6 +31,9 @@ using namespace ir;
 namespace {
 
 constexpr int kMaxRematOps = 32; // integer ops per element: cheaper than a shared-memory round trip
+// A value that cannot be recomputed is converted in place of the value built from it when it has at
+// most 1/kNarrowLeafRatio of its elements (a row or column of a 2-D block).
+constexpr int64_t kNarrowLeafRatio = 4;
 
 // Whether an op has effects is Ops.def's (opIsPure); this list only says which pure
 // ops are cheap enough to recompute in another layout.
@@ -85,7 +92,11 @@ public:
       // A #dot_op value has no registers of its own: the dot reads its operand's.
       if (convert->result()->layout && convert->result()->layout->kind == Layout::Kind::DotOperand) continue;
       std::set<Value *> seen;
-      if (rematerialisationCost(convert->operand(0), seen) < 0) continue;
+      narrowLeaves_.clear();
+      if (rematerialisationCost(convert->operand(0), seen) < 0) {
+        seen.clear();
+        if (costWithNarrowLeaves(convert->operand(0), convert->operand(0)->type.numElements(), seen) < 0) continue;
+      }
       Builder b(convert->parent);
       b.setInsertionPoint(convert->parent, positionOf(*convert));
       block_ = convert->parent;
@@ -110,6 +121,51 @@ private:
     return false;
   }
 
+  std::set<Value *> narrowLeaves_; // values the current conversion converts instead of recomputing
+
+  // rematerialisationCost, where a value that cannot be recomputed but is narrow next to the
+  // converted one (`wide` elements) costs one conversion (counted as 4 ops) instead of failing, and
+  // math on narrow values (a [128, 1] column of offsets) is not counted: only ops on blocks as wide
+  // as the converted one are, those a thread repeats for each of its elements.
+  int costWithNarrowLeaves(Value *v, int64_t wide, std::set<Value *> &seen) {
+    if (!v->type.isBlock() || seen.count(v)) return 0;
+    seen.insert(v);
+    Operation *def = v->definingOp;
+    const bool narrow = v->type.numElements() * kNarrowLeafRatio <= wide && v->layout;
+    // Narrow math with an integer division (`offs_d // x` by a runtime x) is converted too: in the
+    // wide value's layout a thread may hold many more of its elements than in its own.
+    if (!def || !isRematerialisable(def->code) || (narrow && dividesIntegers(v))) {
+      if (!narrow) return -1;
+      narrowLeaves_.insert(v);
+      return 4;
+    }
+    if (def->code == OpCode::ConvertLayout) return costWithNarrowLeaves(def->operand(0), wide, seen);
+    int cost = v->type.numElements() * kNarrowLeafRatio > wide ? 1 : 0;
+    for (Value *operand : def->operands) {
+      int c = costWithNarrowLeaves(operand, wide, seen);
+      if (c < 0) return -1;
+      cost += c;
+    }
+    return cost <= kMaxRematOps ? cost : -1;
+  }
+
+  // Whether v's rematerialisable math has an integer division or remainder by a runtime value
+  // (by a constant it is a few cheap instructions).
+  static bool dividesIntegers(Value *v) {
+    Operation *def = v->definingOp;
+    if (!v->type.isBlock() || !def || !isRematerialisable(def->code)) return false;
+    if ((def->code == OpCode::Div || def->code == OpCode::Rem) && v->type.isIntElement()) {
+      const Operation *divisor = def->operand(1)->definingOp;
+      while (divisor && (divisor->code == OpCode::Splat || divisor->code == OpCode::Broadcast) &&
+             divisor->operand(0)->definingOp)
+        divisor = divisor->operand(0)->definingOp;
+      if (!divisor || divisor->code != OpCode::Constant) return true;
+    }
+    for (Value *operand : def->operands)
+      if (dividesIntegers(operand)) return true;
+    return false;
+  }
+
   // The layout operand `i` of `def` needs for `def` to produce `layout`.
   static LayoutRef operandLayout(const Operation &def, const LayoutRef &layout) {
     if (def.code == OpCode::ExpandDims)
@@ -122,6 +178,13 @@ private:
     auto key = std::make_pair(v, layout->str());
     if (auto it = cloned_.find(key); it != cloned_.end() && dominates(it->second)) return it->second;
     Operation *def = v->definingOp;
+    if (narrowLeaves_.count(v)) {
+      if (sameLayout(v->layout, layout)) return cloned_[key] = v;
+      if (def) b.setLoc(def->loc);
+      Value *converted = b.op(OpCode::ConvertLayout, {v}, v->type);
+      converted->layout = layout;
+      return cloned_[key] = converted;
+    }
     replaced.insert(def);
     if (def->code == OpCode::ConvertLayout) return cloned_[key] = cloneIn(def->operand(0), layout, b, replaced);
     if (sameLayout(v->layout, layout)) return cloned_[key] = v;

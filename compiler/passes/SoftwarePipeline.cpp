@@ -30,9 +30,13 @@
 // f is re-evaluated at the shifted iteration by cloning the pure ops that
 // compute ptr and mask; an iter arg p updated by `p + c` (c loop-invariant,
 // the tutorial's `a_ptrs += BLOCK_K * stride_ak`) is, d iterations ahead,
-// p + d*c. Copies past the end (pred false) and masked-off elements write
-// zeros, which is what `other=0` asked for. Loads that do not fit stay as
-// they are (the dot then stages them itself).
+// p + d*c. A load among those ops (the block table of a paged KV cache) is
+// cloned too, masked off past the loop's end, when nothing in the loop
+// writes global memory (the page numbers are then read an iteration or more
+// early, as Triton's pipeliner reads them). Copies past the end (pred
+// false) and masked-off elements write zeros, which is what `other=0` asked
+// for. Loads that do not fit stay as they are (the dot then stages them
+// itself).
 //
 // Operands of wgmma dots (#mma version 3) get the wgmma tile layout
 // (Layout::sharedWgmmaOperand) and a fence_async_shared before each barrier
@@ -98,7 +102,8 @@
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
-// dot in every iteration.
+// dot in every iteration; with num_stages=1 (no ring) too, as Triton keeps
+// such an operand in shared memory whatever the stage count.
 #include "compiler/passes/SoftwarePipeline.h"
 
 #include "compiler/passes/CommonSubexpressionElimination.h"
@@ -115,7 +120,8 @@ namespace software_pipeline {
 
 bool LoopPipeliner::run() {
   std::vector<Candidate> invariants = findInvariantOperands();
-  const bool step = constantStep();
+  // With one stage nothing is copied ahead, but a loop-invariant operand is still staged once.
+  const bool step = stages_ >= 2 && constantStep();
   std::vector<Candidate> candidates = step ? findCandidates() : std::vector<Candidate>{};
   std::vector<Candidate> tma = step ? findTmaCandidates() : std::vector<Candidate>{};
   if (candidates.empty() && tma.empty() && invariants.empty()) return false;
@@ -164,7 +170,7 @@ bool LoopPipeliner::run() {
 } // namespace software_pipeline
 
 void softwarePipeline(Function &fn, unsigned numStages) {
-  if (numStages < 2) return;
+  if (numStages < 1) return;
   std::vector<Operation *> loops;
   walk(fn.body, [&](Operation &op) {
     if (op.code == OpCode::For) loops.push_back(&op);

@@ -11,6 +11,10 @@ namespace tessera::passes::software_pipeline {
 // transpose = 1), a transposed tile, so no trans runs through shared memory in the loop.
 std::vector<Candidate> LoopPipeliner::findCandidates() {
   std::vector<Candidate> found;
+  // Only these copies' address math may read memory a few iterations early (cloneLoadAhead);
+  // what canClone decided with loads allowed is forgotten after.
+  cloneLoads_ = true;
+  clonable_.clear();
   for (auto &op : body_->ops) {
     Operation *trans = transposedBFeeding(*op);
     Operation *load = trans ? readOnceInBody(trans->operand(0), OpCode::Load) : loadFeedingDotOperand(*op, OpCode::Load);
@@ -29,6 +33,8 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     if (opIdx == 0 && version != 3 && !trans && readAlongDim0(*load)) continue;
     found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }
+  cloneLoads_ = false;
+  clonable_.clear();
   return found;
 }
 

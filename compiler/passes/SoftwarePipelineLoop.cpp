@@ -65,9 +65,50 @@ bool LoopPipeliner::canClone(const Value *v) {
   }
   auto [it, fresh] = clonable_.try_emplace(v, false);
   if (!fresh) return it->second;
-  bool ok = isClonable(*v->definingOp);
+  bool ok = isClonable(*v->definingOp) || (cloneLoads_ && isLoadThatMayMoveAhead(*v->definingOp));
   for (const Value *o : v->definingOp->operands) ok = ok && canClone(o);
   return clonable_[v] = ok;
+}
+
+// A load in the address math of a copy (the page numbers of a paged KV cache): it may run some
+// iterations early when nothing in the loop writes global memory (or may: unknown effects).
+bool LoopPipeliner::isLoadThatMayMoveAhead(const Operation &op) {
+  if (op.code != OpCode::Load || (op.hasAttr("volatile") && op.intAttr("volatile"))) return false;
+  if (!bodyWritesMemory_) {
+    bool writes = false;
+    walk(*body_, [&](Operation &o) {
+      writes = writes || (opWritesMemory(o.code) && !opWritesSharedMemory(o.code)) || !opEffectsKnown(o.code);
+    });
+    bodyWritesMemory_ = writes;
+  }
+  return !*bodyWritesMemory_;
+}
+
+// The load `v` at iteration shift.iv, on the cloned `operands`: masked off past the loop's end,
+// as the copies are (the addresses there may be out of bounds), zero there.
+Value *LoopPipeliner::cloneLoadAhead(const Value *v, std::vector<Value *> operands, Builder &b, const Shift &shift) {
+  const Operation &load = *v->definingOp;
+  b.setLoc(load.loc);
+  const Type i1(ScalarType::I1);
+  Value *mask = b.op(OpCode::Cmp, {shift.iv, loop_.operand(1)}, i1, {{"predicate", std::string("lt")}});
+  if (v->type.isBlock()) {
+    mask = b.op(OpCode::Splat, {mask}, v->type.withElement(i1));
+    mask->layout = v->layout;
+  }
+  if (load.loadMask()) {
+    mask = b.op(OpCode::And, {operands[1], mask}, mask->type);
+    mask->layout = v->layout;
+  }
+  Value *other = load.loadOther() ? operands[2]
+                 : v->type.isFloatElement() ? b.floatConstant(0.0, v->type) : b.intConstant(0, v->type);
+  other->layout = v->layout;
+  std::map<std::string, Attribute> attrs = load.attrs;
+  attrs["has_mask"] = int64_t{1};
+  attrs["has_other"] = int64_t{1};
+  Value *out = b.create(OpCode::Load, {operands[0], mask, other}, {v->type}, attrs)->result();
+  out->layout = v->layout;
+  out->nameHint = v->nameHint;
+  return out;
 }
 
 // convert_layout(x) -> #dot_op read only by mma dots of one version at
@@ -232,7 +273,7 @@ Value *LoopPipeliner::clone(Value *v, Builder &b, const Shift &shift, std::map<c
   } else {
     std::vector<Value *> operands;
     for (Value *o : v->definingOp->operands) operands.push_back(clone(o, b, shift, memo));
-    out = copyOf(v, operands, b);
+    out = v->definingOp->code == OpCode::Load ? cloneLoadAhead(v, operands, b, shift) : copyOf(v, operands, b);
   }
   return memo[v] = out;
 }

@@ -16,6 +16,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,8 @@ private:
   Operation *outer_ = nullptr;       // with a producer: the loop around this one, if any
   Operation *loopBeingBuilt_ = nullptr; // buildProducerLoop's loop (outside values go before it)
   std::map<const Value *, bool> clonable_, invariant_;
+  bool cloneLoads_ = false;                // canClone takes loads (the cp.async rings' address math)
+  std::optional<bool> bodyWritesMemory_;   // global memory, decided before the pass changes the body
 
   Type ivType() const { return loop_.operand(0)->type; }
   // Programs of more than one warpgroup free a TMA stage through "empty" mbarriers (allocateMbarriers).
@@ -93,6 +96,8 @@ private:
   Operation *advanceOf(const Value *arg) const;
   bool isInvariant(const Value *v);
   bool canClone(const Value *v);
+  bool isLoadThatMayMoveAhead(const Operation &op);
+  Value *cloneLoadAhead(const Value *v, std::vector<Value *> operands, Builder &b, const Shift &shift);
   unsigned feedsOnlyMmaDots(Operation &convert);
   static bool anyWgmma(const std::vector<Candidate> &cs);
   static bool readAlongDim0(const Operation &load);

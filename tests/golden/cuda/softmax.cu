@@ -97,7 +97,7 @@ reduce_written2:
   t57 = __uint_as_float(*(const unsigned int *)((unsigned char *)global_smem + 4));
   t58 = t56 + t57;
   __syncthreads();
-  t59 = 1.0f / t58;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(t59) : "f"(1.0f), "f"(t58));
   t60 = t8 * out_row_stride;
   t61 = out_ptr + (long long)(int)t60 * 4;
   t62 = t61 + (long long)(int)thread_offset * 4;
