@@ -28,8 +28,9 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     if (!version) continue;
     if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
     // A read along its dim 0 (fla's k tile, [K, T] with K contiguous) is staged as a transposed
-    // tile, which wgmma reads ("transpose A") and mma.sync does not: there cp.async would move
-    // it element by element, so it stays an ordinary (vectorised) load that the dot stages.
+    // tile, which 16-bit wgmma reads ("transpose A") and mma.sync does not: there cp.async would
+    // move it element by element, so it stays an ordinary (vectorised) load that the dot stages.
+    // (fp8 / tf32 wgmma cannot transpose A: their tile is staged K-major, as before.)
     if (opIdx == 0 && version != 3 && !trans && readAlongDim0(*load)) continue;
     found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }

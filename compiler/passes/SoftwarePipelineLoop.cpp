@@ -320,11 +320,13 @@ void LoopPipeliner::allocateBuffers(std::vector<Candidate> &cs, unsigned stages)
     b.setLoc(c.load->loc);
     c.buffer = b.op(OpCode::LocalAlloc, {}, ringType(c, stages));
     allocations_.push_back(c.buffer);
-    // B (and A of wgmma) read along its dim 0 (a column-major matrix, K^T
-    // through strides) is stored transposed, so that cp.async still moves
-    // 16-byte runs; so is B = trans(block) of a block read along its dim 1.
-    // The TMA unit writes blocks as they are: transposed when trans makes B of them.
-    const bool alongDim0 = c.load->code == OpCode::Load && (c.opIdx == 1 || c.mmaVersion == 3) &&
+    // B (and 16-bit A of wgmma: only 16-bit wgmma reads a transposed A) read along
+    // its dim 0 (a column-major matrix, K^T through strides) is stored transposed,
+    // so that cp.async still moves 16-byte runs; so is B = trans(block) of a block
+    // read along its dim 1. The TMA unit writes blocks as they are: transposed when
+    // trans makes B of them.
+    const bool transposableA = c.mmaVersion == 3 && bitWidth(t.scalar) == 16;
+    const bool alongDim0 = c.load->code == OpCode::Load && (c.opIdx == 1 || transposableA) &&
                            readAlongDim0(*c.load);
     const bool transposed = c.load->code == OpCode::DescLoad ? c.trans != nullptr : (c.trans != nullptr) != alongDim0;
     c.buffer->layout =

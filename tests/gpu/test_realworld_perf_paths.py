@@ -44,8 +44,8 @@ def test_division_forms(form):
             "fdiv": xd / yd, "fdiv_ieee": xd / yd, "div_rn": xd / yd, "sigmoid": torch.sigmoid(xd)}[form]
     if form in ("fdiv_ieee", "div_rn", "by_power_of_two"):  # correctly rounded
         torch.testing.assert_close(out, want.float(), rtol=0, atol=0)
-    else:  # div.full.f32: at most 2 ulp (sigmoid: and ex2.approx)
-        torch.testing.assert_close(out.double(), want, rtol=2e-6 if form == "sigmoid" else 3e-7, atol=1e-30)
+    else:  # div.full.f32: at most 2 ulp (sigmoid: and ex2.approx, whose relative error grows on tiny results)
+        torch.testing.assert_close(out.double(), want, rtol=1e-5 if form == "sigmoid" else 3e-7, atol=1e-30)
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])

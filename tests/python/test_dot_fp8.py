@@ -98,6 +98,7 @@ def test_fp8_widening_compiles(tmp_path, arch):
 MATMUL_SIG = "*{a}:16,*{b}:16,*fp16:16,i32,i32,i32:16,i32:16,i32:1,i32:16,i32:1,i32:16,i32:1"
 # B column-major (stride_bk = 1): the K-major tile fp8 wgmma reads, copied as it is.
 MATMUL_SIG_COL_B = "*{a}:16,*{b}:16,*fp16:16,i32,i32,i32:16,i32:16,i32:1,i32:1,i32:16,i32:16,i32:1"
+MATMUL_SIG_COL_A = "*{a}:16,*{b}:16,*fp16:16,i32,i32,i32:16,i32:1,i32:16,i32:16,i32:1,i32:16,i32:1"
 
 
 def compile_matmul_fp8(tmp_path, a, b, config, sig=MATMUL_SIG, env=None):
@@ -143,6 +144,16 @@ def test_fp8_matmul_column_major_b_is_pipelined(tmp_path):
     assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2 " in ptx
     assert "st.shared.b8" not in ptx and "st.shared.u8" not in ptx
     assert " 0 bytes spill stores" in report
+
+
+@pytest.mark.parametrize("config", HOPPER_CONFIGS, ids=lambda c: "x".join(map(str, c[:3])) + f"w{c[3]}s{c[4]}")
+def test_fp8_matmul_column_major_a_is_staged_k_major(tmp_path, config):
+    # fp8 wgmma cannot transpose A (only 16-bit wgmma can): a column-major A is staged K-major, as
+    # before the 16-bit "transpose A" path, never handed to wgmma as an M-major tile (that gave wrong
+    # results, and "an M-major A needs line blocks that divide 64 rows" at 64x64).
+    ptx, report = compile_matmul_fp8(tmp_path, "e4m3", "e4m3", config, sig=MATMUL_SIG_COL_A)
+    bn = config[1] if config[1] <= 256 else 256
+    assert f"wgmma.mma_async.sync.aligned.m64n{bn}k32.f32.e4m3.e4m3 " in ptx
 
 
 def test_fp8_wgmma_off_takes_fp8_mma_sync(tmp_path):
