@@ -1,0 +1,79 @@
+"""Constructs found by driving Triton 3.6's tutorials (06 fused attention, 07 extern functions) and other
+libraries through the compatibility mode (their kernels are not copied here: each test is a small kernel
+written in the style of the construct), interpreted against numpy and compiled to PTX."""
+import re
+
+import numpy as np
+import pytest
+
+import tessera
+import tessera.language as tl
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+
+# ------------------------------------------------------------------ isinstance(x, tl.tensor_descriptor)
+
+@tessera.jit
+def _as_descriptor(desc_or_ptr, shape, strides, block_shape):
+    # the attention tutorial's helper: a descriptor passed in is used as it is, a pointer is wrapped
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@tessera.jit
+def double_rows_compiled(src, dst, M, N: tl.constexpr, BM: tl.constexpr):
+    s = _as_descriptor(src, [M, N], [N, 1], [BM, N])
+    d = _as_descriptor(dst, [M, N], [N, 1], [BM, N])
+    row = tl.program_id(0) * BM
+    d.store([row, 0], s.load([row, 0]) * 2)
+
+
+double_rows = tessera.jit(double_rows_compiled.fn, interpret=True)
+
+
+def test_isinstance_tensor_descriptor_wraps_a_pointer():
+    x = np.arange(40 * 16, dtype=np.float32).reshape(40, 16)
+    out = np.zeros_like(x)
+    double_rows[(5,)](x, out, 40, N=16, BM=8)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_isinstance_tensor_descriptor_takes_a_descriptor_as_it_is():
+    k = tessera.compile(double_rows_compiled, signature="tensordesc<fp32[8,16]>,tensordesc<fp32[8,16]>,i32",
+                        constexprs={"N": 16, "BM": 8}, target="sm_90a")
+    assert ".visible .entry double_rows_compiled" in k.asm["ptx"]
+    k = tessera.compile(double_rows_compiled, signature="*fp32,*fp32,i32", constexprs={"N": 16, "BM": 8},
+                        target="sm_90a")
+    assert ".visible .entry double_rows_compiled" in k.asm["ptx"]
+
+
+@tessera.jit
+def classify(out_ptr, x_ptr, desc, BLOCK: tl.constexpr):
+    made = tl.make_tensor_descriptor(x_ptr, [BLOCK], [1], [BLOCK])
+    bp = tl.make_block_ptr(x_ptr, (BLOCK,), (1,), (0,), (BLOCK,), (0,))
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    flags = (isinstance(desc, tl.tensor_descriptor) * 1 + isinstance(made, tl.tensor_descriptor) * 2
+             + isinstance(made, tl.tensor_descriptor_base) * 4 + isinstance(x_ptr, tl.tensor_descriptor) * 8
+             + isinstance(x, tl.tensor_descriptor) * 16 + isinstance(x, tl.tensor) * 32
+             + isinstance(desc, tl.tensor) * 64 + isinstance(made, tl.tensor) * 128 + isinstance(bp, tl.tensor) * 256)
+    tl.store(out_ptr, flags)
+
+
+def test_isinstance_tells_descriptors_from_tensors_as_triton_does():
+    # Triton: descriptors are tensor_descriptor(_base), not tensors; a block pointer is a tensor
+    k = tessera.compile(classify, signature="*i32,*fp32,tensordesc<fp32[16]>", constexprs={"BLOCK": 16},
+                        target="sm_90a")
+    assert re.search(r"\b295;", k.asm["ptx"]), k.asm["ptx"]  # 1 + 2 + 4 + 32 + 256
+
+
+def test_tensor_descriptor_classes_exist_on_the_host():
+    assert issubclass(tl.tensor_descriptor, tl.tensor_descriptor_base)
+    import tessera.compat
+    tessera.compat.install()
+    try:
+        import triton.language as ttl
+        assert ttl.tensor_descriptor is tl.tensor_descriptor
+    finally:
+        tessera.compat.uninstall()
