@@ -77,3 +77,29 @@ def test_tensor_descriptor_classes_exist_on_the_host():
         assert ttl.tensor_descriptor is tl.tensor_descriptor
     finally:
         tessera.compat.uninstall()
+
+
+# ------------------------------------------------------------------ extern_libs={"libdevice": path}
+
+@tessera.jit(interpret=True)
+def arcsin(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, tl.extra.cuda.libdevice.asin(x), mask=offs < n)
+
+
+def test_extern_libs_naming_libdevice_is_accepted_interpreted():
+    # tutorial 07 passes the path of libdevice.10.bc: tessera's libdevice functions are its own
+    x = np.linspace(-0.9, 0.9, 50).astype(np.float32)
+    y = np.zeros_like(x)
+    arcsin[(1,)](x, y, 50, BLOCK=64, extern_libs={"libdevice": "/some/where/libdevice.10.bc"})
+    np.testing.assert_allclose(y, np.arcsin(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+    arcsin[(1,)](x, y, 50, BLOCK=64, extern_libs={})
+
+
+def test_extern_libs_naming_another_library_is_refused_interpreted():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="extern_libs: library 'ocml' is not supported"):
+        arcsin[(1,)](x, x, 4, BLOCK=4, extern_libs={"libdevice": "/x.bc", "ocml": "/y.bc"})
+    with pytest.raises(TypeError, match="extern_libs must be a dict"):
+        arcsin[(1,)](x, x, 4, BLOCK=4, extern_libs="/x.bc")
