@@ -103,3 +103,98 @@ def test_extern_libs_naming_another_library_is_refused_interpreted():
         arcsin[(1,)](x, x, 4, BLOCK=4, extern_libs={"libdevice": "/x.bc", "ocml": "/y.bc"})
     with pytest.raises(TypeError, match="extern_libs must be a dict"):
         arcsin[(1,)](x, x, 4, BLOCK=4, extern_libs="/x.bc")
+
+
+# ------------------------------------------------------------------ torch.library.wrap_triton
+
+WRAP_TRITON = '''
+def wrap_triton(triton_kernel, /):
+    # torch's check, against the installed Triton (torch's own imports keep it)
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    if not isinstance(triton_kernel, (JITFunction, Autotuner)):
+        raise RuntimeError("wrap_triton only works on functions annotated with triton.jit or triton.autotune")
+    return triton_kernel
+'''
+
+USER_LIBRARY = '''
+import triton
+import triton.language as tl
+from torch.library import wrap_triton
+
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16})], key=["n"])
+@triton.jit
+def add_two(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 2, mask=offs < n)
+
+
+def run(x):
+    wrap_triton(add_one)[(1,)](x, x.size, BLOCK=16)
+    wrap_triton(add_two)[(1,)](x, x.size)
+'''
+
+
+def write_stand_in_torch(root):
+    """A torch whose library.wrap_triton checks kernels against the installed Triton (a stand-in one)."""
+    (root / "triton" / "runtime").mkdir(parents=True)
+    (root / "triton" / "__init__.py").write_text("REAL = True\n")
+    (root / "triton" / "runtime" / "__init__.py").write_text("")
+    (root / "triton" / "runtime" / "autotuner.py").write_text("class Autotuner:\n    pass\n")
+    (root / "triton" / "runtime" / "jit.py").write_text("class JITFunction:\n    pass\n")
+    (root / "torch" / "_library").mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text("from . import library\n")
+    (root / "torch" / "_library" / "__init__.py").write_text("")
+    (root / "torch" / "_library" / "triton.py").write_text(WRAP_TRITON)
+    (root / "torch" / "library.py").write_text("from torch._library.triton import wrap_triton\n")
+    (root / "userlib.py").write_text(USER_LIBRARY)
+
+
+@pytest.mark.parametrize("torch_first", [False, True])
+def test_wrap_triton_takes_tesseras_kernels(tmp_path, torch_first):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    import pathlib
+    write_stand_in_torch(tmp_path)
+    python_dir = pathlib.Path(tessera.__file__).resolve().parent.parent
+    code = textwrap.dedent(f"""
+        import os
+        os.environ["TESSERA_INTERPRET"] = "1"
+        if {torch_first}:
+            import torch            # before install(): install() puts the front on it
+        import tessera.compat
+        tessera.compat.install()
+        import numpy as np
+        import userlib
+        x = np.arange(5, dtype=np.float32)
+        userlib.run(x)
+        assert (x == np.arange(5) + 3).all(), x
+        import torch.library
+        try:
+            torch.library.wrap_triton(len)
+        except RuntimeError as e:
+            assert "wrap_triton only works" in str(e)
+        else:
+            raise AssertionError("wrap_triton took a plain function")
+        tessera.compat.uninstall()
+        try:
+            torch.library.wrap_triton(userlib.add_one)
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("uninstall() left the front on")
+        print("ok")
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(python_dir), str(tmp_path)]))
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr

@@ -21,10 +21,13 @@ Triton code and drives Triton's compiler, keeps the installed Triton (or finds n
 as without tessera). sys.modules is not touched: `sys.modules["triton"]`,
 importlib.import_module("triton") and importlib.util.find_spec("triton") still mean
 the installed Triton. A module that imported triton before install() keeps what it got.
+torch.library.wrap_triton takes tessera's kernels too (_torch_library.py).
 """
 import builtins
 import importlib
 import threading
+
+from . import _torch_library
 
 # Importers (top-level package names) whose `import triton` keeps the installed Triton
 # (the same list as python/_tessera_as_triton.py's, which cannot import this one).
@@ -48,7 +51,8 @@ ALIASES = {
 FACADE = "tessera.compat.triton"
 
 _lock = threading.Lock()
-_state = {"on": False, "hook": None, "previous_import": None, "keep_real": KEEP_REAL_TRITON}
+_state = {"on": False, "hook": None, "previous_import": None, "keep_real": KEEP_REAL_TRITON,
+          "torch_library_done": False}
 
 
 def tessera_module_name(triton_name):
@@ -104,7 +108,10 @@ def _make_import(previous):
     def tessera_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0 and _state["on"] and name.partition(".")[0] == "triton" and not _wants_real_triton(globals):
             return _import_facade(name, fromlist)
-        return previous(name, globals, locals, fromlist, level)
+        module = previous(name, globals, locals, fromlist, level)
+        if _state["on"] and not _state["torch_library_done"] and name.startswith("torch"):
+            _state["torch_library_done"] = _torch_library.patch_loaded()
+        return module
 
     return tessera_import
 
@@ -120,6 +127,7 @@ def install(keep_real=KEEP_REAL_TRITON):
             _state["previous_import"] = builtins.__import__
             _state["hook"] = builtins.__import__ = _make_import(builtins.__import__)
         _state["on"] = True
+        _state["torch_library_done"] = _torch_library.patch_loaded()  # torch imported before install()
 
 
 def uninstall():
@@ -127,6 +135,8 @@ def uninstall():
     (modules that imported the facade keep it)."""
     with _lock:
         _state["on"] = False  # a hook that another one wraps by now stays, passing everything on
+        _torch_library.unpatch()
+        _state["torch_library_done"] = False
         if _state["hook"] is not None and builtins.__import__ is _state["hook"]:
             builtins.__import__ = _state["previous_import"]
             _state["hook"] = _state["previous_import"] = None
