@@ -198,3 +198,28 @@ def test_wrap_triton_takes_tesseras_kernels(tmp_path, torch_first):
     env.pop("TESSERA_AS_TRITON", None)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ a torch dtype as a constexpr
+
+# A stand-in for torch.dtype (torch is not needed here): type name "dtype", no .name, str "torch.float32"
+TorchDtype = type("dtype", (), {"__init__": lambda self, n: setattr(self, "n", n),
+                                "__str__": lambda self: "torch." + self.n, "__module__": "torch"})
+
+
+@tessera.jit(interpret=True)
+def cast_out(x_ptr, y_ptr, out_dtype: tl.constexpr, BLOCK: tl.constexpr):
+    # torchao passes out_dtype=torch.float32 to a constexpr its kernel does not read; here it is read too
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(out_dtype).to(tl.float32) + 0.25)
+
+
+def test_a_torch_dtype_constexpr_is_the_dtype_of_its_name():
+    x = np.array([1.0 + 2.0 ** -12, 3.0, -2.5, 7.0], np.float32)
+    y = np.zeros_like(x)
+    cast_out[(1,)](x, y, TorchDtype("float32"), BLOCK=4)
+    np.testing.assert_array_equal(y, x + 0.25)
+    cast_out[(1,)](x, y, TorchDtype("bfloat16"), BLOCK=4)  # 1 + 2^-12 rounds to 1 in bfloat16
+    np.testing.assert_array_equal(y, np.array([1.25, 3.25, -2.25, 7.25], np.float32))
+    with pytest.raises(TypeError, match="has unsupported type"):
+        cast_out[(1,)](x, y, TorchDtype("complex64"), BLOCK=4)
