@@ -314,7 +314,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   }
   if (name == "hasattr") return constResult(ConstexprValue::ofBool(hasAttribute(*this, args)));
   if (name == "isinstance") {
-    // isinstance(v, tl.dtype / tl.tensor / tl.constexpr / int / float / bool, or a tuple of them).
+    // isinstance(v, tl.dtype / tl.tensor / tl.tensor_descriptor / tl.constexpr / int / float / bool, or a tuple of them).
     Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"class_or_tuple", true}});
     const SValue &v = b[0];
     std::vector<SValue> classes = b[1].kind == SValue::Kind::Tuple ? b[1].elems : std::vector<SValue>{b[1]};
@@ -326,7 +326,10 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       if (cls == "lang.dtype") result |= v.kind == SValue::Kind::DType;
       else if (cls == "lang.pointer_type") result |= v.kind == SValue::Kind::DType && v.dtype.pointer && !v.dtype.isBlock();
       else if (cls == "lang.block_type") result |= v.kind == SValue::Kind::DType && v.dtype.isBlock();
-      else if (cls == "lang.tensor") result |= v.isIR();
+      else if (cls == "lang.tensor") // a block pointer is a tensor in Triton; a descriptor is not
+        result |= (v.isIR() && !v.value->type.isTensorDesc()) || v.kind == SValue::Kind::BlockPointer;
+      else if (cls == "lang.tensor_descriptor" || cls == "lang.tensor_descriptor_base") // made by the kernel or passed in
+        result |= v.kind == SValue::Kind::TensorDescriptor || (v.isIR() && v.value->type.isTensorDesc());
       else if (cls == "lang.constexpr") result |= isConst || v.kind == SValue::Kind::DType;
       else if (cls == "int") result |= isConst && (v.c.kind == CK::Int || v.c.kind == CK::Bool);
       else if (cls == "float") result |= isConst && v.c.kind == CK::Float;

@@ -605,6 +605,13 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   const std::string type = py::str(py::type::handle_of(value).attr("__name__"));
   // tl.constexpr(x) wraps a value.
   if (type == "constexpr" && hasAttr(value, "value")) return toConstexpr(value.attr("value"), kernel, param);
+  // A torch dtype (torchao passes out_dtype=torch.float32 to a constexpr; Triton takes any value there):
+  // the dtype of the same name, as a tensor of that dtype would have.
+  if (type == "dtype" && !hasAttr(value, "name")) {
+    const std::string text = py::str(value);
+    if (text.starts_with("torch."))
+      if (std::optional<ScalarType> t = torchDtype(text)) return ConstexprValue::ofDType(*t);
+  }
   // A triton.language / tessera.language dtype (OUT_DTYPE=tl.float16): its .name is "fp16", "int32", ...
   if (type == "dtype" && hasAttr(value, "name")) {
     py::object name = value.attr("name");

@@ -138,6 +138,9 @@ std::string signatureText(const std::vector<ArgSpec> &signature);
 // A grid from a tuple/list of 1-3 ints or an int. Returns false (launch
 // nothing) when a dimension is 0, like Triton.
 bool toGrid(py::handle grid, rt::Grid &out, const std::string &kernel);
+// Triton's extern_libs launch option: None, {} or {"libdevice": path} (tessera's libdevice functions are its
+// own, so the path changes nothing); any other library is a ValueError naming it (Specialization.cpp).
+void checkExternLibs(const std::string &kernel, py::handle value);
 
 // The stream to launch on: an explicit one (int handle, object with
 // .cuda_stream, or None), else torch's current stream of `device` when a

@@ -231,6 +231,7 @@ public:
         std::string key = py::str(item.first);
         if (key == "num_warps") numWarps = item.second.cast<unsigned>();
         if (key == "num_stages") numStages = item.second.cast<unsigned>();
+        if (key == "extern_libs") checkExternLibs(name_, item.second);
         auto it = index_.find(key);
         if (it != index_.end()) {
           if (values[it->second]) throw py::type_error(name_ + "() got multiple values for argument '" + key + "'");

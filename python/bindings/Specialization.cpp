@@ -90,8 +90,21 @@ std::string plural(size_t n, const char *word) {
 
 PyObject *interned(const char *s) { return PyUnicode_InternFromString(s); }
 
+void checkExternLibs(const std::string &kernel, py::handle value) {
+  if (value.is_none()) return;
+  if (!PyDict_Check(value.ptr()))
+    throw py::type_error(kernel + "(): extern_libs must be a dict {library name: path}, got " +
+                         std::string(Py_TYPE(value.ptr())->tp_name));
+  for (auto item : py::reinterpret_borrow<py::dict>(value)) {
+    std::string lib = py::str(item.first);
+    if (lib != "libdevice")
+      throw py::value_error(kernel + "(): extern_libs: library '" + lib +
+                            "' is not supported (tessera links only libdevice, its own)");
+  }
+}
+
 // Triton's other launch options that libraries pass: enable_fp_fusion (returned: 0 or 1),
-// sanitize_overflow (checks only under debug), extern_libs=None
+// sanitize_overflow (checks only under debug), extern_libs (None or {"libdevice": path})
 // (returned: -1); nullopt when `name` is none of them.
 static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_view name, py::handle value) {
   auto flag = [&]() {
@@ -101,11 +114,7 @@ static std::optional<int> tritonLaunchOption(const JitKernel &k, std::string_vie
   };
   if (name == "enable_fp_fusion") return flag();
   if (name == "sanitize_overflow") return flag(), -1;
-  if (name == "extern_libs") {
-    if (!value.is_none() && flag())
-      throw py::value_error(k.name + "(): extern_libs is not supported (tessera links libdevice itself)");
-    return -1;
-  }
+  if (name == "extern_libs") return checkExternLibs(k.name, value), -1;
   return std::nullopt;
 }
 

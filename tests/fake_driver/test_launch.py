@@ -494,8 +494,8 @@ def mul_add(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def test_tritons_launch_options_libraries_pass(fake):
     # enable_fp_fusion=False compiles without contraction (a kernel of its own); launch_pdl=True a
-    # launch attribute, sanitize_overflow a hint, extern_libs=None nothing, launch_cooperative_grid=False
-    # the default.
+    # launch attribute, sanitize_overflow a hint, extern_libs=None (or libdevice's path) nothing,
+    # launch_cooperative_grid=False the default.
     x, out = tensors(2)
     fused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128)
     unfused = mul_add.run(x, out, 100, grid=(1,), BLOCK=128, enable_fp_fusion=False, launch_pdl=True,
@@ -503,8 +503,10 @@ def test_tritons_launch_options_libraries_pass(fake):
     assert "fma.rn.f32" in fused.asm["ptx"]
     assert "fma.rn.f32" not in unfused.asm["ptx"] and "mul.rn.f32" in unfused.asm["ptx"]
     assert mul_add.specialization(x, out, 100, BLOCK=128, enable_fp_fusion=False)[2]["enable_fp_fusion"] is False
-    with pytest.raises(ValueError, match="extern_libs is not supported"):
-        mul_add[(1,)](x, out, 100, BLOCK=128, extern_libs={"libdevice": "/path/libdevice.10.bc"})
+    # Triton's tutorial 07 names libdevice's path: tessera's libdevice functions are its own
+    mul_add[(1,)](x, out, 100, BLOCK=128, extern_libs={"libdevice": "/path/libdevice.10.bc"})
+    with pytest.raises(ValueError, match="extern_libs: library 'ocml' is not supported"):
+        mul_add[(1,)](x, out, 100, BLOCK=128, extern_libs={"ocml": "/path/ocml.bc"})
 
 
 def test_cooperative_launch_goes_through_cuLaunchKernelEx(fake):

@@ -26,6 +26,7 @@ The process-wide mode (install(process_wide=True), TESSERA_AS_TRITON=all) is for
 a finder first on sys.meta_path and sys.modules entries make `triton` tessera for every importer,
 torch included, and the stand-in package in _process_wide/ (first on sys.path) carries the mode
 into the Python processes started with that path (Inductor's compile workers). docs/torch-compile.md.
+torch.library.wrap_triton takes tessera's kernels too (_torch_library.py).
 """
 import builtins
 import importlib
@@ -34,6 +35,8 @@ import importlib.machinery
 import os
 import sys
 import threading
+
+from . import _torch_library
 
 # Importers (top-level package names) whose `import triton` keeps the installed Triton
 # (the same list as python/_tessera_as_triton.py's, which cannot import this one).
@@ -57,7 +60,8 @@ ALIASES = {
 FACADE = "tessera.compat.triton"
 
 _lock = threading.Lock()
-_state = {"on": False, "hook": None, "previous_import": None, "keep_real": KEEP_REAL_TRITON, "finder": None}
+_state = {"on": False, "hook": None, "previous_import": None, "keep_real": KEEP_REAL_TRITON, "finder": None,
+          "torch_library_done": False}
 
 # The folder holding the stand-in `triton` package (_process_wide/triton/__init__.py) that the
 # process-wide mode puts first on sys.path, for the Python processes this one starts.
@@ -117,7 +121,10 @@ def _make_import(previous):
     def tessera_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0 and _state["on"] and name.partition(".")[0] == "triton" and not _wants_real_triton(globals):
             return _import_facade(name, fromlist)
-        return previous(name, globals, locals, fromlist, level)
+        module = previous(name, globals, locals, fromlist, level)
+        if _state["on"] and not _state["torch_library_done"] and name.startswith("torch"):
+            _state["torch_library_done"] = _torch_library.patch_loaded()
+        return module
 
     return tessera_import
 
@@ -208,6 +215,7 @@ def install(keep_real=KEEP_REAL_TRITON, process_wide=False):
             _state["previous_import"] = builtins.__import__
             _state["hook"] = builtins.__import__ = _make_import(builtins.__import__)
         _state["on"] = True
+        _state["torch_library_done"] = _torch_library.patch_loaded()  # torch imported before install()
 
 
 def uninstall():
@@ -218,6 +226,8 @@ def uninstall():
             _uninstall_process_wide()
             _state["process_wide"] = False
         _state["on"] = False  # a hook that another one wraps by now stays, passing everything on
+        _torch_library.unpatch()
+        _state["torch_library_done"] = False
         if _state["hook"] is not None and builtins.__import__ is _state["hook"]:
             builtins.__import__ = _state["previous_import"]
             _state["hook"] = _state["previous_import"] = None

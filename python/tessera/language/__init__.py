@@ -443,6 +443,14 @@ class tensor:
     """The type of block values inside kernels, for annotations (`def f(x: tl.tensor)`); no host values."""
 
 
+class tensor_descriptor_base:
+    """The type of tensor descriptors inside kernels (`isinstance(d, tl.tensor_descriptor)`); no host values."""
+
+
+class tensor_descriptor(tensor_descriptor_base):
+    """A descriptor made by tl.make_tensor_descriptor or passed as a TensorDescriptor; no host values."""
+
+
 def _self():
     import sys
     return sys.modules[__name__]
