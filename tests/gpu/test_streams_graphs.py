@@ -24,6 +24,7 @@ def test_launch_goes_to_torchs_current_stream():
     torch.cuda.synchronize()
     out = poisoned(N, torch.float32)
     side = torch.cuda.Stream()  # torch's streams do not synchronise with the default stream
+    side.wait_stream(torch.cuda.current_stream())  # ... so it waits for the poison explicitly
     with torch.cuda.stream(side):
         torch.cuda._sleep(SLEEP_CYCLES)  # keep `side` busy ...
         add_kernel[grid](x, y, out, N, BLOCK_SIZE=1024)  # ... so this waits behind the sleep
@@ -40,10 +41,12 @@ def test_explicit_stream_option():
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = poisoned(N, torch.float32)
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())  # x, y and the poison are written on the current stream
     add_kernel[grid](x, y, out, N, BLOCK_SIZE=1024, stream=s.cuda_stream)
     s.synchronize()
     torch.testing.assert_close(out, x + y, rtol=0, atol=0)
     out2 = poisoned(N, torch.float32)
+    s.wait_stream(torch.cuda.current_stream())
     add_kernel[grid](x, y, out2, N, BLOCK_SIZE=1024, stream=s)  # an object with .cuda_stream
     s.synchronize()
     torch.testing.assert_close(out2, x + y, rtol=0, atol=0)
