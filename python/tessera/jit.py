@@ -133,11 +133,13 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def src(self):
-        """The function's source, dedented as Triton's is (so text substituted at Triton's indentation
-        fits), decorators included (Triton's spelling drops them: _unsafe_update_src takes either)."""
+        """The function's source lines as they stand in its file (decorators and indentation included;
+        Triton's spelling is dedented and drops the decorators: _unsafe_update_src takes either). The
+        conformance harness's adapter finds these lines in the file to patch kernels, so they are kept
+        as written (a multi-line statement substituted at Triton's indentation into a nested kernel,
+        test_const's "if" mode, does not fit)."""
         import inspect
-        import textwrap
-        return textwrap.dedent(inspect.getsource(self.fn))
+        return inspect.getsource(self.fn)
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
