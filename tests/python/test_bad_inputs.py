@@ -68,7 +68,7 @@ def test_wrong_argument_count_in_the_interpreter():
 def test_unexpected_keyword():
     raises_exactly(TypeError, "add_kernel() got an unexpected keyword argument 'foo' (its parameters: x_ptr, y_ptr, "
                               "out_ptr, n_elements, BLOCK_SIZE; launch options: num_warps, num_stages, maxnreg, stream, num_ctas, "
-                              "launch_cooperative_grid, enable_fp_fusion)",
+                              "launch_cooperative_grid, launch_pdl, enable_fp_fusion)",
                    lambda: add_kernel.specialization(D, D, D, 16, BLOCK_SIZE=16, foo=1))
 
 

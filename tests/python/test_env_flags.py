@@ -20,7 +20,8 @@ SPELLINGS = [(None, None), ("", None), ("0", False), ("false", False), ("FALSE",
 
 # Environment variables that hold a value, not a switch.
 NOT_SWITCHES = {"TESSERA_CACHE_DIR", "TESSERA_EXT_DIR", "TESSERA_BUILD_DIR", "TESSERA_KERNELS_DIR", "XDG_CACHE_HOME",
-                "TESSERA_PTXAS", "CUDA_HOME", "CUDA_PATH"}  # paths, not switches
+                "TESSERA_PTXAS", "CUDA_HOME", "CUDA_PATH",  # paths, not switches
+                "TESSERA_AS_TRITON"}  # a mode (1 / all) that compat's process-wide mode sets for its children
 
 
 def _set(monkeypatch, name, value):
