@@ -264,10 +264,13 @@ struct Accelerator {
   // Native fp8 wgmma (m64nNk32, e4m3/e5m2 in any pair, f32 accumulator) for a
   // dot the front-end widened: both operands K-major in shared memory (B is
   // stored transposed by the dot, compiler/codegen/WgmmaDot.cpp), rows of K
-  // bytes filling a swizzle line.
+  // bytes filling a swizzle line. max_num_imprecise_acc=0 asks for no reduced-precision
+  // accumulation at all: as in Triton, that dot keeps the widened f16 form (exact products,
+  // f32 accumulation) instead of fp8 wgmma.
   bool fp8WgmmaFits(Operation &dot) {
     Value *a = dot.operand(0), *b = dot.operand(1), *r = dot.result();
     if (!hopper || !fp8Sources(dot).first || a->type.rank() != 2) return false;
+    if (dot.hasAttr("max_num_imprecise_acc") && dot.intAttr("max_num_imprecise_acc") == 0) return false;
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
     return r->type.element().scalar == ScalarType::F32 && fn.numWarps % 4 == 0 &&
            M % (16 * int64_t{fn.numWarps}) == 0 && N % 8 == 0 && N >= 8 && K % 32 == 0 && wgmmaRowFits(K, 1);

@@ -200,12 +200,17 @@ def test_fp8_block_k_below_32_keeps_the_f16_wgmma(tmp_path):
 @pytest.mark.parametrize("low_precision_acc", [None, 0, 32, 64, 128])
 def test_fp8_max_num_imprecise_acc_promotions_as_triton(tmp_path, low_precision_acc):
     # test_dot_max_num_imprecise_acc's Hopper check: one add.f32 per accumulator register every
-    # max_num_imprecise_acc K elements (0: every wgmma), none without the argument (2^30 on sm_90).
+    # max_num_imprecise_acc K elements, none without the argument (2^30 on sm_90). 0 asks for no
+    # reduced-precision accumulation: as Triton (which upcasts to f16 mma there), the widened f16 dot.
     BM, BN, BK, warps = 128, 128, 128, 8
     ptx = compile_kernel("dot_fp8.py", "dot_fp8_kernel", signature("e4m3", "e5m2", "fp32"),
                          {"A_E5": 0, "B_E5": 1, "OUT_F16": 0, "IMPRECISE": low_precision_acc,
                           "BM": BM, "BN": BN, "BK": BK}, "sm_90a", extra=["--num-warps", str(warps)])
     assemble(ptx, "sm_90a", tmp_path)
+    if low_precision_acc == 0:
+        assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " in ptx and "k32.f32.e4m3" not in ptx
+        assert ptx.count("add.f32") == 0
+        return
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 " in ptx
     regs = BM * BN // (32 * warps)
     promotions = 0 if low_precision_acc is None else BK // max(low_precision_acc, 32)
