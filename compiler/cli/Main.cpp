@@ -329,27 +329,21 @@ std::string typeName(ir::ScalarType t) {
   return name;
 }
 
-std::string withoutHints(const std::vector<ArgSpec> &signature) {
+// The signature as the manifest spells it; without `hints`, the types alone (no :16 / :1).
+std::string signatureText(const std::vector<ArgSpec> &signature, bool hints = true) {
   std::string text;
   for (const ArgSpec &a : signature) {
     text += text.empty() ? "" : ",";
     if (a.type.pointer) text += "*";
     text += typeName(a.type.scalar);
-  }
-  return text;
-}
-
-std::string signatureText(const std::vector<ArgSpec> &signature) {
-  std::string text;
-  for (const ArgSpec &a : signature) {
-    text += text.empty() ? "" : ",";
-    if (a.type.pointer) text += "*";
-    text += typeName(a.type.scalar);
+    if (!hints) continue;
     if (a.equalsOne) text += ":1";
     else if (a.divisibility >= 16) text += ":16";
   }
   return text;
 }
+
+std::string withoutHints(const std::vector<ArgSpec> &signature) { return signatureText(signature, false); }
 
 size_t hintCount(const std::vector<ArgSpec> &signature) {
   return std::count_if(signature.begin(), signature.end(),
