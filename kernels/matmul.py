@@ -284,6 +284,29 @@ def _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N: tl.constexpr, HAS_
 
 
 @tessera.jit
+def _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                 stride_sam, stride_sak, stride_sbk, stride_sbn,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                 SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr):
+    """acc plus the K step k's a @ b: block scales applied to this step's product (in fp32),
+    other scalings left for after the loop (_outer_scales)."""
+    if SCALING == "block":
+        tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
+        kb = (k * BLOCK_K) // SCALE_K
+        sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
+        if SCALE_N % BLOCK_N == 0:  # one scale of B for the whole tile: a scalar, not 2 registers a column
+            sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn)
+            acc += tl.dot(a, b) * (sa * sb)[:, None]
+        else:
+            sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=offs_bn < N,
+                         other=0.0)
+            acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@tessera.jit
 def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn,
                        stride_sam, stride_sak, stride_sbk, stride_sbn,
@@ -300,19 +323,8 @@ def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
         b_ptrs = b_ptr + (k_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
-        if SCALING == "block":
-            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
-            kb = (k * BLOCK_K) // SCALE_K
-            sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
-            if SCALE_N % BLOCK_N == 0:  # one scale of B for the whole tile: a scalar, not 2 registers a column
-                sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn)
-                acc += tl.dot(a, b) * (sa * sb)[:, None]
-            else:
-                sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=offs_bn < N,
-                             other=0.0)
-                acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                           stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
     if SCALING == "outer":
         acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
     return acc
@@ -361,19 +373,8 @@ def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, 
     for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
         b = tl.trans(bt_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
-        if SCALING == "block":
-            tl.static_assert(SCALE_K % BLOCK_K == 0, "block scales need BLOCK_K dividing SCALE_K")
-            kb = (k * BLOCK_K) // SCALE_K
-            sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=offs_am < M, other=0.0)
-            if SCALE_N % BLOCK_N == 0:
-                sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn)
-                acc += tl.dot(a, b) * (sa * sb)[:, None]
-            else:
-                sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=offs_bn < N,
-                             other=0.0)
-                acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                           stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
     if SCALING == "outer":
         acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
     return acc
