@@ -455,7 +455,7 @@ void warnOnce(const std::string &once, const std::string &message) {
   if (said.insert(once).second) std::fprintf(stderr, "tessera: warning: %s\n", message.c_str());
 }
 
-bool writeFileAtomically(const std::string &path, std::string_view bytes) {
+std::string writeTemporaryFile(const std::string &path, std::string_view bytes) {
   static std::atomic<uint64_t> counter{0};
   fs::path target(path);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -469,7 +469,7 @@ bool writeFileAtomically(const std::string &path, std::string_view bytes) {
     if (fd < 0) {
       if (errno == ENOENT && !mkdirError) continue; // the directory vanished (a concurrent clear): once more
       if (errno == ENOENT) errno = mkdirError;       // why it is missing: EACCES, EROFS, ...
-      return false;
+      return {};
     }
     size_t done = 0;
     bool ok = true;
@@ -481,11 +481,23 @@ bool writeFileAtomically(const std::string &path, std::string_view bytes) {
     }
     int saved = errno;
     if (::close(fd) != 0 && ok) ok = false, saved = errno;
-    if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
-    saved = ok ? errno : saved;
+    if (ok) return tmp;
     ::unlink(tmp.c_str());
     errno = saved;
-    if (saved != ENOENT) return false;
+    return {};
+  }
+  return {};
+}
+
+bool writeFileAtomically(const std::string &path, std::string_view bytes) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string tmp = writeTemporaryFile(path, bytes);
+    if (tmp.empty()) return false;
+    if (::rename(tmp.c_str(), path.c_str()) == 0) return true;
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    errno = saved;
+    if (saved != ENOENT) return false; // ENOENT: a concurrent clear removed the directory; once more
   }
   return false;
 }
@@ -541,25 +553,16 @@ bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) 
     if (unwritableDirs().count(config_.dir)) return false;
   }
   const std::string path = entryPath(key);
-  // Bytes added to DIR/kernels: what is written less what it replaces (one
-  // stat of this entry's own files; no other entry is looked at).
-  int64_t added = 0;
-  auto write = [&](const std::string &file, std::string_view bytes) {
-    struct stat st{};
-    int64_t old = ::stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-    if (!writeFileAtomically(file, bytes)) return false;
-    added += static_cast<int64_t>(bytes.size()) - old;
-    return true;
-  };
-  bool ok = write(path, encode(entry));
-  if (ok && stages && config_.keepStages) {
+  std::vector<std::pair<std::string, std::string>> files = {{path, encode(entry)}};
+  if (stages && config_.keepStages) {
     std::string stem = path.substr(0, path.size() - std::strlen(kEntrySuffix));
-    const std::pair<const char *, const std::string *> files[] = {
+    const std::pair<const char *, const std::string *> stageFiles[] = {
         {".ir", &stages->ir}, {".ir-opt", &stages->irOpt}, {".ll", &stages->llvmIR}, {".ptx", &stages->ptx},
         {".cu", &stages->cuda}};
-    for (const auto &[suffix, text] : files)
-      if (!text->empty()) ok = write(stem + suffix, *text) && ok;
+    for (const auto &[suffix, text] : stageFiles)
+      if (!text->empty()) files.emplace_back(stem + suffix, *text);
   }
+  bool ok = writeFiles(files);
   if (!ok) {
     int err = errno;
     counters().storeFailures++;
@@ -574,7 +577,6 @@ bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) 
     return false;
   }
   counters().stores++;
-  account(added);
   return true;
 }
 
@@ -656,17 +658,53 @@ uint64_t evictGroups(const Config &config, uint64_t trigger, uint64_t target, ui
 
 uint64_t DiskCache::evict(uint64_t maxBytes) { return evictGroups(config_, maxBytes, maxBytes, nullptr); }
 
-void DiskCache::account(int64_t added) {
+bool DiskCache::writeFiles(const std::vector<std::pair<std::string, std::string>> &files) {
+  // The bytes go to temporary files first, outside the lock; the renames and
+  // the stats of what they replace happen under it, so that two processes
+  // replacing one file with different bytes cannot both count the same old size.
+  std::vector<std::string> temporaries;
+  auto dropTemporaries = [&] {
+    int saved = errno;
+    for (const std::string &tmp : temporaries) ::unlink(tmp.c_str());
+    errno = saved;
+  };
+  for (const auto &[path, bytes] : files) {
+    temporaries.push_back(writeTemporaryFile(path, bytes));
+    if (temporaries.back().empty()) {
+      temporaries.pop_back();
+      dropTemporaries();
+      return false;
+    }
+  }
+  bool ok = true;
+  int64_t added = 0;
+  auto renameAll = [&] {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const auto &[path, bytes] = files[i];
+      struct stat st{};
+      int64_t old = ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+      if (::rename(temporaries[i].c_str(), path.c_str()) == 0 || writeFileAtomically(path, bytes)) {
+        added += static_cast<int64_t>(bytes.size()) - old; // (a failed rename: its directory was cleared)
+        temporaries[i].clear();
+      } else {
+        ok = false;
+      }
+    }
+    dropTemporaries();
+  };
   int fd = ::open(usagePath(config_).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) { // no running total (DIR read-only but DIR/kernels not?): the walk on every store
+    renameAll();
     counters().sweeps++;
     evict(config_.maxBytes);
-    return;
+    return ok;
   }
   // Without working locks (some network filesystems) the total is only
   // approximate; a wrong total costs an early sweep or a late one, which
   // writes the exact total back.
   bool locked = ::flock(fd, LOCK_EX) == 0;
+  renameAll();
+  int saved = errno;
   char text[32] = {};
   ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
   uint64_t total = 0;
@@ -687,6 +725,8 @@ void DiskCache::account(int64_t added) {
     (void)::ftruncate(fd, static_cast<off_t>(line.size()));
   if (locked) ::flock(fd, LOCK_UN);
   ::close(fd);
+  errno = saved;
+  return ok;
 }
 
 std::vector<EntryInfo> DiskCache::list(std::string *error) const {

@@ -170,10 +170,12 @@ public:
   // or removed goes to *error ("cannot remove PATH: Permission denied").
   uint64_t clear(bool tuning, std::string *error = nullptr);
 
-  // Adds `added` bytes (negative: removed) to the running total of
-  // DIR/kernels; sweeps when it passes the cap. store() calls it; so does
-  // whatever else writes there (python/tessera/_source_cache.py).
-  void account(int64_t added);
+  // Writes each (path, bytes) atomically and adds the bytes they change to
+  // the running total of DIR/kernels, sweeping when it passes the cap.
+  // store() calls it; so does whatever else writes there
+  // (python/tessera/_source_cache.py). False (errno kept) when a file could
+  // not be written.
+  bool writeFiles(const std::vector<std::pair<std::string, std::string>> &files);
 
 private:
   Config config_;
@@ -182,6 +184,8 @@ private:
 // Writes `bytes` to `path` through a temporary file in the same directory
 // and rename(2), creating directories. False (errno kept) on failure.
 bool writeFileAtomically(const std::string &path, std::string_view bytes);
+// The temporary file of writeFileAtomically, not yet renamed ("" and errno on failure).
+std::string writeTemporaryFile(const std::string &path, std::string_view bytes);
 
 // One warning line on stderr ("tessera: warning: ...") per distinct `once` key per process.
 void warnOnce(const std::string &once, const std::string &message);

@@ -129,9 +129,13 @@ void registerCache(py::module_ &m) {
         py::call_guard<py::gil_scoped_release>(), "Removes every entry (and tuning results); returns the count.");
   m.def("cache_evict", [](uint64_t maxBytes) { return cache::DiskCache().evict(maxBytes); }, py::arg("max_bytes"),
         py::call_guard<py::gil_scoped_release>());
-  m.def("cache_account", [](int64_t added) { cache::DiskCache().account(added); }, py::arg("added"),
-        py::call_guard<py::gil_scoped_release>(),
-        "Adds bytes written into DIR/kernels (not by a store) to the running total the size cap is kept by.");
+  m.def("cache_write", [](const std::string &path, const py::bytes &data) {
+    std::string bytes = data;
+    py::gil_scoped_release nogil;
+    return cache::DiskCache().writeFiles({{path, std::move(bytes)}});
+  }, py::arg("path"), py::arg("data"),
+        "Writes a file into DIR/kernels (not an entry) atomically, counting it in the running total the size cap "
+        "is kept by.");
   m.def("cache_stats", [] {
     cache::Stats s = cache::stats();
     py::dict out;

@@ -135,27 +135,14 @@ def _file_digest(C, path):
 
 
 def _write(C, entry):
-    """Writes the entry atomically (a temp file renamed into place) and adds its bytes to the
-    running total the size cap is kept by; a failure just means no entry (an unwritable cache
-    was reported by the C++ side already, or will be)."""
+    """Writes the entry atomically and adds its bytes to the running total the size cap is kept
+    by (under that total's lock: concurrent writers of one entry with different bytes are counted
+    right); a failure just means no entry (an unwritable cache was reported by the C++ side
+    already, or will be)."""
     import json
-    import tempfile
     header = {"params": None if entry.params is None else [list(p) for p in entry.params],
               "calls": None if entry.calls is None else sorted(entry.calls), "files": entry.files}
     data = _MAGIC + json.dumps(header).encode() + b"\n"
     if entry.params is not None:
         data += entry.text.encode("utf-8")
-    path = entry.path
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            replaced = os.stat(path).st_size
-        except OSError:
-            replaced = 0
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        return
-    C.cache_account(len(data) - replaced)
+    C.cache_write(entry.path, data)

@@ -92,3 +92,28 @@ def test_concurrent_compiles_with_eviction_stay_valid_and_under_the_cap(tmp_path
     check_directory(cache)
     total = sum(p.stat().st_size for p in (cache / "kernels").rglob("*") if p.is_file())
     assert total <= cap
+
+
+WRITER = r"""
+import random, sys
+sys.path[:0] = [ROOT + "/python", ROOT]
+import tessera
+rng = random.Random(SEED)
+for i in range(300):  # the same few files, replaced with bytes of another size each time
+    name = rng.choice("abc")
+    assert tessera._C.cache_write(f"{DIR}/kernels/{name[0]}0/{name}.src", b"x" * rng.randrange(1, 5000))
+"""
+
+
+def test_concurrent_replacements_of_different_sizes_keep_the_total_exact(tmp_path):
+    # Each writer's stat of the size it replaces is taken under the total's lock; taken before it
+    # (as it once was), two writers replacing one file both subtracted the same old size.
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TESSERA_CACHE_DIR=str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", f"ROOT = {str(ROOT)!r}; SEED = {i}; DIR = {str(cache)!r}\n" + WRITER],
+                              env=env, stderr=subprocess.PIPE, text=True) for i in range(8)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    on_disk = sum(p.stat().st_size for p in (cache / "kernels").rglob("*") if p.is_file())
+    assert int((cache / "kernels.usage").read_text()) == on_disk
