@@ -137,6 +137,7 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
     if (target.pointer && !x->type.pointer && !x->type.isIntElement())
       error(args.loc, "cannot cast " + x->type.element().str() + " to " + target.str() +
                           " (only integers convert to pointers)");
+    requireCastable(x->type, target, args.loc);
     return SValue::ir(castElement(x, target));
   }
   // x.sum(axis), x.max(axis), ... mirror the tl functions.
@@ -180,6 +181,7 @@ SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &met
   if (!value->type.isBlock() || value->type.pointer || value->type.shape != block.shape)
     error(b.locs[1], "store()'s value must be a block of the descriptor's shape " + block.str() + ", got " +
                          value->type.str());
+  requireCastable(value->type, ir::Type(t.scalar), b.locs[1]);
   if (value->type.scalar != t.scalar) value = castElement(value, ir::Type(t.scalar)); // as tl.store converts
   operands.push_back(value);
   b_.create(OpCode::DescStore, operands, {});
@@ -516,6 +518,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
       attrs["has_mask"] = int64_t(1);
       if (b.has(2)) {
         ir::Type pointee(ptr->type.scalar);
+        requireCastable(elementTypeOf(b[2], b.locs[2]), pointee, b.locs[2]);
         ir::Value *other = castElement(toIR(b[2], b.locs[2], &pointee), pointee);
         operands.push_back(broadcastTo(other, shape, b.locs[2]));
         attrs["has_other"] = int64_t(1);
@@ -537,6 +540,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (!ptr->type.pointer) error(b.locs[0], "tl.store needs a pointer or a block of pointers, got " + describe(b[0]));
     if (ptr->type.constPointee) error(b.locs[0], "Cannot store to a constant pointer (a tl.const parameter)");
     ir::Type pointee(ptr->type.scalar);
+    requireCastable(elementTypeOf(b[1], b.locs[1]), pointee, b.locs[1]);
     ir::Value *value = toIR(b[1], b.locs[1], &pointee);
     // Triton's semantic.store: a scalar pointer stores a scalar (a block value would need a block of pointers).
     if (!ptr->type.isBlock() && value->type.isBlock())

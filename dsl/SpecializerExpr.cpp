@@ -185,6 +185,25 @@ ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
   return b_.op(OpCode::Cast, {v}, target);
 }
 
+// semantic.cast converts integers to and from the standard floating types
+// only: an integer (or int1) to fp8, or fp8 to an integer, is an error there
+// (by .to(), tl.cast, and the implicit casts of tl.store's value and
+// tl.load's `other`), so it is one here too.
+void Specializer::requireCastable(const ir::Type &from, const ir::Type &to, SourceLoc loc) {
+  auto fp8 = [](ScalarType t) { return t == ScalarType::F8E4M3 || t == ScalarType::F8E5M2; };
+  if (from.pointer || to.pointer) return;
+  if ((from.isIntElement() && fp8(to.scalar)) || (fp8(from.scalar) && to.isIntElement()))
+    error(loc, "cannot cast " + from.element().str() + " to " + to.element().str() +
+                   " (integers convert to and from fp8 only through a floating type, e.g. .to(tl.float16) first)");
+}
+
+ir::Type Specializer::elementTypeOf(const SValue &v, SourceLoc loc) {
+  if (v.isIR()) return v.value->type.element();
+  if (v.isConst() && (v.c.kind == CK::Int || v.c.kind == CK::Float || v.c.kind == CK::Bool))
+    return literalType(v.c, loc).element();
+  return ir::Type();
+}
+
 ir::Value *Specializer::toBool(ir::Value *v) {
   if (v->type.isBoolElement()) return v;
   if (v->type.isPointerElement()) return v; // rejected by callers that care

@@ -130,6 +130,10 @@ public:
   ir::Value *arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *castElement(ir::Value *v, const ir::Type &elem);
+  // Triton's semantic.cast refuses int <-> fp8 (see SpecializerExpr.cpp).
+  void requireCastable(const ir::Type &from, const ir::Type &to, SourceLoc loc);
+  // The element type a value has before any implicit conversion (a literal's own: int32, fp32, int1).
+  ir::Type elementTypeOf(const SValue &v, SourceLoc loc);
   ir::Value *broadcastTo(ir::Value *v, const std::vector<int64_t> &shape, SourceLoc loc);
   std::vector<int64_t> broadcastShapes(const ir::Type &a, const ir::Type &b, SourceLoc loc) const;
   ir::Type promote(const ir::Type &a, const ir::Type &b, const char *opText, SourceLoc loc) const;

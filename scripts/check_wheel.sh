@@ -13,9 +13,9 @@
 #                                            # kept between runs (the first run takes long: on 2 busy
 #                                            # cores 25 minutes; again with nothing changed, 40 s in all)
 #
-# Not part of .ci/run (the first run adds minutes to CI for what tests/python/test_install_layout.py
-# checks from the build tree); a CI job can run it after scripts/setup.sh. It needs the network once,
-# for scikit-build-core (in build-wheel-env/ unless this Python has it).
+# scripts/test.sh (CI) runs the prebuilt mode: the extension compiled once more, then the wheel
+# checked as above. scikit-build-core comes from scripts/setup.sh (else a venv build-wheel-env/ is
+# made for it, which needs the network once).
 # Environment: PYTHON (default python3), TESSERA_BUILD_DIR (default build), WORK (default: a new
 # temporary folder; the wheel is WORK/wheel/*.whl, the venv WORK/venv), WHEEL (check this wheel
 # instead of building one).

@@ -2,7 +2,7 @@
 `python -m tessera` (python/tessera/__main__.py), the bundled kernels for tessera.kernels
 (python/tessera/kernels/_files.py) and for `tessera aot` with no manifest
 (compiler/cli/Locations.h), and the C++ GPU tests' kernel files from a copied build. The wheel
-itself is built and installed by scripts/check_wheel.sh (too slow for CI); here the wheel's layout
+itself is built and installed by scripts/check_wheel.sh (the end of scripts/test.sh); here its layout
 is assembled by hand from the build tree, which is what that script checks for real."""
 import os
 import pathlib

@@ -87,3 +87,24 @@ def test_fp8_copy_keeps_every_byte():
         out = np.zeros(256, np.int8)
         copy_kernel[(1,)](Fp8Array(bits, name), Fp8Array(out, name), 256)
         np.testing.assert_array_equal(out, bits)
+
+
+# What semantic.cast allows around fp8: integers convert only through a floating type (the refusals
+# are tests/errors/fp8_*_int*.py, int_to_fp8_cast.py); these forms never cast an integer.
+FP8_WITHOUT_INTEGER_CASTS = {
+    "full": ("*fp8e4nv", "tl.store(y + o, tl.full((128,), 0, tl.float8e4nv))"),
+    "zeros": ("*fp8e4nv", "tl.store(y + o, tl.zeros((128,), tl.float8e4nv))"),
+    "where_literal": ("*fp8e4nv", "tl.store(y + o, tl.where(o < 3, tl.load(y + o), 0))"),
+    "other_float": ("*fp8e5", "tl.store(y + o, tl.load(y + o, mask=o < 3, other=0.0))"),
+    "store_float": ("*fp8e4nv", "tl.store(y + o, o.to(tl.float32))"),
+    "bitcast": ("*fp8e4nv", "tl.store(y + o, (tl.load(y + o).to(tl.int8, bitcast=True) + 1).to(tl.float8e4nv, bitcast=True))"),
+}
+
+
+def test_fp8_forms_without_integer_casts_compile(tmp_path):
+    for name, (sig, body) in FP8_WITHOUT_INTEGER_CASTS.items():
+        src = tmp_path / f"{name}.py"
+        src.write_text("import tessera\nimport tessera.language as tl\n\n@tessera.jit\ndef k(y):\n"
+                       f"    o = tl.arange(0, 128)\n    {body}\n")
+        proc = run_cli(["compile", str(src), "--kernel", "k", "--signature", sig, "--arch", "sm_90a"])
+        assert proc.returncode == 0, (name, proc.stderr)
