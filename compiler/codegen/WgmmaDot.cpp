@@ -155,10 +155,14 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // inputs (Triton's useC = false): tied inputs would be zeros moved into the registers
   // first, and where another dot's wgmmas are still running (two dots issued before
   // either is read, DeferWgmmaWaits) ptxas waits for those before such moves (C7517).
-  const std::string consFresh = cons;
+  // scale-d is the immediate 0 there (a predicate made from a register costs ptxas a uniform
+  // move in attention's key loop).
+  const std::string prefix = text.substr(0, text.find("wgmma.mma_async"));
+  std::string textFresh = text.substr(prefix.size(), text.size() - prefix.size() - 2); // without "\n}"
+  textFresh.replace(textFresh.find(", p, 1, 1"), 9, ", 0, 1, 1");
+  const std::string consFresh = cons.substr(0, cons.size() - 2); // without scale-d's ",r"
   std::vector<Type *> argTysFresh = argTys;
   argTysFresh.push_back(i64Ty);
-  argTysFresh.push_back(i32Ty);
   for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
   argTys.push_back(i64Ty);
   argTys.push_back(i32Ty);
@@ -166,7 +170,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   Type *dTy = StructType::get(ctx_, std::vector<Type *>(regsPerInstr, f32Ty));
   InlineAsm *wgmma = InlineAsm::get(FunctionType::get(dTy, argTys, false), text, cons, /*hasSideEffects=*/true);
   InlineAsm *wgmmaFresh =
-      InlineAsm::get(FunctionType::get(dTy, argTysFresh, false), text, consFresh, /*hasSideEffects=*/true);
+      InlineAsm::get(FunctionType::get(dTy, argTysFresh, false), textFresh, consFresh, /*hasSideEffects=*/true);
 
   // D fragment register c of 8-column tile j in slab s (the v2 numbering:
   // rows 2g + c / 2 of the warp's 16-row tile s, columns 2t + c % 2).
@@ -223,7 +227,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
         args.push_back(descriptor(descB, bOffset));
         const bool fresh = partial && partialRegs.empty();
         const bool fromZero = zeroAcc && ks == 0; // scale-d = 0, no inputs
-        args.push_back(i32(fresh || fromZero ? 0 : 1));
+        if (!fromZero) args.push_back(i32(fresh ? 0 : 1));
         unsigned i = 0;
         for (int64_t j = n0 / 8; !fromZero && j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c, ++i)

@@ -221,7 +221,7 @@ def test_zero_accumulator_dots_move_no_zeros_into_the_wgmma_registers():
     loop = loop[:loop.index("wgmma.commit_group")]
     assert "mov.f32" not in loop
     first = re.search(r"wgmma\.mma_async[^;]*;", loop).group(0)
-    assert re.search(r"\}, %rd\d+, %rd\d+, p, 1, 1;", first), first
+    assert re.search(r"\}, %rd\d+, %rd\d+, 0, 1, 1;", first), first  # scale-d: the immediate 0
 
 
 # ------------------------------------------------------------------ the interpreter
