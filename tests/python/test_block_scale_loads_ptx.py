@@ -112,3 +112,37 @@ def test_no_more_spills_than_before(tmp_path):
     assert proc.returncode == 0, proc.stderr
     loads = int(re.search(r"(\d+) bytes spill loads", proc.stderr).group(1))
     assert loads <= 620, proc.stderr
+
+
+def test_interpreter_after_passes_matches_float64(tmp_path, monkeypatch):
+    # The IR code generation sees (sm_90a: wgmma layouts, the cp.async ring, the column scale
+    # loaded in its own layout and converted) against float64 of the dequantised inputs.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import importlib.util
+    import numpy as np
+    import tessera
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    src = tmp_path / "block_scaled_gemm_mod.py"
+    src.write_text(KERNEL)
+    spec = importlib.util.spec_from_file_location("block_scaled_gemm_mod", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = tessera.jit(module.block_scaled_gemm.fn, interpret=True)
+    M, N, K, G = 100, 200, 384, 128
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((M, K)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    w = (rng.standard_normal((N, K)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    sa = rng.uniform(0.1, 2, (M, K // G)).astype(np.float32)
+    sw = rng.uniform(0.1, 2, (-(-N // G), K // G)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    kernel[(1, 2)](a, w, c, sa, sw, M, N, K, G, G, K, 1, 1, K, N, 1, K // G, 1, 1, K // G,
+                   BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, num_warps=4, num_stages=3)
+    A = a.astype(np.float64) * np.repeat(sa.astype(np.float64), G, axis=1)
+    W = w.astype(np.float64) * np.repeat(np.repeat(sw.astype(np.float64), G, axis=0)[:N], G, axis=1)
+    ref = A @ W.T
+    magnitude = np.abs(A) @ np.abs(W).T
+    assert (np.abs(c - ref) <= magnitude * (K * 2.0 ** -22) + 1e-6).all(), np.abs(c - ref).max()
+    ir = kernel._interpreter.ir()
+    loop = ir[ir.index("= for "):ir.index("yield")]
+    # the column scale, loaded one element a thread, converted into the accumulator's slice
+    assert "#mma<version=3" in ir and re.search(r"= convert_layout %\d+ : <128xf32>", loop), loop
