@@ -40,11 +40,16 @@ and tessera.kernels.scaled_matmul (B column-major: the TMA kernel on sm_90a), ea
 first config (autotune=False) with scales of each granularity, beside cuBLASLt and Triton:
   tessera_scaled           per-tensor scales (scale_a, scale_b of one element)
   tessera_scaled_rowwise   per-row of A and per-column of B ((M, 1) and (1, N))
-  tessera_scaled_block     DeepSeek-V3 blocks: (M, K/128) for A, (K/128, N/128) for B
+  tessera_scaled_block     DeepSeek-V3 blocks: (M, K/128) for A, (K/128, N/128) for B (the table's
+                           first: 128x128x128/w8/s3/pair, two K blocks a step, PAIR_K)
+  tessera_scaled_block_single  the same at 128x128x128/w8/s4, one K block a step (the default before)
+  tessera_scaled_block_persistent  blocks, persistent=True (producer warpgroup) at the table's first
+  tessera_scaled_block_ws  blocks, the table's first with WARP_SPECIALIZE=True (a producer warpgroup
+                           issues the copies; not persistent)
   tessera_scaled_persistent  per-tensor, persistent=True (a producer warpgroup, one program an SM)
   torch_scaled_mm_rowwise  torch._scaled_mm with (M, 1) / (1, N) scales
   triton_scaled_block      kernels/matmul.py's scaled_matmul_kernel compiled by Triton (the same
-                           text, `tessera` bound to triton) with the same blocks and config
+                           text, `tessera` bound to triton) with the same blocks at 128x128x128/w8/s4
 """
 import pathlib
 import sys
@@ -143,8 +148,15 @@ def fp8_main(options):
         """(scale_a, scale_b) of a case; powers of two, so the reference is exact."""
         return {"tensor": (one, one), "row": (x[4], x[5]), "block": (x[6], x[7])}[granularity]
 
-    def tessera_scaled(x, granularity, persistent=False):
+    first_block = tk.scaled_matmul_configs("block")[0]
+    block_ws = tessera.Config(dict(first_block.kwargs, WARP_SPECIALIZE=True), num_warps=first_block.num_warps,
+                              num_stages=first_block.num_stages)
+
+    def tessera_scaled(x, granularity, persistent=False, config=None):
         sa, sb = scales(x, granularity)
+        if config is not None:
+            return lambda: tk.scaled_matmul(x[0], x[3], sa, sb, torch.bfloat16, out=x[2], config=config,
+                                            persistent=persistent)
         return lambda: tk.scaled_matmul(x[0], x[3], sa, sb, torch.bfloat16, out=x[2], autotune=False,
                                         persistent=persistent)
 
@@ -157,7 +169,7 @@ def fp8_main(options):
         sa, sb = x[6], x[7]
         M, K = a.shape
         N = b.shape[1]
-        config = tk.scaled_matmul_configs("block")[0]
+        config = tk.parse_matmul_config("128x128x128/w8/s4")  # one K block a step, as a Triton user writes it
         kw = config.kwargs
         grid = (tessera.cdiv(M, kw["BLOCK_M"]) * tessera.cdiv(N, kw["BLOCK_N"]),)
         return lambda: module.scaled_matmul_kernel[grid](
@@ -173,12 +185,17 @@ def fp8_main(options):
         "tessera_scaled": lambda x: tessera_scaled(x, "tensor"),
         "tessera_scaled_rowwise": lambda x: tessera_scaled(x, "row"),
         "tessera_scaled_block": lambda x: tessera_scaled(x, "block"),
+        "tessera_scaled_block_single": lambda x: tessera_scaled(x, "block", config="128x128x128/w8/s4"),
+        "tessera_scaled_block_persistent": lambda x: tessera_scaled(x, "block", persistent=True),
+        "tessera_scaled_block_ws": lambda x: tessera_scaled(x, "block", config=block_ws),
         "tessera_scaled_persistent": lambda x: tessera_scaled(x, "tensor", persistent=True),
         "torch_scaled_mm_rowwise": scaled_mm_rowwise,
         "triton_scaled_block": triton_scaled_block,
     }
     granularity_of = {"tessera_scaled_rowwise": "row", "torch_scaled_mm_rowwise": "row",
-                      "tessera_scaled_block": "block", "triton_scaled_block": "block"}
+                      "tessera_scaled_block": "block", "tessera_scaled_block_single": "block",
+                      "tessera_scaled_block_persistent": "block", "tessera_scaled_block_ws": "block",
+                      "triton_scaled_block": "block"}
 
     def check(x, name, fn):
         x[2].fill_(float("nan"))

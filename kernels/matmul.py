@@ -307,26 +307,83 @@ def _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
 
 
 @tessera.jit
+def _block_scale(sa_ptr, sb_ptr, kb, num_kb, pid_n, offs_am, offs_bn, M, N,
+                 stride_sam, stride_sak, stride_sbk, stride_sbn,
+                 BLOCK_N: tl.constexpr, SCALE_N: tl.constexpr):
+    """The factor of K block kb's product, sa[m, kb] * sb[kb, n]: a column (BLOCK_M, 1) where
+    one scale of B covers the tile, else a (BLOCK_M, BLOCK_N) tile; zero past the last block."""
+    in_k = kb < num_kb
+    sa = tl.load(sa_ptr + offs_am * stride_sam + kb * stride_sak, mask=(offs_am < M) & in_k, other=0.0)
+    if SCALE_N % BLOCK_N == 0:
+        sb = tl.load(sb_ptr + kb * stride_sbk + ((pid_n * BLOCK_N) // SCALE_N) * stride_sbn, mask=in_k, other=0.0)
+        factor = (sa * sb)[:, None]
+    else:
+        sb = tl.load(sb_ptr + kb * stride_sbk + (offs_bn // SCALE_N) * stride_sbn, mask=(offs_bn < N) & in_k,
+                     other=0.0)
+        factor = sa[:, None] * sb[None, :]
+    return factor
+
+
+@tessera.jit
+def _paired_block_step(acc, a0, b0, a1, b1, k0, num_kb, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                       stride_sam, stride_sak, stride_sbk, stride_sbn,
+                       BLOCK_N: tl.constexpr, SCALE_N: tl.constexpr):
+    """acc plus K blocks k0 and k0 + 1, block scales applied (PAIR_K): both dots are issued
+    before the first is read, so on wgmma its scaling and promotion (wait_group 1) run while
+    the tensor cores do the second's, and only the second's is exposed. A block past K reads
+    zeros and its scales are 0, adding 0."""
+    p0 = tl.dot(a0, b0)
+    p1 = tl.dot(a1, b1)
+    f0 = _block_scale(sa_ptr, sb_ptr, k0, num_kb, pid_n, offs_am, offs_bn, M, N,
+                      stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, SCALE_N)
+    f1 = _block_scale(sa_ptr, sb_ptr, k0 + 1, num_kb, pid_n, offs_am, offs_bn, M, N,
+                      stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, SCALE_N)
+    acc += p0 * f0
+    acc += p1 * f1
+    return acc
+
+
+@tessera.jit
 def _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn,
                        stride_sam, stride_sak, stride_sbk, stride_sbn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                       SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr):
-    """The scaled fp32 tile (pid_m, pid_n) of (A * sa) @ (B * sb), pointer loads (any strides)."""
+                       SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr,
+                       PAIR_K: tl.constexpr = False):
+    """The scaled fp32 tile (pid_m, pid_n) of (A * sa) @ (B * sb), pointer loads (any strides);
+    PAIR_K: block scales two K blocks a step (_paired_block_step)."""
     offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_offs = k * BLOCK_K + offs_k
-        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + k_offs[None, :] * stride_ak)
-        b_ptrs = b_ptr + (k_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-        a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
-        b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
-        acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
-                           stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
-    if SCALING == "outer":
-        acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
+    if SCALING == "block" and PAIR_K:
+        tl.static_assert(SCALE_K == BLOCK_K, "PAIR_K takes BLOCK_K = SCALE_K")
+        num_kb = tl.cdiv(K, BLOCK_K)
+        for kk in range(0, tl.cdiv(num_kb, 2)):
+            k0_offs = 2 * kk * BLOCK_K + offs_k
+            k1_offs = k0_offs + BLOCK_K
+            a0 = tl.load(a_ptr + (offs_am[:, None] * stride_am + k0_offs[None, :] * stride_ak),
+                         mask=(offs_am[:, None] < M) & (k0_offs[None, :] < K), other=0.0)
+            b0 = tl.load(b_ptr + (k0_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn),
+                         mask=(k0_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
+            a1 = tl.load(a_ptr + (offs_am[:, None] * stride_am + k1_offs[None, :] * stride_ak),
+                         mask=(offs_am[:, None] < M) & (k1_offs[None, :] < K), other=0.0)
+            b1 = tl.load(b_ptr + (k1_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn),
+                         mask=(k1_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
+            acc = _paired_block_step(acc, a0, b0, a1, b1, 2 * kk, num_kb, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn,
+                                     M, N, stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, SCALE_N)
+    else:
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            k_offs = k * BLOCK_K + offs_k
+            a_ptrs = a_ptr + (offs_am[:, None] * stride_am + k_offs[None, :] * stride_ak)
+            b_ptrs = b_ptr + (k_offs[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+            a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (k_offs[None, :] < K), other=0.0)
+            b = tl.load(b_ptrs, mask=(k_offs[:, None] < K) & (offs_bn[None, :] < N), other=0.0)
+            acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                               stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K,
+                               SCALE_N)
+        if SCALING == "outer":
+            acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
     return acc
 
 
@@ -341,15 +398,16 @@ def scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
                          SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
                          EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
                          E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
-                         E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+                         E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0, PAIR_K: tl.constexpr = False):
     """C = EPILOGUE((A * sa) @ (B * sb) + bias, e0, ...) (without EPILOGUE the scaled product,
     + bias[n] when HAS_BIAS), A and B fp8 with any strides (the cp.async pipeline), the scales
-    as the section's comment says; the epilogue slots are matmul_epilogue_kernel's."""
+    as the section's comment says; the epilogue slots are matmul_epilogue_kernel's. PAIR_K:
+    block scales two K blocks a step."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = _scaled_accumulate(a_ptr, b_ptr, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                              stride_am, stride_ak, stride_bk, stride_bn,
                              stride_sam, stride_sak, stride_sbk, stride_sbn,
-                             BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+                             BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, PAIR_K)
     acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
     _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
@@ -362,7 +420,7 @@ def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, 
                            stride_sam, stride_sak, stride_sbk, stride_sbn,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                            SCALING: tl.constexpr, SCALE_K: tl.constexpr, SCALE_N: tl.constexpr,
-                           WARP_SPECIALIZE: tl.constexpr = False):
+                           WARP_SPECIALIZE: tl.constexpr = False, PAIR_K: tl.constexpr = False):
     """_scaled_accumulate through TMA descriptors (Hopper): a_desc over A (M x K, blocks
     BLOCK_M x BLOCK_K), bt_desc over B's transpose (N x K: a column-major B, blocks
     BLOCK_N x BLOCK_K), both K-major as fp8 wgmma reads them; the block is transposed for
@@ -370,13 +428,25 @@ def _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, 
     offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
-        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-        b = tl.trans(bt_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
-        acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
-                           stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
-    if SCALING == "outer":
-        acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
+    if SCALING == "block" and PAIR_K:
+        tl.static_assert(SCALE_K == BLOCK_K, "PAIR_K takes BLOCK_K = SCALE_K")
+        num_kb = tl.cdiv(K, BLOCK_K)
+        for kk in tl.range(0, tl.cdiv(num_kb, 2), warp_specialize=WARP_SPECIALIZE):
+            k0 = 2 * kk
+            a0 = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
+            b0 = tl.trans(bt_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K]))
+            a1 = a_desc.load([pid_m * BLOCK_M, (k0 + 1) * BLOCK_K])
+            b1 = tl.trans(bt_desc.load([pid_n * BLOCK_N, (k0 + 1) * BLOCK_K]))
+            acc = _paired_block_step(acc, a0, b0, a1, b1, k0, num_kb, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                                     stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, SCALE_N)
+    else:
+        for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            b = tl.trans(bt_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
+            acc = _scaled_step(acc, a, b, k, sa_ptr, sb_ptr, pid_n, offs_am, offs_bn, M, N,
+                               stride_sam, stride_sak, stride_sbk, stride_sbn, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+        if SCALING == "outer":
+            acc = _outer_scales(acc, sa_ptr, stride_sam, sb_ptr, stride_sbn, offs_am, offs_bn, M, N)
     return acc
 
 
@@ -390,12 +460,14 @@ def scaled_matmul_tma_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, bias_ptr, M
                              SCALE_K: tl.constexpr = 128, SCALE_N: tl.constexpr = 128,
                              HAS_BIAS: tl.constexpr = False, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
                              E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
-                             E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
-    """scaled_matmul_kernel with A and B read through TMA descriptors (_scaled_tma_accumulate)."""
+                             E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0,
+                             WARP_SPECIALIZE: tl.constexpr = False, PAIR_K: tl.constexpr = False):
+    """scaled_matmul_kernel with A and B read through TMA descriptors (_scaled_tma_accumulate;
+    WARP_SPECIALIZE: a producer warpgroup, PAIR_K: block scales two K blocks a step)."""
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                                  stride_sam, stride_sak, stride_sbk, stride_sbn,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N)
+                                 BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, WARP_SPECIALIZE, PAIR_K)
     acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
     _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
                          E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
@@ -411,7 +483,7 @@ def scaled_matmul_tma_persistent_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, 
                                         GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
                                         SCALING: tl.constexpr = "outer", SCALE_K: tl.constexpr = 128,
                                         SCALE_N: tl.constexpr = 128, HAS_BIAS: tl.constexpr = False,
-                                        WARP_SPECIALIZE: tl.constexpr = False):
+                                        WARP_SPECIALIZE: tl.constexpr = False, PAIR_K: tl.constexpr = False):
     """scaled_matmul_tma_kernel as matmul_tma_persistent_kernel is matmul_tma_kernel: NUM_SMS
     programs looping over the tiles, a producer warpgroup (WARP_SPECIALIZE) feeding one ring;
     a bias but no epilogue."""
@@ -420,6 +492,6 @@ def scaled_matmul_tma_persistent_kernel(a_desc, bt_desc, c_ptr, sa_ptr, sb_ptr, 
         pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _scaled_tma_accumulate(a_desc, bt_desc, sa_ptr, sb_ptr, pid_m, pid_n, M, N, K,
                                      stride_sam, stride_sak, stride_sbk, stride_sbn,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, WARP_SPECIALIZE)
+                                     BLOCK_M, BLOCK_N, BLOCK_K, SCALING, SCALE_K, SCALE_N, WARP_SPECIALIZE, PAIR_K)
         acc = _with_bias(acc, bias_ptr, stride_bias, pid_n, N, BLOCK_N, HAS_BIAS)
         _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)

@@ -14,7 +14,8 @@
 // A's rows in mma order is register-for-register the version-2 layout
 // (Layout.h), so everything downstream of the dot is shared with mma.sync.
 //
-// Per dot: wgmma.fence; per (slab, column chunk, k-step) one wgmma;
+// Per dot: wgmma.fence; per (slab, column chunk, k-step) one wgmma (with a
+// zero accumulator the first of a chunk has scale-d = 0 and no inputs);
 // commit_group; wait_group 0. The wait passes the accumulator registers
 // through an asm that "writes" them, so nothing reads them before the
 // tensor cores are done. A dot the pipeline pass marked `async` (its
@@ -150,13 +151,26 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   text += ", $" + std::to_string(firstIn + aOperands) + ", p, 1, 1" +
           (fp8 ? "" : std::string(", ") + (aRegLayout ? "" : aMMajor ? "1, " : "0, ") + (bKMajor ? "0" : "1")) + ";\n}";
   cons += "l,r";
+  // A dot of a zero accumulator starts each chunk with scale-d = 0 and no accumulator
+  // inputs (Triton's useC = false): tied inputs would be zeros moved into the registers
+  // first, and where another dot's wgmmas are still running (two dots issued before
+  // either is read, DeferWgmmaWaits) ptxas waits for those before such moves (C7517).
+  // scale-d is the immediate 0 there (a predicate made from a register costs ptxas a uniform
+  // move in attention's key loop).
+  const std::string prefix = text.substr(0, text.find("wgmma.mma_async"));
+  std::string textFresh = text.substr(prefix.size(), text.size() - prefix.size() - 2); // without "\n}"
+  textFresh.replace(textFresh.find(", p, 1, 1"), 9, ", 0, 1, 1");
+  const std::string consFresh = cons.substr(0, cons.size() - 2); // without scale-d's ",r"
+  std::vector<Type *> argTysFresh = argTys;
+  argTysFresh.push_back(i64Ty);
   for (unsigned i = 0; i < regsPerInstr; ++i) cons += "," + std::to_string(i);
   argTys.push_back(i64Ty);
   argTys.push_back(i32Ty);
   argTys.insert(argTys.end(), regsPerInstr, f32Ty);
-  InlineAsm *wgmma = InlineAsm::get(
-      FunctionType::get(StructType::get(ctx_, std::vector<Type *>(regsPerInstr, f32Ty)), argTys, false), text, cons,
-      /*hasSideEffects=*/true);
+  Type *dTy = StructType::get(ctx_, std::vector<Type *>(regsPerInstr, f32Ty));
+  InlineAsm *wgmma = InlineAsm::get(FunctionType::get(dTy, argTys, false), text, cons, /*hasSideEffects=*/true);
+  InlineAsm *wgmmaFresh =
+      InlineAsm::get(FunctionType::get(dTy, argTysFresh, false), textFresh, consFresh, /*hasSideEffects=*/true);
 
   // D fragment register c of 8-column tile j in slab s (the v2 numbering:
   // rows 2g + c / 2 of the warp's 16-row tile s, columns 2t + c % 2).
@@ -181,6 +195,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // 2^30): the wgmmas accumulate straight into the accumulator.
   const int64_t imprecise = op.hasAttr("max_num_imprecise_acc") ? op.intAttr("max_num_imprecise_acc") : -1;
   const bool partial = fp8 && imprecise >= 0 && imprecise <= K;
+  const bool zeroAcc = !partial && ir::isZeroConstant(acc);
   emitAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
@@ -211,14 +226,15 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
         args.push_back(descriptor(descB, bOffset));
         const bool fresh = partial && partialRegs.empty();
-        args.push_back(i32(fresh ? 0 : 1));
+        const bool fromZero = zeroAcc && ks == 0; // scale-d = 0, no inputs
+        if (!fromZero) args.push_back(i32(fresh ? 0 : 1));
         unsigned i = 0;
-        for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
+        for (int64_t j = n0 / 8; !fromZero && j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c, ++i)
             args.push_back(!partial ? accRegs[regOf(s, j, c)]
                            : fresh  ? static_cast<Value *>(ConstantFP::get(f32Ty, 0.0))
                                     : partialRegs[i]);
-        Value *d = b_.CreateCall(wgmma, args);
+        Value *d = b_.CreateCall(fromZero ? wgmmaFresh : wgmma, args);
         if (!partial) {
           i = 0;
           for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)

@@ -26,12 +26,14 @@
 // and loaded operands of elementwise ops.
 #include "compiler/passes/PropagateMmaLayout.h"
 
+#include "compiler/ir/LayoutMath.h"
 #include "compiler/passes/DeadCodeElimination.h"
 #include "compiler/passes/LayoutAssignment.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -127,12 +129,35 @@ private:
     return layout;
   }
 
-  bool smallLoad(Operation &load) {
+  // The rows of a 128-row accumulator a thread of 4 warps holds: a row scale.
+  static constexpr unsigned kMostLoadsInLoop = 4;
+
+  static unsigned registersPerThread(const Type &t, const LayoutRef &layout) {
+    try {
+      return DistributedLayout(*layout, t.shape).numRegs();
+    } catch (const std::invalid_argument &) {
+      return ~0u;
+    }
+  }
+
+  static bool insideLoop(const Operation &op) {
+    for (const Block *b = op.parent; b && b->parentOp; b = b->parentOp->parent)
+      if (b->parentOp->code == OpCode::For || b->parentOp->code == OpCode::While) return true;
+    return false;
+  }
+
+  bool smallLoad(Operation &load, const LayoutRef &layout) {
     const Type &t = load.result()->type;
     bool broadcastShape = t.rank() == 1;
     for (int64_t d : t.shape) broadcastShape |= d == 1;
     if (!broadcastShape || t.numElements() > 1024 || load.parent != block_) return false;
     if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
+    // In a loop the load runs every iteration, and in an #mma slice every thread loads (and
+    // keeps the addresses of) each element it holds: a column scale of a 128-wide wgmma tile
+    // is 32 loads and 32 pointers a thread, beside the accumulator (Unsloth's fp8 block
+    // GEMM spilled them). There a vector of more than kMostLoadsInLoop registers a thread is
+    // loaded in its own layout and converted through shared memory, as Triton does.
+    if (insideLoop(load) && registersPerThread(t, layout) > kMostLoadsInLoop) return false;
     for (auto it = std::next(positionOf(load)); it != block_->ops.end() && it->get() != &convert_; ++it)
       if (mayWriteMemory(**it)) return false;
     for (Value *operand : load.operands) {
@@ -151,7 +176,7 @@ private:
     if (!root && rematerialisationCost(v, cheap) >= 0) return true;
     Operation *def = v->definingOp;
     if (def && def->code == OpCode::ConvertLayout) return plan(def->operand(0), layout, seen, leaves);
-    if (def && def->code == OpCode::Load && smallLoad(*def)) {
+    if (def && def->code == OpCode::Load && smallLoad(*def, layout)) {
       ++leaves;
       return true;
     }
@@ -173,7 +198,7 @@ private:
     if (def && def->code == OpCode::ConvertLayout) return cloned_[key] = clone(def->operand(0), layout, b);
     std::set<Value *> cheap;
     const bool recompute = def && (rematerialisationCost(v, cheap) >= 0 || isShapeOrElementwise(def->code) ||
-                                   (def->code == OpCode::Load && smallLoad(*def)));
+                                   (def->code == OpCode::Load && smallLoad(*def, layout)));
     if (!recompute) { // a small leaf: converted
       b.setLoc(convert_.loc);
       Value *c = b.op(OpCode::ConvertLayout, {v}, v->type);

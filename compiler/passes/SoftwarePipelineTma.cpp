@@ -183,10 +183,17 @@ void LoopPipeliner::waitForRing(const TmaRing &r, bool atTop) {
 // its dots are done by then (doneAtFirstDot: attention's K, a GEMM's A and B), else two
 // iterations ago (attention's V, whose P V runs on into the next step). One warpgroup:
 // behind a barrier. Several: behind the stage's "empty" mbarrier, on which every thread
-// arrives once done with it and only the copying warp waits.
+// arrives once done with it and only the copying warp waits. Dots issued right behind the
+// first (only their blocks' local_loads and constants between: the block-scaled GEMM's two
+// K blocks a step) go before the copies too: the copying warp may wait there for an empty
+// stage, and its warpgroup's wgmmas would wait for it.
 void LoopPipeliner::refillRings(const std::vector<TmaRing> &rings) {
   if (rings.empty()) return;
-  Builder b = bodyBuilder(std::next(positionOf(*firstDot_)));
+  auto at = std::next(positionOf(*firstDot_));
+  auto between = [](const Operation &op) { return op.code == OpCode::LocalLoad || op.code == OpCode::Constant; };
+  for (auto it = at; it != body_->ops.end() && (between(**it) || isWgmmaDot(**it)); ++it)
+    if (isWgmmaDot(**it)) at = std::next(it);
+  Builder b = bodyBuilder(at);
   Builder end = bodyBuilder(positionOf(*body_->terminator()));
   if (!rings.front().empty) b.create(OpCode::Barrier, {}, {});
   // The first ring is the one the first dot reads (formRings).

@@ -174,3 +174,35 @@ def test_scaled_matmul_epilogue_and_autotune():
     assert ((c.double() - ref).abs() <= 1.2 * scale * gate.double().abs() + 1e-5 * ref.abs() + 1e-6).all()
     assert skm.scaled_matmul_last_autotuner().best_config is not None
 
+
+
+@pytest.mark.parametrize("K", [640, 2176, 4096], ids=lambda k: f"K{k}")
+@pytest.mark.parametrize("kernel", ["tma", "tma_ws", "persistent", "cpasync"])
+def test_paired_block_steps_match_single_steps(kernel, K):
+    # PAIR_K (two K blocks a step, the Hopper block table's first): the same partial products,
+    # scaled and added in the same order as one block a step, so the same bits; an odd count of
+    # K blocks (640, 2176) ends on a pair whose second block lies past K (zeros, scale 0).
+    M, N = 1000, 1408
+    g = torch.Generator(device="cuda").manual_seed(K)
+    a = (torch.randn((M, K), device="cuda", generator=g) * 3).to(torch.float8_e4m3fn)
+    b = (torch.randn((N, K), device="cuda", generator=g) * 3).to(torch.float8_e4m3fn).t()
+    sa, sb = make_scales("block", M, N, K, g)
+    paired = next(c for c in skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if c.kwargs.get("PAIR_K"))
+    single = tessera.Config({k: v for k, v in paired.kwargs.items() if k != "PAIR_K"}, num_warps=paired.num_warps,
+                            num_stages=paired.num_stages)
+    if kernel == "tma_ws":  # a producer warpgroup, not persistent (bench/matmul.py tessera_scaled_block_ws)
+        paired, single = (tessera.Config(dict(c.kwargs, WARP_SPECIALIZE=True), num_warps=c.num_warps,
+                                         num_stages=c.num_stages) for c in (paired, single))
+    outs = []
+    for config in (paired, single):
+        c = gpu_helpers.poisoned((M, N), torch.float32)
+        tk.scaled_matmul(a, b, sa, sb, torch.float32, out=c, config=config, tma=kernel != "cpasync",
+                         persistent=kernel == "persistent")
+        outs.append(c)
+    torch.cuda.synchronize()
+    A, B = dequantised(a, b, sa, sb, "block")
+    ref = A @ B
+    limit = bound(A, B, ref, K, reduced_span("block", K, 128), "fp32")
+    err = (outs[0].double() - ref).abs()
+    assert (err <= limit).all(), f"max error {err.max().item():.3g}"
+    assert torch.equal(outs[0], outs[1]), (outs[0] - outs[1]).abs().max().item()

@@ -138,12 +138,90 @@ def test_block_scales_promote_every_k_step():
     # Block scales: each K step's wgmmas make a partial product that is waited for, scaled and
     # added in fp32 in that step (wait_group 0 in the loop); the outer kernel's accumulator is
     # carried by the wgmmas from one step to the next (wait_group 1: the group runs on).
-    config = skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS[0]
+    config = next(c for c in skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if not c.kwargs.get("PAIR_K"))
     block = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="block")
     outer = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="outer")
     assert "wgmma.wait_group.sync.aligned 1;" in outer
     assert "wgmma.wait_group.sync.aligned 1;" not in block
     assert "fma.rn.f32" in block
+
+
+def sass_loop(tmp_path, ptx):
+    """The instruction texts of the K loop: the smallest SASS loop that issues QGMMAs (the
+    mbarrier waits' out-of-line retries branch back into it from after the kernel's end)."""
+    from test_attention_ptx import sass_loops
+    from test_vectorized_access import sass
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    loops = [body for body in sass_loops(sass(tmp_path, path)) if any("QGMMA" in t for t in body)]
+    assert loops
+    return min(loops, key=len)
+
+
+PAIRED = [c for c in skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if c.kwargs.get("PAIR_K")]
+
+
+@pytest.mark.parametrize("kernel", ["tma", "tma_ws", "tma_persistent", "pointer"])
+def test_paired_block_steps_promote_the_first_under_the_second(tmp_path, kernel):
+    # PAIR_K (the Hopper block table's first): two K blocks a step, both dots issued before
+    # the first is read. The first's promotion waits with wait_group 1 (the second's wgmmas
+    # run on) and only the second's with wait_group 0. The second dot's zero accumulator is
+    # no moves into its registers (scale-d = 0), else ptxas would wait for the first dot
+    # before them (C7517: "warpgroup.wait is injected") and run the two in sequence.
+    config = PAIRED[0]
+    assert config is skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS[0] and tk.matmul_config_name(config).endswith("/pair")
+    if kernel in ("tma", "tma_ws"):
+        ptx = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="block",
+                          WARP_SPECIALIZE=kernel == "tma_ws")
+    elif kernel == "tma_persistent":
+        p = skm._persistent(config)
+        ptx = compile_ptx("scaled_matmul_tma_persistent_kernel", tma_signature(config, persistent=True), p,
+                          SCALING="block", NUM_SMS=132)
+    else:
+        ptx = compile_ptx("scaled_matmul_kernel", pointer_signature(), config, SCALING="block")
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "0 bytes spill stores" in proc.stderr, proc.stderr
+    assert "C7517" not in proc.stderr and "C7519" not in proc.stderr, proc.stderr
+    ops = [re.sub(r"^@!?U?P\w+\s+", "", t) for t in sass_loop(tmp_path, ptx)]
+    gmma = [i for i, t in enumerate(ops) if t.startswith("QGMMA")]
+    waits = [(i, t) for i, t in enumerate(ops) if t.startswith("WARPGROUP.DEPBAR")]
+    ffma = [i for i, t in enumerate(ops) if t.startswith("FFMA")]
+    n = config.kwargs["BLOCK_K"] // 32  # wgmmas a dot: 64 x 128 x 128 per warpgroup
+    assert len(gmma) == 2 * n and len(ffma) == 2 * 64, ops
+    assert [t for _, t in waits] == ["WARPGROUP.DEPBAR.LE gsb0, 0x1", "WARPGROUP.DEPBAR.LE gsb0, 0x0"], waits
+    first, second = waits[0][0], waits[1][0]
+    # both dots issued, then the first's 64 FFMAs, then the second's wait and its 64.
+    assert gmma[-1] < first and sum(first < i < second for i in ffma) == 64 and sum(i > second for i in ffma) == 64
+    # The refill of the ring (TMA kernel without a producer: its copying warp may wait there
+    # for an empty stage) comes after both dots, not between them.
+    copies = [i for i, t in enumerate(ops) if t.startswith("UTMALDG")]
+    assert kernel != "tma" or (copies and min(copies) > gmma[-1]), ops
+
+
+@pytest.mark.parametrize("K,paired", [(4096, True), (256, True), (1152, True), (384, False), (128, False)])
+def test_default_block_config_pairs_unless_a_short_k_wastes_a_block(K, paired):
+    config = skm.default_scaled_matmul_config("block", K, hopper=True)
+    assert bool(config.kwargs.get("PAIR_K")) == paired
+    assert skm.default_scaled_matmul_config("outer", K, hopper=True) is skm.HOPPER_SCALED_MATMUL_CONFIGS[0]
+    # a row-major B (staged through registers) never pairs
+    assert not skm.default_scaled_matmul_config("block", K, hopper=True, k_major_b=False).kwargs.get("PAIR_K")
+
+
+def test_zero_accumulator_dots_move_no_zeros_into_the_wgmma_registers():
+    # acc += tl.dot(a, b) * scale: the dot's accumulator is zero. Its first wgmma of each
+    # chunk has scale-d = 0 and no accumulator inputs (as Triton's useC = false), instead of
+    # 64 mov.f32 of 0.0 into its registers each K step (ptxas dropped those when nothing
+    # else ran; with a second dot in flight it waited first, see above).
+    config = next(c for c in skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if not c.kwargs.get("PAIR_K"))
+    ptx = compile_ptx("scaled_matmul_tma_kernel", tma_signature(config), config, SCALING="block")
+    loop = ptx[ptx.index("wgmma.fence.sync.aligned"):]
+    loop = loop[:loop.index("wgmma.commit_group")]
+    assert "mov.f32" not in loop
+    first = re.search(r"wgmma\.mma_async[^;]*;", loop).group(0)
+    assert re.search(r"\}, %rd\d+, %rd\d+, 0, 1, 1;", first), first  # scale-d: the immediate 0
 
 
 # ------------------------------------------------------------------ the interpreter

@@ -129,24 +129,29 @@ def supported_dtypes():
     return [name for name, rule in MATMUL_DTYPES.items() if rule.enabled]
 
 
-_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?$")
+_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?(/pair)?$")
 
 
 def parse_matmul_config(text):
-    """'128x128x32/w4/s3' (optionally '/g8' for GROUP_M, default 8) -> tessera.Config."""
+    """'128x128x32/w4/s3' (optionally '/g8' for GROUP_M, default 8; '/pair': PAIR_K, the
+    block-scaled GEMM's two K blocks a step, tk.scaled_matmul) -> tessera.Config."""
     m = _CONFIG_TEXT.match(text.strip())
     if not m:
         raise ValueError(f"{_NAME}: config {text!r} is not of the form BMxBNxBK/wWARPS/sSTAGES[/gGROUP_M], "
                          "e.g. '128x128x32/w4/s3'")
     bm, bn, bk, warps, stages = (int(v) for v in m.groups()[:5])
-    return _config(bm, bn, bk, warps, stages, int(m.group(6) or 8))
+    config = _config(bm, bn, bk, warps, stages, int(m.group(6) or 8))
+    if m.group(7):
+        config.kwargs["PAIR_K"] = True
+    return config
 
 
 def matmul_config_name(config):
-    """The inverse of parse_matmul_config: '128x128x32/w4/s3' ('/gG' when GROUP_M != 8)."""
+    """The inverse of parse_matmul_config: '128x128x32/w4/s3' ('/gG' when GROUP_M != 8, '/pair'
+    with PAIR_K)."""
     kw = config.kwargs
     text = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/w{config.num_warps}/s{config.num_stages}"
-    return text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "")
+    return text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "") + ("/pair" if kw.get("PAIR_K") else "")
 
 
 def _as_config(config):

@@ -61,10 +61,19 @@ HOPPER_SCALED_MATMUL_CONFIGS = (
     _config(64, 128, 128, 4, 4),    # small M x N
 )
 
+def _paired(c):
+    """c with PAIR_K: block scales two K blocks a step (kernels/matmul.py _paired_block_step)."""
+    return Config(dict(c.kwargs, PAIR_K=True), num_warps=c.num_warps, num_stages=c.num_stages)
+
+
 # sm_90a, block scales: each K step's partial product lives beside the accumulator (twice the
 # registers of the outer kernel's tile), so 128 x 128 tiles at most; BLOCK_K = 128 = SCALE_BLOCK,
-# one scale step a K step.
+# one scale step a K step. The first takes two K blocks a step (PAIR_K, '/pair'): both partial
+# products are issued before the first is promoted, which then runs under the second's wgmmas
+# (wait_group 1; 224 registers, no spills); a stage holds both blocks (64 KiB), so 3 stages.
+# Not timed yet against the unpaired 4-stage config after it (bench/matmul.py --fp8).
 HOPPER_BLOCK_SCALED_MATMUL_CONFIGS = (
+    _paired(_config(128, 128, 128, 8, 3)),
     _config(128, 128, 128, 8, 4),
     _config(128, 128, 128, 8, 3),
     _config(64, 128, 128, 4, 4),
@@ -90,16 +99,28 @@ def scaled_matmul_configs(scaling="outer", bias=False, hopper=None, k_major_b=Tr
     With a bias, tiles at most 128 wide: the column scales and the bias, one register per column
     a thread holds each (64 of a 256-wide wgmma tile), beside its 128 accumulators spill.
     On Hopper a B that is not K-major (row-major: staged transposed by the dot, through
-    registers) leaves room for 64 accumulators a thread at most."""
+    registers) leaves room for 64 accumulators a thread at most, and for one K block a step."""
     hopper = wgmma_target() if hopper is None else hopper
     if scaling == "block":
         table = HOPPER_BLOCK_SCALED_MATMUL_CONFIGS if hopper else BLOCK_SCALED_MATMUL_CONFIGS
     else:
         table = HOPPER_SCALED_MATMUL_CONFIGS if hopper else SCALED_MATMUL_CONFIGS
     table = tuple(c for c in table if not bias or c.kwargs["BLOCK_N"] <= 128)
-    if hopper and not k_major_b:
-        table = tuple(c for c in table if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= 64 * 32 * c.num_warps)
+    if hopper and not k_major_b:  # PAIR_K's two staged B blocks spill there too
+        table = tuple(c for c in table if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= 64 * 32 * c.num_warps
+                      and not c.kwargs.get("PAIR_K"))
     return table
+
+
+def default_scaled_matmul_config(scaling, K, bias=False, hopper=None, k_major_b=True):
+    """The config taken without autotuning: the table's first, except that a PAIR_K config
+    (two K blocks a step) gives way to the next where K has an odd number of 128-blocks
+    below 8: its last pair's second block is zeros, more than 1/8 of the wgmma work."""
+    table = scaled_matmul_configs(scaling, bias, hopper, k_major_b)
+    blocks = cdiv(K, SCALE_BLOCK)
+    if table[0].kwargs.get("PAIR_K") and blocks % 2 and blocks < 8:
+        return next((c for c in table if not c.kwargs.get("PAIR_K")), table[0])
+    return table[0]
 
 
 # ---------------------------------------------------------------- operands
@@ -329,7 +350,7 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
         chosen = _as_config(config)
     elif interpret or not (_env.flag("TESSERA_MATMUL_AUTOTUNE", default=True) if autotune is None else autotune):
         chosen = (BLOCK_SCALED_MATMUL_CONFIGS if scaling == "block" else SCALED_MATMUL_CONFIGS)[0] if interpret \
-            else scaled_matmul_configs(scaling, has_bias, k_major_b=k_major_b)[0]
+            else default_scaled_matmul_config(scaling, K, has_bias, k_major_b=k_major_b)
     else:
         chosen = None
     if scaling == "block" and chosen is not None and SCALE_BLOCK % chosen.kwargs["BLOCK_K"]:
@@ -385,6 +406,6 @@ def scaled_matmul_last_autotuner():
     return _state.get("last_autotuner")
 
 
-__all__ = ["scaled_matmul", "scaled_matmul_configs", "scaled_matmul_autotuner", "scaled_matmul_last_autotuner",
+__all__ = ["scaled_matmul", "scaled_matmul_configs", "default_scaled_matmul_config", "scaled_matmul_autotuner", "scaled_matmul_last_autotuner",
            "HOPPER_SCALED_MATMUL_CONFIGS", "HOPPER_BLOCK_SCALED_MATMUL_CONFIGS", "SCALED_MATMUL_CONFIGS",
            "BLOCK_SCALED_MATMUL_CONFIGS", "FP8_DTYPES", "SCALE_BLOCK"]
