@@ -46,3 +46,74 @@ def test_constexpr_0_as_a_helper_default_in_kernels(desc):
     ptx = tessera.compile(sort_rows_kernel, signature="*fp32,*fp32", constexprs={"DESC": desc, "N": 16},
                           target="sm_90a").asm["ptx"]
     assert ".visible .entry sort_rows_kernel" in ptx
+
+
+# ------------------------------------------------------------------ helpers imported by relative imports
+
+RELATIVE_HELPERS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_where_positive(x, factor):
+    return tl.where(x > 0, x * factor, 0.0)
+'''
+
+# attorch's layout: act_kernels.py does `from .dropout_kernels import apply_dropout` and a @jit helper of
+# the kernel's own file calls it; linear_kernels.py does `from .act_kernels import apply_act_func`
+RELATIVE_KERNELS = '''
+import triton
+import triton.language as tl
+
+from .helpers import scale_where_positive
+from . import helpers as h
+
+
+@triton.jit
+def apply(x, factor, TWICE: tl.constexpr):
+    y = scale_where_positive(x, factor)
+    if TWICE:
+        y = h.scale_where_positive(y, factor)
+    return y
+
+
+@triton.jit
+def relative_kernel(x_ptr, out_ptr, n, factor, TWICE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, apply(x, factor, TWICE), mask=offs < n)
+'''
+
+
+@pytest.fixture
+def relpkg(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    import tessera.compat
+    (tmp_path / "relpkg").mkdir()
+    (tmp_path / "relpkg" / "__init__.py").write_text("")
+    (tmp_path / "relpkg" / "helpers.py").write_text(RELATIVE_HELPERS)
+    (tmp_path / "relpkg" / "kernels.py").write_text(RELATIVE_KERNELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TESSERA_INTERPRET", "1")
+    tessera.compat.install()
+    try:
+        yield importlib.import_module("relpkg.kernels")
+    finally:
+        tessera.compat.uninstall()
+        for name in ["relpkg.kernels", "relpkg.helpers", "relpkg"]:
+            sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_helpers_imported_by_a_relative_import(relpkg, twice):
+    x = np.linspace(-2, 2, 20).astype(np.float32)
+    out = np.zeros_like(x)
+    relpkg.relative_kernel[(1,)](x, out, 20, 3.0, TWICE=twice, BLOCK=32)
+    ref = np.where(x > 0, x * 3.0, 0.0)
+    np.testing.assert_allclose(out, np.where(ref > 0, ref * 3.0, 0.0) if twice else ref, rtol=1e-6)
+    ptx = tessera.compile(relpkg.relative_kernel, signature="*fp32,*fp32,i32,fp32",
+                          constexprs={"TWICE": twice, "BLOCK": 128}, target="sm_90a").asm["ptx"]
+    assert ".visible .entry relative_kernel" in ptx
