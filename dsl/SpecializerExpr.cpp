@@ -526,10 +526,16 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
     const bool noneIndex = !isa<ast::Slice>(idx.get()) && eval(*idx).isNone();
     if (noneIndex) {
       std::vector<int64_t> s = v->type.shape;
-      if (dim > s.size()) error(idx->loc, "too many indices");
-      s.insert(s.begin() + dim, 1);
-      if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
-      else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      if (!v->type.isBlock()) {
+        // A scalar becomes <1> wherever the None stands: Triton splats it to its shape with a 1 inserted at
+        // the index's position, which Python's list.insert clamps (s[:, None] is <1>; SGLang's fused MoE
+        // indexes a scale that some configurations load as a scalar).
+        v = b_.op(OpCode::Splat, {v}, v->type.withShape({1}));
+      } else {
+        if (dim > s.size()) error(idx->loc, "too many indices");
+        s.insert(s.begin() + dim, 1);
+        v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      }
       ++dim;
     } else if (auto *sl = dyn_cast<ast::Slice>(idx.get());
                sl && isNonePart(sl->lower) && isNonePart(sl->upper) && isNonePart(sl->step)) {

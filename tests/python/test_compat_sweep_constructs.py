@@ -117,3 +117,48 @@ def test_helpers_imported_by_a_relative_import(relpkg, twice):
     ptx = tessera.compile(relpkg.relative_kernel, signature="*fp32,*fp32,i32,fp32",
                           constexprs={"TWICE": twice, "BLOCK": 128}, target="sm_90a").asm["ptx"]
     assert ".visible .entry relative_kernel" in ptx
+
+
+# ------------------------------------------------------------------ a scalar indexed with [:, None]
+
+@tessera.jit(interpret=True)
+def scale_rows_kernel(x_ptr, s_ptr, out_ptr, SCALAR: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    if SCALAR:
+        s = tl.load(s_ptr)             # one scale for every row (SGLang: a block-wise scale whose offset is a scalar)
+    else:
+        s = tl.load(s_ptr + rows)
+    t = s[:, None]                     # Triton: a scalar indexed so is a <1> block (the 1 inserted where Python's
+    u = s[None, :]                     # list.insert puts it), which broadcasts like the scalar
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], x * t + u * 0)
+
+
+@pytest.mark.parametrize("scalar", [True, False])
+def test_a_scalar_indexed_with_none_is_a_block_of_one(scalar):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    s = rng.standard_normal(4).astype(np.float32)
+    out = np.zeros_like(x)
+    if scalar:
+        scale_rows_kernel[(1,)](x, s, out, SCALAR=True, M=4, N=8)
+        np.testing.assert_allclose(out, x * s[0], rtol=1e-6)
+        ptx = tessera.compile(scale_rows_kernel, signature="*fp32,*fp32,*fp32",
+                              constexprs={"SCALAR": True, "M": 64, "N": 64}, target="sm_90a").asm["ptx"]
+        assert ".visible .entry scale_rows_kernel" in ptx
+    else:  # a 1-D block: [:, None] is a column, [None, :] a row, as before
+        with pytest.raises(tessera.CompilationError, match="broadcast|shape"):
+            scale_rows_kernel[(1,)](x, s, out, SCALAR=False, M=4, N=8)
+
+
+@tessera.jit(interpret=True)
+def too_many_indices_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    y = x[:, :, None]
+    tl.store(x_ptr + tl.arange(0, N), tl.sum(y, 1)[:, 0])
+
+
+def test_too_many_indices_of_a_block_is_still_an_error():
+    with pytest.raises(tessera.CompilationError, match="too many indices"):
+        too_many_indices_kernel[(1,)](np.zeros(8, np.float32), N=8)
