@@ -378,6 +378,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       if (attr == "random") return SValue::module("lang.random");
       if (attr == "extra") return SValue::module("lang.extra");
       if (attr == "core" || attr == "standard") return base; // tl.core.get_int_dtype: Triton's submodules, one namespace here
+      if (attr == "CONSTEXPR_0") return SValue::constant(ConstexprValue::ofInt(0)); // Triton's core.CONSTEXPR_0
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
@@ -544,10 +545,16 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
     const bool noneIndex = !isa<ast::Slice>(idx.get()) && eval(*idx).isNone();
     if (noneIndex) {
       std::vector<int64_t> s = v->type.shape;
-      if (dim > s.size()) error(idx->loc, "too many indices");
-      s.insert(s.begin() + dim, 1);
-      if (!v->type.isBlock()) v = b_.op(OpCode::Splat, {v}, v->type.withShape(s)); // a scalar becomes <1>
-      else v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      if (!v->type.isBlock()) {
+        // A scalar becomes <1> wherever the None stands: Triton splats it to its shape with a 1 inserted at
+        // the index's position, which Python's list.insert clamps (s[:, None] is <1>; SGLang's fused MoE
+        // indexes a scale that some configurations load as a scalar).
+        v = b_.op(OpCode::Splat, {v}, v->type.withShape({1}));
+      } else {
+        if (dim > s.size()) error(idx->loc, "too many indices");
+        s.insert(s.begin() + dim, 1);
+        v = b_.op(OpCode::ExpandDims, {v}, v->type.withShape(s), {{"axis", int64_t(dim)}});
+      }
       ++dim;
     } else if (auto *sl = dyn_cast<ast::Slice>(idx.get());
                sl && isNonePart(sl->lower) && isNonePart(sl->upper) && isNonePart(sl->step)) {

@@ -42,6 +42,22 @@ std::string tmaLoadAsm(size_t rank) {
          std::to_string(2 + rank) + "];";
 }
 
+// The store the other way: [$0, {coordinates innermost first}], [tile].
+std::string tmaStoreAsm(size_t rank) {
+  std::string coords;
+  for (size_t i = 0; i < rank; ++i)
+    coords += (i ? ", $" : "$") + std::to_string(1 + i);
+  return "cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.bulk_group [$0, {" + coords +
+         "}], [$" + std::to_string(1 + rank) + "];";
+}
+
+// "r,l,r,r,...": `count` 32-bit operands after the descriptor (and `first` before it).
+std::string tmaConstraints(const std::string &first, size_t count) {
+  std::string c = first;
+  for (size_t i = 0; i < count; ++i) c += ",r";
+  return c;
+}
+
 } // namespace
 
 Value *KernelLowering::sharedAddress32(Value *ptr) {
@@ -92,21 +108,32 @@ void KernelLowering::waitMbarrier(Value *bar, Value *parity) {
 void KernelLowering::checkTmaBlock(ir::Operation &op, const ir::Type &t) {
   if (arch_ != "sm_90" && arch_ != "sm_90a")
     notSupported(op, "tensor descriptors (TMA) need sm_90 or newer, not " + arch_);
-  if (t.rank() != 2) notSupported(op, "only 2-D tensor descriptors are supported so far");
+  // A block of rank 3 to 5 whose leading dims are 1 is a 2-D tile of a higher-rank tensor (SGLang's fused MoE
+  // reads [1, BN, BK] blocks of its [E, N, K] weights): the TMA instruction of its rank copies it as one.
+  if (t.rank() < 2 || t.rank() > 5)
+    notSupported(op, "tensor descriptor blocks have 2 to 5 dimensions so far, not " + std::to_string(t.rank()));
+  for (size_t i = 0; i + 2 < t.rank(); ++i)
+    if (t.shape[i] != 1)
+      notSupported(op, "a tensor descriptor block of rank " + std::to_string(t.rank()) +
+                           " must have size 1 in all but its last two dimensions so far, not " + t.str());
   const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
-  if (t.shape[1] * elemBytes < 32)
-    notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(t.shape[1]) + " x " +
-                         std::to_string(elemBytes) + " bytes)");
+  if (t.shape.back() * elemBytes < 32)
+    notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(t.shape.back()) +
+                         " x " + std::to_string(elemBytes) + " bytes)");
 }
 
-void KernelLowering::startTmaCopy(const ir::Type &t, Value *desc, Value *row0, Value *col0, Value *tile, Value *bar) {
+void KernelLowering::startTmaCopy(const ir::Type &t, Value *desc, const std::vector<Value *> &outer, Value *row0,
+                                  Value *col0, Value *tile, Value *bar) {
   const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
-  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const int64_t rows = t.shape[t.rank() - 2], cols = t.shape.back();
   asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(rows * cols * elemBytes)});
   const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
   for (int64_t c = 0; c < cols; c += boxCols) {
     Value *dst = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), tile, c * rows * elemBytes));
-    asmCall(tmaLoadAsm(2), "r,l,r,r,r", {dst, desc, b_.CreateAdd(col0, i32(c)), row0, bar});
+    std::vector<Value *> args = {dst, desc, b_.CreateAdd(col0, i32(c)), row0};
+    args.insert(args.end(), outer.rbegin(), outer.rend()); // coordinates innermost first
+    args.push_back(bar);
+    asmCall(tmaLoadAsm(2 + outer.size()), tmaConstraints("r,l", 3 + outer.size()), args);
   }
 }
 
@@ -134,11 +161,20 @@ Value *KernelLowering::tmaScratchTile(ir::Operation &op, uint64_t tileBytes, uin
   return b_.CreateConstGEP1_64(b_.getInt8Ty(), sharedScratch(pad + tileBytes + extraBytes, op), pad);
 }
 
+// The offsets of a desc_load / desc_store (operands 1..rank): the leading dims' (outermost first), then row, col.
+static void splitTmaOffsets(const std::vector<Value *> &offsets, std::vector<Value *> &outer, Value *&row0,
+                            Value *&col0) {
+  outer.assign(offsets.begin(), offsets.end() - 2);
+  row0 = offsets[offsets.size() - 2];
+  col0 = offsets.back();
+}
+
 void KernelLowering::lowerDescLoad(ir::Operation &op) {
   const ir::Type &t = op.result()->type;
   checkTmaBlock(op, t);
   const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
-  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const size_t rank = t.rank();
+  const int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
 
@@ -150,15 +186,19 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   barrier();
   initMbarriers(barSlot, 1, 1);
   barrier();
-  onLeaderThread([&] { startTmaCopy(t, desc, lookup(op.operand(1))[0], lookup(op.operand(2))[0], base, bar); });
+  std::vector<Value *> offsets, outer;
+  for (size_t i = 1; i <= rank; ++i) offsets.push_back(lookup(op.operand(i))[0]);
+  Value *row0 = nullptr, *col0 = nullptr;
+  splitTmaOffsets(offsets, outer, row0, col0);
+  onLeaderThread([&] { startTmaCopy(t, desc, outer, row0, col0, base, bar); });
   waitMbarrier(bar, i32(0));
 
   DistributedLayout layout = layoutOf(op.result(), op);
   Type *memTy = memoryType(t.element(), &op);
   Regs out;
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
-    std::vector<Value *> at = coordinates(layout, r);
-    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[0], at[1]);
+    std::vector<Value *> at = coordinates(layout, r); // the leading dims' coordinates are 0
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[rank - 2], at[rank - 1]);
     out.push_back(b_.CreateLoad(memTy, b_.CreateGEP(b_.getInt8Ty(), base, offset)));
   }
   barrier();
@@ -180,7 +220,8 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
   const ir::Type &t = valueArg->type;
   checkTmaBlock(op, t);
   const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
-  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const size_t rank = t.rank();
+  const int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
   Value *base = tmaScratchTile(op, tileBytes, 0);
@@ -190,18 +231,23 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
   const Regs &values = lookup(valueArg);
   for (unsigned r = 0; r < layout.numRegs(); ++r) { // replicated copies write the same value
     std::vector<Value *> at = coordinates(layout, r);
-    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[0], at[1]);
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[rank - 2], at[rank - 1]);
     b_.CreateStore(toMemory(values[r], t.element()), b_.CreateGEP(b_.getInt8Ty(), base, offset));
   }
   fenceProxyAsync(); // generic writes, read by the TMA unit (the async proxy)
   barrier();
-  Value *desc = lookup(descArg)[0], *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
+  std::vector<Value *> offsets, outer;
+  for (size_t i = 1; i <= rank; ++i) offsets.push_back(lookup(op.operand(i))[0]);
+  Value *desc = lookup(descArg)[0], *row0 = nullptr, *col0 = nullptr;
+  splitTmaOffsets(offsets, outer, row0, col0);
   onLeaderThread([&] {
     const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
     for (int64_t c = 0; c < cols; c += boxCols) {
       Value *src = sharedAddress32(b_.CreateConstGEP1_64(b_.getInt8Ty(), base, c * rows * elemBytes));
-      asmCall("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
-              {desc, b_.CreateAdd(col0, i32(c)), row0, src});
+      std::vector<Value *> args = {desc, b_.CreateAdd(col0, i32(c)), row0};
+      args.insert(args.end(), outer.rbegin(), outer.rend()); // coordinates innermost first
+      args.push_back(src);
+      asmCall(tmaStoreAsm(rank), tmaConstraints("l", rank + 1), args);
     }
     emitAsm("cp.async.bulk.commit_group;");
     emitAsm("cp.async.bulk.wait_group.read 0;");
@@ -238,11 +284,12 @@ void KernelLowering::lowerAsyncTmaCopy(ir::Operation &op) {
   ir::Value *descArg = op.operand(0);
   const ir::Type block = ir::Type(descArg->type.scalar).withShape(descArg->type.descBlock);
   checkTmaBlock(op, block);
+  if (block.rank() != 2) unsupported(op, "the pipeline stages 2-D descriptor blocks only");
   ir::Value *buffer = op.operand(3), *stage = op.operand(4), *mbarriers = op.operand(5);
   Value *tile = stageBase(op, buffer, stage);
   Value *bar = mbarrierAddress(op, mbarriers, stage);
   Value *desc = lookup(descArg)[0], *row0 = lookup(op.operand(1))[0], *col0 = lookup(op.operand(2))[0];
-  onLeaderThread([&] { startTmaCopy(block, desc, row0, col0, tile, bar); }, lookup(op.operand(6))[0]);
+  onLeaderThread([&] { startTmaCopy(block, desc, {}, row0, col0, tile, bar); }, lookup(op.operand(6))[0]);
 }
 
 void KernelLowering::lowerMbarrierWait(ir::Operation &op) {

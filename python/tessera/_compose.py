@@ -28,6 +28,7 @@ kernel's file already defines differently is an error (rename the function);
 closures may capture only ints, floats, bools and @jit functions.
 """
 import ast
+import importlib.util
 import inspect
 import textwrap
 import types
@@ -191,7 +192,7 @@ def foreign_source(fn, text, path):
         return "", True
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     scope = fn.__globals__
-    defined = _defined_names(text)
+    defined = _defined_names(text, scope.get("__package__"))
     lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
     constants = {}     # ints, floats, bools imported from another module
     roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
@@ -256,8 +257,23 @@ def _add_constant(out, name, value, user):
     out.constants[name] = value
 
 
-def _defined_names(text):
-    """Top-level names of a module's text: {name: ('def'|'import'|'const', detail)}."""
+def _imported_module(node, package):
+    """The absolute module name an ImportFrom names: `from .ops import f` in package `lib` is `lib.ops`
+    (left relative when the package is not known)."""
+    module = node.module or ""
+    if not node.level:
+        return module
+    if package:
+        try:
+            return importlib.util.resolve_name("." * node.level + module, package)
+        except (ImportError, ValueError):
+            pass
+    return "." * node.level + module
+
+
+def _defined_names(text, package=None):
+    """Top-level names of a module's text: {name: ('def'|'import'|'const', detail)}; `package`: the
+    module's __package__, against which relative imports are resolved."""
     names = {}
     try:
         tree = ast.parse(text)
@@ -270,8 +286,9 @@ def _defined_names(text):
             for a in node.names:
                 names[a.asname or a.name.split(".")[0]] = ("import", a.name if a.asname else a.name.split(".")[0])
         elif isinstance(node, ast.ImportFrom):
+            module = _imported_module(node, package)
             for a in node.names:
-                names[a.asname or a.name] = ("import", f"{node.module}.{a.name}")
+                names[a.asname or a.name] = ("import", f"{module}.{a.name}" if module else a.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
@@ -290,7 +307,7 @@ def function_source(functions, base_text="", base_file=None, base_scope=None):
     Functions that `base_text` already defines from the same file (`base_file`) are not repeated.
     base_scope: the globals of base_text's module, to check names it shares with the functions."""
     collected = _collect(functions)
-    defined = _defined_names(base_text)
+    defined = _defined_names(base_text, (base_scope or {}).get("__package__"))
     parts = []
     for alias, module in sorted(collected.imports.items(), key=lambda item: item[0]):
         have = defined.get(alias)

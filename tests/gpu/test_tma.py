@@ -20,7 +20,7 @@ from gpu_helpers import assert_rel_err, poisoned  # noqa: E402
 from kernels.matmul import matmul_tma_kernel, matmul_tma_persistent_kernel, matmul_tma_store_kernel  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
-from tensor_descriptors import desc_copy, desc_scaled_sum, desc_store_scaled  # noqa: E402
+from tensor_descriptors import desc_copy, desc_expert_tile, desc_scaled_sum, desc_store_scaled  # noqa: E402
 
 MM = importlib.import_module("tessera.kernels.matmul")
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -55,6 +55,23 @@ def test_desc_copy_matches_torch_with_zero_fill(dtype, shape, block):
     want[:M, :N] = x
     assert torch.equal(out, want)
     assert d.tensor_map is not None and len(d.tensor_map) == 128
+
+
+@pytest.mark.parametrize("dtype,ekn,block", [(torch.bfloat16, (4, 200, 256), (128, 128)),
+                                             (torch.float32, (3, 96, 72), (64, 32))])
+def test_rank3_descriptor_blocks_of_one_expert(dtype, ekn, block):
+    """A [1, BN, BK] block of an [E, N, K] tensor (SGLang's fused MoE weights) through a 3-D descriptor, transposed
+    and stored through a 3-D descriptor of an [E', K, N] output: out[i] = w[expert_ids[i]].T, ragged N clipped."""
+    E, N, K = ekn
+    bn, bk = block
+    w = torch.randn(E, N, K, device="cuda").to(dtype)
+    ids = torch.tensor([2, 0, 1, 2][:E], dtype=torch.int32, device="cuda")
+    out = torch.zeros(len(ids), K, N, device="cuda", dtype=dtype)
+    w_desc = tessera.TensorDescriptor(w, list(w.shape), list(w.stride()), [1, bn, bk])
+    o_desc = tessera.TensorDescriptor(out, list(out.shape), list(out.stride()), [1, bk, bn])
+    desc_expert_tile[(tessera.cdiv(N, bn), tessera.cdiv(K, bk), len(ids))](w_desc, o_desc, ids, BLOCK_N=bn, BLOCK_K=bk)
+    torch.cuda.synchronize()
+    assert torch.equal(out, w[ids.long()].transpose(1, 2))
 
 
 @pytest.mark.parametrize("dtype,shape,block", [(torch.bfloat16, (200, 296), (64, 128)),

@@ -314,3 +314,26 @@ def test_tma_epilogue_extra_configs_fit_two_ctas_per_sm(config, tmp_path):
     per_cta = -(-registers * 32 // 256) * 256 * config.num_warps
     ctas = min(228 * 1024 // (k.metadata.shared + 1024), 65536 // per_cta)
     assert ctas >= 2, (registers, k.metadata.shared)
+
+
+@pytest.mark.parametrize("dtype,bn,bk,boxes", [("bf16", 128, 128, 2), ("fp8e4nv", 128, 128, 1), ("fp32", 64, 32, 1)])
+def test_rank3_descriptor_with_a_leading_block_of_one_is_a_3d_tma_copy(dtype, bn, bk, boxes, tmp_path):
+    """A [1, BN, BK] block of an [E, N, K] tensor (SGLang's fused MoE weights): one 3-D TMA copy per box, whose
+    coordinates are innermost first (k + box offset, n, e); the store the same way."""
+    args = ["compile", KERNELS, "--kernel", "desc_expert_tile", "--constexpr", f"BLOCK_N={bn}",
+            "--constexpr", f"BLOCK_K={bk}", "--signature",
+            f"tensordesc<{dtype}[1,{bn},{bk}]>,tensordesc<{dtype}[1,{bk},{bn}]>,*i32"]
+    text = compile_ptx(args, tmp_path, "sm_90a")
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "
+                       r"\[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], \[%r\d+\];", text)
+    assert len(loads) == boxes
+    assert "cp.async.bulk.tensor.2d" not in text
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta\.bulk_group \[%rd\d+, \{%r\d+, %r\d+, "
+                          r"%r\d+\}\], \[%r\d+\];", text)) >= 1
+
+
+def test_rank3_descriptor_block_wider_than_one_in_a_leading_dim_is_refused():
+    r = run_cli(["compile", KERNELS, "--kernel", "desc_wide_leading_block", "--constexpr", "BLOCK=64",
+                 "--signature", "tensordesc<fp32[2,64,32]>,*fp32", "--arch", "sm_90a", "-o", "/dev/null"])
+    assert r.returncode == 1
+    assert "size 1 in all but its last two dimensions" in r.stderr

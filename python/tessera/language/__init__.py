@@ -433,6 +433,9 @@ def _log2(i):
     return log2
 
 
+CONSTEXPR_0 = constexpr(0)  # triton.language.core.CONSTEXPR_0 (the default `descending` of Triton's sort helpers)
+
+
 def _is_power_of_two(i):
     """Triton's standard._is_power_of_two (a constexpr function), on the host and in kernels."""
     i = getattr(i, "value", i)

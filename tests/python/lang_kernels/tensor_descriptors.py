@@ -38,3 +38,20 @@ def desc_store_scaled(in_desc, out_desc, scale, BLOCK_M: tl.constexpr, BLOCK_N: 
 @tessera.jit
 def desc_store_wrong_shape(out_desc, BLOCK_M: tl.constexpr):
     out_desc.store([0, 0], tl.zeros([BLOCK_M, 8], tl.float32))
+
+
+@tessera.jit
+def desc_expert_tile(w_desc, out_desc, expert_ids_ptr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # SGLang's fused MoE: a [1, BLOCK_N, BLOCK_K] block of a stacked [E, N, K] weight tensor, reshaped to 2-D
+    # and transposed; written back through a 3-D descriptor of the [E, K, N] output.
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    e = tl.load(expert_ids_ptr + tl.program_id(2))
+    w = w_desc.load([e, pid_n * BLOCK_N, pid_k * BLOCK_K]).reshape(BLOCK_N, BLOCK_K).T
+    out_desc.store([tl.program_id(2), pid_k * BLOCK_K, pid_n * BLOCK_N], w.reshape(1, BLOCK_K, BLOCK_N))
+
+
+@tessera.jit
+def desc_wide_leading_block(w_desc, out_ptr, BLOCK: tl.constexpr):
+    x = w_desc.load([0, 0, 0])
+    tl.store(out_ptr + tl.arange(0, BLOCK)[None, :, None] * 0, x)
