@@ -88,3 +88,43 @@ def test_the_constructs_mean_what_they_say():
         o = np.zeros((BM, D), np.float32)
         tessera.jit(mod.rescaled_halves.fn, interpret=True)[(1,)](q, k, v, alpha, o, SPLIT=split, BM=BM, D=D)
         np.testing.assert_allclose(o, want, rtol=1e-3, atol=1e-3)
+
+
+def load_kernels():
+    from conftest import ROOT
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("subtiled_epilogue", ROOT / "tests/python/lang_kernels" / FILE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+CHAIN_SHAPES = [(64, 64), (16, 128), (8, 16)]
+
+
+def chain_reference(x, op):
+    m, n = x.shape
+    return {0: lambda: x[:, :n // 2] + 2 * x[:, n // 2:], 1: lambda: np.stack([x, 2 * x], -1).reshape(m, 2 * n),
+            2: lambda: x.T, 3: lambda: x.reshape(-1) + 1}[op]()
+
+
+@pytest.mark.parametrize("op", [0, 1, 2, 3])
+@pytest.mark.parametrize("m,n", CHAIN_SHAPES)
+def test_shape_chain_interpreted(op, m, n):
+    mod = load_kernels()
+    x = np.random.default_rng(op).standard_normal((m, n)).astype(np.float32)
+    want = chain_reference(x, op)
+    out = np.zeros(want.shape, np.float32)
+    tessera.jit(mod.shape_chain.fn, interpret=True)[(1,)](x, out, OP=op, M=m, N=n)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("op", [0, 1, 2, 3])
+@pytest.mark.parametrize("m,n", CHAIN_SHAPES)
+@pytest.mark.parametrize("arch,warps", [("sm_90a", 4), ("sm_80", 1), ("sm_90a", 8)])
+def test_shape_chain_compiles(tmp_path, op, m, n, arch, warps):
+    ptx = compile_kernel(FILE, "shape_chain", "*fp32:16,*fp32:16", {"OP": op, "M": m, "N": n}, arch,
+                         extra=["--num-warps", str(warps)])
+    spills, _ = ptxas_info(ptx, tmp_path, arch)
+    if warps > 1:  # one warp holds 256 elements a thread of the 64x64 join: it spilled before too
+        assert spills == 0

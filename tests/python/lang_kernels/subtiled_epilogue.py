@@ -43,3 +43,23 @@ def rescaled_halves(q_ptr, k_ptr, v_ptr, s_ptr, o_ptr, SPLIT: tl.constexpr, BM: 
         acc = acc * alpha[:, None]
     acc = tl.dot(q, v, acc)
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+
+
+@tessera.jit
+def shape_chain(x_ptr, out_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    # reshape / permute / split / join of a loaded (blocked) tile, each stored row-major
+    rows = tl.arange(0, M)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    if OP == 0:  # the column halves, combined: out[M, N // 2] = x[:, :N/2] + 2 * x[:, N/2:]
+        a0, a1 = tl.split(tl.permute(tl.reshape(x, (M, 2, N // 2)), (0, 2, 1)))
+        h = tl.arange(0, N // 2)
+        tl.store(out_ptr + rows[:, None] * (N // 2) + h[None, :], a0 + 2 * a1)
+    elif OP == 1:  # interleaved with twice itself: out[M, 2N]
+        y = tl.reshape(tl.join(x, x * 2), (M, 2 * N))
+        c2 = tl.arange(0, 2 * N)
+        tl.store(out_ptr + rows[:, None] * (2 * N) + c2[None, :], y)
+    elif OP == 2:  # transposed: out[N, M]
+        tl.store(out_ptr + cols[:, None] * M + rows[None, :], tl.trans(x))
+    else:  # flattened
+        tl.store(out_ptr + tl.arange(0, M * N), tl.reshape(x, (M * N,)) + 1)
