@@ -297,7 +297,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::Hint: // facts for the passes; same layout as its operand
     define(op.result(), lookup(op.operand(0)));
     return;
-  case OpCode::Reshape: case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
+  case OpCode::ConvertLayout: return lowerThroughSharedMemory(op);
   case OpCode::Load: return lowerLoad(op);
   case OpCode::DescLoad: return lowerDescLoad(op);
   case OpCode::DescStore: return lowerDescStore(op);
@@ -325,7 +325,8 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::Sin: case OpCode::Cos: case OpCode::Rsqrt: case OpCode::Erf: case OpCode::Floor:
   case OpCode::Ceil: case OpCode::Fma: case OpCode::UMulHi: case OpCode::Libdevice:
     return lowerMathOp(op);
-  case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
+  case OpCode::Reshape: case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat:
+  case OpCode::Flip:
     return lowerShapeOp(op);
   case OpCode::ReduceCombine: return lowerReduceCombine(op);
   case OpCode::Scan: return lowerScan(op);

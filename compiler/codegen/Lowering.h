@@ -172,6 +172,7 @@ private:
   llvm::Value *widenFp8Bits(llvm::Value *x, const ir::Type &from); // f16 (e5m2) or f32 (e4m3)
   // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)
   void lowerShapeOp(ir::Operation &op);
+  bool pickRegisters(ir::Operation &op); // a shape op that moves no data: true when done
   // Scan.cpp
   void lowerScan(ir::Operation &op);
   void lowerScanThroughShared(ir::Operation &op); // any layout: log2(n) steps through shared memory

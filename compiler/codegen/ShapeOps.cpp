@@ -1,9 +1,13 @@
-// trans, join, split, cat and flip: every element moves to a new position,
-// possibly held by another thread, so they go through shared memory like
-// convert_layout: each thread stores the distinct elements it holds at a
-// row-major index, a barrier, each thread loads what its result registers
-// hold (the index of their source element), a barrier before reuse.
+// reshape, trans, join, split, cat and flip: every element moves to a new
+// position. Where every thread already holds the elements of its result
+// registers (the layouts the tiling pass gives reshape, trans, split and
+// join when it can, compiler/ir/ShapeOpLayouts.h) the op only picks
+// registers. Otherwise they go through shared memory like convert_layout:
+// each thread stores the distinct elements it holds at a row-major index, a
+// barrier, each thread loads what its result registers hold (the index of
+// their source element), a barrier before reuse.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/ir/ShapeOpLayouts.h"
 
 #include <optional>
 
@@ -12,7 +16,42 @@ namespace tessera::codegen {
 using namespace llvm;
 using ir::OpCode;
 
+bool KernelLowering::pickRegisters(ir::Operation &op) {
+  if (!ir::isRegisterShapeOp(op.code))
+    return false;
+  std::vector<DistributedLayout> operands;
+  for (ir::Value *v : op.operands) {
+    if (!v->type.isBlock() || !v->layout || v->layout->kind == ir::Layout::Kind::DotOperand)
+      return false;
+    operands.push_back(layoutOf(v, op));
+  }
+  std::vector<Regs> results;
+  for (unsigned k = 0; k < op.results.size(); ++k) {
+    ir::Value *result = op.result(k);
+    if (!result->type.isBlock() || !result->layout || result->layout->kind == ir::Layout::Kind::DotOperand)
+      return false;
+    auto picks = ir::registersInThread(op, k, operands, layoutOf(result, op));
+    if (!picks)
+      return false;
+    Regs regs;
+    for (auto [operand, reg] : *picks) {
+      const Regs &in = lookup(op.operand(operand));
+      if (reg >= in.size())
+        unsupported(op, "operand register out of range");
+      regs.push_back(in[reg]);
+    }
+    results.push_back(std::move(regs));
+  }
+  for (unsigned k = 0; k < op.results.size(); ++k)
+    define(op.result(k), std::move(results[k]));
+  return true;
+}
+
 void KernelLowering::lowerShapeOp(ir::Operation &op) {
+  if (pickRegisters(op))
+    return;
+  if (op.code == OpCode::Reshape)
+    return lowerThroughSharedMemory(op);
   const ir::Type elem = op.operand(0)->type.element();
   Type *memTy = memoryType(elem, &op);
   const uint64_t elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;

@@ -24,6 +24,7 @@
 #include "compiler/passes/LayoutAssignment.h"
 
 #include "compiler/ir/LayoutMath.h"
+#include "compiler/ir/ShapeOpLayouts.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
 #include <map>
@@ -257,7 +258,7 @@ private:
         throw std::logic_error("tiling: operand of " + where(op) + " has no layout yet");
 
     switch (op.code) {
-    case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Reshape:
+    case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat:
     case OpCode::DescLoad: // read from shared memory (codegen): any layout will do
       if (!op.results.empty() && op.result()->type.isBlock())
         setResultLayout(op, 0, anchor(op.result()->type.rank()));
@@ -325,13 +326,15 @@ private:
         return;
       }
       [[fallthrough]];
-    case OpCode::Trans: case OpCode::Join: case OpCode::Split: case OpCode::Cat: case OpCode::Flip:
+    case OpCode::Cat: case OpCode::Flip:
       for (unsigned i = 0; i < op.results.size(); ++i)
         if (op.result(i)->type.isBlock())
           setResultLayout(op, i, anchor(op.result(i)->type.rank()));
       if (op.code == OpCode::Dot) // the accumulator lives in the result's registers
         convertOperand(op, 2, op.result()->layout);
       return;
+    case OpCode::Reshape: case OpCode::Trans: case OpCode::Join: case OpCode::Split:
+      return assignShapeOp(op);
     case OpCode::ReduceCombine: case OpCode::Scan:
       for (unsigned i = 1; i < op.operands.size(); ++i)
         convertOperand(op, i, op.operand(0)->layout);
@@ -372,6 +375,31 @@ private:
       convertOperand(op, i, layout);
     for (unsigned i = 0; i < op.results.size(); ++i)
       setResultLayout(op, i, layout);
+  }
+
+  // Reshape, trans, split and join choose registers where the operand's
+  // layout lets them (compiler/ir/ShapeOpLayouts.h), as Triton's layout
+  // propagation does; otherwise their results take the anchor and codegen
+  // moves them through shared memory.
+  void assignShapeOp(Operation &op) {
+    std::vector<LayoutRef> layouts;
+    // A tile read from shared memory (a descriptor load) may be read in any
+    // layout: its trans keeps the anchor, as it had (reading the tile
+    // transposed took fewer shared accesses but more registers in the
+    // CUDA-core and mma.sync attention kernels; wgmma dots read it as it is).
+    const Operation *producer = op.operand(0)->definingOp;
+    const bool readFromSharedMemory = producer && producer->code == OpCode::DescLoad;
+    if (op.operand(0)->type.isBlock() && !readFromSharedMemory)
+      layouts = inRegisterResultLayouts(op, op.operand(0)->layout, fn_.numWarps);
+    if (layouts.empty()) {
+      for (unsigned i = 0; i < op.results.size(); ++i)
+        setResultLayout(op, i, anchor(op.result(i)->type.rank()));
+      return;
+    }
+    if (op.code == OpCode::Join) // both halves in one layout
+      convertOperand(op, 1, op.operand(0)->layout);
+    for (unsigned i = 0; i < op.results.size(); ++i)
+      setResultLayout(op, i, layouts[i]);
   }
 
   void assignExpandDims(Operation &op) {
