@@ -195,6 +195,7 @@ private:
   void wgmmaWait(Regs &regs, int pending);
   // A dot_wait's anchor operands as one volatile shared load before it (WgmmaDot.cpp).
   void loadWaitAnchors(ir::Operation &op);
+  llvm::Value *anchorWord(llvm::Value *r);
   // True from a wgmma.wait_group 0 until the next commit_group in straight-line
   // code (reset at every loop and branch): no wgmma group is outstanding then,
   // so a dot_wait has nothing to wait for and an async dot's wait_group 1 after

@@ -293,11 +293,22 @@ void KernelLowering::wgmmaWait(Regs &regs, int pending) {
 // the load after the work that computes its address; without it the wait,
 // which has no inputs, is moved up to right after the wgmmas (and the
 // registers the wgmmas read are then reused at once).
+// One register of an anchor as 32 bits: 16-bit halves and 8-bit values widened, addresses truncated
+// (hoist-epilogue-loads' loads, HoistEpilogueLoads.h, are any element type).
+Value *KernelLowering::anchorWord(Value *r) {
+  Type *i32Ty = b_.getInt32Ty(), *t = r->getType();
+  if (t->isPointerTy()) return b_.CreateTrunc(b_.CreatePtrToInt(r, b_.getInt64Ty()), i32Ty);
+  unsigned bits = static_cast<unsigned>(t->getPrimitiveSizeInBits());
+  Value *asInt = t->isIntegerTy() ? r : b_.CreateBitCast(r, b_.getIntNTy(bits));
+  if (bits == 32) return asInt;
+  return bits < 32 ? b_.CreateZExt(asInt, i32Ty) : b_.CreateTrunc(asInt, i32Ty);
+}
+
 void KernelLowering::loadWaitAnchors(ir::Operation &op) {
   Value *mix = nullptr;
   for (size_t i = 1; i < op.operands.size(); ++i)
     for (Value *r : lookup(op.operand(static_cast<unsigned>(i)))) {
-      Value *word = b_.CreateBitCast(r, b_.getInt32Ty());
+      Value *word = anchorWord(r);
       mix = mix ? b_.CreateXor(mix, word) : word;
     }
   if (!mix) return;
