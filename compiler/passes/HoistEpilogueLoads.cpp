@@ -12,13 +12,33 @@ using namespace ir;
 namespace {
 
 // 32-bit registers per thread the accumulator and the moved loads may hold across the wait
-// (255 is the most a thread has; the rest is addresses, masks and the wait's bookkeeping).
+// (255 is the most a thread has; the rest is addresses, masks and the wait's bookkeeping), and
+// the moved loads at most half the accumulator's: a 16-bit tile of its shape loaded as vectors.
+// More (an fp32 residual, 16-bit elements loaded one by one along a ragged N) would cost spills or
+// the second CTA per SM of the configs that rely on one.
 constexpr int64_t kRegisterBudget = 192;
+
+// Elements narrower than 32 bits share a register only when loaded as vectors (codegen's
+// vectorWidth: contiguity, alignment in bytes and the mask's constancy along the last dim).
+int64_t bitsPerElement(const Operation &load) {
+  const Type &t = load.result()->type;
+  int64_t bits = t.pointer ? 64 : std::max<int64_t>(bitWidth(t.scalar), 1);
+  if (bits >= 32) return bits;
+  auto last = [&](const char *key) -> int64_t {
+    if (!load.hasAttr(key) || load.arrayAttr(key).empty()) return 1;
+    return load.arrayAttr(key).back();
+  };
+  int64_t vec = std::min(last("contiguity"), last("alignment") * 8 / bits);
+  if (load.hasAttr("has_mask") && load.intAttr("has_mask")) vec = std::min(vec, last("mask_constancy"));
+  return vec * bits >= 32 ? bits : 32;
+}
 
 int64_t registersPerThread(const Value *v, unsigned numWarps) {
   const Type &t = v->type;
   if (!t.isBlock()) return 1;
-  int64_t bits = t.pointer ? 64 : std::max<int64_t>(bitWidth(t.scalar), 1);
+  int64_t bits = v->definingOp && v->definingOp->code == OpCode::Load ? bitsPerElement(*v->definingOp)
+                 : t.pointer                                          ? 64
+                                                                      : std::max<int64_t>(bitWidth(t.scalar), 1);
   int64_t threads = 32 * static_cast<int64_t>(std::max(numWarps, 1u));
   return (t.numElements() * bits + 32 * threads - 1) / (32 * threads);
 }
@@ -48,7 +68,8 @@ void hoistInBlock(Function &fn, Block &block) {
     size_t index = 0;
     for (auto &op : block.ops) position[op.get()] = index++;
     const size_t waitAt = position[&wait];
-    int64_t registers = registersPerThread(wait.result(), fn.numWarps);
+    const int64_t accumulator = registersPerThread(wait.result(), fn.numWarps);
+    int64_t registers = accumulator, hoisted = 0;
     std::set<Operation *> moving;
     for (auto it = std::next(waitIt); it != block.ops.end(); ++it) {
       Operation &load = **it;
@@ -79,7 +100,8 @@ void hoistInBlock(Function &fn, Block &block) {
       }
       if (!movable) continue;
       int64_t more = registersPerThread(load.result(), fn.numWarps);
-      if (registers + more > kRegisterBudget) continue;
+      if (registers + more > kRegisterBudget || 2 * (hoisted + more) > accumulator) continue;
+      hoisted += more;
       registers += more;
       moving.insert(deps.begin(), deps.end());
     }

@@ -13,9 +13,17 @@
 //
 // The moved loads' registers are live across the wait, beside the
 // accumulator: loads move only while the accumulator's and their registers
-// per thread stay within a budget (kRegisterBudget, HoistEpilogueLoads.cpp),
-// so ptxas keeps them without spilling. Loads that do not fit stay where they
-// are.
+// per thread stay within a budget and theirs within half the accumulator's
+// (a 16-bit tile loaded as vectors; HoistEpilogueLoads.cpp), so ptxas keeps
+// them without spilling or losing a CTA per SM. Loads that do not fit stay
+// where they are. Bias rows and columns stay too: every tile reads them (L2
+// hits), and their copies in the accumulator's layout take many registers.
+//
+// The wait takes the moved loads as operands (anchors: codegen makes the
+// wait depend on their values, WgmmaDot.cpp, so neither LLVM nor ptxas
+// moves them back below it), and tiles without a cache policy get
+// evict_first: read once per tile, they should not push the K loop's A and
+// B panels, which other tiles read again, out of L2.
 #pragma once
 
 #include "compiler/ir/IR.h"
