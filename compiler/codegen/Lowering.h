@@ -168,6 +168,7 @@ private:
   // MathOps.cpp: sin ... libdevice, fp8 conversions
   void lowerMathOp(ir::Operation &op);
   llvm::Value *mathOpElement(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x, const ir::Type &t);
+  llvm::Value *halfPrecisionErf(llvm::Value *x);
   llvm::Value *castFp8(ir::Operation &op, llvm::Value *x, const ir::Type &from, const ir::Type &to);
   llvm::Value *widenFp8Bits(llvm::Value *x, const ir::Type &from); // f16 (e5m2) or f32 (e4m3)
   // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)

@@ -126,3 +126,50 @@ def test_user_gemm_with_a_residual(M, N, K, dtype):
 
 def triton_cdiv(a, b):
     return (a + b - 1) // b
+
+
+# ------------------------------------------------ erf of f16 / bf16 (MathOps.cpp, halfPrecisionErf)
+
+@tessera.jit
+def erf_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.erf(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_erf_every_input(dtype):
+    """Every one of the 65536 bit patterns: the 16-bit erf equals float32 erf rounded to the type
+    (torch: erff, then the rounding), NaN where the input is NaN, +-1 at +-inf. The polynomials were
+    fitted so that none differs; ex2.approx's own error may move a rare tie by one ulp: at most 4."""
+    t = DT[dtype]
+    x = torch.arange(-32768, 32768, device="cuda", dtype=torch.int32).to(torch.int16).view(t)
+    y = torch.empty_like(x)
+    erf_kernel[(triton_cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    ref = torch.erf(x.float()).to(t)
+    nan = torch.isnan(x)
+    assert torch.isnan(y[nan]).all()
+    ok = ~nan
+    differ = (y[ok] != ref[ok]).nonzero().flatten()
+    assert differ.numel() <= 4, (x[ok][differ][:8], y[ok][differ][:8], ref[ok][differ][:8])
+    if differ.numel():
+        ulps = (y[ok][differ].view(torch.int16).int() - ref[ok][differ].view(torch.int16).int()).abs()
+        assert ulps.max().item() <= 1
+    assert (y[torch.isinf(x)] == torch.sign(x[torch.isinf(x)].float()).to(t)).all()
+
+
+@tessera.elementwise
+def bias_gelu(x, b):
+    y = x + b
+    return 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_elementwise_bias_gelu_matches_torch_in_float64(dtype):
+    """The elementwise kernel issue 35 times (bench/fusion.py), ragged shapes included."""
+    for M, N in ((16384, 8192), (1000, 777), (3, 5)):
+        x = torch.randn((M, N), device="cuda", dtype=DT[dtype])
+        b = torch.randn((N,), device="cuda", dtype=DT[dtype])
+        y = bias_gelu(x, b)
+        ref = torch.nn.functional.gelu(x.double() + b.double())
+        assert_rel_err(y, ref, 2e-2 if dtype == "bf16" else 4e-3, f"bias+gelu {M}x{N} {dtype}")
