@@ -122,7 +122,7 @@ def elementwise_bench(options):
                 x = torch.randn(n, device="cuda", dtype=getattr(torch, dtype))
                 return {"op": "chain4", "x": x, "y": torch.empty_like(x)}
             out.append((f"chain4 {dtype} 2^{int(math.log2(n))}", make))
-        for dtype in ("float16",):
+        for dtype in ("float16", "bfloat16", "float32"):  # issue 35's acceptance 2: all three
             def make(dtype=dtype):
                 x = torch.randn((16384, 8192), device="cuda", dtype=getattr(torch, dtype))
                 b = torch.randn((8192,), device="cuda", dtype=getattr(torch, dtype))
