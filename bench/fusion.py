@@ -9,7 +9,10 @@
 2. "fusion_gemm": C = gelu(A @ B + bias), fp16, 4096^3 and 8192x8192x4096 (and a GEMM
    with a residual + scale epilogue): tk.matmul(..., epilogue=) vs plain tk.matmul (the
    epilogue's cost) vs torch.matmul + separate bias + GELU (torch eager). Column: TFLOP/s
-   (2MNK / time). On sm_90a (row-major operands) the fused GEMM is
+   (2MNK / time). With the residual epilogue, "user-fused" is bench/user_matmul.py's
+   user_matmul_residual (Triton's tutorial 03 plus `acc += tl.load(residual tile)`, issue 35's
+   acceptance 3: the rate of tessera-fused) and "user-plain" the same GEMM without that line, both
+   at USER_CONFIG (128x256x64/w8/s3); other epilogues show them as n/a. On sm_90a (row-major operands) the fused GEMM is
    matmul_tma_epilogue_kernel and the plain one matmul_tma_kernel (TMA + wgmma, both
    autotuned over HOPPER_MATMUL_CONFIGS); elsewhere matmul_epilogue_kernel / matmul_kernel.
 3. "fusion_attention": sliding-window attention (window 1024, causal, N = 16384, fp16,
@@ -28,7 +31,8 @@ with an explicit boolean mask (attention) before timing.
 and the plain GEMM ("fused@128x128x64/w4/s3", "plain@..."; "auto" = the autotuned wrappers,
 which print the configs they chose), then one line per case with each fused variant's extra
 time over the plain GEMM of the same config and over the fastest plain one (issue 11 asks
-<= 5 %). --gemm-epilogues picks the epilogues (default bias_gelu,residual; "bias" is a bias
+<= 5 %). --gemm-epilogues picks the epilogues (default bias_gelu,residual; "row_scale" multiplies
+by an fp32 (M, 1) column; "bias" is a bias
 add alone: the GELU's share is bias_gelu - bias; "bias_gelu_tanh" is GELU's tanh form, torch's
 approximate="tanh" and cuBLASLt's GELU epilogue, with the hardware tanh).
 """
@@ -83,6 +87,11 @@ def residual_epilogue(acc, residual, alpha):
 
 
 @tessera.jit
+def row_scale_epilogue(acc, scale):
+    return acc * scale
+
+
+@tessera.jit
 def window_mask(b, h, q_idx, kv_idx, window):
     return (kv_idx <= q_idx) & (q_idx - kv_idx < window)
 
@@ -113,7 +122,7 @@ def elementwise_bench(options):
                 x = torch.randn(n, device="cuda", dtype=getattr(torch, dtype))
                 return {"op": "chain4", "x": x, "y": torch.empty_like(x)}
             out.append((f"chain4 {dtype} 2^{int(math.log2(n))}", make))
-        for dtype in ("float16",):
+        for dtype in ("float16", "bfloat16", "float32"):  # issue 35's acceptance 2: all three
             def make(dtype=dtype):
                 x = torch.randn((16384, 8192), device="cuda", dtype=getattr(torch, dtype))
                 b = torch.randn((8192,), device="cuda", dtype=getattr(torch, dtype))
@@ -170,6 +179,8 @@ def gemm_bench(options):
                  lambda x, acc: acc + x["bias"].float()),
         "residual": (residual_epilogue, lambda x: (x["res"], 0.5), lambda x, p: p * 0.5 + x["res"],
                      lambda x, acc: acc * 0.5 + x["res"].float()),
+        "row_scale": (row_scale_epilogue, lambda x: (x["scale"],), lambda x, p: p * x["scale"],
+                      lambda x, acc: acc * x["scale"]),
     }
     for ep in epilogues:
         if ep not in EPILOGUES:
@@ -183,6 +194,7 @@ def gemm_bench(options):
                 def make(M=M, N=N, K=K, ep=ep):
                     t = lambda *s: torch.randn(s, device="cuda", dtype=torch.float16)  # noqa: E731
                     return {"a": t(M, K), "b": t(K, N), "bias": t(N), "res": t(M, N), "ep": ep,
+                            "scale": torch.rand((M, 1), device="cuda", dtype=torch.float32) + 0.5,
                             "c": torch.empty((M, N), device="cuda", dtype=torch.float16)}
                 out.append((f"{ep} {M}x{N}x{K}", make))
         return out
@@ -203,16 +215,45 @@ def gemm_bench(options):
         eager = EPILOGUES[x["ep"]][2]
         return lambda: eager(x, torch.matmul(x["a"], x["b"]))
 
+    # Issue 35's acceptance 3: a GEMM written as Triton's tutorial 03 (bench/user_matmul.py) plus
+    # one line, `acc += tl.load(residual tile)`, at USER_CONFIG; user-plain is the same without it.
+    from user_matmul import user_matmul, user_matmul_residual
+    bm, bn, bk, uw, us = USER_CONFIG
+
+    def user_launch(x, residual):
+        a, b, c, r = x["a"], x["b"], x["c"], x["res"]
+        M, K = a.shape
+        N = b.shape[1]
+        grid = (triton_cdiv(M, bm) * triton_cdiv(N, bn),)
+        common = (M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=uw, num_stages=us)
+        if residual:
+            return lambda: user_matmul_residual[grid](a, b, c, r, *common, r.stride(0), r.stride(1), **meta)
+        return lambda: user_matmul[grid](a, b, c, *common, **meta)
+
+    def user_fused(x):
+        if x["ep"] != "residual":
+            raise ValueError("n/a (residual only)")
+        return user_launch(x, True)
+
+    def user_plain(x):
+        return user_launch(x, False)
+
     def check(x, provider, fn):
-        if provider.startswith("tessera-plain") or provider.startswith("plain@"):
+        if provider.startswith("tessera-plain") or provider.startswith("plain@") or provider == "user-plain":
             return
         out = fn()
         torch.cuda.synchronize()
+        if provider == "user-fused":  # acc + residual (the epilogue's alpha is not in the user's line)
+            harness.check_close(out, x["a"].float() @ x["b"].float() + x["res"].float(), 1e-2, provider)
+            return
         ref = EPILOGUES[x["ep"]][3](x, x["a"].float() @ x["b"].float())
         harness.check_close(out, ref, 1e-2, f"{provider} {x['ep']}")
 
     if not configs:
         providers = {"tessera-fused": fused, "tessera-plain": plain, "torch": torch_p}
+        if "residual" in epilogues:
+            providers.update({"user-fused": user_fused, "user-plain": user_plain})
     else:
         providers = {}
         for c in configs:
@@ -237,6 +278,13 @@ def gemm_bench(options):
             if last is not None and last.best_config is not None:
                 print(f"autotuned plain: {matmul_config_name(last.best_config)} (last tuned shape)")
     return results
+
+
+USER_CONFIG = (128, 256, 64, 8, 3)  # BLOCK_M, BLOCK_N, BLOCK_K, warps, stages of user-fused / user-plain
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
 
 
 def _epilogue_overheads(results):
@@ -330,7 +378,7 @@ if __name__ == "__main__":
     ap.add_argument("--gemm-configs", default="",
                     help="GEMM part per config, fused and plain side by side: auto,BMxBNxBK/wW/sS,...")
     ap.add_argument("--gemm-epilogues", default="",
-                    help="subset of bias_gelu,bias_gelu_tanh,bias,residual (default bias_gelu,residual)")
+                    help="subset of bias_gelu,bias_gelu_tanh,bias,residual,row_scale (default bias_gelu,residual)")
     opts = harness.parse(ap)
     reason = harness.skip_reason()
     if reason:

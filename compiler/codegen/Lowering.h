@@ -168,6 +168,7 @@ private:
   // MathOps.cpp: sin ... libdevice, fp8 conversions
   void lowerMathOp(ir::Operation &op);
   llvm::Value *mathOpElement(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x, const ir::Type &t);
+  llvm::Value *halfPrecisionErf(llvm::Value *x);
   llvm::Value *castFp8(ir::Operation &op, llvm::Value *x, const ir::Type &from, const ir::Type &to);
   llvm::Value *widenFp8Bits(llvm::Value *x, const ir::Type &from); // f16 (e5m2) or f32 (e4m3)
   // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)
@@ -196,6 +197,7 @@ private:
   void wgmmaWait(Regs &regs, int pending);
   // A dot_wait's anchor operands as one volatile shared load before it (WgmmaDot.cpp).
   void loadWaitAnchors(ir::Operation &op);
+  llvm::Value *anchorWord(llvm::Value *r);
   // True from a wgmma.wait_group 0 until the next commit_group in straight-line
   // code (reset at every loop and branch): no wgmma group is outstanding then,
   // so a dot_wait has nothing to wait for and an async dot's wait_group 1 after

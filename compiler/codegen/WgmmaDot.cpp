@@ -302,6 +302,17 @@ void KernelLowering::wgmmaWait(Regs &regs, int pending) {
   for (size_t i = 0; i < regs.size(); ++i) regs[i] = b_.CreateExtractValue(waited, static_cast<unsigned>(i));
 }
 
+// One register of an anchor as 32 bits: 16-bit halves and 8-bit values widened, addresses truncated
+// (hoist-epilogue-loads' loads, HoistEpilogueLoads.h, are any element type).
+Value *KernelLowering::anchorWord(Value *r) {
+  Type *i32Ty = b_.getInt32Ty(), *t = r->getType();
+  if (t->isPointerTy()) return b_.CreateTrunc(b_.CreatePtrToInt(r, b_.getInt64Ty()), i32Ty);
+  unsigned bits = static_cast<unsigned>(t->getPrimitiveSizeInBits());
+  Value *asInt = t->isIntegerTy() ? r : b_.CreateBitCast(r, b_.getIntNTy(bits));
+  if (bits == 32) return asInt;
+  return bits < 32 ? b_.CreateZExt(asInt, i32Ty) : b_.CreateTrunc(asInt, i32Ty);
+}
+
 // A dot_wait's operands after the accumulator (DeferWgmmaWaits.cpp): a
 // volatile shared load at an address computed from their registers (within
 // the first 16 bytes of shared memory; the value is not used) goes right
@@ -311,11 +322,24 @@ void KernelLowering::wgmmaWait(Regs &regs, int pending) {
 // registers the wgmmas read are then reused at once).
 void KernelLowering::loadWaitAnchors(ir::Operation &op) {
   Value *mix = nullptr;
-  for (size_t i = 1; i < op.operands.size(); ++i)
-    for (Value *r : lookup(op.operand(static_cast<unsigned>(i)))) {
-      Value *word = b_.CreateBitCast(r, b_.getInt32Ty());
+  for (size_t i = 1; i < op.operands.size(); ++i) {
+    // A loaded block (hoist-epilogue-loads): one register per vector load is enough, the load
+    // completes as a whole (lowerLoad's registers r, r + vec, ... start its vectors).
+    ir::Value *anchor = op.operand(static_cast<unsigned>(i));
+    unsigned step = 1;
+    if (anchor->definingOp && anchor->definingOp->code == ir::OpCode::Load && anchor->type.isBlock()) {
+      ir::Operation &load = *anchor->definingOp;
+      Type *memTy = memoryType(anchor->type.element(), &load);
+      unsigned bits = memTy->isPointerTy() ? 64 : static_cast<unsigned>(memTy->getPrimitiveSizeInBits());
+      step = vectorWidth(load, layoutOf(anchor, load), bits, load.loadMask() != nullptr);
+    }
+    const Regs &regs = lookup(anchor);
+    for (size_t k = 0; k < regs.size(); k += step) {
+      Value *r = regs[k];
+      Value *word = anchorWord(r);
       mix = mix ? b_.CreateXor(mix, word) : word;
     }
+  }
   if (!mix) return;
   sharedScratch(0, op); // creates the array
   sharedBytes_ = std::max(sharedBytes_, 16u);

@@ -13,6 +13,7 @@
 #include "compiler/passes/DeferLaneReductions.h"
 #include "compiler/passes/DeferWgmmaWaits.h"
 #include "compiler/passes/Fusion.h"
+#include "compiler/passes/HoistEpilogueLoads.h"
 #include "compiler/passes/LayoutAssignment.h"
 #include "compiler/passes/PropagateMmaLayout.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
@@ -64,6 +65,7 @@ const std::vector<Pass> &passes() {
        kTensorCoreDots},
       {"defer-lane-reductions", [](Function &fn, O) { deferLaneReductions(fn); }},
       {"fusion", [](Function &fn, O) { fuseElementwiseChains(fn); }},
+      {"hoist-epilogue-loads", [](Function &fn, O) { hoistEpilogueLoads(fn); }},
       {"defer-wgmma-waits", [](Function &fn, O) { deferWgmmaWaits(fn); }},
   };
   return list;

@@ -151,5 +151,5 @@ def test_dump_ir_prints_every_pass_in_order():
     passes = [h[len("// ----- IR after "):] for h in headers]
     assert passes == ["canonicalize", "common-subexpression-elimination", "dead-code-elimination",
                       "axis-analysis", "layout-assignment", "coalesce", "remove-layout-conversions",
-                      "defer-lane-reductions", "fusion", "defer-wgmma-waits"]
+                      "defer-lane-reductions", "fusion", "hoist-epilogue-loads", "defer-wgmma-waits"]
     assert "kernel @softmax_kernel(" in proc.stderr

@@ -94,3 +94,29 @@ def test_copysign_is_a_bit_select(tmp_path, dtype, bits):
         text = sass(tmp_path, path)
         assert re.search(r"LOP3\.LUT R\d+, R\d+, 0x80000000, R\d+", text), text
         assert not re.search(r"SHF\.R\.U32\.HI R\d+, RZ, 0x1f", text), text
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_erf_is_two_short_polynomials(tmp_path, dtype):
+    """erf of f16/bf16 (MathOps.cpp, halfPrecisionErf): no libdevice call, one ex2.approx.ftz per
+    element, the small-|x| polynomial and the 1 - 2^Q(|x|) one selected at 0.75; fewer SASS
+    instructions than fp32's libdevice erf on the same block (the 16-bit results are the same:
+    tests/gpu/test_fusion_epilogue_loads.py sweeps every f16 and bf16 input)."""
+    ptx = compile_and_assemble(tmp_path, "math_ops.py", "one_op", f"*{dtype},*{dtype},*{dtype}",
+                               {"FN": "erf", "BLOCK": 128}, "sm_90a", extra=("--backend", "llvm"))
+    assert "__nv_erff" not in ptx and "call" not in ptx
+    assert ptx.count("ex2.approx.ftz.f32") == 128 // (4 * 32)  # one per element, 4 warps
+    assert "0f3F400000" in ptx  # the 0.75 switch
+    wide = compile_and_assemble(tmp_path, "math_ops.py", "one_op", "*fp32,*fp32,*fp32",
+                                {"FN": "erf", "BLOCK": 128}, "sm_90a", extra=("--backend", "llvm"))
+    from test_vectorized_access import sass
+
+    def float_work(text):
+        path = tmp_path / "k.ptx"
+        path.write_text(text)
+        code = sass(tmp_path, path)
+        return {op: len(re.findall(rf"\b{op}\b", code)) for op in ("FFMA", "FMUL", "FADD", "FSEL", "FSETP", "FMNMX",
+                                                                     "MUFU", "LOP3")}
+    half, single = float_work(ptx), float_work(wide)
+    assert half["FSEL"] == 0 and single["FSEL"] == 9  # libdevice selects its coefficients one by one
+    assert sum(half.values()) < sum(single.values()), (half, single)
