@@ -181,6 +181,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // 2^30): the wgmmas accumulate straight into the accumulator.
   const int64_t imprecise = op.hasAttr("max_num_imprecise_acc") ? op.intAttr("max_num_imprecise_acc") : -1;
   const bool partial = fp8 && imprecise >= 0 && imprecise <= K;
+  const bool zeroAcc = ir::isZeroConstant(acc);
   emitAsm("wgmma.fence.sync.aligned;");
   for (int64_t s = 0; s < slabs; ++s) {
     // Stored row of the slab's first row, times the line length.
@@ -211,11 +212,17 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
           bOffset = (n0 / tileB->blockCols) * K * lineB + k0 * lineB;
         args.push_back(descriptor(descB, bOffset));
         const bool fresh = partial && partialRegs.empty();
-        args.push_back(i32(fresh ? 0 : 1));
+        // A zero accumulator is not read: the first k-step runs with scale-d = 0 (D = A B) on
+        // undefined inputs, so no zeros are moved into its registers between the wgmmas of
+        // the group (after the fence, which made ptxas insert a warpgroup arrive, C7519, before
+        // each later slab's first wgmma of the tutorial-06 backward's 128-row dots).
+        const bool zeroStart = !partial && zeroAcc && ks == 0;
+        args.push_back(i32(fresh || zeroStart ? 0 : 1));
         unsigned i = 0;
         for (int64_t j = n0 / 8; j < (n0 + chunk) / 8; ++j)
           for (unsigned c = 0; c < 4; ++c, ++i)
-            args.push_back(!partial ? accRegs[regOf(s, j, c)]
+            args.push_back(zeroStart ? static_cast<Value *>(UndefValue::get(f32Ty))
+                           : !partial ? accRegs[regOf(s, j, c)]
                            : fresh  ? static_cast<Value *>(ConstantFP::get(f32Ty, 0.0))
                                     : partialRegs[i]);
         Value *d = b_.CreateCall(wgmma, args);
