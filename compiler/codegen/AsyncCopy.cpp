@@ -167,7 +167,17 @@ void KernelLowering::lowerLocalLoad(ir::Operation &op) {
   ir::Value *result = op.result();
   if (!result->layout || result->layout->kind != ir::Layout::Kind::DotOperand)
     unsupported(op, "local_load feeds tensor-core dots only");
-  sharedOperands_[result] = {stageBase(op, op.operand(0), op.operand(1)), op.operand(0)->layout};
+  ir::LayoutRef tile = op.operand(0)->layout;
+  if (op.hasAttr("transpose") && op.intAttr("transpose")) {
+    // The stage read transposed: a wgmma tile's bytes are the same N- or K-major (A: K- or
+    // M-major), only the descriptor reads them the other way.
+    if (!tile->blockCols) unsupported(op, "a transposed local_load needs a wgmma tile");
+    auto view = std::make_shared<ir::Layout>(*tile);
+    view->transposed = !tile->transposed;
+    view->opIdx = result->layout->opIdx;
+    tile = view;
+  }
+  sharedOperands_[result] = {stageBase(op, op.operand(0), op.operand(1)), tile};
   define(result, {});
 }
 

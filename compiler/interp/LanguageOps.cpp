@@ -506,7 +506,15 @@ bool evalLanguageOp(Executor &ex, const ir::Operation &op) {
     const HostValue &buffer = ex.get(op.operand(0));
     HostValue out(op.result()->type);
     const size_t start = stageStart(ex, op, buffer, op.operand(1));
-    for (size_t i = 0; i < out.size(); ++i) out.data[i] = buffer.data[start + i];
+    if (op.hasAttr("transpose") && op.intAttr("transpose")) {
+      // out[r][c] = stage[c][r]: the stage has out's columns as rows.
+      const size_t rows = static_cast<size_t>(op.result()->type.shape[0]);
+      const size_t cols = static_cast<size_t>(op.result()->type.shape[1]);
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) out.data[r * cols + c] = buffer.data[start + c * rows + r];
+    } else {
+      for (size_t i = 0; i < out.size(); ++i) out.data[i] = buffer.data[start + i];
+    }
     ex.set(op.result(), std::move(out));
     return true;
   }

@@ -499,8 +499,11 @@ private:
       const Type &buf = op.operand(0)->type;
       if (!isBuffer(op.operand(0)) || op.operand(1)->type != Type(ScalarType::I32))
         return fail(op, "expects (buffer, i32 stage)");
-      return op.result()->type == buf.withShape({buf.shape[1], buf.shape[2]}) ||
-             fail(op, "result must be one stage of the buffer");
+      const bool transposed = op.hasAttr("transpose") && op.intAttr("transpose");
+      return op.result()->type == (transposed ? buf.withShape({buf.shape[2], buf.shape[1]})
+                                              : buf.withShape({buf.shape[1], buf.shape[2]})) ||
+             fail(op, transposed ? "result must be one stage of the buffer, transposed"
+                                 : "result must be one stage of the buffer");
     }
     default:
       return fail(op, "unknown operation");

@@ -103,7 +103,14 @@
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
 // dot in every iteration; with num_stages=1 (no ring) too, as Triton keeps
-// such an operand in shared memory whatever the stage count.
+// such an operand in shared memory whatever the stage count. A later loop of
+// the same block reading the same value reuses that buffer (stageInvariants).
+//
+// A 16-bit block that several wgmma dots read, as it is and through trans
+// (the attention backward's Q^T and dO), is one candidate with one ring:
+// each further reader loads the stage too, transposed where its route and the
+// first reader's differ by a trans (local_load {transpose = 1}; wgmma reads a
+// tile either way round), instead of every dot staging its operand itself.
 #include "compiler/passes/SoftwarePipeline.h"
 
 #include "compiler/passes/CommonSubexpressionElimination.h"

@@ -19,14 +19,10 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     Operation *trans = transposedBFeeding(*op);
     Operation *load = trans ? readOnceInBody(trans->operand(0), OpCode::Load) : loadFeedingDotOperand(*op, OpCode::Load);
     if (!load) continue;
-    Value *loaded = load->result();
-    if (!stageableType(loaded->type)) continue;
-    if (load->hasAttr("volatile") && load->intAttr("volatile")) continue;
-    if (load->loadOther() && !isZeroConstant(load->loadOther())) continue;
     const unsigned opIdx = op->result()->layout->opIdx;
     const unsigned version = feedsOnlyMmaDots(*op);
     if (!version) continue;
-    if (!canClone(load->operand(0)) || (load->loadMask() && !canClone(load->loadMask()))) continue;
+    if (!fitsCpAsyncRing(*load)) continue;
     // A read along its dim 0 (fla's k tile, [K, T] with K contiguous) is staged as a transposed
     // tile, which 16-bit wgmma reads ("transpose A") and mma.sync does not: there cp.async would
     // move it element by element, so it stays an ordinary (vectorised) load that the dot stages.
@@ -34,8 +30,69 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
     if (opIdx == 0 && version != 3 && !trans && readAlongDim0(*load)) continue;
     found.push_back({load, op.get(), opIdx, version, nullptr, trans});
   }
+  std::vector<Candidate> shared = findSharedBlocks();
+  found.insert(found.end(), shared.begin(), shared.end());
   cloneLoads_ = false;
   clonable_.clear();
+  return found;
+}
+
+// The load can be copied ahead: a 2-D block of a stageable type, other = 0, its address (and
+// mask) computable at another iteration.
+bool LoopPipeliner::fitsCpAsyncRing(Operation &load) {
+  if (!stageableType(load.result()->type)) return false;
+  if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
+  if (load.loadOther() && !isZeroConstant(load.loadOther())) return false;
+  return canClone(load.operand(0)) && (!load.loadMask() || canClone(load.loadMask()));
+}
+
+// A 16-bit block that several wgmma dots read, as it is and through trans (the attention
+// backward's dK/dV loop: Q^T is B of K Q^T and, transposed, of dS^T Q; dO is B of P^T dO and,
+// transposed, of V dO^T): one ring, each reader's local_load a view of the stage (wgmma reads
+// a tile N- or K-major, A K- or M-major, and the tile's bytes are the same either way), as
+// Triton's memdesc_trans. Staged by the dots instead, each staged it again in every iteration
+// (a store, a fence and a barrier each).
+std::vector<Candidate> LoopPipeliner::findSharedBlocks() {
+  std::vector<Candidate> found;
+  for (auto &op : body_->ops) {
+    if (op->code != OpCode::Load || countUses(fn_.body, op->result()) < 2) continue;
+    Operation &load = *op;
+    const Type &t = load.result()->type;
+    if (t.rank() != 2 || t.pointer || bitWidth(t.scalar) != 16) continue;
+    // Every reader: convert -> #dot_op of wgmma dots, or trans -> convert -> B of wgmma dots.
+    std::vector<std::pair<Operation *, Operation *>> routes; // (convert, trans or null), in body order
+    unsigned users = 0;
+    bool ok = true;
+    for (auto &user : body_->ops) {
+      if (!readsValue(*user, load.result())) continue;
+      ++users;
+      Operation *convert = user.get(), *trans = nullptr;
+      if (user->code == OpCode::Trans) {
+        trans = user.get();
+        convert = nullptr;
+        for (auto &next : body_->ops)
+          if (readsValue(*next, trans->result()) && transposedBFeeding(*next) == trans) convert = next.get();
+        if (!convert) { ok = false; break; }
+      }
+      const bool toDotOperand = convert->code == OpCode::ConvertLayout && convert->result()->layout &&
+                                convert->result()->layout->kind == Layout::Kind::DotOperand;
+      if (!toDotOperand || feedsOnlyMmaDots(*convert) != 3) { ok = false; break; }
+      routes.emplace_back(convert, trans);
+    }
+    if (!ok || users != countUses(fn_.body, load.result()) || routes.size() < 2) continue;
+    if (!fitsCpAsyncRing(load)) continue;
+    std::sort(routes.begin(), routes.end(), [&](auto &a, auto &b) {
+      for (auto &o : body_->ops) {
+        if (o.get() == a.first) return a.first != b.first;
+        if (o.get() == b.first) return false;
+      }
+      return false;
+    });
+    Candidate c{&load, routes[0].first, routes[0].first->result()->layout->opIdx, 3, nullptr, routes[0].second};
+    for (size_t i = 1; i < routes.size(); ++i)
+      c.views.emplace_back(routes[i].first, (routes[i].second != nullptr) != (routes[0].second != nullptr));
+    found.push_back(c);
+  }
   return found;
 }
 

@@ -4,6 +4,7 @@
 #include "compiler/passes/SoftwarePipelineLoop.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tessera::passes::software_pipeline {
 
@@ -181,22 +182,102 @@ std::vector<Candidate> LoopPipeliner::findInvariantOperands() {
   return found;
 }
 
+// The invariant tile of an earlier loop of the same block that holds `x` in `layout` (the
+// backward's K and V, read by its two key loops), with the local_dealloc that frees it after that
+// loop; {null, null} when there is none.
+std::pair<Value *, Operation *> LoopPipeliner::earlierInvariantTile(Value *x, const LayoutRef &layout) {
+  Block *block = loop_.parent;
+  for (auto it = block->ops.begin(); it != positionOf(loop_); ++it) {
+    Operation &store = **it;
+    if (store.code != OpCode::LocalStore || store.operand(0) != x) continue;
+    Value *buffer = store.operand(1);
+    const Operation *alloc = buffer->definingOp;
+    if (!alloc || alloc->parent != block || buffer->type.shape[0] != 1 || !sameLayout(buffer->layout, layout))
+      continue;
+    // Freed between that store and this loop, and written by that store only.
+    Operation *dealloc = nullptr;
+    for (auto at = std::next(it); at != positionOf(loop_) && !dealloc; ++at)
+      if ((*at)->code == OpCode::LocalDealloc && (*at)->operand(0) == buffer) dealloc = at->get();
+    bool onlyRead = true;
+    walk(fn_.body, [&](Operation &op) {
+      if (&op == &store || &op == dealloc || !readsValue(op, buffer) || !op.regions.empty()) return;
+      onlyRead = onlyRead && op.code == OpCode::LocalLoad;
+    });
+    if (onlyRead && dealloc) return {buffer, dealloc};
+  }
+  return {nullptr, nullptr};
+}
+
 void LoopPipeliner::stageInvariants(std::vector<Candidate> &cs) {
   if (cs.empty()) return;
+  // A tile an earlier loop staged already is read from its buffer, which then lives on to this
+  // loop's end, so the registers holding the value are not kept alive across the earlier loop.
+  // Buffers are freed in reverse order of allocation (codegen stacks them), so the deallocs
+  // moved must be the last of the earlier loop's run of deallocs.
+  std::vector<std::pair<Value *, Operation *>> reused;
+  std::vector<Candidate *> fresh;
+  for (Candidate &c : cs) {
+    Value *x = c.convert->operand(0);
+    const Type &t = x->type;
+    LayoutRef layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
+    auto [buffer, dealloc] = specialize_ ? std::pair<Value *, Operation *>{} : earlierInvariantTile(x, layout);
+    if (buffer && std::none_of(reused.begin(), reused.end(), [&](auto &r) { return r.first == buffer; })) {
+      c.buffer = buffer;
+      reused.emplace_back(buffer, dealloc);
+    } else if (buffer) {
+      c.buffer = buffer;
+    } else {
+      fresh.push_back(&c);
+    }
+  }
+  if (!reused.empty()) {
+    std::set<Operation *> moved;
+    for (auto &r : reused) moved.insert(r.second);
+    bool lastOfRun = true;
+    for (auto &r : reused)
+      for (auto it = positionOf(*r.second); it != loop_.parent->ops.end() && (*it)->code == OpCode::LocalDealloc; ++it)
+        lastOfRun = lastOfRun && moved.count(it->get());
+    if (!lastOfRun) {
+      for (Candidate &c : cs)
+        if (c.buffer && std::find(fresh.begin(), fresh.end(), &c) == fresh.end()) fresh.push_back(&c);
+      reused.clear();
+    }
+  }
+  // The reused buffers were allocated first: freed last, in reverse order of their allocation.
+  std::sort(reused.begin(), reused.end(), [&](auto &a, auto &b) {
+    for (auto &op : loop_.parent->ops) {
+      if (op.get() == a.first->definingOp) return b.first != a.first;
+      if (op.get() == b.first->definingOp) return false;
+    }
+    return false;
+  });
+  for (auto &r : reused) {
+    allocations_.push_back(r.first);
+    loop_.parent->ops.erase(positionOf(*r.second));
+  }
+  if (!fresh.empty()) {
+    Builder b(loop_.parent);
+    b.setInsertionPoint(loop_.parent, positionOf(loop_));
+    b.setLoc(loop_.loc);
+    Value *zero = b.intConstant(0, Type(ScalarType::I32));
+    bool wgmma = false;
+    for (Candidate *c : fresh) {
+      c->buffer = nullptr;
+      Value *x = c->convert->operand(0);
+      const Type &t = x->type;
+      c->buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
+      c->buffer->layout = Layout::sharedOperandTile(c->mmaVersion, c->opIdx, t.shape[1], bitWidth(t.scalar), false);
+      allocations_.push_back(c->buffer);
+      b.create(OpCode::LocalStore, {x, c->buffer, zero}, {});
+      wgmma = wgmma || c->mmaVersion == 3;
+    }
+    if (wgmma) b.create(OpCode::FenceAsyncShared, {}, {});
+    b.create(OpCode::Barrier, {}, {});
+  }
   Builder b(loop_.parent);
   b.setInsertionPoint(loop_.parent, positionOf(loop_));
   b.setLoc(loop_.loc);
   Value *zero = b.intConstant(0, Type(ScalarType::I32));
-  for (Candidate &c : cs) {
-    Value *x = c.convert->operand(0);
-    const Type &t = x->type;
-    c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-    c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
-    allocations_.push_back(c.buffer);
-    b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
-  }
-  if (anyWgmma(cs)) b.create(OpCode::FenceAsyncShared, {}, {});
-  b.create(OpCode::Barrier, {}, {});
   for (Candidate &c : cs) readFromBuffer(c, zero);
 }
 
@@ -416,6 +497,18 @@ void LoopPipeliner::readFromBuffer(Candidate &c, Value *stage) {
   fromShared->layout = old->layout;
   replaceAllUsesWith(fn_.body, old, fromShared);
   body_->ops.erase(positionOf(*c.convert));
+  for (auto [convert, transposed] : c.views) {
+    Builder at(body_);
+    at.setInsertionPoint(body_, positionOf(*convert));
+    at.setLoc(convert->loc);
+    Value *view = convert->result();
+    std::map<std::string, Attribute> attrs;
+    if (transposed) attrs["transpose"] = int64_t{1};
+    Value *read = at.op(OpCode::LocalLoad, {c.buffer, stage}, view->type, attrs);
+    read->layout = view->layout;
+    replaceAllUsesWith(fn_.body, view, read);
+    body_->ops.erase(positionOf(*convert));
+  }
 }
 
 void LoopPipeliner::emitEpilogue(bool cpAsync) {

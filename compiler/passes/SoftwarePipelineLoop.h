@@ -38,6 +38,10 @@ struct Candidate {
   Value *buffer = nullptr;
   Operation *trans = nullptr; // (desc_)load -> trans -> B: the block's rows are B's columns
   Value *mbarriers = nullptr; // TMA: its ring's "full" mbarriers
+  // More readers of the same block (the attention backward's Q^T and dO: B of one dot as they
+  // are and, through trans, of another): each convert reads the one stage too, transposed
+  // (local_load {transpose = 1}) where its route and the primary's differ by a trans.
+  std::vector<std::pair<Operation *, bool>> views;
 };
 
 // Blocks staged by the TMA unit with one stage counter, one phase and one
@@ -103,6 +107,7 @@ private:
   static bool readAlongDim0(const Operation &load);
   static bool stageableType(const Type &t);
   std::vector<Candidate> findInvariantOperands();
+  std::pair<Value *, Operation *> earlierInvariantTile(Value *x, const LayoutRef &layout);
   void stageInvariants(std::vector<Candidate> &cs);
   std::vector<Operation *> findAsyncDots();
   void waitBeforeFirstReader(Value *carried);
@@ -126,6 +131,8 @@ private:
 
   // cp.async rings (SoftwarePipelineCpAsync.cpp).
   std::vector<Candidate> findCandidates();
+  std::vector<Candidate> findSharedBlocks();
+  bool fitsCpAsyncRing(Operation &load);
   void emitCopies(const std::vector<Candidate> &cs, Builder &b, const Shift &shift, Value *stage);
   void emitLoopHead(const std::vector<Candidate> &cs, Value *stage);
   Operation *lateCopyDot(const std::vector<Candidate> &cs, const std::vector<Operation *> &asyncDots);
