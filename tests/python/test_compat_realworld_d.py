@@ -1,0 +1,69 @@
+"""Constructs found in the fourth real-world sweep (flash-attention's and Mamba's Triton ops, GPTQ/AWQ-style
+quantised matmuls, gemlite), each in our own minimal kernel: interpreted against numpy in float64 and
+compiled for sm_90a."""
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PTXAS
+
+import tessera
+import tessera.language as tl
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+
+def _assemble(k, tmp_path):
+    (tmp_path / "k.ptx").write_text(k.asm["ptx"])
+    subprocess.run([str(PTXAS), "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+# flash-attention's rotary kernel: an early `return` under a runtime condition, after which a pointer
+# parameter becomes a block of pointers. The returning path's names are dead, so they merge nothing.
+@tessera.jit(interpret=True)
+def early_return_then_block_pointer(X, OUT, n_rows, n_cols, stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK_M >= n_rows:
+        return
+    rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    X = X + (rm[:, None] * stride + rn[None, :])
+    OUT = OUT + (rm[:, None] * stride + rn[None, :])
+    mask = (rm[:, None] < n_rows) & (rn[None, :] < n_cols)
+    tl.store(OUT, tl.load(X, mask=mask, other=0.0) * 2.0, mask=mask)
+
+
+@tessera.jit
+def _helper_early_return(P, n, BLOCK: tl.constexpr):
+    if n <= 0:
+        return 0.0
+    P = P + tl.arange(0, BLOCK)
+    return tl.sum(tl.load(P, mask=tl.arange(0, BLOCK) < n, other=0.0))
+
+
+@tessera.jit(interpret=True)
+def helper_early_return_kernel(X, OUT, n, BLOCK: tl.constexpr):
+    tl.store(OUT + tl.program_id(0), _helper_early_return(X, n - tl.program_id(0), BLOCK))
+
+
+def test_early_return_before_a_pointer_becomes_a_block():
+    x = np.arange(7 * 5, dtype=np.float32).reshape(7, 5)
+    out = np.full_like(x, -1.0)
+    # 4 programs of 2 rows cover 8 rows: the last one returns early (rows 8.. do not exist)
+    early_return_then_block_pointer[(5,)](x, out, 7, 5, 5, BLOCK_M=2, BLOCK_N=8)
+    np.testing.assert_array_equal(out, x.astype(np.float64) * 2)
+
+
+def test_early_return_in_a_helper_whose_pointer_becomes_a_block():
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.zeros(10, np.float32)
+    helper_early_return_kernel[(10,)](x, out, 8, BLOCK=8)
+    want = [x[: 8 - p].astype(np.float64).sum() if p < 8 else 0.0 for p in range(10)]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_early_return_before_a_pointer_becomes_a_block_compiles(tmp_path):
+    k = tessera.compile(early_return_then_block_pointer, signature="*bf16,*bf16,i32,i32,i32",
+                        constexprs={"BLOCK_M": 8, "BLOCK_N": 64}, target="sm_90a")
+    _assemble(k, tmp_path)
