@@ -67,3 +67,39 @@ def test_early_return_before_a_pointer_becomes_a_block_compiles(tmp_path):
     k = tessera.compile(early_return_then_block_pointer, signature="*bf16,*bf16,i32,i32,i32",
                         constexprs={"BLOCK_M": 8, "BLOCK_N": 64}, target="sm_90a")
     _assemble(k, tmp_path)
+
+
+# Mamba-3's kernels take tuples of strides (`q.stride()` passed as one argument, indexed `stride_q[0]`):
+# a tuple argument is specialised by value as a constexpr tuple (Triton passes its elements at run time).
+@tessera.jit(interpret=True)
+def tuple_strides_kernel(X, OUT, stride_x, stride_out, shape, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < shape[1]
+    x = tl.load(X + pid * stride_x[0] + offs * stride_x[1], mask=m)
+    tl.store(OUT + pid * stride_out[0] + offs * stride_out[1], x * shape[0], mask=m)
+
+
+def test_a_tuple_argument_of_strides():
+    x = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    xt = x.T.copy().T  # column-major: strides (1, 4)
+    out = np.zeros((4, 6), np.float32)
+    st = lambda a: tuple(s // a.itemsize for s in a.strides)
+    tuple_strides_kernel[(4,)](xt, out, st(xt), st(out), (3, 6), BLOCK=8)
+    np.testing.assert_array_equal(out, x.astype(np.float64) * 3)
+    out2 = np.zeros((4, 6), np.float32)
+    tuple_strides_kernel[(4,)](x, out2, st(x), st(out2), (2, 6), BLOCK=8)  # other values: recompiled
+    np.testing.assert_array_equal(out2, x.astype(np.float64) * 2)
+
+
+def test_a_tuple_argument_holding_an_array_is_refused():
+    x = np.zeros(8, np.float32)
+    with pytest.raises(TypeError, match=r"argument 'stride_x' is a tuple holding a value of type"):
+        tuple_strides_kernel[(1,)](x, x, (x, 1), (8, 1), (1, 8), BLOCK=8)
+
+
+def test_a_tuple_argument_compiles_as_a_constexpr(tmp_path):
+    k = tessera.compile(tuple_strides_kernel, signature="*bf16,*bf16",
+                        constexprs={"stride_x": (4096, 1), "stride_out": (64, 1), "shape": (2, 64), "BLOCK": 64},
+                        target="sm_90a")
+    _assemble(k, tmp_path)
