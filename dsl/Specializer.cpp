@@ -215,6 +215,7 @@ static std::string canonicalModule(const std::string &module) {
         module == t + ".language.extra.cuda.libdevice")
       return "lang.math";
     if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
+    if (module == t + ".language.target_info") return "lang.target_info";
   }
   return "";
 }

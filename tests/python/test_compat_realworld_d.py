@@ -103,3 +103,87 @@ def test_a_tuple_argument_compiles_as_a_constexpr(tmp_path):
                         constexprs={"stride_x": (4096, 1), "stride_out": (64, 1), "shape": (2, 64), "BLOCK": 64},
                         target="sm_90a")
     _assemble(k, tmp_path)
+
+
+# triton_kernels guards inline PTX with `if tl.target_info.is_cuda():` (Triton's constexpr functions on the
+# compile target). Compiled for sm_90a it is True; the interpreter has no CUDA target (False, as Triton's
+# target_info without a driver), so the portable branch runs there.
+@tessera.jit(interpret=True)
+def target_info_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    if tl.target_info.is_cuda():
+        y = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r, r", [x], dtype=tl.float32, is_pure=True,
+                                      pack=1)
+    else:
+        y = tl.exp2(x)
+    if tl.target_info.cuda_capability_geq(9, 0):
+        y = y + 1.0
+    if tl.target_info.cuda_capability_geq(10):
+        y = y + 100.0
+    if tl.target_info.is_hip():
+        y = y + 1000.0
+    tl.store(OUT + offs, y)
+
+
+def test_target_info_in_the_interpreter_is_no_cuda_target():
+    x = np.linspace(-2, 2, 16).astype(np.float32)
+    out = np.zeros_like(x)
+    target_info_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_allclose(out, np.exp2(x.astype(np.float64)), rtol=1e-6)
+
+
+def test_target_info_compiled_for_sm_90a(tmp_path):
+    k = tessera.compile(target_info_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 256}, target="sm_90a")
+    ptx = k.asm["ptx"]
+    assert "ex2.approx.ftz.f32" in ptx            # is_cuda(): the inline asm branch
+    assert "1.0e+00" in ptx or "0f3F800000" in ptx  # cuda_capability_geq(9, 0): + 1.0
+    assert "0f42C80000" not in ptx                 # not sm_100: no + 100.0
+    assert "0f447A0000" not in ptx                 # not HIP: no + 1000.0
+    _assemble(k, tmp_path)
+
+
+def test_target_info_unknown_function_is_a_located_error():
+    @tessera.jit(interpret=True)
+    def k(X):
+        if tl.target_info.is_hip_gfx12():
+            tl.store(X, 1.0)
+    with pytest.raises(tessera.CompilationError, match=r"tl.target_info.is_hip_gfx12 is not supported"):
+        k[(1,)](np.zeros(1, np.float32))
+
+
+def test_triton_language_target_info_module_on_the_host():
+    from tessera.compat import tessera_module_name
+    import tessera.language.target_info as ti
+    assert tessera_module_name("triton.language.target_info") == "tessera.language.target_info"
+    assert tl.target_info is ti
+    assert ti.is_hip() is False and ti.is_hip_cdna3() is False
+    # here the answer depends on the machine: a bool, and is_cuda() implies a CUDA target
+    assert ti.is_cuda() in (True, False)
+    assert ti.cuda_capability_geq(1) == ti.is_cuda()
+
+
+# `from triton.language.target_info import is_cuda` in a kernel module, then is_cuda() in the kernel
+TARGET_INFO_IMPORT = '''
+import tessera
+import tessera.language as tl
+from tessera.language.target_info import is_cuda, cuda_capability_geq
+
+
+@tessera.jit
+def k(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    if is_cuda() and cuda_capability_geq(9):
+        x = x * 2.0
+    tl.store(OUT + offs, x)
+'''
+
+
+def test_target_info_functions_imported_by_name(tmp_path):
+    path = tmp_path / "ti_kernel.py"
+    path.write_text(TARGET_INFO_IMPORT)
+    k = tessera.compile(str(path), kernel="k", signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_90a")
+    assert "mul.f32" in k.asm["ptx"] or "add.f32" in k.asm["ptx"]
+    k80 = tessera.compile(str(path), kernel="k", signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_80")
+    assert "mul.f32" not in k80.asm["ptx"] and "add.f32" not in k80.asm["ptx"]
