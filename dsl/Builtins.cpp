@@ -257,6 +257,18 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
                "is_hip_cdna4 and cuda_capability_geq)");
   }
 
+  // ---- f"..{value}..": Triton formats constexpr values only (its visit_JoinedStr), as Python's str() / repr()
+  if (name == "$format") {
+    const SValue &v = args.args[0];
+    bool repr = args.args[1].c.stringValue == "r";
+    if (v.kind == SValue::Kind::DType) // str(tl.float32) is its name, "fp32"
+      return constResult(ConstexprValue::ofString(tritonDTypeName(v)));
+    if (!v.isConst())
+      error(loc, "Cannot evaluate f-string containing non-constexpr conversion values, found " + describe(v));
+    const ConstexprValue &c = v.c;
+    return constResult(ConstexprValue::ofString(c.kind == CK::String && !repr ? c.stringValue : c.str()));
+  }
+
   // ---- Python builtins on constexprs
   if (name == "float") {
     Bound b = bind(*this, args, "float", {{"x", true}});

@@ -273,6 +273,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["max"] = SValue::builtin("max");
   globals_["len"] = SValue::builtin("len");
   globals_["isinstance"] = SValue::builtin("isinstance");
+  globals_["$format"] = SValue::builtin("$format"); // a value of an f-string (the parser's desugaring)
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");

@@ -187,3 +187,73 @@ def test_target_info_functions_imported_by_name(tmp_path):
     assert "mul.f32" in k.asm["ptx"] or "add.f32" in k.asm["ptx"]
     k80 = tessera.compile(str(path), kernel="k", signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_80")
     assert "mul.f32" not in k80.asm["ptx"] and "add.f32" not in k80.asm["ptx"]
+
+
+# triton_kernels' topk: f-strings of constexprs (`tl.dtype(f"uint{nbits}")`, Triton's visit_JoinedStr) and
+# tl.topk / tl.bitonic_merge (Triton's standard.py bitonic algorithms).
+@tessera.jit(interpret=True)
+def fstring_kernel(X, OUT, BLOCK: tl.constexpr):
+    nbits: tl.constexpr = X.dtype.element_ty.primitive_bitwidth
+    utype: tl.constexpr = tl.dtype(f"uint{nbits}")
+    name: tl.constexpr = f"{X.dtype.element_ty}-{BLOCK!r}-{{}}-{'s'}"
+    tl.static_assert(name == "fp32-16-{}-s", "f-string formatting")
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(OUT + tl.arange(0, BLOCK), x.to(utype, bitcast=True))
+
+
+def test_fstring_of_constexprs():
+    x = np.linspace(-3, 3, 16).astype(np.float32)
+    out = np.zeros(16, np.uint32)
+    fstring_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out, x.view(np.uint32))
+
+
+def test_fstring_of_a_runtime_value_is_a_located_error():
+    @tessera.jit(interpret=True)
+    def k(X, n):
+        tl.static_print(f"n is {n}")
+    with pytest.raises(tessera.CompilationError, match=r"Cannot evaluate f-string containing non-constexpr"):
+        k[(1,)](np.zeros(1, np.float32), 5)
+
+
+@tessera.jit(interpret=True)
+def topk_kernel(X, V, M, K: tl.constexpr, N: tl.constexpr, ROWS: tl.constexpr):
+    r = tl.arange(0, ROWS)
+    x = tl.load(X + r[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(V + r[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K, dim=1))
+    tl.store(M + r[:, None] * N + tl.arange(0, N)[None, :], tl.bitonic_merge(x))
+
+
+def _bitonic_merge_reference(x):
+    """Triton's merge network on the last axis (ascending): half-cleaners of size n, n/2, ..., 2."""
+    x = x.copy()
+    n = x.shape[-1]
+    size = n
+    while size >= 2:
+        half = size // 2
+        for start in range(0, n, size):
+            a = x[..., start:start + half].copy()
+            b = x[..., start + half:start + size].copy()
+            x[..., start:start + half] = np.minimum(a, b)
+            x[..., start + half:start + size] = np.maximum(a, b)
+        size = half
+    return x
+
+
+def test_topk_and_bitonic_merge():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    v = np.zeros((4, 8), np.float32)
+    m = np.zeros((4, 32), np.float32)
+    topk_kernel[(1,)](x, v, m, K=8, N=32, ROWS=4)
+    np.testing.assert_array_equal(v, -np.sort(-x, axis=1)[:, :8])   # the k largest, descending
+    np.testing.assert_array_equal(m, _bitonic_merge_reference(x))  # any input: Triton's network
+    bitonic = np.concatenate([np.sort(x[:, :16], 1), -np.sort(-x[:, 16:], 1)], 1)
+    topk_kernel[(1,)](bitonic, v, m, K=8, N=32, ROWS=4)
+    np.testing.assert_array_equal(m, np.sort(bitonic, 1))          # a bitonic input comes out sorted
+
+
+def test_topk_compiles(tmp_path):
+    k = tessera.compile(topk_kernel, signature="*bf16,*bf16,*bf16", constexprs={"K": 4, "N": 128, "ROWS": 64},
+                        target="sm_90a", num_warps=4)
+    _assemble(k, tmp_path)
