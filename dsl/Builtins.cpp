@@ -236,6 +236,41 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   auto constResult = [](ConstexprValue c) { return SValue::constant(std::move(c)); };
   if (std::optional<SValue> r = callLanguageBuiltin(name, args)) return *r; // dsl/BuiltinsLanguage.cpp
 
+  // ---- tl.target_info (Triton's constexpr functions on the compile target): triton_kernels guards inline PTX
+  // with `if tl.target_info.is_cuda():`, newer instructions with cuda_capability_geq(9, 0).
+  if (name.rfind("lang.target_info.", 0) == 0) {
+    std::string fn = name.substr(17);
+    // "sm_90a" -> 90; 0 in the interpreter (no CUDA target: every query is False, as in Triton without a driver)
+    int cc = spec_.arch.rfind("sm_", 0) == 0 ? std::atoi(spec_.arch.c_str() + 3) : 0;
+    if (fn == "is_cuda" || fn == "is_hip" || fn == "is_hip_cdna3" || fn == "is_hip_cdna4") {
+      bind(*this, args, fn, {});
+      return constResult(ConstexprValue::ofBool(fn == "is_cuda" && cc > 0));
+    }
+    if (fn == "cuda_capability_geq") {
+      Bound b = bind(*this, args, fn, {{"major", true}, {"minor", false}});
+      ConstexprValue major = requireConst(b[0], b.locs[0], "cuda_capability_geq()'s major");
+      ConstexprValue minor = b.has(1) ? requireConst(b[1], b.locs[1], "cuda_capability_geq()'s minor")
+                                      : ConstexprValue::ofInt(0);
+      if (major.kind != CK::Int || minor.kind != CK::Int)
+        error(loc, "cuda_capability_geq() takes ints, got " + major.str() + " and " + minor.str());
+      return constResult(ConstexprValue::ofBool(cc > 0 && cc >= int(major.intValue) * 10 + int(minor.intValue)));
+    }
+    error(loc, "tl.target_info." + fn + " is not supported (tessera has is_cuda, is_hip, is_hip_cdna3, "
+               "is_hip_cdna4 and cuda_capability_geq)");
+  }
+
+  // ---- f"..{value}..": Triton formats constexpr values only (its visit_JoinedStr), as Python's str() / repr()
+  if (name == "$format") {
+    const SValue &v = args.args[0];
+    bool repr = args.args[1].c.stringValue == "r";
+    if (v.kind == SValue::Kind::DType) // str(tl.float32) is its name, "fp32"
+      return constResult(ConstexprValue::ofString(tritonDTypeName(v)));
+    if (!v.isConst())
+      error(loc, "Cannot evaluate f-string containing non-constexpr conversion values, found " + describe(v));
+    const ConstexprValue &c = v.c;
+    return constResult(ConstexprValue::ofString(c.kind == CK::String && !repr ? c.stringValue : c.str()));
+  }
+
   // ---- Python builtins on constexprs
   if (name == "float") {
     Bound b = bind(*this, args, "float", {{"x", true}});

@@ -14,6 +14,8 @@ std::optional<SValue> Specializer::callDataDependentBuiltin(const std::string &n
   SourceLoc loc = args.loc;
 
   // tl.sort(x, dim=None, descending=False): along the last dim only, as in Triton.
+  // Triton's bitonic top-k and merge (standard.py), written in the language (the prelude).
+  if (name == "lang.topk" || name == "lang.bitonic_merge") return callPrelude(name.substr(5), args);
   if (name == "lang.sort") {
     Bound b = bind(*this, args, "tl.sort", {{"x", true}, {"dim", false}, {"descending", false}});
     if (!b[0].isIR() || !b[0].value->type.isBlock()) error(b.locs[0], "tl.sort needs a block, got " + describe(b[0]));

@@ -18,6 +18,66 @@ import tessera.language as tl
 PHILOX_ROUNDS = 10
 
 
+# ------------------------------------------------------ bitonic merge and top-k
+# Triton's standard.py algorithms on the hypercube view of a block ([2] * log2(numel)): merging
+# compares and swaps across one hypercube axis at a time (the partner of an element is its xor
+# across that axis, taken as an xor_sum of the bits), so that tl.bitonic_merge of any input gives
+# Triton's exact result, and tl.topk is a sort followed by the top-k halving steps.
+
+
+@jit
+def _bitonic_indicator(n_dims: tl.constexpr, j: tl.constexpr):
+    return tl.reshape(tl.arange(0, 2), [1] * (n_dims - j - 1) + [2] + [1] * j)
+
+
+@jit
+def _bitonic_compare_and_swap(x, flip, i: tl.constexpr):
+    n_dims: tl.constexpr = tl._log2(x.numel)
+    idtype: tl.constexpr = tl.core.get_int_dtype(x.dtype.primitive_bitwidth, True)
+    ix = x.to(idtype, bitcast=True)
+    iy = ix ^ tl.xor_sum(ix, n_dims - 1 - i, True)
+    y = iy.to(x.dtype, bitcast=True)
+    is_right = _bitonic_indicator(n_dims, i)
+    return tl.where((x > y) != (flip ^ is_right), y, x)
+
+
+@jit
+def _bitonic_merge_hypercube(x, stage: tl.constexpr, order: tl.constexpr):
+    # order 0: ascending, 1: descending, 2: alternating with a stride of 2**stage
+    if order == 2:
+        flip = _bitonic_indicator(tl._log2(x.numel), stage)
+    else:
+        flip = order
+    for i in tl.static_range(stage):
+        x = _bitonic_compare_and_swap(x, flip, stage - 1 - i)
+    return x
+
+
+@jit
+def bitonic_merge(x, dim: tl.constexpr = None, descending: tl.constexpr = 0):
+    _dim: tl.constexpr = len(x.shape) - 1 if dim is None else dim
+    tl.static_assert(_dim == len(x.shape) - 1, "only minor dimension is currently supported")
+    n_dims: tl.constexpr = tl._log2(x.shape[-1])
+    h = tl.reshape(x, [2] * tl._log2(x.numel))
+    h = _bitonic_merge_hypercube(h, n_dims, descending)
+    return tl.reshape(h, x.shape)
+
+
+@jit
+def topk(x, k: tl.constexpr, dim: tl.constexpr = None):
+    _dim: tl.constexpr = len(x.shape) - 1 if dim is None else dim
+    tl.static_assert(_dim == len(x.shape) - 1, "only minor dimension is currently supported")
+    log_n: tl.constexpr = tl._log2(x.shape[_dim])
+    log_k: tl.constexpr = tl._log2(k)
+    h = tl.reshape(x, [2] * tl._log2(x.numel) if tl._log2(x.numel) else [1])
+    for i in tl.static_range(1, log_k + 1):
+        h = _bitonic_merge_hypercube(h, i, 2 if i < log_n else 1)
+    for i in tl.static_range(log_k + 1, log_n + 1):
+        h = tl.max(h, axis=tl._log2(h.numel) - 1 - log_k)
+        h = _bitonic_merge_hypercube(h, log_k, 2 if i < log_n else 1)
+    return tl.reshape(h, x.shape[:-1] + [2 ** log_k])
+
+
 # ------------------------------------------------------ reductions' combine functions
 
 @jit

@@ -384,11 +384,94 @@ ExprPtr Parser::parseAtom() {
 }
 
 // strings: STRING+          (adjacent literals are concatenated)
+// Adjacent literals concatenate. An f-string (Triton's visit_JoinedStr: constexpr values only) becomes
+// "lit" + $format(expr, conversion) + ...: the specialiser formats each value as Python's str() (or
+// repr() for !r); a format spec is dropped, as Triton drops it.
 ExprPtr Parser::parseStrings() {
-  auto c = std::make_unique<Constant>(tok().loc, Constant::Type::String);
-  while (tok().kind == TokenKind::String)
-    c->stringValue += take().stringValue;
-  return c;
+  SourceLoc loc = tok().loc;
+  std::vector<ExprPtr> parts;
+  std::string literal;
+  auto flushLiteral = [&] {
+    auto c = std::make_unique<Constant>(loc, Constant::Type::String);
+    c->stringValue = std::move(literal);
+    literal.clear();
+    parts.push_back(std::move(c));
+  };
+  while (tok().kind == TokenKind::String) {
+    Token t = take();
+    std::string prefix = t.text.substr(0, t.text.find_first_of("'\""));
+    bool fstring = prefix.find_first_of("fF") != std::string::npos;
+    if (!fstring) {
+      literal += t.stringValue;
+      continue;
+    }
+    const std::string &s = t.stringValue;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if ((s[i] == '{' || s[i] == '}') && i + 1 < s.size() && s[i + 1] == s[i]) {
+        literal += s[i++];
+        continue;
+      }
+      if (s[i] == '}') error(t.loc, "f-string: single '}' is not allowed");
+      if (s[i] != '{') {
+        literal += s[i];
+        continue;
+      }
+      // {expr[!conv][:spec]}: the expression ends at the first top-level '!', ':' or '}'
+      size_t j = i + 1;
+      int depth = 0;
+      char quote = 0;
+      for (; j < s.size(); ++j) {
+        char ch = s[j];
+        if (quote) {
+          if (ch == quote) quote = 0;
+        } else if (ch == '\'' || ch == '"') {
+          quote = ch;
+        } else if (ch == '(' || ch == '[' || ch == '{') {
+          ++depth;
+        } else if (ch == ')' || ch == ']' || (ch == '}' && depth > 0)) {
+          --depth;
+        } else if (depth == 0 && (ch == '}' || ch == ':' || (ch == '!' && j + 1 < s.size() && s[j + 1] != '='))) {
+          break;
+        }
+      }
+      if (j >= s.size()) error(t.loc, "f-string: expecting '}'");
+      std::string exprText = s.substr(i + 1, j - i - 1);
+      char conversion = 's';
+      if (s[j] == '!') {
+        if (j + 1 >= s.size() || (s[j + 1] != 's' && s[j + 1] != 'r' && s[j + 1] != 'a'))
+          error(t.loc, "f-string: invalid conversion character: expected 's', 'r', or 'a'");
+        conversion = s[j + 1] == 'a' ? 'r' : s[j + 1];
+        j += 2;
+      }
+      if (j < s.size() && s[j] == ':') { // the format spec (dropped, as Triton does)
+        int nested = 0;
+        for (++j; j < s.size() && (s[j] != '}' || nested > 0); ++j)
+          nested += s[j] == '{' ? 1 : s[j] == '}' ? -1 : 0;
+      }
+      if (j >= s.size() || s[j] != '}') error(t.loc, "f-string: expecting '}'");
+      if (exprText.find_first_not_of(" \t") == std::string::npos) error(t.loc, "f-string: empty expression not allowed");
+      auto file = std::make_shared<SourceFile>(SourceFile{file_->path, "(" + exprText + ")\n", t.loc.line});
+      Parser inner(file);
+      ExprPtr value = inner.parseExpression();
+      while (inner.tok().kind == TokenKind::Newline) inner.take();
+      if (inner.tok().kind != TokenKind::End) error(t.loc, "f-string: invalid expression '" + exprText + "'");
+      flushLiteral();
+      auto call = std::make_unique<Call>(t.loc, std::make_unique<Name>(t.loc, "$format"));
+      call->args.push_back(std::move(value));
+      auto conv = std::make_unique<Constant>(t.loc, Constant::Type::String);
+      conv->stringValue = std::string(1, conversion);
+      call->args.push_back(std::move(conv));
+      parts.push_back(std::move(call));
+      i = j;
+    }
+  }
+  flushLiteral();
+  ExprPtr out = std::move(parts[0]);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    if (parts[k]->kind == ExprKind::Constant && static_cast<Constant &>(*parts[k]).stringValue.empty()) continue;
+    out = std::make_unique<BinOp>(loc, BinaryOp::Add, std::move(out), std::move(parts[k]));
+  }
+  return out;
 }
 
 // group_or_tuple: '(' ')'

@@ -215,6 +215,7 @@ static std::string canonicalModule(const std::string &module) {
         module == t + ".language.extra.cuda.libdevice")
       return "lang.math";
     if (module == t + ".language.extra" || module == t + ".language.extra.cuda") return "lang.extra";
+    if (module == t + ".language.target_info") return "lang.target_info";
   }
   return "";
 }
@@ -272,6 +273,7 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   globals_["max"] = SValue::builtin("max");
   globals_["len"] = SValue::builtin("len");
   globals_["isinstance"] = SValue::builtin("isinstance");
+  globals_["$format"] = SValue::builtin("$format"); // a value of an f-string (the parser's desugaring)
   globals_["abs"] = SValue::builtin("abs");
   globals_["print"] = SValue::builtin("print");
   globals_["getattr"] = SValue::builtin("getattr");
@@ -478,9 +480,11 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
   // As in Triton, a None argument for a non-constexpr parameter is specialised
   // as the constexpr None (`if bias_ptr is not None:` folds): it takes no
   // signature entry.
+  // A tuple argument (`q.stride()`) is specialised by value the same way (launches pass it as a constexpr tuple).
   auto givenNone = [&](const ast::Param &p) {
     auto it = spec_.constexprs.find(p.name);
-    return it != spec_.constexprs.end() && it->second.kind == ConstexprValue::Kind::None;
+    return it != spec_.constexprs.end() &&
+           (it->second.kind == ConstexprValue::Kind::None || it->second.kind == ConstexprValue::Kind::Tuple);
   };
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
@@ -509,7 +513,7 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
       continue;
     }
     if (givenNone(p)) {
-      (*env_)[p.name] = SValue::constant(ConstexprValue::none());
+      (*env_)[p.name] = constexprArgument(spec_.constexprs.at(p.name));
       continue;
     }
     if (spec_.constexprs.count(p.name))
@@ -811,10 +815,11 @@ std::vector<std::string> runtimeParameterNames(const ast::Module &module, const 
   std::vector<std::string> names;
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == kernelName) {
-      // As bindParameters: constexprs and parameters given None take no signature entry.
+      // As bindParameters: constexprs and parameters given None or a tuple take no signature entry.
       for (const ast::Param &p : fn->params) {
         auto given = constexprs.find(p.name);
-        bool none = given != constexprs.end() && given->second.kind == ConstexprValue::Kind::None;
+        bool none = given != constexprs.end() && (given->second.kind == ConstexprValue::Kind::None ||
+                                                  given->second.kind == ConstexprValue::Kind::Tuple);
         if (!spec::isConstexprAnnotation(p.annotation.get()) && !none) names.push_back(p.name);
       }
       break;

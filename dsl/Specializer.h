@@ -58,6 +58,9 @@ struct Specialization {
   std::vector<ArgSpec> args; // one per non-constexpr parameter, in order
   std::map<std::string, ConstexprValue> constexprs;
   unsigned numWarps = 4;
+  // The GPU compiled for ("sm_90a"); empty in the interpreter, where tl.target_info.is_cuda() is False
+  // (Triton's target_info without an active CUDA driver).
+  std::string arch;
   bool debug = false; // tl.device_assert (and `assert` on runtime values) checks on the device
 };
 

@@ -286,6 +286,16 @@ Specializer::Flow Specializer::escapingIf(ir::Value *cond, const std::function<F
   };
   Env thenEnv = runBranch(thenFn, ifOp->region(0));
   Env elseEnv = runBranch(elseFn, ifOp->region(1));
+  if (loopDepth_ == 0) {
+    // Both branches ran to the end of the function: only its result is still live, so a name that
+    // changed type on one path (`if pid >= n: return` before `P = P + offs[:, None]`) merges nothing.
+    auto keepResult = [](Env &e) {
+      for (auto it = e.begin(); it != e.end();)
+        it = (it->first == "$retval" || it->first == "$ret") ? std::next(it) : e.erase(it);
+    };
+    keepResult(thenEnv);
+    keepResult(elseEnv);
+  }
   mergeBranches(ifOp, thenEnv, elseEnv, loc);
   b_.setInsertionPoint(outer, after);
   return Flow::Finished;

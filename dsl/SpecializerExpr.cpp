@@ -379,6 +379,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
       if (attr == "extra") return SValue::module("lang.extra");
       if (attr == "core" || attr == "standard") return base; // tl.core.get_int_dtype: Triton's submodules, one namespace here
       if (attr == "CONSTEXPR_0") return SValue::constant(ConstexprValue::ofInt(0)); // Triton's core.CONSTEXPR_0
+      if (attr == "target_info") return SValue::module("lang.target_info");
       if (auto s = ir::parseScalarType(attr); s && attr != "i1" && attr != "bool")
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));

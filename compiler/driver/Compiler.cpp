@@ -173,6 +173,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
 
   Specialization spec{kernelName, signature, constexprs, options.numWarps};
   spec.debug = resolved.debug;
+  spec.arch = options.arch;
   std::unique_ptr<ir::Function> fn = specialize(module, spec);
   if (std::string problem = ir::verify(*fn); !problem.empty())
     throw std::logic_error("internal error: the specialiser produced invalid IR: " + problem + "\n" + ir::print(*fn));

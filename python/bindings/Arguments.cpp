@@ -13,6 +13,7 @@
 #include "runtime/TensorMap.h"
 
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -647,6 +648,26 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   }
   return bad("has unsupported type '" + typeName(value) +
              "'; tl.constexpr parameters take ints, floats, bools, strings, dtypes, tuples or None");
+}
+
+std::optional<ConstexprValue> tupleArgument(py::handle value, const std::string &kernel, const std::string &param) {
+  if (!PyTuple_Check(value.ptr())) return std::nullopt;
+  std::function<void(py::handle)> check = [&](py::handle item) {
+    PyObject *o = item.ptr();
+    if (PyTuple_Check(o)) {
+      for (py::handle e : item) check(e);
+      return;
+    }
+    // numpy's scalars (shape ()) have __array_interface__ and __dlpack__ too: only an array of rank >= 1 is one
+    bool array = hasAttr(item, "data_ptr") || hasAttr(item, "__cuda_array_interface__") ||
+                 (hasAttr(item, "shape") && py::len(item.attr("shape")) > 0);
+    if (!array && (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyIndex_Check(o))) return;
+    throw py::type_error(kernel + "(): argument '" + param + "' is a tuple holding a value of type '" +
+                         typeName(item) + "'; tuple arguments of ints, floats, bools and None are supported "
+                         "(specialised by value), tuples of tensors not yet");
+  };
+  check(value);
+  return toConstexpr(value, kernel, param);
 }
 
 py::object fromConstexpr(const ConstexprValue &value) {

@@ -127,6 +127,11 @@ Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &ke
 
 // The value of a constexpr parameter (or an entry of compile(constexprs=)).
 ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const std::string &param);
+
+// A tuple argument of a runtime parameter (`stride_q` given `q.stride()`): specialised by value, as a
+// constexpr tuple (one compile per distinct value; Triton passes its elements at run time). nullopt when
+// `value` is no tuple; TypeError for a tuple holding tensors (not supported yet).
+std::optional<ConstexprValue> tupleArgument(py::handle value, const std::string &kernel, const std::string &param);
 py::object fromConstexpr(const ConstexprValue &value);
 
 // "*fp32:16", "i32:1", "fp32", "tensordesc<bf16[128,64]>".

@@ -270,6 +270,11 @@ public:
         constexprs[p.name] = ConstexprValue::none();
         continue;
       }
+      if (std::optional<ConstexprValue> t = tupleArgument(values[i], name_, p.name)) { // by value, as launches do
+        key += p.name + "=" + t->str() + ";";
+        constexprs[p.name] = std::move(*t);
+        continue;
+      }
       HostArg h = convertHostArgument(values[i], name_, p.name, specialize_[i]);
       key += argSpecText(h.spec) + ",";
       signature.push_back(h.spec);

@@ -171,6 +171,10 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
         appendNoneArgKey(out.key);
         continue;
       }
+      if (std::optional<ConstexprValue> t = tupleArgument(value, k.name, k.params[i].name)) { // by value: no slot
+        appendTupleArgKey(out.key, *t);
+        continue;
+      }
       if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
         const void *map = encodedTensorMap(*d, k.name, k.params[i].name, i, numParams);
         appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);

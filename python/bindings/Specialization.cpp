@@ -281,6 +281,12 @@ void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
 // slot). Two bytes like any runtime argument's, with a scalar no type has.
 void appendNoneArgKey(KeyBuffer &key) { appendArgKey(key, 0xff, 0); }
 
+// A tuple for a runtime parameter (specialised by value, no launch slot): a scalar no type has, then its value.
+void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &tuple) {
+  appendArgKey(key, 0xfe, 0);
+  appendConstexpr(key, tuple);
+}
+
 void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param) {
   if (PyBool_Check(o)) return appendConstexpr(key, ConstexprValue::ofBool(o == Py_True));
   if (PyLong_CheckExact(o)) {
@@ -332,6 +338,11 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
     if (values[i] == Py_None) {
       appendNoneArgKey(key);
       s.constexprs.emplace_back(i, ConstexprValue::none());
+      continue;
+    }
+    if (std::optional<ConstexprValue> t = tupleArgument(values[i], k.name, p.name)) {
+      appendTupleArgKey(key, *t);
+      s.constexprs.emplace_back(i, std::move(*t));
       continue;
     }
     Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i], static_cast<int>(i));

@@ -65,6 +65,8 @@ Bound bind(const JitKernel &k, const VectorArgs &v);
 void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags);
 // A None for a runtime parameter (specialised as the constexpr None, with no launch slot).
 void appendNoneArgKey(KeyBuffer &key);
+// A tuple for a runtime parameter (specialised by value as a constexpr tuple, with no launch slot).
+void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &tuple);
 // The common constexprs (ints, bools, None, floats) without a ConstexprValue.
 void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param);
 void appendOptions(KeyBuffer &key, const Bound &b);

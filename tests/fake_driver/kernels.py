@@ -101,3 +101,12 @@ def made_descriptor_copy(in_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: 
     src = tl.make_tensor_descriptor(in_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
     dst = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
     dst.store([tl.program_id(0) * BLOCK_M, 0], src.load([tl.program_id(0) * BLOCK_M, 0]))
+
+
+@tessera.jit
+def strided_copy_tuple(x_ptr, out_ptr, strides, n, BLOCK: tl.constexpr):
+    # `strides` is a tuple argument (Mamba-3's kernels take `q.stride()` so): specialised by value.
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + pid * strides[0] + offs * strides[1], mask=offs < n)
+    tl.store(out_ptr + pid * n + offs, x, mask=offs < n)

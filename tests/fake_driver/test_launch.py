@@ -594,3 +594,24 @@ def test_pointer_arguments(fake):
     with pytest.raises(ValueError, match="cannot be accessed from Triton"):
         noop[(1,)](torch.empty((1024,), device="cpu", pin_memory=True))
     assert fake.count == count
+
+
+def test_a_tuple_argument_is_specialised_by_value_and_takes_no_slot(fake):
+    x, out = tensors(2)
+    before = fake.count
+    K.strided_copy_tuple[(4,)](x, out, (64, 1), 50, BLOCK=64)
+    last = fake.last()
+    assert fake.count == before + 1
+    assert last["params"] == [(8, P), (8, P + 4096), (4, 50)]  # the tuple is folded into the kernel
+    compiled = K.strided_copy_tuple.cache_info()["compiled"]
+    K.strided_copy_tuple[(4,)](x, out, (64, 1), 50, BLOCK=64)
+    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled      # same value: no new compile
+    K.strided_copy_tuple[(4,)](x, out, (128, 2), 50, BLOCK=64)
+    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled + 1  # another value: another specialisation
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, 50)]
+
+
+def test_a_tuple_of_tensors_is_refused_with_the_argument_named(fake):
+    x, out = tensors(2)
+    with pytest.raises(TypeError, match=r"argument 'strides' is a tuple holding a value of type 'torch.Tensor'"):
+        K.strided_copy_tuple[(4,)](x, out, (x, 1), 50, BLOCK=64)

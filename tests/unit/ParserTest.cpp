@@ -388,7 +388,8 @@ TEST(Parser, SimpleStatementsAndOneLineSuites) {
             "(module\n"
             "  (def f (params)\n"
             "    (expr (const \"Doc.\"))\n"
-            "    (assert (compare (name x) > (const 0)) (const \"bad {x}\"))\n"
+            // an f-string is "lit" + $format(value, conversion) (formatted by the specialiser, constexprs only)
+            "    (assert (compare (name x) > (const 0)) (binop + (const \"bad \") (call (name $format) (name x) (const \"s\"))))\n"
             "    (assert (name y))\n"
             "    (return)))\n");
   EXPECT_EQ(dump(""), "(module)\n");

@@ -49,6 +49,7 @@ ALIASES = {
     "triton.language.standard": "tessera.language",
     "triton.language.math": "tessera.language.math",
     "triton.language.random": "tessera.language.random",
+    "triton.language.target_info": "tessera.language.target_info",
     "triton.language.extra": "tessera.language.extra",
     "triton.language.extra.libdevice": "tessera.language.math",
     "triton.language.extra.cuda": "tessera.language.extra.cuda",

@@ -421,6 +421,7 @@ del _name
 
 from . import extra  # noqa: E402  (tl.extra.cuda.libdevice)
 from . import random  # noqa: E402
+from . import target_info  # noqa: E402  (tl.target_info.is_cuda() on the host)
 
 
 def _log2(i):
