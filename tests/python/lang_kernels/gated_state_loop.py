@@ -1,0 +1,31 @@
+import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def gated_state(k_ptr, v_ptr, w_ptr, g_ptr, h0_ptr, h_ptr, ht_ptr, T, K: tl.constexpr, BV: tl.constexpr,
+                BT: tl.constexpr, IN_PLACE: tl.constexpr = False):
+    # A gated recurrent state in fla's chunk_gated_delta_rule_fwd_h form: the state h [K, BV]
+    # starts from a loaded block, each chunk stores it, reads v - w @ h and updates
+    # h = h * exp2(g_last) + k^T @ v (`b_h *= ...; b_h += tl.dot(b_k, b_v)`).
+    # IN_PLACE: v - w @ h is written back over v (the loop then writes what it reads).
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, BV)
+    b_h = tl.load(h0_ptr + o_k[:, None] * BV + o_v[None, :])
+    for i_t in range(tl.cdiv(T, BT)):
+        o_t = i_t * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        tl.store(h_ptr + i_t * K * BV + o_k[:, None] * BV + o_v[None, :], b_h.to(h_ptr.dtype.element_ty))
+        b_w = tl.load(w_ptr + o_t[:, None] * K + o_k[None, :], mask=m_t[:, None], other=0.0)
+        b_v = tl.dot(b_w, b_h.to(b_w.dtype))
+        p_v = v_ptr + o_t[:, None] * BV + o_v[None, :]
+        b_v = tl.load(p_v, mask=m_t[:, None], other=0.0) - b_v
+        if IN_PLACE:
+            tl.store(p_v, b_v.to(p_v.dtype.element_ty), mask=m_t[:, None])
+        g_last = tl.load(g_ptr + tl.minimum((i_t + 1) * BT, T) - 1)
+        b_g = tl.load(g_ptr + o_t, mask=m_t, other=0.0)
+        b_v = b_v * tl.where(m_t, tl.exp2(g_last - b_g), 0)[:, None]
+        b_h *= tl.exp2(g_last)
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+        b_h += tl.dot(b_k, b_v.to(b_k.dtype))
+    tl.store(ht_ptr + o_k[:, None] * BV + o_v[None, :], b_h)
