@@ -99,6 +99,9 @@
 // loop around it) waiting on each stage's empty mbarrier; the consumers' loop keeps its
 // full waits and releases, and the ring outlives an enclosing tile loop.
 //
+// Small loads that feed a dot through other work (not as its operand) are
+// read one iteration ahead into registers (SoftwarePipelinePrefetch.cpp).
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
@@ -126,6 +129,9 @@ bool LoopPipeliner::run() {
   std::vector<Candidate> tma = step ? findTmaCandidates() : std::vector<Candidate>{};
   if (candidates.empty() && tma.empty() && invariants.empty()) return false;
   specialize_ = wantsProducer() && candidates.empty() && !tma.empty() && producerCanCompute(tma);
+  // Decided on the body as written (the copies added below store to shared memory only).
+  std::vector<Operation *> prefetched =
+      step && !specialize_ && !(candidates.empty() && tma.empty()) ? findPrefetchLoads() : std::vector<Operation *>{};
   stageInvariants(invariants);
   std::vector<Operation *> asyncDots;
   if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();
@@ -160,6 +166,7 @@ bool LoopPipeliner::run() {
   } else {
     refillRings(rings);
   }
+  prefetchIntoRegisters(prefetched);
   emitEpilogue(!candidates.empty());
   for (Operation *dot : asyncDots) waitAfterLoop(*dot);
   if (specialize_ && outer_) carryRingsAcrossOuterLoop(rings);
