@@ -102,6 +102,11 @@
 // Small loads that feed a dot through other work (not as its operand) are
 // read one iteration ahead into registers (SoftwarePipelinePrefetch.cpp).
 //
+// A wgmma B operand computed in the body of a loop with a cp.async ring is
+// stored into its own one-stage buffer right after it is computed, with one
+// barrier before the first dot that reads such buffers
+// (SoftwarePipelineOperandBuffers.cpp), instead of each dot staging it.
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
@@ -167,6 +172,7 @@ bool LoopPipeliner::run() {
     refillRings(rings);
   }
   prefetchIntoRegisters(prefetched);
+  if (!candidates.empty() && rings.empty() && !specialize_) bufferRegisterOperands();
   emitEpilogue(!candidates.empty());
   for (Operation *dot : asyncDots) waitAfterLoop(*dot);
   if (specialize_ && outer_) carryRingsAcrossOuterLoop(rings);

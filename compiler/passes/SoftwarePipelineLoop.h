@@ -8,6 +8,7 @@
 //   SoftwarePipelineTma.cpp       TMA rings (desc_loads staged by the TMA unit, mbarriers)
 //   SoftwarePipelineProducer.cpp  warp specialisation: a producer warpgroup issues the TMA copies
 //   SoftwarePipelinePrefetch.cpp  small loads feeding dots through other work, read an iteration ahead
+//   SoftwarePipelineOperandBuffers.cpp  one-stage buffers for wgmma B operands computed in the loop
 #pragma once
 
 #include "compiler/ir/IR.h"
@@ -155,6 +156,9 @@ private:
   bool feedsDot(Value *v);
   std::vector<Operation *> findPrefetchLoads();
   void prefetchIntoRegisters(const std::vector<Operation *> &loads);
+
+  // wgmma B operands computed in the body, each in its own buffer (SoftwarePipelineOperandBuffers.cpp).
+  void bufferRegisterOperands();
 
   // The producer warpgroup (SoftwarePipelineProducer.cpp).
   bool wantsProducer();

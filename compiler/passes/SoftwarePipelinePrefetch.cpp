@@ -14,7 +14,9 @@
 // start (its copies' wait, stores and first dot) instead of stalling it where they are read.
 // The load moves ahead of the stores of the iteration that reads it (as Triton's staged loads
 // do): only a load from a kernel argument that nothing in the loop writes through is moved,
-// and only small ones (kPrefetchBytes a thread in all), so that registers stay free.
+// and only small ones (kPrefetchBytes a thread in all), in loops whose carried blocks (the
+// accumulators) take less than kCarriedBytes a thread: the attention backward's dK/dV loop
+// (two 64 x 64 f32 accumulators over 4 warps) spilled with its LSE and delta rows carried.
 #include "compiler/passes/SoftwarePipelineLoop.h"
 
 #include <set>
@@ -25,6 +27,13 @@ namespace {
 
 // Bytes a thread may hold for the prefetched values of one loop.
 constexpr int64_t kPrefetchBytes = 64;
+// Bytes a thread holds for the loop's carried blocks, from which on nothing is prefetched.
+constexpr int64_t kCarriedBytes = 256;
+
+int64_t bytesPerThread(const Type &t, int64_t threads) {
+  const int64_t elementBytes = std::max<int64_t>(bitWidth(t.scalar) / 8, 1);
+  return t.isBlock() ? (t.numElements() * elementBytes + threads - 1) / threads : elementBytes;
+}
 
 // The kernel argument a pointer is computed from (addptr's base, through shape ops), or null.
 const Value *rootArgument(const Value *ptr, const Block &kernelBody) {
@@ -89,6 +98,11 @@ std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
   });
   if (unknownWrites) return found;
   const int64_t threads = 32 * int64_t{fn_.numWarps};
+  int64_t carried = 0;
+  for (size_t i = 1; i < body_->args.size(); ++i)
+    if (body_->args[i]->type.isBlock() && !body_->args[i]->type.pointer)
+      carried += bytesPerThread(body_->args[i]->type, threads);
+  if (carried >= kCarriedBytes) return found;
   int64_t bytes = 0;
   for (auto &op : body_->ops) {
     if (op->code != OpCode::Load || (op->hasAttr("volatile") && op->intAttr("volatile"))) continue;
@@ -102,10 +116,7 @@ std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
       invariant = invariant && isInvariant(o);
     }
     if (!clonable || invariant || isDotOperand(loaded, *body_) || !feedsDot(loaded)) continue;
-    const int64_t elementBytes = std::max<int64_t>(bitWidth(loaded->type.scalar) / 8, 1);
-    const int64_t perThread = loaded->type.isBlock()
-                                  ? (loaded->type.numElements() * elementBytes + threads - 1) / threads
-                                  : elementBytes;
+    const int64_t perThread = bytesPerThread(loaded->type, threads);
     if (bytes + perThread > kPrefetchBytes) continue;
     bytes += perThread;
     found.push_back(op.get());

@@ -54,6 +54,14 @@ def test_load_of_a_buffer_the_loop_writes_stays():
     assert len(prefetched) == 2 and not any("x32x" in t for t in prefetched), prefetched  # g and g_last only
 
 
+def test_no_prefetch_beside_large_accumulators():
+    # h [128, 64] f32 over 4 warps: 256 bytes a thread carried already (the attention backward's
+    # dK/dV loop spilled with its rows carried too)
+    ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 64, "BT": 64}, emit="ir-opt",
+                        extra=["--num-warps", "4", "--num-stages", "2"])
+    assert carried_loads(ir) == []
+
+
 def test_no_prefetch_without_pipelining():
     ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", "1"])
