@@ -31,6 +31,12 @@
 // the load and the chain writes memory. Each thread reads the few elements it
 // needs (from L1/L2) instead of a shared-memory round trip.
 //
+// A conversion of such a small loaded vector itself (through elementwise ops
+// and index math: fla solve_tril's row `-tl.load(p)`, read both as a row and
+// as a column of the block it updates) is, in the same way, the load made
+// again in the wanted layout: in a loop that is a shared-memory round trip
+// and two barriers an iteration fewer.
+//
 // Invariant, checked: the pass never adds a convert_layout (it moves one and
 // rematerialises the index math and small loads it needs).
 #include "compiler/passes/Fusion.h"
@@ -230,6 +236,35 @@ bool sinkConversion(Function &fn, Operation &convert, std::map<Value *, std::vec
   return true;
 }
 
+// A conversion of a small block computed from small loads and index math: that computation again
+// in the wanted layout, right before the conversion.
+bool reloadSmallConversion(Function &fn, Operation &convert) {
+  Value *source = convert.operand(0);
+  const LayoutRef &to = convert.result()->layout;
+  if (!to || to->kind == Layout::Kind::DotOperand || to->kind == Layout::Kind::Shared) return false;
+  const Type &t = source->type;
+  bool broadcastShape = t.rank() == 1;
+  for (int64_t d : t.shape) broadcastShape |= d == 1;
+  if (!broadcastShape || t.numElements() > kSmallLoad) return false;
+  bool loads = false;
+  std::vector<Value *> work = {source};
+  std::set<Value *> visited;
+  while (!work.empty()) {
+    Value *v = work.back();
+    work.pop_back();
+    if (!v->definingOp || !visited.insert(v).second) continue;
+    loads = loads || v->definingOp->code == OpCode::Load;
+    for (Value *operand : v->definingOp->operands) work.push_back(operand);
+  }
+  if (!loads) return false; // index math alone: remove-layout-conversions recomputes it
+  Cloner cloner(convert.parent, positionOf(convert));
+  std::set<Value *> seen;
+  if (cloner.cost(source, seen) < 0) return false;
+  replaceAllUsesWith(fn.body, convert.result(), cloner.clone(source, to));
+  convert.parent->ops.remove_if([&](const std::unique_ptr<Operation> &p) { return p.get() == &convert; });
+  return true;
+}
+
 } // namespace
 
 void fuseElementwiseChains(Function &fn) {
@@ -245,6 +280,13 @@ void fuseElementwiseChains(Function &fn) {
     auto users = usersOf(fn);
     changed |= sinkConversion(fn, *convert, users);
   }
+  std::vector<Operation *> remaining;
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::ConvertLayout && op.operand(0)->type.isBlock() && op.operand(0)->layout &&
+        !op.operand(0)->type.pointer)
+      remaining.push_back(&op);
+  });
+  for (Operation *convert : remaining) changed |= reloadSmallConversion(fn, *convert);
   if (!changed) return;
   rematerialiseConversions(fn); // folds the conversions that became adjacent
   eliminateDeadCode(fn);        // the originals of what was recomputed
