@@ -97,30 +97,41 @@ public:
     return total <= kMaxCloneOps ? total : -1;
   }
 
-  Value *clone(Value *v, const LayoutRef &layout) {
-    if (!v->type.isBlock()) return v;
-    if (sameLayout(v->layout, layout)) return v;
-    auto key = std::make_pair(v, layout->str());
-    if (auto it = cloned_.find(key); it != cloned_.end()) return it->second;
-    Operation *def = v->definingOp;
-    if (def->code == OpCode::ConvertLayout) return cloned_[key] = clone(def->operand(0), layout);
-    std::vector<Value *> operands;
-    for (Value *operand : def->operands)
-      operands.push_back(clone(operand, def->code == OpCode::ExpandDims
-                                            ? Layout::slice(static_cast<unsigned>(def->intAttr("axis")), layout)
-                                            : layout));
-    Builder b(block_);
-    b.setInsertionPoint(block_, at_);
-    b.setLoc(def->loc);
-    Operation *copy = b.create(def->code, operands, {def->result()->type}, def->attrs);
-    copy->result()->layout = layout;
-    return cloned_[key] = copy->result();
-  }
+  Value *clone(Value *v, const LayoutRef &layout) { return clone(v, layout, at_, cloned_); }
 
 private:
   Block *block_;
   std::list<std::unique_ptr<Operation>>::iterator at_;
   std::map<std::pair<Value *, std::string>, Value *> cloned_;
+
+  // The copies go before `at`. A load's copy (and the address math it needs) goes right after the
+  // original load instead, so that it is issued as early (a row reloaded in a loop body: its
+  // latency overlaps the other load's instead of following the work between them).
+  Value *clone(Value *v, const LayoutRef &layout, std::list<std::unique_ptr<Operation>>::iterator at,
+               std::map<std::pair<Value *, std::string>, Value *> &memo) {
+    if (!v->type.isBlock()) return v;
+    if (sameLayout(v->layout, layout)) return v;
+    auto key = std::make_pair(v, layout->str());
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    Operation *def = v->definingOp;
+    if (def->code == OpCode::ConvertLayout) return memo[key] = clone(def->operand(0), layout, at, memo);
+    std::map<std::pair<Value *, std::string>, Value *> early;
+    const bool load = def->code == OpCode::Load && def->parent == block_;
+    if (load) at = std::next(positionOf(*def));
+    std::vector<Value *> operands;
+    for (Value *operand : def->operands)
+      operands.push_back(clone(operand,
+                               def->code == OpCode::ExpandDims
+                                   ? Layout::slice(static_cast<unsigned>(def->intAttr("axis")), layout)
+                                   : layout,
+                               at, load ? early : memo));
+    Builder b(block_);
+    b.setInsertionPoint(block_, at);
+    b.setLoc(def->loc);
+    Operation *copy = b.create(def->code, operands, {def->result()->type}, def->attrs);
+    copy->result()->layout = layout;
+    return memo[key] = copy->result();
+  }
 
   // A load of few elements (rank 1, or a size-1 dim: broadcast later) in the same block,
   // with nothing that writes memory between it and the copy.
