@@ -31,6 +31,16 @@ def test_row_is_loaded_in_each_layout(warps):
     assert body.count(" = load ") == 2
 
 
+@pytest.mark.parametrize("warps", [2, 4])
+def test_both_row_loads_come_before_the_reduction(warps):
+    # the reloaded row goes right after the first load, not after the cross-warp sum
+    body = loop_body(compile_kernel("tril_rows.py", "tril_inverse_16", SIG, emit="ir-opt",
+                                    extra=["--num-warps", str(warps)]))
+    loads = [i for i, line in enumerate(body) if " = load " in line]
+    reduce = next(i for i, line in enumerate(body) if " = reduce " in line)
+    assert len(loads) == 2 and max(loads) < reduce, body
+
+
 def test_one_warp_loop_has_no_shared_memory(tmp_path):
     ptx = compile_and_assemble(tmp_path, "tril_rows.py", "tril_inverse_16", SIG, extra=["--num-warps", "1"])
     assert "bar.sync" not in ptx and "st.shared" not in ptx
