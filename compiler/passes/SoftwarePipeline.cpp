@@ -42,7 +42,8 @@
 // (Layout::sharedWgmmaOperand) and a fence_async_shared before each barrier
 // that publishes a stage: cp.async and local_store write through the generic
 // proxy, wgmma reads through the async one. Such a dot whose accumulator
-// the loop carries (and only the next iteration's dot reads) is marked
+// the loop carries (and only the next iteration's dot reads; nothing before
+// the body's first wgmma dot reads the carried value) is marked
 // `async`: it leaves its wgmmas running into the next iteration (codegen
 // waits for the previous group only), so the copies go one stage less far
 // ahead (stage + S - 2: the stage the running group reads is not

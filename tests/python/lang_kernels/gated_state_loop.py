@@ -63,3 +63,18 @@ def gated_state_halves(k_ptr, v_ptr, w_ptr, g_ptr, h0_ptr, h_ptr, ht_ptr, T, BV:
         b_h2 += tl.dot(b_k, b_v)
     tl.store(ht_ptr + o_k[:, None] * BV + o_v[None, :], b_h1)
     tl.store(ht_ptr + (64 + o_k)[:, None] * BV + o_v[None, :], b_h2)
+
+
+@tessera.jit
+def scaled_b_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # A GEMM whose B block is computed in the loop (scaled after loading): with 3 stages the dot,
+    # whose accumulator only it reads, runs on into the next iteration (async).
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * BN + offs_n[None, :])
+        acc += tl.dot(a, (b * 2).to(a.dtype))
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
