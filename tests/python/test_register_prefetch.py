@@ -47,6 +47,18 @@ def test_loads_feeding_dots_are_read_an_iteration_ahead(warps, stages):
     assert "<64x32xbf16> #L1" in " ".join(prefetched) and "f32" in prefetched and len(prefetched) == 3, prefetched
 
 
+def test_gate_row_is_loaded_in_the_layout_it_is_used_in():
+    # b_g scales the rows of v (b_g[:, None]): loaded in that slice layout (PropagateMmaLayout's
+    # Narrower), not converted from the coalesced row layout through shared memory every iteration
+    ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64}, emit="ir-opt",
+                        extra=["--num-warps", "4", "--num-stages", "2"])
+    _, body = loop_of(ir)
+    aliases = dict(re.findall(r"^(#L\d+) = (#\w+)", ir, re.M))
+    assert not [line for line in body if "convert_layout" in line and "<64xf32>" in line], body
+    rows = [t for t in carried_loads(ir) if t.startswith("<64xf32>")]
+    assert rows and aliases[rows[0].split()[-1]] == "#slice", rows
+
+
 def test_load_of_a_buffer_the_loop_writes_stays():
     ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64, "IN_PLACE": True},
                         emit="ir-opt", extra=["--num-warps", "4", "--num-stages", "2"])
