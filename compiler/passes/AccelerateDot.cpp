@@ -221,21 +221,37 @@ struct Accelerator {
     return true;
   }
 
+  // The one operation reading v, or null.
+  Operation *soleUser(Value *v) {
+    Operation *user = nullptr;
+    unsigned uses = 0;
+    walk(fn.body, [&](Operation &op) {
+      for (Value *operand : op.operands)
+        if (operand == v) { ++uses; user = &op; }
+    });
+    return uses == 1 ? user : nullptr;
+  }
+
   // acc + dot(a, b, 0) (what `acc += tl.dot(a, b)` gives) -> dot(a, b, acc),
-  // so that the accumulator can stay in the mma registers.
+  // so that the accumulator can stay in the mma registers. The dot's result
+  // may reach the add through a layout conversion (remove-layout-conversions
+  // left the dot in its operands' layout and the sum in the loop-carried
+  // value's: fla's `b_h1 = b_h1 * g + tl.dot(b_k, b_v)`); the dot then takes
+  // the sum's layout.
   void foldAccumulatorAdd(Operation &dot) {
     Value *zero = dot.operand(2), *r = dot.result();
     Operation *z = zero->definingOp;
     if (!z || z->code != OpCode::Constant) return;
     if (z->isFloatConstant() ? z->floatAttr("value") != 0.0 : z->intAttr("value") != 0) return;
-    Operation *add = nullptr;
-    unsigned uses = 0;
-    walk(fn.body, [&](Operation &op) {
-      for (Value *v : op.operands)
-        if (v == r) { ++uses; add = &op; }
-    });
-    if (uses != 1 || add->code != OpCode::Add || add->parent != dot.parent || add->operands.size() != 2) return;
-    Value *x = add->operand(0) == r ? add->operand(1) : add->operand(0);
+    Operation *add = soleUser(r), *convert = nullptr;
+    if (add && add->code == OpCode::ConvertLayout && add->parent == dot.parent) {
+      convert = add;
+      add = soleUser(convert->result());
+    }
+    if (!add || add->code != OpCode::Add || add->parent != dot.parent || add->operands.size() != 2) return;
+    Value *summand = convert ? convert->result() : r;
+    Value *x = add->operand(0) == summand ? add->operand(1) : add->operand(0);
+    if (x == summand) return;
     if (x == r || !(x->type == r->type) || !(add->result()->type == r->type)) return;
     // x must be available at the dot: an argument of its block, or defined before it there
     // (or computed after it by pure ops that can move before it: `dot(p, v) + acc * alpha`).
@@ -250,6 +266,7 @@ struct Accelerator {
     replaceAllUsesWith(fn.body, sum, r);
     r->layout = sum->layout;
     dot.parent->ops.erase(positionOf(*add));
+    if (convert) dot.parent->ops.erase(positionOf(*convert));
   }
 
   bool wgmmaFits(Operation &dot) {

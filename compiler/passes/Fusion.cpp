@@ -38,6 +38,12 @@
 // fp32 round trip, and no fp32 staging registers) and is widened in the
 // target layout.
 //
+// A conversion of such a small loaded vector itself (through elementwise ops
+// and index math: fla solve_tril's row `-tl.load(p)`, read both as a row and
+// as a column of the block it updates) is, in the same way, the load made
+// again in the wanted layout: in a loop that is a shared-memory round trip
+// and two barriers an iteration fewer.
+//
 // Invariant, checked: the pass never adds a convert_layout (it moves one and
 // rematerialises the index math and small loads it needs).
 #include "compiler/passes/Fusion.h"
@@ -98,30 +104,41 @@ public:
     return total <= kMaxCloneOps ? total : -1;
   }
 
-  Value *clone(Value *v, const LayoutRef &layout) {
-    if (!v->type.isBlock()) return v;
-    if (sameLayout(v->layout, layout)) return v;
-    auto key = std::make_pair(v, layout->str());
-    if (auto it = cloned_.find(key); it != cloned_.end()) return it->second;
-    Operation *def = v->definingOp;
-    if (def->code == OpCode::ConvertLayout) return cloned_[key] = clone(def->operand(0), layout);
-    std::vector<Value *> operands;
-    for (Value *operand : def->operands)
-      operands.push_back(clone(operand, def->code == OpCode::ExpandDims
-                                            ? Layout::slice(static_cast<unsigned>(def->intAttr("axis")), layout)
-                                            : layout));
-    Builder b(block_);
-    b.setInsertionPoint(block_, at_);
-    b.setLoc(def->loc);
-    Operation *copy = b.create(def->code, operands, {def->result()->type}, def->attrs);
-    copy->result()->layout = layout;
-    return cloned_[key] = copy->result();
-  }
+  Value *clone(Value *v, const LayoutRef &layout) { return clone(v, layout, at_, cloned_); }
 
 private:
   Block *block_;
   std::list<std::unique_ptr<Operation>>::iterator at_;
   std::map<std::pair<Value *, std::string>, Value *> cloned_;
+
+  // The copies go before `at`. A load's copy (and the address math it needs) goes right after the
+  // original load instead, so that it is issued as early (a row reloaded in a loop body: its
+  // latency overlaps the other load's instead of following the work between them).
+  Value *clone(Value *v, const LayoutRef &layout, std::list<std::unique_ptr<Operation>>::iterator at,
+               std::map<std::pair<Value *, std::string>, Value *> &memo) {
+    if (!v->type.isBlock()) return v;
+    if (sameLayout(v->layout, layout)) return v;
+    auto key = std::make_pair(v, layout->str());
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    Operation *def = v->definingOp;
+    if (def->code == OpCode::ConvertLayout) return memo[key] = clone(def->operand(0), layout, at, memo);
+    std::map<std::pair<Value *, std::string>, Value *> early;
+    const bool load = def->code == OpCode::Load && def->parent == block_;
+    if (load) at = std::next(positionOf(*def));
+    std::vector<Value *> operands;
+    for (Value *operand : def->operands)
+      operands.push_back(clone(operand,
+                               def->code == OpCode::ExpandDims
+                                   ? Layout::slice(static_cast<unsigned>(def->intAttr("axis")), layout)
+                                   : layout,
+                               at, load ? early : memo));
+    Builder b(block_);
+    b.setInsertionPoint(block_, at);
+    b.setLoc(def->loc);
+    Operation *copy = b.create(def->code, operands, {def->result()->type}, def->attrs);
+    copy->result()->layout = layout;
+    return memo[key] = copy->result();
+  }
 
   // A load of few elements (rank 1, or a size-1 dim: broadcast later) in the same block,
   // with nothing that writes memory between it and the copy.
@@ -264,6 +281,35 @@ bool convertBeforeWidening(Function &fn, Operation &convert, std::map<Value *, s
   return true;
 }
 
+// A conversion of a small block computed from small loads and index math: that computation again
+// in the wanted layout, right before the conversion.
+bool reloadSmallConversion(Function &fn, Operation &convert) {
+  Value *source = convert.operand(0);
+  const LayoutRef &to = convert.result()->layout;
+  if (!to || to->kind == Layout::Kind::DotOperand || to->kind == Layout::Kind::Shared) return false;
+  const Type &t = source->type;
+  bool broadcastShape = t.rank() == 1;
+  for (int64_t d : t.shape) broadcastShape |= d == 1;
+  if (!broadcastShape || t.numElements() > kSmallLoad) return false;
+  bool loads = false;
+  std::vector<Value *> work = {source};
+  std::set<Value *> visited;
+  while (!work.empty()) {
+    Value *v = work.back();
+    work.pop_back();
+    if (!v->definingOp || !visited.insert(v).second) continue;
+    loads = loads || v->definingOp->code == OpCode::Load;
+    for (Value *operand : v->definingOp->operands) work.push_back(operand);
+  }
+  if (!loads) return false; // index math alone: remove-layout-conversions recomputes it
+  Cloner cloner(convert.parent, positionOf(convert));
+  std::set<Value *> seen;
+  if (cloner.cost(source, seen) < 0) return false;
+  replaceAllUsesWith(fn.body, convert.result(), cloner.clone(source, to));
+  convert.parent->ops.remove_if([&](const std::unique_ptr<Operation> &p) { return p.get() == &convert; });
+  return true;
+}
+
 } // namespace
 
 void fuseElementwiseChains(Function &fn) {
@@ -287,6 +333,13 @@ void fuseElementwiseChains(Function &fn) {
     auto users = usersOf(fn);
     changed |= sinkConversion(fn, *convert, users);
   }
+  std::vector<Operation *> unsunk; // what is left after the sinking (it removed some)
+  walk(fn.body, [&](Operation &op) {
+    if (op.code == OpCode::ConvertLayout && op.operand(0)->type.isBlock() && op.operand(0)->layout &&
+        !op.operand(0)->type.pointer)
+      unsunk.push_back(&op);
+  });
+  for (Operation *convert : unsunk) changed |= reloadSmallConversion(fn, *convert);
   if (!changed) return;
   rematerialiseConversions(fn); // folds the conversions that became adjacent
   eliminateDeadCode(fn);        // the originals of what was recomputed

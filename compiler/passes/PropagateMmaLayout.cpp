@@ -21,6 +21,9 @@
 //     `acc * alpha` included) or in a slice of it (the running max and sum)
 //     are carried in that layout, converted once before and after the loop;
 //   * index math (masks, offsets) is recomputed in #mma where it is needed.
+// A conversion of a small block (rank 1 or a size-1 dim) into any other
+// register layout is narrowed the same way (fla delta_h's gate row b_g, used
+// as b_g[:, None] beside v): the small load is made again in that layout.
 // Conversions remain where real data in two layouts meet: stores (after the
 // epilogue's cast, which the fusion pass then moves the conversion below)
 // and loaded operands of elementwise ops.
@@ -216,10 +219,23 @@ private:
   }
 };
 
+// A conversion of a small block (rank 1, or a size-1 dim: a row of gates, fla delta_h's g) into
+// any register layout: the Narrower loads it again there too, before the pipeline carries it.
+bool convertsSmallBlock(const Operation &convert) {
+  const Type &t = convert.operand(0)->type;
+  const LayoutRef &to = convert.result()->layout;
+  if (!to || to->kind == Layout::Kind::DotOperand || to->kind == Layout::Kind::Shared || t.numElements() > 1024)
+    return false;
+  bool broadcastShape = t.rank() == 1;
+  for (int64_t d : t.shape) broadcastShape |= d == 1;
+  return broadcastShape;
+}
+
 void narrowConversionsIntoMma(Function &fn) {
   std::vector<Operation *> converts;
   walk(fn.body, [&](Operation &op) {
-    if (op.code == OpCode::ConvertLayout && isMmaDerived(op.result()->layout)) converts.push_back(&op);
+    if (op.code == OpCode::ConvertLayout && (isMmaDerived(op.result()->layout) || convertsSmallBlock(op)))
+      converts.push_back(&op);
   });
   bool changed = false;
   for (Operation *convert : converts) changed |= Narrower(fn, *convert).run();

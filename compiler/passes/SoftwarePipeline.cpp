@@ -42,7 +42,8 @@
 // (Layout::sharedWgmmaOperand) and a fence_async_shared before each barrier
 // that publishes a stage: cp.async and local_store write through the generic
 // proxy, wgmma reads through the async one. Such a dot whose accumulator
-// the loop carries (and only the next iteration's dot reads) is marked
+// the loop carries (and only the next iteration's dot reads; nothing before
+// the body's first wgmma dot reads the carried value) is marked
 // `async`: it leaves its wgmmas running into the next iteration (codegen
 // waits for the previous group only), so the copies go one stage less far
 // ahead (stage + S - 2: the stage the running group reads is not
@@ -99,6 +100,14 @@
 // loop around it) waiting on each stage's empty mbarrier; the consumers' loop keeps its
 // full waits and releases, and the ring outlives an enclosing tile loop.
 //
+// Small loads that feed a dot through other work (not as its operand) are
+// read one iteration ahead into registers (SoftwarePipelinePrefetch.cpp).
+//
+// A wgmma B operand computed in the body of a loop with a cp.async ring is
+// stored into its own one-stage buffer right after it is computed, with one
+// barrier before the first dot that reads such buffers
+// (SoftwarePipelineOperandBuffers.cpp), instead of each dot staging it.
+//
 // A dot operand computed before the loop (FlashAttention's Q tile) is
 // stored into a one-stage buffer once before the loop (local_store,
 // barrier) and read there with local_load, instead of being staged by the
@@ -133,6 +142,9 @@ bool LoopPipeliner::run() {
   std::vector<Candidate> tma = step ? findTmaCandidates() : std::vector<Candidate>{};
   if (candidates.empty() && tma.empty() && invariants.empty()) return false;
   specialize_ = wantsProducer() && candidates.empty() && !tma.empty() && producerCanCompute(tma);
+  // Decided on the body as written (the copies added below store to shared memory only).
+  std::vector<Operation *> prefetched =
+      step && !specialize_ && !(candidates.empty() && tma.empty()) ? findPrefetchLoads() : std::vector<Operation *>{};
   stageInvariants(invariants);
   std::vector<Operation *> asyncDots;
   if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();
@@ -167,6 +179,8 @@ bool LoopPipeliner::run() {
   } else {
     refillRings(rings);
   }
+  prefetchIntoRegisters(prefetched);
+  if (!candidates.empty() && rings.empty() && !specialize_) bufferRegisterOperands();
   emitEpilogue(!candidates.empty());
   for (Operation *dot : asyncDots) waitAfterLoop(*dot);
   if (specialize_ && outer_) carryRingsAcrossOuterLoop(rings);

@@ -286,15 +286,22 @@ void LoopPipeliner::stageInvariants(std::vector<Candidate> &cs) {
 // readers in the body other than the dot itself (attention's rescaling
 // acc * alpha before acc += dot(p, v)), X = dot_wait(X) goes before the
 // first of them, after the next iteration's earlier dots have been issued.
+// A carried value that the body reads before its first wgmma dot (fla's state h, stored and
+// cast for w @ h at the top of each iteration) would be waited for right there: such a dot is
+// not made async (nothing would run beside it, and the copies would go a stage less far ahead).
 std::vector<Operation *> LoopPipeliner::findAsyncDots() {
   std::vector<Operation *> found;
   Operation *yield = body_->terminator();
+  auto firstDot = std::find_if(body_->ops.begin(), body_->ops.end(), [](auto &op) { return isWgmmaDot(*op); });
   for (auto &op : body_->ops) {
     if (!isWgmmaDot(*op) || countUses(fn_.body, op->result()) != 1)
       continue;
     auto slot = std::find(yield->operands.begin(), yield->operands.end(), op->result());
     if (slot == yield->operands.end()) continue;
     Value *carried = body_->args.at(static_cast<size_t>(slot - yield->operands.begin()) + 1).get();
+    bool readEarly = false;
+    for (auto it = body_->ops.begin(); it != firstDot && !readEarly; ++it) readEarly = readsValue(**it, carried);
+    if (readEarly) continue;
     if (op->operand(2) != carried) waitBeforeFirstReader(carried);
     op->attrs["async"] = int64_t{1};
     found.push_back(op.get());

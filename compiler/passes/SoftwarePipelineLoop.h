@@ -7,6 +7,8 @@
 //   SoftwarePipelineCpAsync.cpp   cp.async rings (loads staged by cp.async)
 //   SoftwarePipelineTma.cpp       TMA rings (desc_loads staged by the TMA unit, mbarriers)
 //   SoftwarePipelineProducer.cpp  warp specialisation: a producer warpgroup issues the TMA copies
+//   SoftwarePipelinePrefetch.cpp  small loads feeding dots through other work, read an iteration ahead
+//   SoftwarePipelineOperandBuffers.cpp  one-stage buffers for wgmma B operands computed in the loop
 #pragma once
 
 #include "compiler/ir/IR.h"
@@ -156,6 +158,14 @@ private:
   bool isReadByAsyncFirstDot(const TmaRing &r, const std::vector<TmaRing> &rings) const;
   static bool releasedTheStepAfter(const TmaRing &r, bool readByAsyncFirstDot);
   Value *ivAtLeast(Builder &at, int64_t iterations);
+
+  // Loads read one iteration ahead into registers (SoftwarePipelinePrefetch.cpp).
+  bool feedsDot(Value *v);
+  std::vector<Operation *> findPrefetchLoads();
+  void prefetchIntoRegisters(const std::vector<Operation *> &loads);
+
+  // wgmma B operands computed in the body, each in its own buffer (SoftwarePipelineOperandBuffers.cpp).
+  void bufferRegisterOperands();
 
   // The producer warpgroup (SoftwarePipelineProducer.cpp).
   bool wantsProducer();
