@@ -35,13 +35,16 @@ bool LoopPipeliner::definedInBody(const Value *v) const {
   return v->ownerBlock == body_ || (v->definingOp && v->definingOp->parent == body_);
 }
 
-// The yield's `arg + c` / `addptr(arg, c)` for iter arg `arg`, else null.
+// The yield's `arg + c` / `addptr(arg, c)` for iter arg `arg`, else null. `arg` may be read
+// through hints (`tl.multiple_of(a_ptrs, ...)` in the body): they pass it on unchanged.
 Operation *LoopPipeliner::advanceOf(const Value *arg) const {
   if (arg->ownerBlock != body_ || arg->index == 0) return nullptr;
   Value *next = body_->terminator()->operand(arg->index - 1);
   Operation *d = next->definingOp;
   if (!d || d->parent != body_ || (d->code != OpCode::AddPtr && d->code != OpCode::Add)) return nullptr;
-  return d->operand(0) == arg ? d : nullptr;
+  const Value *advanced = d->operand(0);
+  while (advanced->definingOp && advanced->definingOp->code == OpCode::Hint) advanced = advanced->definingOp->operand(0);
+  return advanced == arg ? d : nullptr;
 }
 
 bool LoopPipeliner::isInvariant(const Value *v) {
