@@ -194,7 +194,8 @@ void LoopPipeliner::stageInvariants(std::vector<Candidate> &cs) {
     Value *x = c.convert->operand(0);
     const Type &t = x->type;
     c.buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-    c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
+    c.buffer->layout =
+        Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false, columnGroups(c));
     allocations_.push_back(c.buffer);
     b.create(OpCode::LocalStore, {x, c.buffer, zero}, {});
   }
@@ -332,9 +333,16 @@ void LoopPipeliner::allocateBuffers(std::vector<Candidate> &cs, unsigned stages)
     const bool alongDim0 = c.load->code == OpCode::Load && (c.opIdx == 1 || transposableA) &&
                            readAlongDim0(*c.load);
     const bool transposed = c.load->code == OpCode::DescLoad ? c.trans != nullptr : (c.trans != nullptr) != alongDim0;
-    c.buffer->layout =
-        Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
+    c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1],
+                                                 bitWidth(t.scalar), transposed, columnGroups(c));
   }
+}
+
+// The warpgroups that split the N of the dots reading c's tile (Layout.h: a B tile stores
+// each one's columns together), 1 when they do not.
+unsigned LoopPipeliner::columnGroups(const Candidate &c) {
+  const LayoutRef &mma = c.convert->result()->layout->parent;
+  return c.mmaVersion == 3 && c.opIdx == 1 && mma && mma->warpsPerCTA.size() == 2 ? mma->warpsPerCTA[1] : 1;
 }
 
 // The copies (emitCopies or emitTmaCopies) of the first `count` iterations,
