@@ -85,7 +85,10 @@ private:
     bool dropped = false;
     for (size_t i = loop.results.size(); i-- > 0;) {
       Value *arg = body.args.at(i + 1).get();
-      if (yield->operand(static_cast<unsigned>(i)) != arg) continue;
+      // (read through hints: `tl.multiple_of(x, ...)` in the body rebinds x to the hinted value)
+      const Value *yielded = yield->operand(static_cast<unsigned>(i));
+      while (yielded->definingOp && yielded->definingOp->code == OpCode::Hint) yielded = yielded->definingOp->operand(0);
+      if (yielded != arg) continue;
       Value *init = loop.operand(static_cast<unsigned>(3 + i));
       replaceAllUsesWith(fn_.body, arg, init);
       replaceAllUsesWith(fn_.body, loop.result(static_cast<unsigned>(i)), init);

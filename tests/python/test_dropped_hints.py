@@ -70,6 +70,19 @@ def test_a_dropped_hint_holds_for_every_name_of_the_value():
     assert not re.search(r"ld\.global(\.nc)?\.v", plain)
 
 
+def test_a_carried_value_hinted_in_the_body_and_yielded_unchanged_is_dropped(tmp_path):
+    # canonicalize's pass-through iter args look through the hint: only the accumulator is carried
+    cx = {"MOVE": 0, "BM": 64, "BN": 64, "BK": 32}
+    sig = "*fp16:16,*fp16:16,*fp16:16,i32:16"
+    ir = compile_kernel("dropped_hints.py", "hinted_passthrough_matmul", sig, cx, emit="ir-opt",
+                        extra=["--stop-after", "canonicalize"])
+    loop = next(line for line in ir.splitlines() if " = for " in line)
+    assert "<64xi32>" not in loop, loop
+    ptx = compile_and_assemble(tmp_path, "dropped_hints.py", "hinted_passthrough_matmul", sig, cx,
+                               extra=["--num-warps", "4", "--num-stages", "3"])
+    assert "cp.async.cg.shared.global" in ptx
+
+
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 @pytest.mark.parametrize("hint", [0, 1])
 @pytest.mark.parametrize("K", [32, 96])

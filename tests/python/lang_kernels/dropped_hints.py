@@ -32,3 +32,22 @@ def hinted_copy(x_ptr, y_ptr, start, HINT: tl.constexpr, BLOCK: tl.constexpr):
     if HINT:
         tl.multiple_of(offs, 8)  # holds for every name of the value
     tl.store(y_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + alias))
+
+
+@tessera.jit
+def hinted_passthrough_matmul(a_ptr, b_ptr, c_ptr, K, MOVE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr):
+    # offs_n is carried (assigned under a constexpr `if` the specialisation drops) and hinted in the
+    # body: the loop yields the hinted value, which is still the iter arg unchanged
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        if MOVE:
+            offs_n = offs_n + 0
+        tl.max_contiguous(offs_n, BN)
+        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * BN + offs_n[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc.to(tl.float16))
