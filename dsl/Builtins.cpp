@@ -527,7 +527,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
                            std::to_string(values.size()));
     for (int64_t v : values)
       if (v < 1) error(b.locs[1], fname + "'s values must be positive, got " + std::to_string(v));
-    return SValue::ir(b_.op(OpCode::Hint, {x}, x->type, {{name.substr(5), values}}));
+    ir::Value *hinted = b_.op(OpCode::Hint, {x}, x->type, {{name.substr(5), values}});
+    // Triton sets the hint on x itself (semantic.multiple_of: x.handle.set_attr), so it holds
+    // where the result is dropped too: the tutorial grouped GEMM's `tl.multiple_of(a_ptrs, [16, 16])`
+    // as a statement. The variables holding x hold the hinted value from here on.
+    rebindValue(x, hinted);
+    return SValue::ir(hinted);
   }
   if (name == "lang.load") {
     Bound b = bind(*this, args, "tl.load",

@@ -608,6 +608,12 @@ SValue Specializer::assignedValue(const ast::Expr &target, const SValue &value, 
   return SValue::ir(v);
 }
 
+void Specializer::rebindValue(ir::Value *from, ir::Value *to) {
+  if (!env_) return;
+  for (auto &[name, value] : *env_)
+    if (value.isIR() && value.value == from) value = SValue::ir(to);
+}
+
 Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
   // IR ops carry locations in the user's file: the prelude's statements keep
   // the location of the user's tl.* call (callPrelude), so that an error found

@@ -190,6 +190,10 @@ public:
   Flow execWhile(const ast::While &s);
   SValue inlineCall(const ast::FunctionDef &fn, CallArgs &args);
 
+  // Every variable of the current function that holds `from` holds `to` from here on (a hint
+  // applies to the value, as Triton's in-place tl.multiple_of does).
+  void rebindValue(ir::Value *from, ir::Value *to);
+
   ir::Builder &builder() { return b_; }
   const SourceFile &file() const { return *module_.file; }
 

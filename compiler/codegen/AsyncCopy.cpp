@@ -53,6 +53,15 @@ Value *KernelLowering::sharedChunkOffset(const ir::Layout &tile, int64_t rowByte
 
 Value *KernelLowering::sharedElementOffset(const ir::Layout &tile, int64_t rows, int64_t cols, unsigned elemBytes,
                                            Value *row, Value *col) {
+  if (tile.columnGroups > 1) {
+    // A B tile of a dot whose warpgroups split N (Layout.h): block column n goes to
+    // ((n / 8) % G) * (N / G) + (n / (8 G)) * 8 + n % 8. N is the stored rows of a transposed tile.
+    Value *&n = tile.transposed ? row : col;
+    const int64_t extent = tile.transposed ? rows : cols, groups = tile.columnGroups;
+    Value *group = b_.CreateAnd(b_.CreateLShr(n, 3u), static_cast<uint64_t>(groups - 1));
+    Value *within = b_.CreateShl(b_.CreateLShr(n, 3u + log2u(static_cast<unsigned>(groups))), 3u);
+    n = b_.CreateOr(b_.CreateOr(b_.CreateMul(group, i32(extent / groups)), within), b_.CreateAnd(n, 7u));
+  }
   // wgmma tiles: line block `col / blockCols`, then the column within it.
   Value *blockStart = nullptr;
   if (tile.blockCols && cols > tile.blockCols) {

@@ -86,7 +86,8 @@ void KernelLowering::dotOperandTiles(ir::Operation &op, Value *&aBase, ir::Layou
   const bool fp8 = elemBits == 8 && a->type.element().isFloatElement();
   const bool bKMajor = wgmma && fp8;
   tileA = ir::Layout::sharedOperandTile(version, 0, K, elemBits);
-  tileB = ir::Layout::sharedOperandTile(version, 1, bKMajor ? K : N, elemBits, bKMajor);
+  tileB = ir::Layout::sharedOperandTile(version, 1, bKMajor ? K : N, elemBits, bKMajor,
+                                        wgmma ? op.result()->layout->warpsPerCTA[1] : 1);
   aBase = bBase = nullptr;
   if (auto it = sharedOperands_.find(a); it != sharedOperands_.end()) aBase = it->second.base, tileA = it->second.tile;
   if (auto it = sharedOperands_.find(b); it != sharedOperands_.end()) bBase = it->second.base, tileB = it->second.tile;

@@ -62,21 +62,25 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   const int64_t kStep = fp8 ? 32 : 16;
   if (!sameLayout(acc->layout, result->layout))
     unsupported(op, "the accumulator must have the result's layout");
-  const unsigned warps = result->layout->warpsPerCTA[0], groups = warps / 4;
-  if (warps % 4 || result->layout->warpsPerCTA[1] != 1 || M % (64 * groups) || N % 8 || K % kStep)
+  // Warps [rowWarps, colWarps]: warpgroups along M, each computing 64-row slabs; with
+  // colWarps > 1 (Layout.h) warpgroup column c computes the N / colWarps columns that its
+  // B tile stores contiguously from c * N / colWarps (the tile's columnGroups).
+  const unsigned rowWarps = result->layout->warpsPerCTA[0], colWarps = result->layout->warpsPerCTA[1];
+  const unsigned groups = rowWarps / 4;
+  if (rowWarps % 4 || M % (64 * groups) || N % (8 * colWarps) || K % kStep)
     unsupported(op, "block shape does not fit wgmma with these warps");
   DistributedLayout out = layoutOf(result, op);
-  const int64_t slabs = M / (64 * groups);
-  // The widest instruction (at most 256 columns) that tiles N.
-  int64_t chunk = std::min<int64_t>(N, 256);
-  while (N % chunk) chunk -= 8;
+  const int64_t slabs = M / (64 * groups), groupN = N / colWarps;
+  // The widest instruction (at most 256 columns) that tiles a warpgroup's columns.
+  int64_t chunk = std::min<int64_t>(groupN, 256);
+  while (groupN % chunk) chunk -= 8;
   const unsigned elemBytes = fp8 ? 1 : 2;
 
   // A straight from registers: a 16-bit value in an #mma layout with this
   // dot's warps (attention's P, the cast result of a dot): the register A
   // fragment of wgmma is mma.sync's m16n8k16 A fragment per warp, which
   // LayoutMath's mmaAFragmentRegisters picks out of the C fragments.
-  const ir::Layout *aRegLayout = fp8 ? nullptr : registerOperandA(a, *result->layout);
+  const ir::Layout *aRegLayout = fp8 || colWarps > 1 ? nullptr : registerOperandA(a, *result->layout);
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
@@ -92,6 +96,8 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   const uint64_t lineA = tileA->blockCols * elemBytes, lineB = tileB->blockCols * elemBytes;
   if (!bKMajor && chunk % tileB->blockCols && chunk != N)
     unsupported(op, "column chunks must start on a swizzle line of B");
+  if (colWarps > 1 && (tileB->columnGroups != colWarps || (!bKMajor && groupN % tileB->blockCols)))
+    unsupported(op, "B's tile does not store each warpgroup's columns together");
   if (fp8 && !bKMajor) unsupported(op, "fp8 wgmma reads B K-major only (a transposed tile)");
 
   Type *i32Ty = b_.getInt32Ty(), *i64Ty = b_.getInt64Ty(), *f32Ty = b_.getFloatTy();
@@ -116,7 +122,12 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   const uint64_t bitsA = aMMajor ? descriptorBits(K * lineA, 8 * lineA, lineA) : descriptorBits(M * lineA, 8 * lineA, lineA);
   const uint64_t bitsB = bKMajor ? descriptorBits(N * lineB, 8 * lineB, lineB) : descriptorBits(K * lineB, 8 * lineB, lineB);
   Value *fieldA = aRegLayout ? nullptr : b_.CreateLShr(sharedAddress32(aBase), 4);
-  Value *descB = baseDescriptor(b_.CreateLShr(sharedAddress32(bBase), 4), bitsB);
+  Value *fieldB = b_.CreateLShr(sharedAddress32(bBase), 4);
+  if (colWarps > 1) { // this warpgroup's columns: rows of a K-major tile, whole line blocks of an N-major one
+    const int64_t groupBytes = bKMajor ? groupN * lineB : groupN / tileB->blockCols * K * lineB;
+    fieldB = b_.CreateAdd(fieldB, b_.CreateMul(uniformWarpIndex(out.dim(1)), i32(groupBytes / 16)));
+  }
+  Value *descB = baseDescriptor(fieldB, bitsB);
   // The warpgroup's first slab row, uniform over its 4 warps (and known so to ptxas, which
   // then keeps A's descriptors in uniform registers).
   Value *group = b_.CreateLShr(uniformWarpIndex(out.dim(0)), 2);
@@ -205,7 +216,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
     Value *slabStart = aMMajor ? b_.CreateMul(b_.CreateUDiv(slabRow, i32(tileA->blockCols)), i32(K * lineA / 16))
                                : b_.CreateMul(slabRow, i32(lineA / 16));
     Value *descA = aRegs ? nullptr : baseDescriptor(b_.CreateAdd(fieldA, slabStart), bitsA);
-    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+    for (int64_t n0 = 0; n0 < groupN; n0 += chunk) {
       Regs partialRegs; // this chunk's partial accumulator (`partial` only)
       int64_t sincePromotion = 0;
       for (int64_t ks = 0; ks < K / kStep; ++ks) {
@@ -254,7 +265,7 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
             accRegs[regOf(s, j, c)] = b_.CreateFAdd(accRegs[regOf(s, j, c)], partialRegs[i]);
         partialRegs.clear();
         sincePromotion = 0;
-        if (ks + 1 < K / kStep || n0 + chunk < N || s + 1 < slabs)
+        if (ks + 1 < K / kStep || n0 + chunk < groupN || s + 1 < slabs)
           emitAsm("wgmma.fence.sync.aligned;"); // the registers were touched outside the wgmmas
       }
     }

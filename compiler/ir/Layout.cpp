@@ -34,10 +34,12 @@ std::string Layout::str() const {
     return "#shared<opIdx=" + std::to_string(opIdx) + ", vec=" + std::to_string(vec) +
            ", perPhase=" + std::to_string(perPhase) + ", maxPhase=" + std::to_string(maxPhase) +
            (transposed ? ", order=[0,1]" : "") +
-           (blockCols ? ", blockCols=" + std::to_string(blockCols) : "") + ">";
+           (blockCols ? ", blockCols=" + std::to_string(blockCols) : "") +
+           (columnGroups > 1 ? ", columnGroups=" + std::to_string(columnGroups) : "") + ">";
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
          ", wpc=" + list(warpsPerCTA) + ", order=" + list(order) +
-         (isInterleaved() ? ", interleave=" + list(interleave) : "") + ">";
+         (isInterleaved() ? ", interleave=" + list(interleave) : "") +
+         (!warpOrder.empty() && warpOrder != order ? ", warpOrder=" + list(warpOrder) : "") + ">";
 }
 
 bool Layout::operator==(const Layout &o) const {
@@ -51,10 +53,11 @@ bool Layout::operator==(const Layout &o) const {
     return opIdx == o.opIdx && sameLayout(parent, o.parent);
   if (kind == Kind::Shared)
     return opIdx == o.opIdx && vec == o.vec && perPhase == o.perPhase && maxPhase == o.maxPhase &&
-           transposed == o.transposed && blockCols == o.blockCols;
+           transposed == o.transposed && blockCols == o.blockCols && columnGroups == o.columnGroups;
   return sizePerThread == o.sizePerThread && threadsPerWarp == o.threadsPerWarp &&
          warpsPerCTA == o.warpsPerCTA && order == o.order && isInterleaved() == o.isInterleaved() &&
-         (!isInterleaved() || interleave == o.interleave);
+         (!isInterleaved() || interleave == o.interleave) &&
+         (warpOrder.empty() ? order : warpOrder) == (o.warpOrder.empty() ? o.order : o.warpOrder);
 }
 
 bool Layout::isInterleaved() const {
@@ -125,14 +128,18 @@ LayoutRef Layout::sharedWgmmaOperand(unsigned opIdx, int64_t rowLength, unsigned
 }
 
 LayoutRef Layout::sharedOperandTile(unsigned mmaVersion, unsigned opIdx, int64_t rowLength, unsigned elemBits,
-                                    bool transposed) {
-  return mmaVersion == 3 ? sharedWgmmaOperand(opIdx, rowLength, elemBits, transposed)
-                         : sharedMmaOperand(opIdx, rowLength, elemBits, transposed);
+                                    bool transposed, unsigned columnGroups) {
+  if (mmaVersion != 3) return sharedMmaOperand(opIdx, rowLength, elemBits, transposed);
+  LayoutRef l = sharedWgmmaOperand(opIdx, rowLength, elemBits, transposed);
+  if (opIdx == 1 && columnGroups > 1) std::const_pointer_cast<Layout>(l)->columnGroups = columnGroups;
+  return l;
 }
 
 LayoutRef Layout::mmaAsBlocked(const Layout &mma) {
   LayoutRef l = blocked({2, 2}, {8, 4}, mma.warpsPerCTA, {1, 0});
   if (mma.mmaVersion == 3) std::const_pointer_cast<Layout>(l)->interleave = {1, 0};
+  if (mma.mmaVersion == 3 && mma.warpsPerCTA.size() == 2 && mma.warpsPerCTA[1] > 1)
+    std::const_pointer_cast<Layout>(l)->warpOrder = {0, 1}; // warpgroups along M (Layout.h)
   return l;
 }
 

@@ -49,6 +49,17 @@
 // interleave=[1,0]>: the version-2 numbering of registers, with a thread's
 // two rows 8 apart instead of adjacent.
 //
+// Mma(version 3, warpsPerCTA = [wm, wn], wn > 1; Triton's [4, 2] for a 64-row
+// block on 8 warps): warps are numbered along M first (warp w is row warp
+// w % wm, column warp w / wm), so that each warpgroup's 4 warps hold the 16-row
+// groups of its slab; column warp c holds the 8-column tiles c, c + wn, ...
+// (the version-2 numbering). Its B tile has columnGroups = wn: block column n
+// is stored at ((n / 8) % wn) * (N / wn) + (n / (8 * wn)) * 8 + n % 8, so the
+// columns of column warp c are the contiguous N / wn from c * N / wn, which its
+// warpgroup's wgmmas read (compiler/codegen/WgmmaDot.cpp). Register-for-register
+// it is the [numWarps, 1] form's blocked layout with these warps and
+// warpOrder = [0, 1].
+//
 // Blocked with interleave[d] = 1: along dim d a thread's sizePerThread[d]
 // elements are threadsPerWarp[d] apart (the lanes fill the gaps) instead of
 // consecutive; only the wgmma accumulator has such a dim.
@@ -76,6 +87,7 @@ struct Layout {
   // Blocked
   std::vector<unsigned> sizePerThread, threadsPerWarp, warpsPerCTA, order;
   std::vector<unsigned> interleave; // empty, or one 0/1 per dim (see above)
+  std::vector<unsigned> warpOrder;  // empty: `order`; else the dims, fastest first, for warp ids only
   // Slice
   unsigned sliceDim = 0;
   LayoutRef parent; // also DotOperand's Mma parent
@@ -86,6 +98,7 @@ struct Layout {
   unsigned vec = 8, perPhase = 1, maxPhase = 1;
   bool transposed = false;
   unsigned blockCols = 0; // wgmma tiles: elements per line block (0: whole rows)
+  unsigned columnGroups = 1; // wgmma B tiles: N split over this many warpgroups (see above)
 
   unsigned rank() const;
   // "#blocked<spt=[1,4], tpw=[4,8], wpc=[4,1], order=[1,0]>", "#slice<dim=1, #blocked<...>>",
@@ -110,7 +123,7 @@ struct Layout {
   // The tile an operand of a dot with Mma layout version `mmaVersion` is
   // read from: sharedWgmmaOperand for 3 (wgmma), else sharedMmaOperand.
   static LayoutRef sharedOperandTile(unsigned mmaVersion, unsigned opIdx, int64_t rowLength, unsigned elemBits,
-                                     bool transposed = false);
+                                     bool transposed = false, unsigned columnGroups = 1);
   // The blocked layout an Mma layout is register-for-register.
   static LayoutRef mmaAsBlocked(const Layout &mma);
 };

@@ -82,6 +82,13 @@ DistributedLayout::DistributedLayout(const ir::Layout &layout, const std::vector
     dims_[valueDims_[i]].extent = shape[i];
 
   unsigned laneStride = 1, warpStride = 1;
+  if (!base_.warpOrder.empty() && base_.warpOrder.size() != rank)
+    throw std::invalid_argument("malformed warp order in " + layout.str());
+  for (unsigned d : base_.warpOrder.empty() ? order_ : base_.warpOrder) {
+    if (d >= rank) throw std::invalid_argument("bad warp order in layout " + layout.str());
+    dims_[d].warpStride = warpStride;
+    warpStride *= base_.warpsPerCTA[d];
+  }
   for (unsigned d : order_) {
     if (d >= rank)
       throw std::invalid_argument("bad order in layout " + layout.str());
@@ -92,9 +99,7 @@ DistributedLayout::DistributedLayout(const ir::Layout &layout, const std::vector
     m.sliced = sliced[d];
     m.interleaved = d < base_.interleave.size() && base_.interleave[d];
     m.laneStride = laneStride;
-    m.warpStride = warpStride;
     laneStride *= m.threadsPerWarp;
-    warpStride *= m.warpsPerCTA;
     if (!isPowerOfTwo(m.sizePerThread) || !isPowerOfTwo(m.threadsPerWarp) ||
         !isPowerOfTwo(m.warpsPerCTA))
       throw std::invalid_argument("layout parameters must be powers of two: " + layout.str());

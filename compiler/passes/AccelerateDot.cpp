@@ -23,6 +23,8 @@
 // (wgmmaRowFits) get #mma<version=3, wpc=[num_warps, 1]> instead: Hopper's
 // wgmma.mma_async (compiler/codegen/WgmmaDot.cpp). Its registers are those
 // of version 2 with the same warps, so the rest of this pass is the same.
+// Where M has fewer slabs than warpgroups (64 rows on 8 warps), warpgroups
+// split N as well, as Triton does: wpc = [4, 2] (wgmmaFits).
 // fp8 dots (the front-end widens e4m3/e5m2 operands to f16 with casts and
 // marks the dot `fp8`) that fit fp8WgmmaFits lose those casts there and take
 // Hopper's native fp8 wgmma (k = 32); on sm_89+ the others with K % 32 == 0
@@ -269,13 +271,33 @@ struct Accelerator {
     if (convert) dot.parent->ops.erase(positionOf(*convert));
   }
 
-  bool wgmmaFits(Operation &dot) {
+  // The warps of a 16-bit wgmma dot, [wm, wn], or false when it does not fit. Like Triton's
+  // warpsPerTileV3: all along M ([num_warps, 1]) where M has a 64-row slab for each warpgroup;
+  // else (a 64-row block on 8 warps: Unsloth's MoE grouped GEMM) warpgroups along N too,
+  // each taking whole 64-column line blocks of B (compiler/ir/Layout.h). Not for a dot in a
+  // chain (its A may come from registers of the [num_warps, 1] form) or one whose B the
+  // TMA unit writes (in its own column order; SoftwarePipelineTma.cpp).
+  bool wgmmaFits(Operation &dot, unsigned &wm, unsigned &wn) {
     Value *a = dot.operand(0), *b = dot.operand(1), *r = dot.result();
     const ScalarType in = a->type.element().scalar;
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
-    return hopper && (in == ScalarType::F16 || in == ScalarType::BF16) && r->type.element().scalar == ScalarType::F32 &&
-           fn.numWarps % 4 == 0 && M % (16 * int64_t{fn.numWarps}) == 0 && N % 8 == 0 && K % 16 == 0 &&
-           wgmmaRowFits(K) && wgmmaRowFits(N);
+    if (!hopper || (in != ScalarType::F16 && in != ScalarType::BF16) || r->type.element().scalar != ScalarType::F32 ||
+        fn.numWarps % 4 || N % 8 || K % 16 || !wgmmaRowFits(K) || !wgmmaRowFits(N))
+      return false;
+    wm = fn.numWarps, wn = 1;
+    if (M % (16 * int64_t{fn.numWarps}) == 0) return true;
+    if (chainWarps.count(&dot) || writtenByTma(b)) return false;
+    for (wm = fn.numWarps / 2, wn = 2; wm >= 4 && wm % 4 == 0; wm /= 2, wn *= 2)
+      if (M % (16 * int64_t{wm}) == 0 && N % (64 * int64_t{wn}) == 0) return true;
+    return false;
+  }
+
+  // v is a descriptor load's block (through trans, reshape and layout conversions).
+  static bool writtenByTma(Value *v) {
+    Operation *def = v->definingOp;
+    while (def && (def->code == OpCode::Trans || def->code == OpCode::Reshape || def->code == OpCode::ConvertLayout))
+      def = def->operand(0)->definingOp;
+    return def && def->code == OpCode::DescLoad;
   }
 
   // Native fp8 wgmma (m64nNk32, e4m3/e5m2 in any pair, f32 accumulator) for a
@@ -311,12 +333,13 @@ struct Accelerator {
 
   void rewrite(Operation &dot, unsigned wm, unsigned wn) {
     const bool fp8Wgmma = fp8WgmmaFits(dot);
-    const bool wgmma = fp8Wgmma || wgmmaFits(dot);
+    unsigned wgmmaRows = fn.numWarps, wgmmaCols = 1;
+    const bool wgmma = fp8Wgmma || wgmmaFits(dot, wgmmaRows, wgmmaCols);
     // Not on wgmma: mma.sync's fp8 form where K splits into its k-steps of 32.
     const bool fp8 = fp8Wgmma || (!wgmma && fp8MmaSync && fp8Sources(dot).first &&
                                   dot.result()->type.element().scalar == ScalarType::F32 &&
                                   dot.operand(0)->type.rank() == 2 && dot.operand(0)->type.shape[1] % 32 == 0);
-    LayoutRef mma = wgmma ? Layout::mma(3, {fn.numWarps, 1}) : Layout::mma(2, {wm, wn});
+    LayoutRef mma = wgmma ? Layout::mma(3, {wgmmaRows, wgmmaCols}) : Layout::mma(2, {wm, wn});
     Value *result = dot.result();
     LayoutRef old = result->layout;
     Block *block = dot.parent;

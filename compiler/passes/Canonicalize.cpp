@@ -1,5 +1,6 @@
 #include "compiler/passes/Canonicalize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -27,6 +28,19 @@ std::optional<int64_t> intConstant(const Value *v) {
   const Operation *c = constantOf(v);
   if (!c || c->isFloatConstant() || !v->type.isIntElement()) return std::nullopt;
   return c->intAttr("value");
+}
+
+// The dims of a shape other than 1, in order.
+std::vector<int64_t> nonUnitDims(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> out;
+  for (int64_t d : shape)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+// A reshape that only inserts or removes dims of size 1 ([1, 128, 64] -> [128, 64]).
+bool isUnitReshape(const std::vector<int64_t> &from, const std::vector<int64_t> &to) {
+  return from != to && nonUnitDims(from) == nonUnitDims(to);
 }
 
 class Canonicalizer {
@@ -71,7 +85,10 @@ private:
     bool dropped = false;
     for (size_t i = loop.results.size(); i-- > 0;) {
       Value *arg = body.args.at(i + 1).get();
-      if (yield->operand(static_cast<unsigned>(i)) != arg) continue;
+      // (read through hints: `tl.multiple_of(x, ...)` in the body rebinds x to the hinted value)
+      const Value *yielded = yield->operand(static_cast<unsigned>(i));
+      while (yielded->definingOp && yielded->definingOp->code == OpCode::Hint) yielded = yielded->definingOp->operand(0);
+      if (yielded != arg) continue;
       Value *init = loop.operand(static_cast<unsigned>(3 + i));
       replaceAllUsesWith(fn_.body, arg, init);
       replaceAllUsesWith(fn_.body, loop.result(static_cast<unsigned>(i)), init);
@@ -131,9 +148,84 @@ private:
       else if (a && *a == identity && op.code != OpCode::Sub) replaceAllUsesWith(fn_.body, op.result(), op.operand(1));
       return;
     }
+    case OpCode::Reshape:
+      loadInUnitReshapedShape(op);
+      return;
     default:
       return;
     }
+  }
+
+  // reshape(load(p, mask, other)) that only drops or adds unit dims (a descriptor block
+  // [1, BN, BK] of a 3-D descriptor, reshaped to [BN, BK]: Unsloth's MoE grouped GEMM) is a
+  // load of the pointers, mask and other computed in the reshaped shape: the load then feeds
+  // its dot directly, as the pipeline pass wants it (cp.async staging), and no reshape of the
+  // loaded block is left.
+  void loadInUnitReshapedShape(Operation &reshape) {
+    Value *loaded = reshape.operand(0);
+    Operation *load = loaded->definingOp;
+    const std::vector<int64_t> &shape = reshape.result()->type.shape;
+    if (!load || load->code != OpCode::Load || load->parent != reshape.parent || !loaded->type.isBlock() ||
+        !isUnitReshape(loaded->type.shape, shape) || countUses(fn_.body, loaded) != 1)
+      return;
+    Builder b(load->parent);
+    b.setInsertionPoint(load->parent, positionOf(*load));
+    std::vector<Value *> operands;
+    for (Value *operand : load->operands) operands.push_back(inShape(operand, shape, b));
+    b.setLoc(load->loc);
+    Value *reshaped = b.create(OpCode::Load, operands, {reshape.result()->type}, load->attrs)->result();
+    reshaped->nameHint = loaded->nameHint;
+    replaceAllUsesWith(fn_.body, reshape.result(), reshaped);
+  }
+
+  // v (a block with the non-unit dims of `shape`, in order) computed in `shape`: its index
+  // math (constants, splats, make_range, expand_dims, broadcasts, elementwise ops) is
+  // rebuilt in that shape at b; anything else is reshaped where it is.
+  Value *inShape(Value *v, const std::vector<int64_t> &shape, Builder &b) {
+    const std::vector<int64_t> &from = v->type.shape;
+    if (from == shape) return v;
+    const Type type = v->type.withShape(shape);
+    Operation *def = v->definingOp;
+    if (def) b.setLoc(def->loc);
+    if (def && def->code == OpCode::Constant) return b.op(OpCode::Constant, {}, type, def->attrs);
+    if (def && def->code == OpCode::Splat) return b.op(OpCode::Splat, {def->operand(0)}, type);
+    if (def && (def->code == OpCode::ExpandDims || def->code == OpCode::Reshape) &&
+        nonUnitDims(def->operand(0)->type.shape) == nonUnitDims(shape))
+      return inShape(def->operand(0), shape, b); // dropped or added only unit dims itself
+    if (def && def->code == OpCode::Broadcast) {
+      // Dim k of `shape` that is not 1 is the k-th such dim of the broadcast's result: the
+      // broadcast operand has there its own extent (1 where it was broadcast).
+      const std::vector<int64_t> &source = def->operand(0)->type.shape;
+      std::vector<int64_t> sourceShape(shape.size(), 1);
+      for (size_t i = 0, j = 0; i < shape.size(); ++i) {
+        if (shape[i] == 1) continue;
+        while (from[j] == 1) ++j;
+        sourceShape[i] = source[j++];
+      }
+      Value *x = inShape(def->operand(0), sourceShape, b);
+      b.setLoc(def->loc);
+      return x->type.shape == shape ? x : b.op(OpCode::Broadcast, {x}, type);
+    }
+    if (def && opIsElementwise(def->code) && def->code != OpCode::Hint && def->results.size() == 1 &&
+        def->regions.empty() &&
+        std::all_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return o->type.shape == from; })) {
+      std::vector<Value *> operands;
+      for (Value *o : def->operands) operands.push_back(inShape(o, shape, b));
+      b.setLoc(def->loc);
+      return b.op(def->code, operands, type, def->attrs);
+    }
+    // Anything else: expand_dims where it has no unit dims (every 1 of `shape` is added), else a reshape.
+    if (from == nonUnitDims(from)) {
+      Value *x = v;
+      std::vector<int64_t> now = from;
+      for (size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] == 1) {
+          now.insert(now.begin() + static_cast<std::ptrdiff_t>(i), 1);
+          x = b.op(OpCode::ExpandDims, {x}, v->type.withShape(now), {{"axis", static_cast<int64_t>(i)}});
+        }
+      return x;
+    }
+    return b.op(OpCode::Reshape, {v}, type);
   }
 };
 

@@ -125,20 +125,25 @@ private:
   // A carried block whose readers in the loop all want one other layout
   // (pointer blocks advanced each step, `ptrs += BLOCK_K * stride`, read by
   // a load with its coalesced layout) is carried in that layout: the update
-  // follows it, and the conversion happens once before the loop.
+  // follows it, and the conversion happens once before the loop. Hints
+  // (`tl.multiple_of(ptrs, ...)` in the body) pass the block on: their
+  // readers count as its readers.
   bool recarryForUses(Operation &loop) {
     bool changed = false;
     Block &body = *loop.region(0);
     for (unsigned i = 1; i < body.args.size(); ++i) {
       Value *arg = body.args[i].get();
       if (!arg->type.isBlock() || carried_.count(arg)) continue;
+      std::set<const Value *> passedOn = {arg}; // arg and the hints of it (defined after it)
       LayoutRef wanted;
       bool onlyConversionsAndUpdates = true;
       walk(body, [&](Operation &user) {
         for (Value *operand : user.operands) {
-          if (operand != arg) continue;
-          if (user.code == OpCode::ConvertLayout && user.result()->layout &&
-              (!wanted || sameLayout(wanted, user.result()->layout)))
+          if (!passedOn.count(operand)) continue;
+          if (user.code == OpCode::Hint)
+            passedOn.insert(user.result());
+          else if (user.code == OpCode::ConvertLayout && user.result()->layout &&
+                   (!wanted || sameLayout(wanted, user.result()->layout)))
             wanted = user.result()->layout;
           else if (user.code != OpCode::AddPtr && user.code != OpCode::Add)
             onlyConversionsAndUpdates = false;

@@ -36,13 +36,16 @@ bool LoopPipeliner::definedInBody(const Value *v) const {
   return v->ownerBlock == body_ || (v->definingOp && v->definingOp->parent == body_);
 }
 
-// The yield's `arg + c` / `addptr(arg, c)` for iter arg `arg`, else null.
+// The yield's `arg + c` / `addptr(arg, c)` for iter arg `arg`, else null. `arg` may be read
+// through hints (`tl.multiple_of(a_ptrs, ...)` in the body): they pass it on unchanged.
 Operation *LoopPipeliner::advanceOf(const Value *arg) const {
   if (arg->ownerBlock != body_ || arg->index == 0) return nullptr;
   Value *next = body_->terminator()->operand(arg->index - 1);
   Operation *d = next->definingOp;
   if (!d || d->parent != body_ || (d->code != OpCode::AddPtr && d->code != OpCode::Add)) return nullptr;
-  return d->operand(0) == arg ? d : nullptr;
+  const Value *advanced = d->operand(0);
+  while (advanced->definingOp && advanced->definingOp->code == OpCode::Hint) advanced = advanced->definingOp->operand(0);
+  return advanced == arg ? d : nullptr;
 }
 
 bool LoopPipeliner::isInvariant(const Value *v) {
@@ -219,7 +222,8 @@ void LoopPipeliner::stageInvariants(std::vector<Candidate> &cs) {
   for (Candidate &c : cs) {
     Value *x = c.convert->operand(0);
     const Type &t = x->type;
-    LayoutRef layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false);
+    LayoutRef layout =
+        Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[1], bitWidth(t.scalar), false, columnGroups(c));
     auto [buffer, dealloc] = specialize_ ? std::pair<Value *, Operation *>{} : earlierInvariantTile(x, layout);
     if (buffer && std::none_of(reused.begin(), reused.end(), [&](auto &r) { return r.first == buffer; })) {
       c.buffer = buffer;
@@ -266,7 +270,8 @@ void LoopPipeliner::stageInvariants(std::vector<Candidate> &cs) {
       Value *x = c->convert->operand(0);
       const Type &t = x->type;
       c->buffer = b.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-      c->buffer->layout = Layout::sharedOperandTile(c->mmaVersion, c->opIdx, t.shape[1], bitWidth(t.scalar), false);
+      c->buffer->layout =
+          Layout::sharedOperandTile(c->mmaVersion, c->opIdx, t.shape[1], bitWidth(t.scalar), false, columnGroups(*c));
       allocations_.push_back(c->buffer);
       b.create(OpCode::LocalStore, {x, c->buffer, zero}, {});
       wgmma = wgmma || c->mmaVersion == 3;
@@ -417,9 +422,16 @@ void LoopPipeliner::allocateBuffers(std::vector<Candidate> &cs, unsigned stages)
     const bool alongDim0 = c.load->code == OpCode::Load && (c.opIdx == 1 || transposableA) &&
                            readAlongDim0(*c.load);
     const bool transposed = c.load->code == OpCode::DescLoad ? c.trans != nullptr : (c.trans != nullptr) != alongDim0;
-    c.buffer->layout =
-        Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1], bitWidth(t.scalar), transposed);
+    c.buffer->layout = Layout::sharedOperandTile(c.mmaVersion, c.opIdx, t.shape[transposed ? 0 : 1],
+                                                 bitWidth(t.scalar), transposed, columnGroups(c));
   }
+}
+
+// The warpgroups that split the N of the dots reading c's tile (Layout.h: a B tile stores
+// each one's columns together), 1 when they do not.
+unsigned LoopPipeliner::columnGroups(const Candidate &c) {
+  const LayoutRef &mma = c.convert->result()->layout->parent;
+  return c.mmaVersion == 3 && c.opIdx == 1 && mma && mma->warpsPerCTA.size() == 2 ? mma->warpsPerCTA[1] : 1;
 }
 
 // The copies (emitCopies or emitTmaCopies) of the first `count` iterations,

@@ -100,6 +100,7 @@ private:
   bool constantStep();
   bool definedInBody(const Value *v) const;
   Operation *advanceOf(const Value *arg) const;
+  static unsigned columnGroups(const Candidate &c);
   bool isInvariant(const Value *v);
   bool canClone(const Value *v);
   bool isLoadThatMayMoveAhead(const Operation &op);

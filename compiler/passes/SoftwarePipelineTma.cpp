@@ -22,6 +22,9 @@ std::vector<Candidate> LoopPipeliner::findTmaCandidates() {
     if (!load) continue;
     Value *loaded = load->result();
     if (definedInBody(load->operand(0)) || loaded->type.rank() != 2 || feedsOnlyMmaDots(*op) != 3) continue;
+    // The TMA unit writes a box's columns in order: not the grouped columns of a B tile whose
+    // dot splits N over warpgroups (Layout.h); the dot stages that block itself.
+    if (columnGroups({load, op.get(), op->result()->layout->opIdx, 3}) > 1) continue;
     bool clonable = true;
     for (size_t i = 1; i < load->operands.size(); ++i) clonable = clonable && canClone(load->operand(i));
     if (clonable) found.push_back({load, op.get(), op->result()->layout->opIdx, 3, nullptr, trans});

@@ -31,8 +31,10 @@ def copies_per_stage(bm, bn, bk, warps):
     return (bm * bk + bn * bk) * 2 // 16 // (32 * warps)  # 16-byte cp.async per thread
 
 
-@pytest.mark.parametrize("bm, bn, bk, warps, wgmma", [(64, 128, 64, 8, False), (128, 128, 64, 8, True),
-                                                      (64, 64, 32, 4, True)])
+# Unsloth's 64 x 128 x 64 on 8 warps takes wgmma with warpgroups along N (wpc = [4, 2],
+# tests/python/test_split_n_wgmma.py); 2 warps keep mma.sync.
+@pytest.mark.parametrize("bm, bn, bk, warps, wgmma", [(64, 128, 64, 8, True), (128, 128, 64, 8, True),
+                                                      (64, 64, 32, 4, True), (64, 64, 32, 2, False)])
 def test_transposed_weight_block_is_copied_into_the_ring(tmp_path, bm, bn, bk, warps, wgmma):
     text, info = compile_trans_b(tmp_path, bm, bn, bk, warps)
     assert ("wgmma.mma_async" in text) == wgmma

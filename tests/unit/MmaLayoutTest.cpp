@@ -149,6 +149,40 @@ TEST(MmaLayout, WgmmaAccumulatorKeepsTheInstructionsRowOrder) {
   }
 }
 
+// wgmma warps split over N as well (#mma<version=3, wpc=[4, 2]>, a 64-row block on 8
+// warps): warps along M first, so warps 4g .. 4g+3 are warpgroup g, holding rows 16 (w % 4)
+// + g and + 8 of the slab; warpgroup c holds the 8-column tiles c, c + 2, ... (the version-2
+// numbering), which its wgmmas read as the contiguous columns c * N / 2 .. of B's tile
+// (columnGroups = 2, codegen's sharedElementOffset).
+TEST(MmaLayout, WgmmaWarpgroupsSplitNWithWarpsAlongMFirst) {
+  const int64_t M = 64, N = 128;
+  LayoutRef mma = Layout::mma(3, {4, 2});
+  DistributedLayout d(*mma, {M, N});
+  EXPECT_EQ(d.base().str(), "#blocked<spt=[2,2], tpw=[8,4], wpc=[4,2], order=[1,0], interleave=[1,0], warpOrder=[0,1]>");
+  EXPECT_FALSE(sameLayout(Layout::mmaAsBlocked(*mma), Layout::mmaAsBlocked(*Layout::mma(2, {4, 2}))));
+  ASSERT_EQ(d.numRegs(), static_cast<unsigned>(M * N / 256));
+  std::map<std::pair<int64_t, int64_t>, int> seen;
+  for (unsigned tid = 0; tid < 256; ++tid) {
+    const unsigned lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+    for (unsigned r = 0; r < d.numRegs(); ++r) {
+      std::vector<unsigned> idx = d.regIndex(r);
+      const unsigned h = idx[0] % 2, j = idx[1] / 2, c = idx[1] % 2;
+      std::vector<int64_t> at = d.coordinates(tid, r);
+      EXPECT_EQ(at[0], int64_t(warp % 4) * 16 + g + 8 * h);
+      EXPECT_EQ(at[1], int64_t(j) * 16 + (warp / 4) * 8 + 2 * t + c);
+      // its warpgroup's wgmma writes it at instruction column 8j + 2t + c of its N / 2
+      const int64_t stored = ((at[1] / 8) % 2) * (N / 2) + (at[1] / 16) * 8 + at[1] % 8;
+      EXPECT_EQ(stored, int64_t(warp / 4) * (N / 2) + 8 * j + 2 * t + c);
+      ++seen[{at[0], at[1]}];
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(M * N));
+  for (auto &[k, n] : seen) EXPECT_EQ(n, 1);
+  EXPECT_EQ(Layout::sharedOperandTile(3, 1, 64, 16, true, 2)->str(),
+            "#shared<opIdx=1, vec=8, perPhase=1, maxPhase=8, order=[0,1], blockCols=64, columnGroups=2>");
+  EXPECT_EQ(Layout::sharedOperandTile(3, 0, 64, 16, false, 2)->columnGroups, 1u); // A is not split
+}
+
 // The epilogue's convert_layout (wgmma accumulator -> coalesced blocked
 // layout) goes through shared memory: 2-element stores along rows g and
 // g+8 of 8 lanes hit one bank unless the rows are padded; 16 bytes of
