@@ -258,6 +258,10 @@ bool sinkConversion(Function &fn, Operation &convert, std::map<Value *, std::vec
 bool convertBeforeWidening(Function &fn, Operation &convert, std::map<Value *, std::vector<Operation *>> &users) {
   Operation *cast = convert.operand(0)->definingOp;
   if (!cast || cast->code != OpCode::Cast || cast->parent != convert.parent) return false;
+  // Into a register layout of its own: a dot operand or shared-memory layout is the dot's
+  // to stage (elementwise ops, the moved cast, have no lowering there).
+  const LayoutRef &target = convert.result()->layout;
+  if (!target || target->kind == Layout::Kind::DotOperand || target->kind == Layout::Kind::Shared) return false;
   Value *narrow = cast->operand(0);
   const Type &from = narrow->type, &to = cast->result()->type;
   if (!narrow->type.isBlock() || !narrow->layout || from.pointer || to.pointer || from.shape != to.shape ||

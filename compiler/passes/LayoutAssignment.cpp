@@ -398,13 +398,15 @@ private:
       layouts = inRegisterResultLayouts(op, op.operand(0)->layout, fn_.numWarps);
     if (layouts.empty()) {
       for (unsigned i = 0; i < op.results.size(); ++i)
-        setResultLayout(op, i, anchor(op.result(i)->type.rank()));
+        if (op.result(i)->type.isBlock()) // (split of a <2> block: two scalars)
+          setResultLayout(op, i, anchor(op.result(i)->type.rank()));
       return;
     }
     if (op.code == OpCode::Join) // both halves in one layout
       convertOperand(op, 1, op.operand(0)->layout);
     for (unsigned i = 0; i < op.results.size(); ++i)
-      setResultLayout(op, i, layouts[i]);
+      if (op.result(i)->type.isBlock())
+        setResultLayout(op, i, layouts[i]);
   }
 
   void assignExpandDims(Operation &op) {

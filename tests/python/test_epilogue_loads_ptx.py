@@ -168,3 +168,26 @@ def test_a_load_after_a_store_stays_after_it():
     assert len(loads) == 2
     assert loads[0] < wait < first_store < loads[1]  # `other` moved up, `again` did not
     assert re.search(r"dot_wait %\d+, %\d+ :", body)  # the moved load anchors the wait
+
+
+WIDENED_DOT_OPERANDS = '''import tessera
+import tessera.language as tl
+
+@tessera.jit
+def k(x_ptr, y_ptr, z_ptr, DM: tl.constexpr, DK: tl.constexpr, DN: tl.constexpr):
+    a = tl.load(x_ptr + tl.arange(0, DM)[:, None] * DK + tl.arange(0, DK)[None, :]).to(tl.float32)
+    b = tl.load(y_ptr + tl.arange(0, DK)[:, None] * DN + tl.arange(0, DN)[None, :]).to(tl.float32)
+    tl.store(z_ptr + tl.arange(0, DM)[:, None] * DN + tl.arange(0, DN)[None, :], tl.dot(a, b))
+'''
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_widened_dot_operands_keep_their_cast_in_a_register_layout(tmp_path, arch):
+    # The conversion into a dot-operand layout stays after the widening cast (fuzz_pipeline found
+    # the moved cast left in #dot_op, which codegen cannot lower).
+    src = tmp_path / "k.py"
+    src.write_text(WIDENED_DOT_OPERANDS)
+    proc = run_cli(["compile", str(src), "--kernel", "k", "--signature", "*bf16:16,*fp16:16,*fp32:16",
+                    "--constexpr", "DM=16", "--constexpr", "DN=32", "--constexpr", "DK=32", "--num-warps", "2",
+                    "--arch", arch, "--tensor-cores", "-o", str(tmp_path / "k.ptx")])
+    assert proc.returncode == 0, proc.stderr

@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import PTXAS
+from conftest import PTXAS, run_cli
 from lang_support import compile_kernel
 
 import tessera
@@ -128,3 +128,22 @@ def test_shape_chain_compiles(tmp_path, op, m, n, arch, warps):
     spills, _ = ptxas_info(ptx, tmp_path, arch)
     if warps > 1:  # one warp holds 256 elements a thread of the 64x64 join: it spilled before too
         assert spills == 0
+
+
+SPLIT_TO_SCALARS = '''import tessera
+import tessera.language as tl
+
+@tessera.jit
+def k(X, Z):
+    a, b = tl.split(tl.load(X + tl.arange(0, 2)))
+    tl.store(Z, a + b)
+'''
+
+
+def test_split_of_a_pair_into_scalars_compiles(tmp_path):
+    # The results of this split are scalars: no layout to choose (the layout pass once asked the
+    # anchor of rank 0 for one and crashed).
+    src = tmp_path / "k.py"
+    src.write_text(SPLIT_TO_SCALARS)
+    proc = run_cli(["compile", str(src), "--kernel", "k", "--signature", "*i32,*i32", "-o", str(tmp_path / "k.ptx")])
+    assert proc.returncode == 0, proc.stderr
