@@ -48,6 +48,7 @@
 // rematerialises the index math and small loads it needs).
 #include "compiler/passes/Fusion.h"
 
+#include "compiler/ir/LayoutMath.h"
 #include "compiler/passes/DeadCodeElimination.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
@@ -295,6 +296,19 @@ bool reloadSmallConversion(Function &fn, Operation &convert) {
   bool broadcastShape = t.rank() == 1;
   for (int64_t d : t.shape) broadcastShape |= d == 1;
   if (!broadcastShape || t.numElements() > kSmallLoad) return false;
+  // In a loop the reload runs every iteration: a vector a thread holds many registers of in the
+  // wanted layout (a 128-column scale in an #mma slice: 32 loads and pointers a thread) stays one
+  // load and a conversion, as propagate-mma-layout keeps it (kMostLoadsInLoop there).
+  bool inLoop = false;
+  for (const Block *b = convert.parent; b && b->parentOp && !inLoop; b = b->parentOp->parent)
+    inLoop = b->parentOp->code == OpCode::For || b->parentOp->code == OpCode::While;
+  if (inLoop) {
+    try {
+      if (DistributedLayout(*to, t.shape).numRegs() > 8) return false;
+    } catch (const std::invalid_argument &) {
+      return false;
+    }
+  }
   bool loads = false;
   std::vector<Value *> work = {source};
   std::set<Value *> visited;

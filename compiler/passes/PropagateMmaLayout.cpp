@@ -132,8 +132,9 @@ private:
     return layout;
   }
 
-  // The rows of a 128-row accumulator a thread of 4 warps holds: a row scale.
-  static constexpr unsigned kMostLoadsInLoop = 4;
+  // Up to the columns of a 32-wide slice of an mma tile a thread holds (the attention backward's
+  // LSE and delta rows); a 128-column scale (32 a thread) is converted instead.
+  static constexpr unsigned kMostLoadsInLoop = 8;
 
   static unsigned registersPerThread(const Type &t, const LayoutRef &layout) {
     try {

@@ -20,6 +20,9 @@ FAKE = BUILD / "lib" / "libtessera_fake_cuda.so"
 CUDA_INCLUDE = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
 CXX = os.environ.get("CXX", "g++")
 ARCHS = ("sm_90a", "sm_80")
+# The transpose's shared memory (a 128 x 128 fp32 tile, its rows padded against bank conflicts as the
+# variant's layouts need) is above the 48 KB a launch gets without opting in.
+OPT_IN_SHARED = 48 * 1024
 
 VA = "*fp32:16,*fp32:16,*fp32:16,i32"
 VA_GENERIC = "*fp32,*fp32,*fp32,i32"
@@ -117,7 +120,11 @@ def test_embedded_images_are_what_tessera_compile_and_ptxas_make(bundle, tmp_pat
             "vector_add": ("kernels/vector_add.py", "add_kernel", ["BLOCK_SIZE=1024"], 4),
             "copy2d": ("kernels/copy2d.py", "copy2d_kernel", ["BLOCK_M=32", "BLOCK_N=64"], 4),
             "transpose": ("tests/python/aot_transpose.py", "transpose_kernel", ["BM=128", "BN=128"], 8)}[function]
-        assert (warps, shared) == (f"warps={num_warps}", "shared=65536" if function == "transpose" else "shared=0")
+        assert warps == f"warps={num_warps}"
+        if function == "transpose":
+            assert shared.startswith("shared=") and int(shared[len("shared="):]) > OPT_IN_SHARED, shared
+        else:
+            assert shared == "shared=0"
         args = ["compile", file, "--kernel", kernel, "--signature", signature, "--arch", arch,
                 "--num-warps", str(num_warps)]
         for c in constexprs:
@@ -146,7 +153,8 @@ def test_dispatch_picks_the_variant_the_arguments_fit(bundle):
         # sm_90 gets the sm_90a cubin
         assert fields["image"] == "sm_90a:cubin", name
         if name.startswith("tr"):  # 64 KB: launched only because the bundle opted in (the fake checks)
-            assert (launch["kernel"], launch["block"], launch["shared"]) == ("transpose_kernel", "256,1,1", "65536")
+            assert (launch["kernel"], launch["block"]) == ("transpose_kernel", "256,1,1")
+            assert int(launch["shared"]) > OPT_IN_SHARED
             continue
         assert launch["kernel"] == ("add_kernel" if name.startswith("va") else "copy2d_kernel")
         assert launch["block"] == "128,1,1" and launch["shared"] == "0"
@@ -165,7 +173,7 @@ def test_arguments_reach_the_kernel_as_passed(bundle):
         assert fields["rc"] == "0" and fields["variant"] == variant, (name, fields)
         assert fields["image"] == "sm_80:ptx", name
         assert launch["params"] == launch["passed"], name
-        assert launch["shared"] == ("65536" if name.startswith("tr") else "0")
+        assert int(launch["shared"]) > OPT_IN_SHARED if name.startswith("tr") else launch["shared"] == "0"
         assert len(launch["params"].split(",")) == {"va": 4, "c2": 6, "tr": 2}[name[:2]]
     assert cases["c2_one_row"][1]["passed"].split(",")[2:] == ["1", "32", "40", "40"]
 
