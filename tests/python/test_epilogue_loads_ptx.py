@@ -18,7 +18,7 @@ from conftest import PTXAS, ROOT, run_cli
 import tessera  # noqa: E402
 import tessera.language as tl  # noqa: E402
 
-from test_tma_ptx import epilogue_configs, hopper_configs, ep_bias_gelu  # noqa: E402
+from test_tma_ptx import TMA_MATMUL_SIG, compile_tma_epilogue, epilogue_configs, hopper_configs  # noqa: E402
 from test_vectorized_access import sass  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
@@ -36,24 +36,7 @@ def ep_residual_scale(acc, residual, alpha):
 # The TMA epilogue kernel's parameters up to C's strides: M, N, K multiples of 16 (as the launcher
 # specialises 4096 or 8192), or not (RAGGED: N's mask then changes every element, loads are 16-bit).
 ALIGNED = "tensordesc<{t}[{bm},{bk}]>,tensordesc<{t}[{bk},{bn}]>,*{t}:16,i32:16,i32:16,i32:16,i32:16,i32:1"
-RAGGED = "tensordesc<{t}[{bm},{bk}]>,tensordesc<{t}[{bk},{bn}]>,*{t}:16,i32,i32,i32,i32:16,i32:1"
-
-
-def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=",*{t}:16,i32:16,i32:1" + ",i32:16" * 9,
-                         head=ALIGNED, **kinds):
-    """matmul_tma_epilogue_kernel composed with `epilogue` for sm_90a: (PTX, ir-opt, ptxas -v's report)."""
-    from tessera.kernels import _files
-    kw = config.kwargs
-    sig = head.format(t=t, bm=kw["BLOCK_M"], bn=kw["BLOCK_N"], bk=kw["BLOCK_K"]) + slots.format(t=t)
-    k = tessera.compile(_files.load("matmul").matmul_tma_epilogue_kernel, signature=sig, target="sm_90a",
-                        num_warps=config.num_warps, num_stages=config.num_stages,
-                        constexprs=dict(kw, EPILOGUE=epilogue, **(kinds or {"NUM_EPI": 1, "E0_KIND": 3})))
-    ptx = tmp_path / "epi.ptx"
-    ptx.write_text(k.asm["ptx"])
-    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "epi.cubin")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return k.asm["ptx"], k.asm["ir-opt"], proc.stderr
+RAGGED = TMA_MATMUL_SIG
 
 
 def config_id(c):
@@ -71,7 +54,7 @@ def conversions_after_the_loop(ir):
 
 @pytest.mark.parametrize("config", epilogue_configs(), ids=config_id)
 def test_residual_epilogue_of_the_tma_gemm(config, tmp_path):
-    ptx, ir, report = compile_tma_epilogue(config, "fp16", tmp_path, ep_residual_scale, RESIDUAL_SLOTS,
+    ptx, ir, report = compile_tma_epilogue(config, "fp16", tmp_path, ep_residual_scale, RESIDUAL_SLOTS, ALIGNED,
                                            NUM_EPI=2, E0_KIND=1, E1_KIND=2)
     kw = config.kwargs
     assert conversions_after_the_loop(ir) == ["f16", "f16"]  # the residual's and the result's
@@ -100,7 +83,7 @@ def test_ragged_residual_epilogue_does_not_spill(config, tmp_path):
 
 def test_residual_loads_are_before_the_wait_in_the_sass(tmp_path):
     ptx, _, _ = compile_tma_epilogue(hopper_configs()[0], "bf16", tmp_path, ep_residual_scale, RESIDUAL_SLOTS,
-                                     NUM_EPI=2, E0_KIND=1, E1_KIND=2)
+                                     ALIGNED, NUM_EPI=2, E0_KIND=1, E1_KIND=2)
     path = tmp_path / "res.ptx"
     path.write_text(ptx)
     text = sass(tmp_path, path)
@@ -112,7 +95,7 @@ def test_residual_loads_are_before_the_wait_in_the_sass(tmp_path):
 def test_a_bias_row_is_neither_hoisted_nor_evict_first(tmp_path):
     """A bias row is read by every tile of its column (L2 hits): it stays after the wait, in the
     accumulator's layout (fusion's third rule), with the default cache policy."""
-    ptx, _, _ = compile_tma_epilogue(hopper_configs()[0], "fp16", tmp_path)
+    ptx, _, _ = compile_tma_epilogue(hopper_configs()[0], "fp16", tmp_path, head=ALIGNED)
     assert "evict_first" not in ptx and "ld.volatile.shared" not in ptx
 
 

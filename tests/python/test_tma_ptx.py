@@ -224,12 +224,13 @@ def epilogue_configs():
     return mm.HOPPER_MATMUL_CONFIGS + mm.HOPPER_EPILOGUE_EXTRA_CONFIGS
 
 
-def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=TMA_EPILOGUE_SLOTS, **kinds):
+def compile_tma_epilogue(config, t, tmp_path, epilogue=ep_bias_gelu, slots=TMA_EPILOGUE_SLOTS,
+                         head=TMA_MATMUL_SIG, **kinds):
     """The composed kernel (kernels/matmul.py + the epilogue's source, as tk.matmul launches it) for
-    sm_90a: (PTX, ir-opt, ptxas -v's report)."""
+    sm_90a: (PTX, ir-opt, ptxas -v's report). `head`: the parameters up to C's strides."""
     from tessera.kernels import _files
     kw = config.kwargs
-    sig = TMA_MATMUL_SIG.format(t=t, bm=kw["BLOCK_M"], bn=kw["BLOCK_N"], bk=kw["BLOCK_K"]) + slots.format(t=t)
+    sig = head.format(t=t, bm=kw["BLOCK_M"], bn=kw["BLOCK_N"], bk=kw["BLOCK_K"]) + slots.format(t=t)
     k = tessera.compile(_files.load("matmul").matmul_tma_epilogue_kernel, signature=sig, target="sm_90a",
                         num_warps=config.num_warps, num_stages=config.num_stages,
                         constexprs=dict(kw, EPILOGUE=epilogue, **(kinds or {"NUM_EPI": 1, "E0_KIND": 3})))
