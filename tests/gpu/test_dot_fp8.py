@@ -73,7 +73,8 @@ def test_fp8_dot_against_torch(pair, out, target, imprecise):
         # Exact products accumulated in f32: within K ulps (2^-23, the tensor core may truncate)
         # of the sum of magnitudes, with room to spare; on the fp8 wgmma, at most 32 products
         # (max_num_imprecise_acc 0 or 32) in its reduced-precision accumulator at a time.
-        native = native_fp8(target)
+        # max_num_imprecise_acc=0 keeps the widened f16 dot (exact products, f32 accumulation), as Triton does.
+        native = native_fp8(target) and imprecise > 0
         # fp8 mma.sync (sm_89): its accumulation precision is not documented either; bounded as
         # reduced precision over the whole K (the measured error is printed).
         mma_sync = fp8_mma_sync(target)

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import PTXAS, run_cli
+from conftest import PTXAS, ROOT, run_cli
 
 import tessera  # noqa: E402
 import tessera.language as tl  # noqa: E402
@@ -199,6 +199,45 @@ def test_paired_block_steps_promote_the_first_under_the_second(tmp_path, kernel)
     # for an empty stage) comes after both dots, not between them.
     copies = [i for i, t in enumerate(ops) if t.startswith("UTMALDG")]
     assert kernel != "tma" or (copies and min(copies) > gmma[-1]), ops
+
+
+PERSISTENT_CASES = [(s, c, out) for s, c in HOPPER_CASES for out in ("bf16", "fp32")]
+
+
+@pytest.mark.parametrize("scaling,config,out", PERSISTENT_CASES,
+                         ids=[f"{s}-{config_id(c)}-{o}" for s, c, o in PERSISTENT_CASES])
+def test_persistent_stages_fit_the_stored_tile(scaling, config, out):
+    # The persistent kernel keeps its ring while it stores C through shared memory: _persistent
+    # takes as many stages as fit beside the C tile (the paired block config: 3 with bf16, 2 with
+    # fp32; 128 x 256 with fp32: none, and scaled_matmul's default moves on to the next config).
+    # Its size model must be the compiler's: the stages it takes compile, one more does not.
+    out_bytes = 4 if out == "fp32" else 2
+    p = skm._persistent(config, out_bytes=out_bytes)
+
+    def compiled(stages):
+        try:
+            k = tessera.compile(str(ROOT / "kernels" / "matmul.py"), tma_signature(config, out=out, persistent=True),
+                                constexprs=dict(config.kwargs, SCALING=scaling, NUM_SMS=132, WARP_SPECIALIZE=True),
+                                num_warps=config.num_warps, num_stages=stages,
+                                kernel="scaled_matmul_tma_persistent_kernel")
+            return k.metadata.shared
+        except tessera.OutOfResources:
+            return None
+
+    if p is None:
+        assert compiled(2) is None
+        return
+    assert compiled(p.num_stages) == skm._persistent_shared_bytes(config.kwargs, p.num_stages, out_bytes)
+    if p.num_stages < config.num_stages:
+        assert compiled(p.num_stages + 1) is None
+
+
+def test_persistent_default_config_fits_an_fp32_tile():
+    paired = skm.HOPPER_BLOCK_SCALED_MATMUL_CONFIGS[0]
+    assert paired.kwargs.get("PAIR_K")
+    assert skm._persistent(paired).num_stages == 3 and skm._persistent(paired, out_bytes=4).num_stages == 2
+    wide = skm.HOPPER_SCALED_MATMUL_CONFIGS[0]
+    assert wide.kwargs["BLOCK_N"] == 256 and skm._persistent(wide, out_bytes=4) is None
 
 
 @pytest.mark.parametrize("K,paired", [(4096, True), (256, True), (1152, True), (384, False), (128, False)])

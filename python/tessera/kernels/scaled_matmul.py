@@ -254,13 +254,35 @@ def _with_hook(configs, hook):
     return [Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=hook) for c in configs]
 
 
-def _persistent(c, hook=None):
+def _persistent(c, hook=None, out_bytes=2):
     """c for the persistent kernel (producer warpgroup, one ring across tiles that stays allocated
-    while a tile is stored): 128 x 256 tiles take 3 stages, as tk.matmul's _persistent_config."""
+    while a tile is stored): as many of c's stages as fit beside the stored tile of `out_bytes`
+    elements (128 x 256 tiles take 3 stages with a 16-bit C, as tk.matmul's _persistent_config);
+    None where not even 2 fit (a 128 x 256 fp32 tile)."""
     kw = c.kwargs
-    stages = min(c.num_stages, 3) if kw["BLOCK_M"] * kw["BLOCK_N"] >= 128 * 256 else c.num_stages
+    stages = c.num_stages
+    while stages >= 2 and _persistent_shared_bytes(kw, stages, out_bytes) > _SM90_SHARED_BYTES:
+        stages -= 1
+    if stages < 2:
+        return None
     return Config(dict(kw, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=stages,
                   pre_hook=hook or c.pre_hook)
+
+
+_SM90_SHARED_BYTES = 232448  # opt-in shared memory a block on sm_90
+
+
+def _persistent_config_unfitted(c):
+    return Config(dict(c.kwargs, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=c.num_stages,
+                  pre_hook=c.pre_hook)
+
+
+def _persistent_shared_bytes(kw, stages, out_bytes):
+    """The persistent kernel's shared memory: each stage holds the A and B^T blocks (two K blocks
+    with PAIR_K) and its two 8-byte barriers; the C tile is staged with 8 elements of padding a
+    row. tests/python/test_scaled_matmul.py checks this against the compiler."""
+    stage = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * (2 if kw.get("PAIR_K") else 1) + 16
+    return stages * stage + kw["BLOCK_M"] * (kw["BLOCK_N"] + 8) * out_bytes
 
 
 def scaled_matmul_autotuner(scaling="outer", tma=True, persistent=False, epilogue=None, bias=False, k_major_b=True):
@@ -292,9 +314,10 @@ def _kernel_and_tuner(scaling, tma, persistent, epilogue, interpret, bias=False,
         configs = scaled_matmul_configs(scaling, bias, k_major_b=k_major_b)
         if persistent:
             by_name = {}
-            for c in configs:
+            for c in configs:  # sized for a 16-bit C: with fp32, configs that do not fit time as inf
                 p = _persistent(c, _tma_block_shapes)
-                by_name.setdefault((tuple(sorted(p.kwargs.items())), p.num_warps, p.num_stages), p)
+                if p is not None:
+                    by_name.setdefault((tuple(sorted(p.kwargs.items())), p.num_warps, p.num_stages), p)
             configs = list(by_name.values())
         elif tma:
             configs = _with_hook(configs, _tma_block_shapes)
@@ -360,6 +383,14 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
     if persistent and (not use_tma or epilogue is not None):
         raise ValueError(f"{_NAME}: persistent=True needs the TMA kernel (sm_90a, a row-major and b column-major, "
                          "16-byte aligned, K > 0, tma not False) and no epilogue")
+    if persistent and chosen is not None:
+        out_bytes = 4 if O.dtype == "float32" else 2
+        # The default gives way to the table's next config whose C tile and 2 stages fit; a config
+        # given keeps its own (and fails as too big where nothing fits).
+        candidates = [chosen] + ([c for c in scaled_matmul_configs(scaling, has_bias, k_major_b=k_major_b)
+                                  if c is not chosen] if config is None else [])
+        chosen = next((p for p in (_persistent(c, out_bytes=out_bytes) for c in candidates) if p is not None),
+                      _persistent_config_unfitted(chosen))
     if epilogue is None and epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)  # 4 x (tensor or scalar, strides); NUM_EPI
@@ -387,7 +418,6 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
 
             def launch_grid(m):
                 return (min(sms, grid(m)[0]),)
-            chosen = chosen and _persistent(chosen)
         else:
             args += tuple(slots)
     else:
