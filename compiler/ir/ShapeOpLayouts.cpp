@@ -293,4 +293,18 @@ std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const Layout
   return out;
 }
 
+LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps) {
+  LayoutRef out = asBlocked(result);
+  if (!out || reshape.code != OpCode::Reshape || !reshape.operand(0)->type.isBlock()) return nullptr;
+  const auto &srcShape = reshape.operand(0)->type.shape, &dstShape = reshape.result()->type.shape;
+  try {
+    LayoutRef in = reshapeLayout(*out, dstShape, srcShape, numWarps);
+    if (!in || !registersInThread(reshape, 0, {DistributedLayout(*in, srcShape)}, DistributedLayout(*result, dstShape)))
+      return nullptr;
+    return in;
+  } catch (const std::invalid_argument &) {
+    return nullptr;
+  }
+}
+
 } // namespace tessera::ir

@@ -48,4 +48,10 @@ registersInThread(const Operation &op, unsigned k, const std::vector<Distributed
 std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const LayoutRef &operandLayout,
                                                unsigned numWarps);
 
+// The layout a reshape's operand needs for the reshape to give `result` in
+// registers (a reshape read backwards is a reshape: the same bits); nullptr
+// when there is none. Lets an index block built as tl.arange(0, N).reshape(...)
+// be recomputed in another layout instead of converted.
+LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps);
+
 } // namespace tessera::ir

@@ -20,6 +20,7 @@
 // differ), lowered through shared memory by codegen.
 #include "compiler/passes/RemoveLayoutConversions.h"
 
+#include "compiler/ir/ShapeOpLayouts.h"
 #include "compiler/passes/LayoutAssignment.h"
 
 #include <map>
@@ -95,7 +96,10 @@ public:
       narrowLeaves_.clear();
       if (rematerialisationCost(convert->operand(0), seen) < 0) {
         seen.clear();
-        if (costWithNarrowLeaves(convert->operand(0), convert->operand(0)->type.numElements(), seen) < 0) continue;
+        if (costWithNarrowLeaves(convert->operand(0), convert->operand(0)->type.numElements(), seen) < 0) {
+          seen.clear();
+          if (costInLayout(convert->operand(0), convert->result()->layout, seen) < 0) continue;
+        }
       }
       Builder b(convert->parent);
       b.setInsertionPoint(convert->parent, positionOf(*convert));
@@ -149,6 +153,27 @@ private:
     return cost <= kMaxRematOps ? cost : -1;
   }
 
+  // rematerialisationCost with the layout each value is wanted in, so that a reshape whose
+  // operand can be put where the reshape only renumbers registers is recomputed too (pointers
+  // built from tl.arange(0, N).reshape(...): converting them would move 8 bytes an element).
+  int costInLayout(Value *v, const LayoutRef &layout, std::set<Value *> &seen) {
+    if (!v->type.isBlock() || seen.count(v)) return 0;
+    Operation *def = v->definingOp;
+    const bool reshape = def && def->code == OpCode::Reshape;
+    if (!def || !(reshape || isRematerialisable(def->code))) return -1;
+    seen.insert(v);
+    if (def->code == OpCode::ConvertLayout) return costInLayout(def->operand(0), layout, seen);
+    int cost = 1;
+    for (Value *operand : def->operands) {
+      LayoutRef wanted = operandLayout(*def, layout, fn_.numWarps);
+      if (!wanted) return -1;
+      int c = costInLayout(operand, wanted, seen);
+      if (c < 0) return -1;
+      cost += c;
+    }
+    return cost <= kMaxRematOps ? cost : -1;
+  }
+
   // Whether v's rematerialisable math has an integer division or remainder by a runtime value
   // (by a constant it is a few cheap instructions).
   static bool dividesIntegers(Value *v) {
@@ -166,10 +191,11 @@ private:
     return false;
   }
 
-  // The layout operand `i` of `def` needs for `def` to produce `layout`.
-  static LayoutRef operandLayout(const Operation &def, const LayoutRef &layout) {
+  // The layout the operands of `def` need for `def` to produce `layout` (nullptr: none).
+  static LayoutRef operandLayout(const Operation &def, const LayoutRef &layout, unsigned numWarps) {
     if (def.code == OpCode::ExpandDims)
       return Layout::slice(static_cast<unsigned>(def.intAttr("axis")), layout);
+    if (def.code == OpCode::Reshape) return inRegisterReshapeOperandLayout(def, layout, numWarps);
     return layout; // elementwise and broadcast: the result's
   }
 
@@ -190,7 +216,7 @@ private:
     if (sameLayout(v->layout, layout)) return cloned_[key] = v;
     std::vector<Value *> operands;
     for (Value *operand : def->operands)
-      operands.push_back(cloneIn(operand, operandLayout(*def, layout), b, replaced));
+      operands.push_back(cloneIn(operand, operandLayout(*def, layout, fn_.numWarps), b, replaced));
     std::vector<Type> types;
     for (auto &r : def->results) types.push_back(r->type);
     b.setLoc(def->loc);

@@ -130,6 +130,27 @@ def test_shape_chain_compiles(tmp_path, op, m, n, arch, warps):
         assert spills == 0
 
 
+RESHAPED_INDEX = {"D0": 4, "D1": 32, "D2": 32, "D3": 4, "D4": 2}
+
+
+def test_reshaped_index_pointers_are_recomputed_not_converted():
+    # The load wants another layout than the reshape of tl.arange gives: the index math is
+    # recomputed there (arange in a layout the reshape only renumbers) instead of converting
+    # 32768 pointers through 256 KB of shared memory, more than an SM has.
+    ir = compile_kernel(FILE, "reshaped_index_sums", "*i32:16,*i32:16", RESHAPED_INDEX, emit="ir-opt")
+    assert not re.search(r"convert_layout[^\n]*ptr<", ir), ir
+    compile_kernel(FILE, "reshaped_index_sums", "*i32:16,*i32:16", RESHAPED_INDEX)
+
+
+def test_reshaped_index_sums_interpreted():
+    mod = load_kernels()
+    shape = tuple(RESHAPED_INDEX.values())
+    x = np.random.default_rng(5).integers(0, 1000, shape).astype(np.int32)
+    out = np.zeros(shape[3:], np.int32)
+    tessera.jit(mod.reshaped_index_sums.fn, interpret=True)[(1,)](x, out, **RESHAPED_INDEX)
+    np.testing.assert_array_equal(out, x.sum(axis=(0, 1, 2)))
+
+
 SPLIT_TO_SCALARS = '''import tessera
 import tessera.language as tl
 

@@ -63,3 +63,14 @@ def shape_chain(x_ptr, out_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constex
         tl.store(out_ptr + cols[:, None] * M + rows[None, :], tl.trans(x))
     else:  # flattened
         tl.store(out_ptr + tl.arange(0, M * N), tl.reshape(x, (M * N,)) + 1)
+
+
+@tessera.jit
+def reshaped_index_sums(x_ptr, out_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr,
+                        D4: tl.constexpr):
+    # A 5-D block of pointers built from tl.arange(0, N).reshape(...), permuted and reduced three
+    # times (Triton's test_chained_reductions): out[D3, D4] = x summed over D0, D1, D2
+    idx = tl.arange(0, D0 * D1 * D2 * D3 * D4).reshape(D0, D1, D2, D3, D4)
+    vals = tl.permute(tl.load(x_ptr + idx), [2, 1, 0, 3, 4])
+    r = tl.sum(tl.sum(tl.sum(vals, 0), 0), 0)
+    tl.store(out_ptr + tl.arange(0, D3 * D4).reshape(D3, D4), r)
