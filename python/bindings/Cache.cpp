@@ -90,6 +90,8 @@ void registerCache(py::module_ &m) {
         return out;
       },
       "What the kernel cache keys carry besides the kernel's inputs.");
+  // A warm start needs the build id alone (the compiler fingerprint costs tens of microseconds).
+  m.attr("BUILD_ID") = cache::buildId();
   m.def(
       "cache_usage",
       [] {

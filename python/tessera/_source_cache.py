@@ -75,7 +75,7 @@ def lookup(C, fn):
     config = C.cache_config()
     if not source or not config["enabled"] or not _rules_stamp():
         return Entry(None)
-    head = f"{_MAGIC.decode()}{C.cache_versions()['build_id']}\n{_rules}\n{fn.__name__}\n{code.co_firstlineno}\n"
+    head = f"{_MAGIC.decode()}{C.BUILD_ID}\n{_rules}\n{fn.__name__}\n{code.co_firstlineno}\n"
     digest = C.digest_hex(head.encode() + source)
     entry = Entry(os.path.join(config["dir"], "kernels", digest[:2], digest + ".src"))
     data = _read(entry.path)
