@@ -256,8 +256,9 @@ private:
   void lowerMbarrierArrive(ir::Operation &op);
   void lowerMbarrierDealloc(ir::Operation &dealloc); // local_dealloc of mbarrier_alloc
   void checkTmaBlock(ir::Operation &op, const ir::Type &block);
+  llvm::Value *tmaStackedRow(const ir::Type &block, const std::vector<llvm::Value *> &at);
   // (Thread 0) expect the block's bytes on `bar`, then copy the block at (outer..., row0, col0) into `tile`;
-  // `outer`: the offsets of a block's leading size-1 dims (none for a 2-D block), outermost first.
+  // `outer`: the offsets of a block's leading dims (none for a 2-D block), outermost first.
   void startTmaCopy(const ir::Type &block, llvm::Value *desc, const std::vector<llvm::Value *> &outer,
                     llvm::Value *row0, llvm::Value *col0, llvm::Value *tile, llvm::Value *bar);
   // Thread 0 initialises (fenced for the async proxy) / invalidates `count`

@@ -108,24 +108,35 @@ void KernelLowering::waitMbarrier(Value *bar, Value *parity) {
 void KernelLowering::checkTmaBlock(ir::Operation &op, const ir::Type &t) {
   if (arch_ != "sm_90" && arch_ != "sm_90a")
     notSupported(op, "tensor descriptors (TMA) need sm_90 or newer, not " + arch_);
-  // A block of rank 3 to 5 whose leading dims are 1 is a 2-D tile of a higher-rank tensor (SGLang's fused MoE
-  // reads [1, BN, BK] blocks of its [E, N, K] weights): the TMA instruction of its rank copies it as one.
+  // A block of rank 3 to 5 is copied as one box of its rank (the descriptor's box is the whole block in
+  // its leading dims): in shared memory it is the 2-D tile of its stacked rows (tmaStackedRows).
   if (t.rank() < 2 || t.rank() > 5)
     notSupported(op, "tensor descriptor blocks have 2 to 5 dimensions so far, not " + std::to_string(t.rank()));
-  for (size_t i = 0; i + 2 < t.rank(); ++i)
-    if (t.shape[i] != 1)
-      notSupported(op, "a tensor descriptor block of rank " + std::to_string(t.rank()) +
-                           " must have size 1 in all but its last two dimensions so far, not " + t.str());
   const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
   if (t.shape.back() * elemBytes < 32)
     notSupported(op, "a descriptor block's rows must span at least 32 bytes (" + std::to_string(t.shape.back()) +
                          " x " + std::to_string(elemBytes) + " bytes)");
 }
 
+// A block's rows stacked over its leading dims (rank 3 to 5: [L..., rows, cols] lands in shared memory
+// as L x rows consecutive rows of each 128-byte box).
+static int64_t tmaStackedRows(const ir::Type &t) {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < t.rank(); ++i) rows *= t.shape[i];
+  return rows;
+}
+
+// The stacked row of an element at `at` (its coordinates in the block) for tmaStackedRows' tile.
+Value *KernelLowering::tmaStackedRow(const ir::Type &t, const std::vector<Value *> &at) {
+  Value *row = at[0];
+  for (size_t i = 1; i + 1 < t.rank(); ++i) row = b_.CreateAdd(b_.CreateMul(row, i32(t.shape[i])), at[i]);
+  return row;
+}
+
 void KernelLowering::startTmaCopy(const ir::Type &t, Value *desc, const std::vector<Value *> &outer, Value *row0,
                                   Value *col0, Value *tile, Value *bar) {
   const unsigned elemBytes = ir::bitWidth(t.scalar) / 8;
-  const int64_t rows = t.shape[t.rank() - 2], cols = t.shape.back();
+  const int64_t rows = tmaStackedRows(t), cols = t.shape.back();
   asmCall("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(rows * cols * elemBytes)});
   const int64_t boxCols = std::min<int64_t>(cols, 128 / elemBytes);
   for (int64_t c = 0; c < cols; c += boxCols) {
@@ -174,7 +185,7 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   checkTmaBlock(op, t);
   const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
   const size_t rank = t.rank();
-  const int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
+  const int64_t rows = tmaStackedRows(t), cols = t.shape[rank - 1];
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
 
@@ -197,8 +208,8 @@ void KernelLowering::lowerDescLoad(ir::Operation &op) {
   Type *memTy = memoryType(t.element(), &op);
   Regs out;
   for (unsigned r = 0; r < layout.numRegs(); ++r) {
-    std::vector<Value *> at = coordinates(layout, r); // the leading dims' coordinates are 0
-    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[rank - 2], at[rank - 1]);
+    std::vector<Value *> at = coordinates(layout, r);
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, tmaStackedRow(t, at), at[rank - 1]);
     out.push_back(b_.CreateLoad(memTy, b_.CreateGEP(b_.getInt8Ty(), base, offset)));
   }
   barrier();
@@ -221,7 +232,7 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
   checkTmaBlock(op, t);
   const unsigned elemBits = ir::bitWidth(t.scalar), elemBytes = elemBits / 8;
   const size_t rank = t.rank();
-  const int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
+  const int64_t rows = tmaStackedRows(t), cols = t.shape[rank - 1];
   const ir::LayoutRef tile = ir::Layout::sharedWgmmaOperand(1, cols, elemBits);
   const uint64_t tileBytes = static_cast<uint64_t>(rows * cols * elemBytes);
   Value *base = tmaScratchTile(op, tileBytes, 0);
@@ -231,7 +242,7 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
   const Regs &values = lookup(valueArg);
   for (unsigned r = 0; r < layout.numRegs(); ++r) { // replicated copies write the same value
     std::vector<Value *> at = coordinates(layout, r);
-    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, at[rank - 2], at[rank - 1]);
+    Value *offset = sharedElementOffset(*tile, rows, cols, elemBytes, tmaStackedRow(t, at), at[rank - 1]);
     b_.CreateStore(toMemory(values[r], t.element()), b_.CreateGEP(b_.getInt8Ty(), base, offset));
   }
   fenceProxyAsync(); // generic writes, read by the TMA unit (the async proxy)

@@ -333,8 +333,27 @@ def test_rank3_descriptor_with_a_leading_block_of_one_is_a_3d_tma_copy(dtype, bn
                           r"%r\d+\}\], \[%r\d+\];", text)) >= 1
 
 
-def test_rank3_descriptor_block_wider_than_one_in_a_leading_dim_is_refused():
-    r = run_cli(["compile", KERNELS, "--kernel", "desc_wide_leading_block", "--constexpr", "BLOCK=64",
-                 "--signature", "tensordesc<fp32[2,64,32]>,*fp32", "--arch", "sm_90a", "-o", "/dev/null"])
-    assert r.returncode == 1
-    assert "size 1 in all but its last two dimensions" in r.stderr
+@pytest.mark.parametrize("dtype,shape,boxes", [("fp16", (2, 64, 64), 1), ("fp32", (4, 8, 64), 2), ("bf16", (2, 16, 128), 2)])
+def test_descriptor_block_with_leading_dims_is_one_box_of_stacked_rows(dtype, shape, boxes, tmp_path):
+    """A [B, M, N] block with B > 1: the descriptor's box spans the whole block in its leading dims, so each
+    128-byte column box is one 3-D copy bringing B x M rows, and the mbarrier expects all of the block's bytes."""
+    b, m, n = shape
+    size = {"fp16": 2, "bf16": 2, "fp32": 4}[dtype]
+    args = ["compile", KERNELS, "--kernel", "desc_stacked_blocks", "--constexpr", f"B={b}", "--constexpr", f"M={m}",
+            "--constexpr", f"N={n}", "--signature", f"tensordesc<{dtype}[{b},{m},{n}]>,tensordesc<{dtype}[{b},{m},{n}]>,"
+            "*fp32:16"]
+    text = compile_ptx(args, tmp_path, "sm_90a")
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", text)
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta\.bulk_group", text)
+    assert len(loads) == boxes and len(stores) == boxes
+    expected = re.search(r"mov\.(?:b|u)32\s+(%r\d+), " + str(b * m * n * size) + ";", text)
+    assert expected and re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], " +
+                                  re.escape(expected.group(1)) + ";", text), "expect_tx is not the whole block"
+
+
+def test_rank4_descriptor_block_with_leading_dims_compiles(tmp_path):
+    args = ["compile", KERNELS, "--kernel", "desc_stacked_blocks4", "--constexpr", "A=2", "--constexpr", "B=2",
+            "--constexpr", "M=16", "--constexpr", "N=64", "--signature",
+            "tensordesc<fp16[2,2,16,64]>,tensordesc<fp16[2,2,16,64]>"]
+    text = compile_ptx(args, tmp_path, "sm_90a")
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.tile", text)) == 1

@@ -52,6 +52,20 @@ def desc_expert_tile(w_desc, out_desc, expert_ids_ptr, BLOCK_N: tl.constexpr, BL
 
 
 @tessera.jit
-def desc_wide_leading_block(w_desc, out_ptr, BLOCK: tl.constexpr):
-    x = w_desc.load([0, 0, 0])
-    tl.store(out_ptr + tl.arange(0, BLOCK)[None, :, None] * 0, x)
+def desc_stacked_blocks(src_desc, dst_desc, sum_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    # A [B, M, N] block of a 3-D tensor (B > 1: a stack of 2-D tiles in one TMA box), stored doubled
+    # through another 3-D descriptor, and summed over its leading dim into sum[i] (M x N, fp32).
+    i = tl.program_id(0)
+    x = src_desc.load([i * B, 0, 0])
+    dst_desc.store([i * B, 0, 0], x * 2)
+    s = tl.sum(x.to(tl.float32), axis=0)
+    tl.store(sum_ptr + i * M * N + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], s)
+
+
+@tessera.jit
+def desc_stacked_blocks4(src_desc, dst_desc, A: tl.constexpr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    # A [A, B, M, N] block of a 4-D tensor, negated and stored through a 4-D descriptor.
+    i = tl.program_id(0)
+    j = tl.program_id(1)
+    x = src_desc.load([i * A, j * B, 0, 0])
+    dst_desc.store([i * A, j * B, 0, 0], -x)
