@@ -12,7 +12,7 @@ launch; for tessera the warm time is split into the @jit handle (reading and
 reducing the kernel's file, parsing its parameters) and the rest (key, disk
 entry, cuModuleLoadData), and the rest again by the launch path's timed steps
 (tessera._C.step_times: key, entry read and decode, JIT plan, module load, ...;
-"other" is Python and the launch itself); `import tessera` is timed too.
+the CompiledKernel object, the first cuLaunchKernel; "other" is the rest, Python); `import tessera` is timed too.
 Medians over several processes. tessera is measured
 with each back-end (--backend, default both): "tessera" (LLVM's NVPTX) and
 "tessera-nvrtc" (CUDA C++ through NVRTC, docs/nvrtc.md).
@@ -137,16 +137,16 @@ def measure(which, colds, warms):
 WARM_STEPS = [("driver_init", "driver init"), ("specialize", "specialise"), ("target_arch", "arch"),
               ("cache_key", "key"), ("entry_read", "entry read"), ("entry_decode", "decode"),
               ("jit_plan", "JIT plan"), ("module_load", "module load"), ("compile", "compile"),
-              ("assemble", "assemble")]
+              ("assemble", "assemble"), ("result_object", "CompiledKernel object"), ("first_launch", "first launch")]
 
 
 def warm_split(r):
-    """'warm split, ms: handle 0.21, key 0.05, ..., other 0.12' (medians; "other": Python and the launch)."""
+    """'warm split, ms: handle 0.21, key 0.05, ..., other 0.12' (medians; "other": the rest, Python)."""
     parts = [("@jit handle", r["warm_handle_ms"])]
     parts += [(label, r[f"warm_step_{step}_ms"]) for step, label in WARM_STEPS
               if r.get(f"warm_step_{step}_ms", 0) >= 0.0005]
     timed = sum(ms for label, ms in parts[1:])
-    parts.append(("other (Python, launch)", max(0.0, r["warm_ms"] - r["warm_handle_ms"] - timed)))
+    parts.append(("other (Python)", max(0.0, r["warm_ms"] - r["warm_handle_ms"] - timed)))
     return "warm split, ms: " + ", ".join(f"{label} {ms:.3f}" for label, ms in parts)
 
 

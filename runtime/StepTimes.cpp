@@ -15,7 +15,8 @@ std::array<std::atomic<uint64_t>, kSteps> gTotals{};
 const char *stepName(Step step) {
   static constexpr const char *kNames[kSteps] = {"driver_init", "specialize",   "target_arch", "cache_key",
                                                  "entry_read",  "entry_decode", "jit_plan",    "module_load",
-                                                 "compile",     "assemble"};
+                                                 "compile",     "assemble",     "result_object",
+                                                 "first_launch"};
   return kNames[static_cast<size_t>(step)];
 }
 

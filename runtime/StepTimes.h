@@ -24,6 +24,8 @@ enum class Step : uint8_t {
   ModuleLoad,  // cuModuleLoadData of the cubin (or the PTX), the function, its attributes
   Compile,     // source -> PTX (a disk miss)
   Assemble,    // PTX -> cubin (ptxas, or the driver's linker) and its load, after a disk miss
+  ResultObject, // the specialisation's Python CompiledKernel (its factory), made at its first launch
+  FirstLaunch,  // the stream and cuLaunchKernel of a specialisation's first launch on a device
   Count,
 };
 

@@ -212,12 +212,14 @@ PyObject *launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *s
   const std::string_view key = packed.key.view();
   const rt::LoadedKernel *loaded = nullptr;
   JitKernel::CompiledSlot *slot = nullptr;
+  bool miss = false;
   if (cache.last && cache.lastKey == key) [[likely]] {
     loaded = cache.last;
     slot = cache.lastCompiled;
   } else {
     auto it = cache.map.find(key);
-    const JitKernel::DeviceEntry &e = it != cache.map.end() ? it->second : loadOnMiss(k, b, device, key);
+    miss = it == cache.map.end();
+    const JitKernel::DeviceEntry &e = miss ? loadOnMiss(k, b, device, key) : it->second;
     loaded = e.loaded;
     slot = e.compiled;
     cache.last = loaded;
@@ -227,10 +229,18 @@ PyObject *launchBound(JitKernel &k, const Bound &b, py::handle grid, PyObject *s
   // Made by the specialisation's first launch (or warmup), before the launch:
   // a factory that fails stops it.
   PyObject *made = slot->result.ptr();
-  if (!made) [[unlikely]]
+  if (!made) [[unlikely]] {
+    rt::StepTimer making(rt::Step::ResultObject);
     made = compiledKernelOf(k, *slot);
+  }
   py::object result = py::reinterpret_borrow<py::object>(made);
   if (!nonEmpty) return result.release().ptr(); // like Triton: a grid with a 0 dimension launches nothing
+  if (miss) [[unlikely]] { // timed apart: a warm start's last step (bench/compile_time.py)
+    rt::StepTimer launching(rt::Step::FirstLaunch);
+    CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
+    rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative, b.pdl});
+    return result.release().ptr();
+  }
   CUstream stream = resolveStream(b.stream ? py::handle(b.stream) : py::handle(streamArg), packed.torch, device);
   rt::launchInContext(*loaded, g, packed.pointers.data(), stream, rt::LaunchFlags{b.cooperative, b.pdl});
   return result.release().ptr();
