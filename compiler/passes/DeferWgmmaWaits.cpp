@@ -23,13 +23,15 @@ bool stopsTheWait(const Operation &op) {
 // inputs), i.e. right after the dot; codegen puts a shared load whose address
 // is made from these before the wait, which ptxas keeps in order
 // (WgmmaDot.cpp, loadWaitAnchors). Only 32-bit values: what it bit-casts.
-// Not a global load whose value only the block's terminator reads (a register
+// Not a global load whose value only a loop body's yield reads (a register
 // prefetch carried to the next iteration, SoftwarePipelinePrefetch.cpp): the
 // anchor reads its data, so the wait would stall until memory answers, in this
 // iteration, and the prefetch would no longer reach past the loop edge.
 bool carriedLoad(Block &block, const Operation &op, const Value *r) {
   const Operation *end = block.terminator();
-  if (op.code != OpCode::Load || !end || !opIsTerminator(end->code)) return false;
+  if (op.code != OpCode::Load || !block.parentOp || block.parentOp->code != OpCode::For || !end ||
+      !opIsTerminator(end->code))
+    return false;
   for (auto &user : block.ops)
     if (user.get() != end && readsValue(*user, r)) return false;
   return true;
