@@ -23,6 +23,20 @@ bool stopsTheWait(const Operation &op) {
 // inputs), i.e. right after the dot; codegen puts a shared load whose address
 // is made from these before the wait, which ptxas keeps in order
 // (WgmmaDot.cpp, loadWaitAnchors). Only 32-bit values: what it bit-casts.
+// Not a global load whose value only a loop body's yield reads (a register
+// prefetch carried to the next iteration, SoftwarePipelinePrefetch.cpp): the
+// anchor reads its data, so the wait would stall until memory answers, in this
+// iteration, and the prefetch would no longer reach past the loop edge.
+bool carriedLoad(Block &block, const Operation &op, const Value *r) {
+  const Operation *end = block.terminator();
+  if (op.code != OpCode::Load || !block.parentOp || block.parentOp->code != OpCode::For || !end ||
+      !opIsTerminator(end->code))
+    return false;
+  for (auto &user : block.ops)
+    if (user.get() != end && readsValue(*user, r)) return false;
+  return true;
+}
+
 std::vector<Value *> anchorsOf(Block &block, std::list<std::unique_ptr<Operation>>::iterator from,
                                std::list<std::unique_ptr<Operation>>::iterator to) {
   std::vector<Value *> anchors;
@@ -31,7 +45,7 @@ std::vector<Value *> anchorsOf(Block &block, std::list<std::unique_ptr<Operation
       // A dot's registers are the tensor cores' until its own wait; a constant is no work.
       if (isWgmmaDot(**it) || (*it)->code == OpCode::Constant) continue;
       const Type &t = r->type;
-      if (t.pointer || t.isTensorDesc() || bitWidth(t.scalar) != 32) continue;
+      if (t.pointer || t.isTensorDesc() || bitWidth(t.scalar) != 32 || carriedLoad(block, **it, r.get())) continue;
       bool readBefore = false;
       for (auto u = std::next(it); u != to && !readBefore; ++u) readBefore = readsValue(**u, r.get());
       if (!readBefore && countUses(block, r.get()) > 0) anchors.push_back(r.get());

@@ -195,6 +195,22 @@ def test_passing_a_tuned_parameter_is_an_error():
         t.tune(*args(), grid=(1,), BLOCK=64)
 
 
+def test_a_tuned_launch_builds_no_config_dicts(monkeypatch):
+    # Every launch asks tune(): with the key known, it is a lookup. The check that no keyword is one
+    # the configs set used to build each config's all_kwargs() dict once per keyword (fla's launches:
+    # ~20 keywords, 12 configs, most of their host time); it reads one set of names now.
+    t, _ = tuner()
+    x, out, n, factor = args()
+    first = t.tune(x_ptr=x, out_ptr=out, n=n, factor=factor, grid=(1,))
+    calls = []
+    real = Config.all_kwargs
+    monkeypatch.setattr(Config, "all_kwargs", lambda self: calls.append(self) or real(self))
+    assert t.tune(x_ptr=x, out_ptr=out, n=n, factor=factor, grid=(1,)) is first
+    assert calls == []
+    with pytest.raises(ValueError, match="'num_warps' is set by the autotuner"):
+        t.tune(x_ptr=x, out_ptr=out, n=n, factor=factor, grid=(1,), num_warps=4)
+
+
 SECOND_PROCESS = r"""
 import json, sys
 sys.path[:0] = [ROOT + "/python", ROOT + "/tests/python"]

@@ -124,3 +124,40 @@ def test_interpreted_after_all_passes(monkeypatch, T, stages, in_place):
     np.testing.assert_allclose(ht, final, rtol=2e-3, atol=2e-3)
     if in_place:
         np.testing.assert_allclose(v.astype(np.float64), v_new, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_prefetched_loads_do_not_anchor_the_dot_waits(stages):
+    # defer-wgmma-waits anchors a wait on values computed before it (a shared load whose address
+    # reads their registers): on a prefetched load that would make the thread wait for the next
+    # iteration's data at this iteration's wait, and the prefetch would no longer cross the loop edge
+    ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64}, emit="ir-opt",
+                        extra=["--num-warps", "4", "--num-stages", str(stages)])
+    _, body = loop_of(ir)
+    loads = {m.group(1) for line in body for m in [re.search(r"(%\d+) = load ", line)] if m}
+    yielded = set(re.findall(r"%\d+", next(line for line in reversed(body) if "yield" in line)))
+    prefetched = loads & yielded
+    waits = [line for line in body if " = dot_wait " in line]
+    assert len(prefetched) == 3 and waits, body
+    for line in waits:
+        anchors = re.findall(r"%\d+", line.split("dot_wait", 1)[1].split("{")[0])[1:]
+        assert not prefetched & set(anchors), line
+
+
+def test_prefetched_loads_do_not_order_the_wait_in_ptx(tmp_path):
+    # The same in PTX: no wgmma.wait_group follows a shared load whose address mixes in a global load
+    ptx = compile_and_assemble(tmp_path, "gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64},
+                               extra=["--num-warps", "4", "--num-stages", "3"])
+    loaded = set(re.findall(r"ld\.global[\w.:]*\s+(%r\d+)", ptx))
+    deps = {}  # register -> registers it is computed from (xor / and / or chains)
+    for dst, srcs in re.findall(r"(?:xor|and|or)\.b32\s+(%r\d+),\s*([^;]+);", ptx):
+        deps[dst] = re.findall(r"%r\d+", srcs)
+
+    def reaches(reg, seen=()):
+        if reg in loaded:
+            return True
+        return any(reaches(r, seen + (reg,)) for r in deps.get(reg, []) if r not in seen)
+
+    anchors = re.findall(r"ld\.volatile\.shared\.b32 %r\d+, \[(%r\d+)\];", ptx)
+    assert anchors
+    assert not [a for a in anchors if reaches(a)]
