@@ -21,6 +21,7 @@
 // reads before the next iteration's stores into the buffer.
 #include "compiler/passes/SoftwarePipelineLoop.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -70,6 +71,17 @@ void LoopPipeliner::bufferRegisterOperands() {
     if (wgmmaReadersAsB(*body_, op->result()).empty()) continue;
     converts.push_back(op.get());
   }
+  // The warpgroups that split N of the dot reading through `convert` (Layout.h: the B tile stores
+  // each one's columns together); a value read by dots that split N differently keeps its staging.
+  auto columnGroupsOf = [](const Operation *convert) -> unsigned {
+    const LayoutRef &mma = convert->result()->layout->parent;
+    return mma && mma->warpsPerCTA.size() == 2 ? mma->warpsPerCTA[1] : 1;
+  };
+  std::map<const Value *, std::set<unsigned>> groupsOf;
+  for (Operation *convert : converts) groupsOf[convert->operand(0)].insert(columnGroupsOf(convert));
+  converts.erase(std::remove_if(converts.begin(), converts.end(),
+                                [&](Operation *c) { return groupsOf[c->operand(0)].size() != 1; }),
+                 converts.end());
   if (converts.empty()) return;
 
   Builder outside(loop_.parent);
@@ -85,7 +97,7 @@ void LoopPipeliner::bufferRegisterOperands() {
     if (!buffer) {
       outside.setLoc(convert->loc);
       buffer = outside.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-      buffer->layout = Layout::sharedOperandTile(3, 1, t.shape[1], bitWidth(t.scalar), false);
+      buffer->layout = Layout::sharedOperandTile(3, 1, t.shape[1], bitWidth(t.scalar), false, columnGroupsOf(convert));
       allocations_.push_back(buffer);
       buffers.insert(buffer);
       // Stored as soon as x exists (and the loop head's barrier has passed).

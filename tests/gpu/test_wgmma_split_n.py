@@ -50,3 +50,19 @@ def test_split_n_matmul_unpipelined():
     torch.cuda.synchronize()
     ref = a.double() @ w.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+def test_split_n_matmul_with_a_computed_b():
+    # B computed in the loop (scaled after loading) goes through its own buffer, which stores each
+    # warpgroup's columns together (tests/python/test_operand_buffers.py); GPTQ's quant_matmul_248 shape.
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
+    from gated_state_loop import scaled_b_matmul
+    g = torch.Generator(device="cuda").manual_seed(9)
+    K = 256
+    a = torch.randn(64, K, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(K, 128, device="cuda", generator=g).to(torch.bfloat16)
+    c = poisoned((64, 128), torch.float32)
+    scaled_b_matmul[(1,)](a, b, c, K, BM=64, BN=128, BK=32, num_warps=8, num_stages=2)
+    torch.cuda.synchronize()
+    ref = a.double() @ (b.double() * 2)
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5

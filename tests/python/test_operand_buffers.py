@@ -114,3 +114,19 @@ def test_interpreted_after_all_passes(monkeypatch, T, stages):
     states, final = reference(k, v, w, g, h0, T, BT)
     np.testing.assert_allclose(h.astype(np.float64), states, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(ht, final, rtol=2e-3, atol=2e-3)
+
+
+def test_computed_b_buffer_of_a_dot_split_along_n(tmp_path):
+    # A 64-row block on 8 warps runs wgmma with its warpgroups split along N ([4, 2]): B's buffer
+    # stores each warpgroup's columns together as the dot reads them (GPTQ's quant_matmul_248 at
+    # 64x128x32, 2 stages, 8 warps failed: "B's tile does not store each warpgroup's columns together").
+    cx = {"BM": 64, "BN": 128, "BK": 32}
+    args = ["--num-warps", "8", "--num-stages", "2"]
+    ir = compile_kernel("gated_state_loop.py", "scaled_b_matmul", "*bf16:16,*bf16:16,*fp32:16,i32", cx,
+                        emit="ir-opt", extra=args)
+    assert "#mma<version=3, wpc=[4,2]>" in ir
+    assert re.search(r"local_alloc : <1x32x128xbf16> #L\d+", ir) and "local_store" in "\n".join(loop_body(ir))
+    assert re.search(r"#shared<opIdx=1,[^>]*columnGroups=2>", ir)
+    ptx = compile_and_assemble(tmp_path, "gated_state_loop.py", "scaled_b_matmul", "*bf16:16,*bf16:16,*fp32:16,i32",
+                               cx, extra=args)
+    assert ptx.count("wgmma.mma_async") == 2
