@@ -147,7 +147,10 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     per_group = size_g * size_j
     first_row = (linear // per_group) * size_g
     rows = tl.minimum(size_i - first_row, size_g)
-    return first_row + (linear % rows), (linear % per_group) // rows
+    # the row within the group comes from the index within the group: the last group may have fewer
+    # rows, and per_group need not be a multiple of them
+    in_group = linear % per_group
+    return first_row + in_group % rows, in_group // rows
 
 
 # ------------------------------------------------------------------ libdevice

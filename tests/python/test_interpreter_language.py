@@ -607,7 +607,34 @@ def test_swizzle2d():
             group_id = ij // (2 * 8)
             off_i = group_id * 2
             size_g = min(4 - off_i, 2)
-            assert tuple(out[i, j]) == (off_i + ij % size_g, (ij % (2 * 8)) // size_g)
+            ij = ij % (2 * 8)
+            assert tuple(out[i, j]) == (off_i + ij % size_g, ij // size_g)
+
+
+@tessera.jit(interpret=True)
+def swizzle_loop_kernel(out_ptr, size_i, size_j, size_g):
+    for i in tl.range(0, size_i, 1):
+        for j in tl.range(0, size_j, 1):
+            new_i, new_j = tl.swizzle2d(i, j, size_i, size_j, size_g)
+            tl.store(out_ptr + new_i * size_j + new_j, i * size_j + j)
+
+
+def test_swizzle2d_partial_last_group():
+    # 5 rows in groups of 3: the last group has 2 rows, and a group's size_g * size_j elements are not a
+    # multiple of them: the row inside the group is taken from the index within the group (Triton's order)
+    size_i, size_j, size_g = 5, 7, 3
+    out = np.full((size_i, size_j), -1, np.int32)
+    swizzle_loop_kernel[(1,)](out, size_i, size_j, size_g)
+    want = np.full((size_i, size_j), -1, np.int32)
+    for i in range(size_i):
+        for j in range(size_j):
+            ij = i * size_j + j
+            off_i = ij // (size_g * size_j) * size_g
+            rows = min(size_i - off_i, size_g)
+            ij %= size_g * size_j
+            want[off_i + ij % rows, ij // rows] = i * size_j + j
+    np.testing.assert_array_equal(out, want)
+    assert want[3, 0] == 21 and want[4, 0] == 22
 
 
 @tessera.jit(interpret=True)
