@@ -787,9 +787,15 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = PHILOX_ROUNDS):
 
 @jit
 def randint4x(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    # Triton 3.6: always the 32-bit generator; a 64-bit offset is split into the first two counter words
     offset = tl.to_tensor(offset)
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    offset_lo = offset.to(tl.uint32)
+    zero = offset_lo * 0
+    if tl.constexpr(offset.dtype.primitive_bitwidth) > 32:
+        offset_hi = (offset >> 32).to(tl.uint32)
+    else:
+        offset_hi = zero
+    return philox(seed, offset_lo, offset_hi, zero, zero, n_rounds)
 
 
 @jit

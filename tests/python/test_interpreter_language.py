@@ -438,8 +438,8 @@ def test_more_shape_ops_and_softmax():
 def philox_numpy(seed, offsets, rounds=10):
     """Triton's tl.randint, in numpy (uint32 arithmetic)."""
     with np.errstate(over="ignore"):
-        c0 = offsets.astype(np.uint32)
-        c1 = np.zeros_like(c0)
+        c0 = (offsets.astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        c1 = (offsets.astype(np.uint64) >> np.uint64(32)).astype(np.uint32)  # a 64-bit offset's high word
         c2 = np.zeros_like(c0)
         c3 = np.zeros_like(c0)
         k0 = np.full_like(c0, seed & 0xFFFFFFFF)
@@ -473,6 +473,26 @@ def test_random_matches_philox(seed):
     signed = want.view(np.int32).astype(np.int64)
     np.testing.assert_allclose(fout, np.where(signed < 0, -signed - 1, signed) * 4.6566127342e-10, rtol=1e-6)
     assert ((fout >= 0) & (fout < 1)).all()
+
+
+@tessera.jit(interpret=True)
+def random64_kernel(out_ptr, fout_ptr, seed, base, BLOCK: tl.constexpr):
+    offs = base + tl.arange(0, BLOCK).to(tl.int64)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.randint(seed, offs))
+    tl.store(fout_ptr + tl.arange(0, BLOCK), tl.rand(seed, offs))
+
+
+@pytest.mark.parametrize("base", [0, 2**32 - 8, 3 * 2**32 + 5])
+def test_random_int64_offsets_use_the_32_bit_generator(base):
+    # Triton 3.6 splits a 64-bit offset into the first two counter words of the 32-bit Philox:
+    # randint gives uint32 values whatever the offset's width (stored into int64, they stay below 2**32)
+    out = np.zeros(16, np.int64)
+    fout = np.zeros(16, np.float32)
+    random64_kernel[(1,)](out, fout, 42, base, BLOCK=16)
+    want = philox_numpy(42, base + np.arange(16, dtype=np.int64))
+    np.testing.assert_array_equal(out, want.astype(np.int64))
+    signed = want.view(np.int32).astype(np.int64)
+    np.testing.assert_allclose(fout, np.where(signed < 0, -signed - 1, signed) * 4.6566127342e-10, rtol=1e-6)
 
 
 # ------------------------------------------------------------------ block pointers
