@@ -185,6 +185,24 @@ ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
   return b_.op(OpCode::Cast, {v}, target);
 }
 
+// Rounded to nearest (even) first, then one unit toward zero where that grew the magnitude: the
+// toward-zero result is then the representable value just below it (an overflow to inf steps to the
+// largest finite value). The formats are sign-magnitude, so one less in the bits is one unit less in
+// magnitude; NaN compares false and stays NaN.
+ir::Value *Specializer::castTowardZero(ir::Value *v, const ir::Type &elem) {
+  ir::Value *nearest = castElement(v, elem);
+  ir::Value *back = castElement(nearest, v->type.element());
+  ir::Value *grew = b_.op(OpCode::Cmp, {b_.op(OpCode::Abs, {back}, back->type), b_.op(OpCode::Abs, {v}, v->type)},
+                          v->type.withElement(ir::Type(ScalarType::I1)), {{"predicate", std::string("gt")}});
+  unsigned width = bitWidth(elem.scalar);
+  ir::Type bitsElem(width == 8 ? ScalarType::U8 : width == 16 ? ScalarType::U16 : ScalarType::U32);
+  ir::Value *bits = b_.op(OpCode::Bitcast, {nearest}, nearest->type.withElement(bitsElem));
+  ir::Value *one = b_.intConstant(1, bitsElem);
+  if (bits->type.isBlock()) one = b_.op(OpCode::Splat, {one}, bits->type);
+  ir::Value *stepped = b_.op(OpCode::Bitcast, {b_.op(OpCode::Sub, {bits, one}, bits->type)}, nearest->type);
+  return b_.op(OpCode::Select, {grew, stepped, nearest}, nearest->type);
+}
+
 // semantic.cast converts integers to and from the standard floating types
 // only: an integer (or int1) to fp8, or fp8 to an integer, is an error there
 // (by .to(), tl.cast, and the implicit casts of tl.store's value and

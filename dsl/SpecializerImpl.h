@@ -130,6 +130,8 @@ public:
   ir::Value *arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *castElement(ir::Value *v, const ir::Type &elem);
+  // A narrowing float conversion rounded toward zero (fp_downcast_rounding="rtz").
+  ir::Value *castTowardZero(ir::Value *v, const ir::Type &elem);
   // Triton's semantic.cast refuses int <-> fp8 (see SpecializerExpr.cpp).
   void requireCastable(const ir::Type &from, const ir::Type &to, SourceLoc loc);
   // The element type a value has before any implicit conversion (a literal's own: int32, fp32, int1).
