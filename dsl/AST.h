@@ -33,6 +33,8 @@ enum class ExprKind {
   IfExp,     // a if cond else b
   Tuple,     // (a, b) or a, b
   List,      // [a, b]
+  ListComp,  // [elt for target in iter if cond ...] (one generator)
+  Starred,   // *value (a call's positional argument)
 };
 
 struct Expr {
@@ -165,6 +167,23 @@ struct List : Expr {
   std::vector<ExprPtr> elts;
   List(SourceLoc loc) : Expr(ExprKind::List, loc) {}
   static bool classof(const Expr *e) { return e->kind == ExprKind::List; }
+};
+
+// Triton's visit_ListComp: one generator over a tuple, giving a tuple.
+struct ListComp : Expr {
+  ExprPtr elt;
+  ExprPtr target; // a name, or a tuple / list of targets
+  ExprPtr iter;
+  std::vector<ExprPtr> ifs;
+  ListComp(SourceLoc loc) : Expr(ExprKind::ListComp, loc) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::ListComp; }
+};
+
+// f(a, *t): t's elements as positional arguments (Triton's visit_Starred in visit_Call).
+struct Starred : Expr {
+  ExprPtr value;
+  Starred(SourceLoc loc, ExprPtr value) : Expr(ExprKind::Starred, loc), value(std::move(value)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Starred; }
 };
 
 // ----------------------------------------------------------------- statements

@@ -722,6 +722,13 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     rest.argLocs = {b.locs[1], b.locs[2], b.locs[3]};
     return callMethod(SValue::ir(toIR(b[0], b.locs[0])), "to", rest);
   }
+  if (name == "lang.tuple") {
+    // tl.tuple(iterable): a tuple of its elements (a list display is one already); tl.tuple() is empty.
+    Bound b = bind(*this, args, "tl.tuple", {{"args", false}, {"type", false}});
+    if (!b.has(0)) return SValue::tuple({});
+    if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "tl.tuple() takes a tuple or a list, got " + describe(b[0]));
+    return b[0];
+  }
   if (name.rfind("lang.", 0) == 0) error(loc, "tl." + name.substr(5) + " is not supported yet");
   if (name.rfind("top.", 0) == 0) error(loc, "'" + name.substr(4) + "' cannot be called inside a kernel");
   error(loc, "'" + name + "' cannot be called inside a kernel");

@@ -107,6 +107,10 @@ public:
   SValue dtypeAttribute(const SValue &dtype, const std::string &attr, SourceLoc loc);
   SValue evalSubscript(const ast::Subscript &e);
   SValue evalCall(const ast::Call &e);
+  // A call's positional arguments, `*tuple` ones spread into their elements.
+  void evalPositionalArguments(const std::vector<ast::ExprPtr> &args, std::vector<SValue> &values,
+                               std::vector<SourceLoc> &locs);
+  SValue evalListComp(const ast::ListComp &e);
   SValue evalCallOf(const SValue &callee, const ast::Call &e, CallArgs &args);
   SValue evalCompare(const ast::Compare &e);
   SValue evalBoolOp(const ast::BoolOp &e);
