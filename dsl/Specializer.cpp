@@ -439,6 +439,7 @@ const ast::FunctionDef *Specializer::findKernel() const {
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == spec_.kernelName) {
       if (!isJitFunction(*fn))
         error(fn->loc, "function '" + fn->name + "' is not decorated with @jit");
+      if (!fn->parseError.empty()) throw CompileError(fn->parseError, fn->parseErrorLoc);
       return fn;
     }
   std::string known;
@@ -775,6 +776,7 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
 // Calls to @jit functions are inlined: bind arguments, run the body in a
 // fresh environment (module globals stay visible), return its value.
 SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
+  if (!fn.parseError.empty()) throw CompileError(fn.parseError, fn.parseErrorLoc);
   if (++inlineDepth_ > 64) error(args.loc, "call depth exceeds 64 (recursive @jit functions are not supported)");
   Env callee;
   if (args.args.size() > fn.params.size())

@@ -684,3 +684,30 @@ TEST(Parser, Spellings) {
   EXPECT_STREQ(spelling(CompareOp::IsNot), "is not");
   EXPECT_STREQ(spelling(CompareOp::NotIn), "not in");
 }
+
+// Compiling parses with recoverFunctionBodies: an error in a top-level function's body stays with that
+// function (raised where it is compiled or called), and the functions after it parse.
+TEST(ParserRecovery, BrokenBodyIsKeptAndParsingGoesOn) {
+  const std::string text = "@jit\n"
+                           "def broken(x):\n"
+                           "    if x:\n"
+                           "        with x:\n"
+                           "            pass\n"
+                           "    return x\n"
+                           "\n"
+                           "@jit\n"
+                           "def good(x):\n"
+                           "    return x + 1\n";
+  EXPECT_THROW(parse(text), CompileError);
+  Module m = parseModule(makeFile(text), /*recoverFunctionBodies=*/true);
+  ASSERT_EQ(m.body.size(), 2u);
+  const auto &broken = static_cast<const FunctionDef &>(*m.body[0]);
+  const auto &good = static_cast<const FunctionDef &>(*m.body[1]);
+  EXPECT_EQ(broken.name, "broken");
+  EXPECT_TRUE(broken.body.empty());
+  EXPECT_NE(broken.parseError.find("k.py:4:9: error: unsupported construct: 'with'"), std::string::npos)
+      << broken.parseError;
+  EXPECT_EQ(good.name, "good");
+  EXPECT_TRUE(good.parseError.empty());
+  EXPECT_EQ(good.body.size(), 1u);
+}
