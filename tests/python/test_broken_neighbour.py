@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import PTXAS
+from conftest import PTXAS, run_cli
 
 import tessera
 
@@ -43,3 +43,12 @@ def test_the_broken_function_still_fails_where_it_is_used(kernel, line, message)
         tessera.compile(getattr(kernels, kernel), signature="*fp32", constexprs={"BLOCK": 16} if "uses" in kernel else {},
                         target="sm_90a")
     assert e.value.line == line and e.value.path.endswith("broken_neighbour.py")
+
+
+def test_the_cli_compiles_a_kernel_beside_a_broken_helper(tmp_path):
+    file = "tests/python/lang_kernels/broken_neighbour.py"
+    run_cli(f"compile {file} --kernel good_kernel --signature '*fp32,*fp32' --constexpr BLOCK=64 "
+            f"-o {tmp_path / 'k.ptx'}", check=True)
+    bad = run_cli(f"compile {file} --kernel uses_broken_kernel --signature '*fp32' --constexpr BLOCK=64 "
+                  f"-o {tmp_path / 'b.ptx'}")
+    assert bad.returncode != 0 and f"{file}:9:5: error: unsupported construct: 'with'" in bad.stderr
