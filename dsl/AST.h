@@ -33,6 +33,8 @@ enum class ExprKind {
   IfExp,     // a if cond else b
   Tuple,     // (a, b) or a, b
   List,      // [a, b]
+  ListComp,  // [elt for target in iter if cond ...] (one generator)
+  Starred,   // *value (a call's positional argument)
 };
 
 struct Expr {
@@ -167,6 +169,23 @@ struct List : Expr {
   static bool classof(const Expr *e) { return e->kind == ExprKind::List; }
 };
 
+// Triton's visit_ListComp: one generator over a tuple, giving a tuple.
+struct ListComp : Expr {
+  ExprPtr elt;
+  ExprPtr target; // a name, or a tuple / list of targets
+  ExprPtr iter;
+  std::vector<ExprPtr> ifs;
+  ListComp(SourceLoc loc) : Expr(ExprKind::ListComp, loc) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::ListComp; }
+};
+
+// f(a, *t): t's elements as positional arguments (Triton's visit_Starred in visit_Call).
+struct Starred : Expr {
+  ExprPtr value;
+  Starred(SourceLoc loc, ExprPtr value) : Expr(ExprKind::Starred, loc), value(std::move(value)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Starred; }
+};
+
 // ----------------------------------------------------------------- statements
 
 enum class StmtKind {
@@ -282,6 +301,10 @@ struct FunctionDef : Stmt {
   std::vector<Param> params;
   ExprPtr returns; // may be null
   Body body;
+  // A top-level function whose body did not parse (parseModule with recoverFunctionBodies): the
+  // formatted diagnostic, raised where the function is compiled or called; body is then empty.
+  std::string parseError;
+  SourceLoc parseErrorLoc;
   FunctionDef(SourceLoc loc) : Stmt(StmtKind::FunctionDef, loc) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::FunctionDef; }
 };
@@ -321,8 +344,11 @@ struct Module {
   Body body;
 };
 
-// Parses a file; throws CompileError on the first syntax error.
-Module parseModule(std::shared_ptr<const SourceFile> file);
+// Parses a file; throws CompileError on the first syntax error. With recoverFunctionBodies, an error
+// in the body of a top-level function is kept in that FunctionDef (parseError) instead, and parsing
+// goes on with the next top-level statement: Triton compiles only the functions a kernel reaches, so
+// one helper with an unsupported construct must not break the other kernels of its file.
+Module parseModule(std::shared_ptr<const SourceFile> file, bool recoverFunctionBodies = false);
 
 // A stable, indented S-expression dump (the `--emit ast` stage).
 std::string printAST(const Module &module);

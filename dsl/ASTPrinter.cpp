@@ -231,6 +231,26 @@ public:
       list(static_cast<const List *>(e)->elts);
       out += ")";
       return;
+    case ExprKind::ListComp: {
+      auto *c = static_cast<const ListComp *>(e);
+      out += "(listcomp ";
+      expr(c->elt.get());
+      out += " for ";
+      expr(c->target.get());
+      out += " in ";
+      expr(c->iter.get());
+      for (const ExprPtr &cond : c->ifs) {
+        out += " if ";
+        expr(cond.get());
+      }
+      out += ")";
+      return;
+    }
+    case ExprKind::Starred:
+      out += "(starred ";
+      expr(static_cast<const Starred *>(e)->value.get());
+      out += ")";
+      return;
     }
   }
 

@@ -138,6 +138,20 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
       error(args.loc, "cannot cast " + x->type.element().str() + " to " + target.str() +
                           " (only integers convert to pointers)");
     requireCastable(x->type, target, args.loc);
+    // fp_downcast_rounding (Triton's semantic.cast): "rtne" (the default) or "rtz", and only for a
+    // float conversion that narrows.
+    if (b.has(1) && x->type.element() != target.element()) {
+      const SValue &r = b[1];
+      std::string mode = r.isConst() && r.c.kind == CK::String ? r.c.stringValue : describe(r);
+      if (mode != "rtne" && mode != "rtz")
+        error(b.locs[1], "Invalid rounding mode: " + mode + ". Supported rounding modes are 'rtne' and 'rtz'.");
+      bool narrowing = x->type.isFloatElement() && target.isFloatElement() && !target.pointer &&
+                       bitWidth(target.scalar) < bitWidth(x->type.scalar);
+      if (!narrowing)
+        error(b.locs[1], "fp_downcast_rounding should be set only for truncating fp conversions. Source scalar "
+                         "type is " + x->type.element().str() + " and destination type is " + target.str());
+      if (mode == "rtz") return SValue::ir(castTowardZero(x, target));
+    }
     return SValue::ir(castElement(x, target));
   }
   // x.sum(axis), x.max(axis), ... mirror the tl functions.
@@ -704,9 +718,16 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     Bound b = bind(*this, args, "tl.cast", {{"input", true}, {"dtype", true}, {"fp_downcast_rounding", false}, {"bitcast", false}});
     CallArgs rest;
     rest.loc = loc;
-    rest.args = {b[1], SValue::constant(ConstexprValue::none()), b[3]};
+    rest.args = {b[1], b[2], b[3]};
     rest.argLocs = {b.locs[1], b.locs[2], b.locs[3]};
     return callMethod(SValue::ir(toIR(b[0], b.locs[0])), "to", rest);
+  }
+  if (name == "lang.tuple") {
+    // tl.tuple(iterable): a tuple of its elements (a list display is one already); tl.tuple() is empty.
+    Bound b = bind(*this, args, "tl.tuple", {{"args", false}, {"type", false}});
+    if (!b.has(0)) return SValue::tuple({});
+    if (b[0].kind != SValue::Kind::Tuple) error(b.locs[0], "tl.tuple() takes a tuple or a list, got " + describe(b[0]));
+    return b[0];
   }
   if (name.rfind("lang.", 0) == 0) error(loc, "tl." + name.substr(5) + " is not supported yet");
   if (name.rfind("top.", 0) == 0) error(loc, "'" + name.substr(4) + "' cannot be called inside a kernel");

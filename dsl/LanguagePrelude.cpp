@@ -147,7 +147,10 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     per_group = size_g * size_j
     first_row = (linear // per_group) * size_g
     rows = tl.minimum(size_i - first_row, size_g)
-    return first_row + (linear % rows), (linear % per_group) // rows
+    # the row within the group comes from the index within the group: the last group may have fewer
+    # rows, and per_group need not be a multiple of them
+    in_group = linear % per_group
+    return first_row + in_group % rows, in_group // rows
 
 
 # ------------------------------------------------------------------ libdevice
@@ -784,9 +787,15 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = PHILOX_ROUNDS):
 
 @jit
 def randint4x(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    # Triton 3.6: always the 32-bit generator; a 64-bit offset is split into the first two counter words
     offset = tl.to_tensor(offset)
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    offset_lo = offset.to(tl.uint32)
+    zero = offset_lo * 0
+    if tl.constexpr(offset.dtype.primitive_bitwidth) > 32:
+        offset_hi = (offset >> 32).to(tl.uint32)
+    else:
+        offset_hi = zero
+    return philox(seed, offset_lo, offset_hi, zero, zero, n_rounds)
 
 
 @jit

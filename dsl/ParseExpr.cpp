@@ -94,6 +94,17 @@ ExprPtr Parser::finish(ExprPtr node) {
   case ExprKind::List:
     seeAll(static_cast<List &>(*node).elts);
     break;
+  case ExprKind::ListComp: {
+    auto &c = static_cast<ListComp &>(*node);
+    see(c.elt.get());
+    see(c.target.get());
+    see(c.iter.get());
+    seeAll(c.ifs);
+    break;
+  }
+  case ExprKind::Starred:
+    see(static_cast<Starred &>(*node).value.get());
+    break;
   }
   ++h;
   if (h > kMaxExprDepth)
@@ -498,13 +509,32 @@ ExprPtr Parser::parseParenthesized() {
 }
 
 // list: '[' [star_item (',' star_item)* [',']] ']'
+// listcomp: '[' expression 'for' star_targets 'in' disjunction ('if' disjunction)* ']'
 ExprPtr Parser::parseList() {
   SourceLoc loc = take().loc;
   auto list = std::make_unique<List>(loc);
   while (!isOp("]")) {
     list->elts.push_back(parseStarItem());
-    if (isKeyword("for"))
-      unsupported(loc, "list comprehension");
+    if (isKeyword("for")) {
+      if (list->elts.size() != 1)
+        error(tok().loc, "invalid syntax");
+      auto comp = std::make_unique<ListComp>(loc);
+      comp->elt = std::move(list->elts[0]);
+      take();
+      comp->target = parseTargetList();
+      if (!isKeyword("in"))
+        error(tok().loc, "expected 'in'");
+      take();
+      comp->iter = parseDisjunction();
+      while (isKeyword("if")) {
+        take();
+        comp->ifs.push_back(parseDisjunction());
+      }
+      if (isKeyword("for"))
+        unsupported(tok().loc, "nested comprehension (more than one 'for')");
+      expectOp("]", "expected ']'");
+      return finish(std::move(comp));
+    }
     if (!acceptOp(","))
       break;
   }
@@ -515,16 +545,23 @@ ExprPtr Parser::parseList() {
 // call: primary '(' [arguments] ')'
 // arguments: argument (',' argument)* [',']
 // argument: NAME '=' expression | expression
-// Positional arguments must come first; `*args`, `**kwargs` and generator
-// arguments are rejected.
+// Positional arguments (`*tuple` among them) must come first; `**kwargs` and
+// generator arguments are rejected.
 ExprPtr Parser::parseCall(ExprPtr func) {
   take();
   SourceLoc loc = func->loc;
   auto call = std::make_unique<Call>(loc, std::move(func));
   while (!isOp(")")) {
     const Token &t = tok();
-    if (t.isOp("*") || t.isOp("**"))
+    if (t.isOp("**"))
       unsupported(t.loc, "argument unpacking with '" + t.text + "'");
+    if (t.isOp("*")) {
+      SourceLoc starLoc = take().loc;
+      call->args.push_back(finish(std::make_unique<Starred>(starLoc, parseExpression())));
+      if (!acceptOp(","))
+        break;
+      continue;
+    }
     if (t.kind == TokenKind::Name && isOp("=", 1)) {
       Keyword kw;
       kw.loc = t.loc;

@@ -57,8 +57,8 @@
 
 namespace tessera::ast {
 
-Parser::Parser(std::shared_ptr<const SourceFile> file)
-    : file_(std::move(file)), lexer_(*file_) {}
+Parser::Parser(std::shared_ptr<const SourceFile> file, bool recoverFunctionBodies)
+    : file_(std::move(file)), lexer_(*file_), recoverFunctionBodies_(recoverFunctionBodies) {}
 
 // ------------------------------------------------------------------ tokens
 
@@ -584,10 +584,36 @@ StmtPtr Parser::parseFunctionDef(std::vector<ExprPtr> decorators) {
   if (acceptOp("->"))
     node->returns = parseExpression();
   expectOp(":", "expected ':'");
+  const bool topLevel = functionDepth_ == 0 && blockDepth_ == 0;
   ++functionDepth_;
-  parseBlock(node->body, "function definition on line " + std::to_string(kw.loc.line));
-  --functionDepth_;
+  if (!recoverFunctionBodies_ || !topLevel) {
+    parseBlock(node->body, "function definition on line " + std::to_string(kw.loc.line));
+    --functionDepth_;
+    return node;
+  }
+  try {
+    parseBlock(node->body, "function definition on line " + std::to_string(kw.loc.line));
+  } catch (const CompileError &e) {
+    node->body.clear();
+    node->parseError = e.what();
+    node->parseErrorLoc = e.loc();
+    skipToTopLevelStatement();
+  }
+  functionDepth_ = 0; // nested defs the error left open
   return node;
+}
+
+void Parser::skipToTopLevelStatement() {
+  bool lineStart = false;
+  for (;;) {
+    const Token &t = tok();
+    if (t.kind == TokenKind::End) return;
+    if (lineStart && t.loc.col == 1 && t.kind != TokenKind::Newline && t.kind != TokenKind::Indent &&
+        t.kind != TokenKind::Dedent)
+      return;
+    lineStart = t.kind == TokenKind::Newline || t.kind == TokenKind::Dedent;
+    take();
+  }
 }
 
 // params: [param (',' param)* [',']] ')'
@@ -616,8 +642,8 @@ void Parser::parseParams(FunctionDef &def) {
   expectOp(")", "expected ',' or ')'");
 }
 
-Module parseModule(std::shared_ptr<const SourceFile> file) {
-  Parser parser(std::move(file));
+Module parseModule(std::shared_ptr<const SourceFile> file, bool recoverFunctionBodies) {
+  Parser parser(std::move(file), recoverFunctionBodies);
   return parser.parseModule();
 }
 

@@ -26,7 +26,7 @@ public:
   // 3000); the optimiser's time grows faster than linearly with the chain.
   static constexpr unsigned kMaxChainLength = 5000;
 
-  explicit Parser(std::shared_ptr<const SourceFile> file);
+  explicit Parser(std::shared_ptr<const SourceFile> file, bool recoverFunctionBodies = false);
   Module parseModule();
 
 private:
@@ -112,6 +112,9 @@ private:
   unsigned exprDepth_ = 0;
   unsigned blockDepth_ = 0;
   unsigned functionDepth_ = 0; // inside a def: `try` is not part of the kernel language
+  bool recoverFunctionBodies_ = false;
+  // After an error in a top-level function's body: the tokens up to the next top-level statement.
+  void skipToTopLevelStatement();
   std::unordered_map<const Expr *, unsigned> heights_;
   std::unordered_map<const Expr *, unsigned> chainLengths_; // BinOps: operators down the lhs links
 };

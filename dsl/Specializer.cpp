@@ -439,6 +439,7 @@ const ast::FunctionDef *Specializer::findKernel() const {
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == spec_.kernelName) {
       if (!isJitFunction(*fn))
         error(fn->loc, "function '" + fn->name + "' is not decorated with @jit");
+      if (!fn->parseError.empty()) throw CompileError(fn->parseError, fn->parseErrorLoc);
       return fn;
     }
   std::string known;
@@ -463,6 +464,38 @@ static bool isConstAnnotation(const ast::Expr *e) {
   if (auto *a = dyn_cast<ast::Attribute>(e)) return a->attr == "const";
   if (auto *n = dyn_cast<ast::Name>(e)) return n->id == "const";
   return false;
+}
+
+// A scalar dtype annotation of a non-constexpr parameter (`stride: tl.int64`, `v: "tl.uint8"`, `n: int`,
+// `x: float`): Triton's KernelParam.annotation_type, which types the argument (_normalize_ty and
+// type_canonicalisation_dict: `int` is i32, `float` fp32, `bool` i1). Other annotations (torch.Tensor,
+// pointers) say nothing.
+static std::optional<ir::Type> annotatedScalarType(const ast::Expr *e) {
+  if (!e) return std::nullopt;
+  std::string name;
+  if (auto *a = dyn_cast<ast::Attribute>(e)) {
+    auto *base = dyn_cast<ast::Name>(a->value.get());
+    bool language = (base && (base->id == "tl" || base->id == "language" || base->id == "core")) ||
+                    (isa<ast::Attribute>(a->value.get()) &&
+                     static_cast<const ast::Attribute *>(a->value.get())->attr == "language");
+    if (!language) return std::nullopt;
+    name = a->attr;
+  } else if (auto *n = dyn_cast<ast::Name>(e)) {
+    name = n->id;
+  } else if (auto *c = dyn_cast<ast::Constant>(e); c && c->type == ast::Constant::Type::String) {
+    name = c->stringValue;
+    if (name.rfind("tl.", 0) == 0) name = name.substr(3);
+  } else {
+    return std::nullopt;
+  }
+  if (name == "int") name = "int32";
+  if (name == "float") name = "float32";
+  if (name == "double") name = "float64";
+  if (name == "half") name = "float16";
+  if (name == "u1" || name == "uint1") name = "int1";
+  std::optional<ir::ScalarType> t = ir::parseScalarType(name);
+  if (!t) return std::nullopt;
+  return ir::Type(*t);
 }
 
 // A constexpr value as the kernel sees it: a dtype constexpr is a dtype, a tuple a tuple of them.
@@ -525,9 +558,15 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     ir::Param param{p.name, type, arg.divisibility, arg.equalsOne};
     fn_->params.push_back(param);
     ir::Value *v = fn_->body.addArgument(type, p.name);
+    // A dtype annotation types a number argument, as Triton's launcher would pass it
+    // (`stride: tl.int64` computes in 64 bits, `v: tl.uint8` is unsigned).
+    std::optional<ir::Type> annotated = annotatedScalarType(p.annotation.get());
+    bool number = !type.pointer && !type.isBlock() && (type.isIntElement() || type.isFloatElement());
     // Triton specialises ints equal to 1 into the constant 1.
     if (arg.equalsOne && arg.type.isIntElement())
       (*env_)[p.name] = SValue::constant(ConstexprValue::ofInt(1));
+    else if (annotated && number)
+      (*env_)[p.name] = SValue::ir(annotated->isBoolElement() ? toBool(v) : castElement(v, *annotated));
     else
       (*env_)[p.name] = SValue::ir(v);
   }
@@ -737,6 +776,7 @@ Specializer::Flow Specializer::execStmt(const ast::Stmt &s) {
 // Calls to @jit functions are inlined: bind arguments, run the body in a
 // fresh environment (module globals stay visible), return its value.
 SValue Specializer::inlineCall(const ast::FunctionDef &fn, CallArgs &args) {
+  if (!fn.parseError.empty()) throw CompileError(fn.parseError, fn.parseErrorLoc);
   if (++inlineDepth_ > 64) error(args.loc, "call depth exceeds 64 (recursive @jit functions are not supported)");
   Env callee;
   if (args.args.size() > fn.params.size())

@@ -451,7 +451,8 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   if (!target) error(s.target->loc, "a for loop's target must be a single name");
 
   std::vector<SValue> bounds;
-  for (const auto &a : call->args) bounds.push_back(eval(*a));
+  std::vector<SourceLoc> boundLocs;
+  evalPositionalArguments(call->args, bounds, boundLocs);
   if (bounds.empty() || bounds.size() > 3)
     error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
   std::optional<SValue> stepKeyword; // tl.range / tl.static_range(start, end, step=...)

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <limits>
 
 using llvm::cast;
@@ -185,6 +187,24 @@ ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
   return b_.op(OpCode::Cast, {v}, target);
 }
 
+// Rounded to nearest (even) first, then one unit toward zero where that grew the magnitude: the
+// toward-zero result is then the representable value just below it (an overflow to inf steps to the
+// largest finite value). The formats are sign-magnitude, so one less in the bits is one unit less in
+// magnitude; NaN compares false and stays NaN.
+ir::Value *Specializer::castTowardZero(ir::Value *v, const ir::Type &elem) {
+  ir::Value *nearest = castElement(v, elem);
+  ir::Value *back = castElement(nearest, v->type.element());
+  ir::Value *grew = b_.op(OpCode::Cmp, {b_.op(OpCode::Abs, {back}, back->type), b_.op(OpCode::Abs, {v}, v->type)},
+                          v->type.withElement(ir::Type(ScalarType::I1)), {{"predicate", std::string("gt")}});
+  unsigned width = bitWidth(elem.scalar);
+  ir::Type bitsElem(width == 8 ? ScalarType::U8 : width == 16 ? ScalarType::U16 : ScalarType::U32);
+  ir::Value *bits = b_.op(OpCode::Bitcast, {nearest}, nearest->type.withElement(bitsElem));
+  ir::Value *one = b_.intConstant(1, bitsElem);
+  if (bits->type.isBlock()) one = b_.op(OpCode::Splat, {one}, bits->type);
+  ir::Value *stepped = b_.op(OpCode::Bitcast, {b_.op(OpCode::Sub, {bits, one}, bits->type)}, nearest->type);
+  return b_.op(OpCode::Select, {grew, stepped, nearest}, nearest->type);
+}
+
 // semantic.cast converts integers to and from the standard floating types
 // only: an integer (or int1) to fp8, or fp8 to an integer, is an error there
 // (by .to(), tl.cast, and the implicit casts of tl.store's value and
@@ -347,6 +367,8 @@ SValue Specializer::evalUnchecked(const ast::Expr &e) {
     for (const auto &x : elts) values.push_back(eval(*x));
     return SValue::tuple(std::move(values));
   }
+  case ast::ExprKind::ListComp: return evalListComp(cast<ast::ListComp>(e));
+  case ast::ExprKind::Starred: error(e.loc, "a starred expression is only allowed as a call's argument (f(*t))");
   }
   error(e.loc, "unsupported expression");
 }
@@ -579,14 +601,72 @@ SValue Specializer::evalSubscript(const ast::Subscript &e) {
   return SValue::ir(v);
 }
 
+void Specializer::evalPositionalArguments(const std::vector<ast::ExprPtr> &args, std::vector<SValue> &values,
+                                          std::vector<SourceLoc> &locs) {
+  for (const auto &a : args) {
+    auto *starred = dyn_cast<ast::Starred>(a.get());
+    if (!starred) {
+      values.push_back(eval(*a));
+      locs.push_back(a->loc);
+      continue;
+    }
+    SValue t = eval(*starred->value);
+    if (t.kind != SValue::Kind::Tuple)
+      error(a->loc, "argument after * must be a tuple, not " + describe(t));
+    for (SValue &v : t.elems) {
+      values.push_back(std::move(v));
+      locs.push_back(a->loc);
+    }
+  }
+}
+
+// Triton's visit_ListComp: [elt for target in iter if cond ...] over a tuple is a tuple. The target is
+// bound while the comprehension runs (its earlier binding, if any, comes back after); a condition must
+// be a compile-time value.
+SValue Specializer::evalListComp(const ast::ListComp &e) {
+  SValue iter = eval(*e.iter);
+  if (iter.kind != SValue::Kind::Tuple)
+    error(e.iter->loc, "only tuple comprehensions are supported: iterate over a tuple, got " + describe(iter));
+  std::vector<std::string> names;
+  std::function<void(const ast::Expr &)> collect = [&](const ast::Expr &t) {
+    if (auto *n = dyn_cast<ast::Name>(&t)) names.push_back(n->id);
+    else if (auto *tu = dyn_cast<ast::Tuple>(&t)) for (const auto &x : tu->elts) collect(*x);
+    else if (auto *l = dyn_cast<ast::List>(&t)) for (const auto &x : l->elts) collect(*x);
+    else error(t.loc, "a comprehension's target must be a name or a tuple of names");
+  };
+  collect(*e.target);
+  std::vector<std::pair<std::string, std::optional<SValue>>> saved;
+  for (const std::string &n : names) {
+    auto it = env_->find(n);
+    saved.emplace_back(n, it == env_->end() ? std::nullopt : std::optional<SValue>(it->second));
+  }
+  std::vector<SValue> results;
+  for (const SValue &item : iter.elems) {
+    execAssign(*e.target, item);
+    bool keep = true;
+    for (const auto &cond : e.ifs) {
+      SValue c = eval(*cond);
+      if (!c.isConst())
+        error(cond->loc, "a comprehension's condition must be a compile-time value, got " + describe(c));
+      if (!truthy(c.c)) {
+        keep = false;
+        break;
+      }
+    }
+    if (keep) results.push_back(eval(*e.elt));
+  }
+  for (auto &[n, v] : saved) {
+    if (v) (*env_)[n] = *v;
+    else env_->erase(n);
+  }
+  return SValue::tuple(std::move(results));
+}
+
 SValue Specializer::evalCall(const ast::Call &e) {
   SValue callee = eval(*e.func);
   CallArgs args;
   args.loc = e.loc;
-  for (const auto &a : e.args) {
-    args.args.push_back(eval(*a));
-    args.argLocs.push_back(a->loc);
-  }
+  evalPositionalArguments(e.args, args.args, args.argLocs);
   for (const auto &k : e.keywords) {
     args.keywords.emplace_back(k.name, eval(*k.value));
     args.keywordLocs.push_back(k.loc);
@@ -663,18 +743,24 @@ bool truthy(const ConstexprValue &c) {
 }
 
 SValue Specializer::evalBoolOp(const ast::BoolOp &e) {
-  // Python's short circuit for constexprs; logical and/or for runtime values.
+  // Python's short circuit for constexprs and tuples (true when not empty: `(3, 4) or (5, 6)` is
+  // (3, 4)); logical and/or for runtime values.
+  auto staticTruth = [](const SValue &v) -> std::optional<bool> {
+    if (v.isConst()) return truthy(v.c);
+    if (v.kind == SValue::Kind::Tuple) return !v.elems.empty();
+    return std::nullopt;
+  };
   SValue acc = eval(*e.values[0]);
   for (size_t i = 1; i < e.values.size(); ++i) {
-    if (acc.isConst()) {
-      bool t = truthy(acc.c);
+    if (std::optional<bool> accTruth = staticTruth(acc)) {
+      bool t = *accTruth;
       if (e.isAnd ? !t : t) return acc;
       acc = eval(*e.values[i]);
       continue;
     }
     SValue rhs = eval(*e.values[i]);
-    if (rhs.isConst()) {
-      bool t = truthy(rhs.c);
+    if (std::optional<bool> rhsTruth = staticTruth(rhs)) {
+      bool t = *rhsTruth;
       if (e.isAnd ? t : !t) continue; // x and True == x (as a bool)
       acc = rhs;
       continue;

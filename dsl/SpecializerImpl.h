@@ -107,6 +107,10 @@ public:
   SValue dtypeAttribute(const SValue &dtype, const std::string &attr, SourceLoc loc);
   SValue evalSubscript(const ast::Subscript &e);
   SValue evalCall(const ast::Call &e);
+  // A call's positional arguments, `*tuple` ones spread into their elements.
+  void evalPositionalArguments(const std::vector<ast::ExprPtr> &args, std::vector<SValue> &values,
+                               std::vector<SourceLoc> &locs);
+  SValue evalListComp(const ast::ListComp &e);
   SValue evalCallOf(const SValue &callee, const ast::Call &e, CallArgs &args);
   SValue evalCompare(const ast::Compare &e);
   SValue evalBoolOp(const ast::BoolOp &e);
@@ -130,6 +134,8 @@ public:
   ir::Value *arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *castElement(ir::Value *v, const ir::Type &elem);
+  // A narrowing float conversion rounded toward zero (fp_downcast_rounding="rtz").
+  ir::Value *castTowardZero(ir::Value *v, const ir::Type &elem);
   // Triton's semantic.cast refuses int <-> fp8 (see SpecializerExpr.cpp).
   void requireCastable(const ir::Type &from, const ir::Type &to, SourceLoc loc);
   // The element type a value has before any implicit conversion (a literal's own: int32, fp32, int1).

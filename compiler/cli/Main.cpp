@@ -410,7 +410,8 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
       f.constexprs = e.constexprs;
       f.numWarps = e.numWarps;
       f.maxRegisters = e.maxRegisters;
-      f.paramNames = runtimeParameterNames(ast::parseModule(loadSource(e.path)), e.kernel, e.constexprs);
+      f.paramNames = runtimeParameterNames(ast::parseModule(loadSource(e.path), /*recoverFunctionBodies=*/true),
+                                           e.kernel, e.constexprs);
       bundle.functions.push_back(std::move(f));
     }
     cli::AotFunction &f = bundle.functions[it->second.first];

@@ -165,7 +165,9 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   out.backend = resolved.backend;
   const bool nvrtc = out.backend == "nvrtc";
 
-  ast::Module module = ast::parseModule(file);
+  // The AST stage shows the whole file (strict); compiling recovers from errors in functions the kernel
+  // does not reach.
+  ast::Module module = ast::parseModule(file, /*recoverFunctionBodies=*/stopAfter != Stage::AST);
   if (stopAfter == Stage::AST) {
     out.ast = ast::printAST(module);
     return out;

@@ -14,7 +14,7 @@ InterpretableKernel::InterpretableKernel(std::shared_ptr<const SourceFile> file,
                                          const std::map<std::string, ConstexprValue> &constexprs,
                                          const InterpretOptions &options)
     : file_(std::move(file)), signature_(signature) {
-  ast::Module module = ast::parseModule(file_);
+  ast::Module module = ast::parseModule(file_, /*recoverFunctionBodies=*/true);
   Specialization spec;
   spec.kernelName = kernelName;
   spec.args = signature;

@@ -109,6 +109,8 @@ bool libdevice(const std::string &fn, const double *x, size_t n, bool single, do
     else if (f == "j1") r = ::j1(a);
     else if (f == "y0") r = ::y0(a);
     else if (f == "y1") r = ::y1(a);
+    else if (f == "cyl_bessel_i0") r = std::cyl_bessel_i(0.0, std::fabs(a)); // even
+    else if (f == "cyl_bessel_i1") r = std::copysign(std::cyl_bessel_i(1.0, std::fabs(a)), a); // odd
     else if (f == "normcdf") r = 0.5 * std::erfc(-a / std::numbers::sqrt2);
     else if (f == "normcdfinv") r = -std::numbers::sqrt2 * erfinv(1 - 2 * a);
     else if (f == "sinpi") r = std::sin(std::numbers::pi * a);

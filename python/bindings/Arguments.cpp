@@ -104,9 +104,11 @@ ScalarType torchDtypeOf(py::handle dtype, const std::string &kernel, const std::
     dtype.inc_ref(); // keep the key alive for the life of the process
     it = cache.emplace(dtype.ptr(), t ? static_cast<int>(*t) : -1).first;
   }
-  if (it->second < 0)
+  if (it->second < 0) {
+    rejectUnsupportedFp8(py::str(dtype), kernel, param);
     typeError(kernel, param, "has dtype " + std::string(py::str(dtype)) +
                                  ", which tessera kernels do not support (supported: " + kSupportedDtypes + ")");
+  }
   return static_cast<ScalarType>(it->second);
 }
 
@@ -371,6 +373,14 @@ Arg tensorDescArg(const TensorDesc &d, const std::string &kernel, const std::str
 PyObject *internedName(const char *s) { return PyUnicode_InternFromString(s); } // leaked on purpose
 
 } // namespace
+
+void rejectUnsupportedFp8(const std::string &dtypeName, const std::string &kernel, const std::string &param) {
+  for (const char *name : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+    if (dtypeName == name)
+      throw CompileError(kernel + "(): argument '" + param + "': type " + dtypeName +
+                             " not supported in this architecture. The supported fp8 dtypes are ('fp8e4nv', 'fp8e5')",
+                         SourceLoc{});
+}
 
 // Finds (and caches, for 8 types each) the torch tensor types the hot path
 // reads through their descriptors, and the types that are not.

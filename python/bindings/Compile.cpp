@@ -66,7 +66,7 @@ py::dict asmOf(const CompiledEntry &entry) {
   const CompiledKernel &c = *stages;
   py::dict out;
   // The AST of the whole (reduced) file the kernel came from.
-  out["ast"] = py::str(ast::printAST(ast::parseModule(entry.file)));
+  out["ast"] = py::str(ast::printAST(ast::parseModule(entry.file, /*recoverFunctionBodies=*/true)));
   out["ir"] = py::str(c.ir);
   out["ir-opt"] = py::str(c.irOpt);
   out["llvm"] = py::str(c.llvmIR);
@@ -105,7 +105,7 @@ std::shared_ptr<const SourceFile> makeSourceFile(std::string text, std::string p
 
 std::vector<ParamInfo> kernelParameters(const std::shared_ptr<const SourceFile> &file,
                                         const std::string &kernelName) {
-  ast::Module module = ast::parseModule(file);
+  ast::Module module = ast::parseModule(file, /*recoverFunctionBodies=*/true);
   for (const auto &s : module.body) {
     if (s->kind != ast::StmtKind::FunctionDef) continue;
     auto *fn = static_cast<const ast::FunctionDef *>(s.get());

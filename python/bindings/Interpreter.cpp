@@ -53,6 +53,10 @@ std::optional<ScalarType> dtypeByName(std::string name) {
       {"uint16", ScalarType::U16},    {"uint32", ScalarType::U32},    {"uint64", ScalarType::U64},
       {"bool", ScalarType::I1},       {"float8_e4m3fn", ScalarType::F8E4M3},
       {"float8_e5m2", ScalarType::F8E5M2},
+      // Triton's names: what a tensor wrapped by triton.reinterpret (TensorWrapper) reports.
+      {"fp8e5", ScalarType::F8E5M2},  {"fp8e4nv", ScalarType::F8E4M3}, {"fp16", ScalarType::F16},
+      {"bf16", ScalarType::BF16},     {"fp32", ScalarType::F32},       {"fp64", ScalarType::F64},
+      {"int1", ScalarType::I1},
   };
   for (const auto &[n, t] : table)
     if (name == n) return t;
@@ -121,7 +125,10 @@ HostArg torchArg(py::handle t, const std::string &kernel, const std::string &par
                                                     "or numpy arrays");
   std::string dtypeName = py::str(t.attr("dtype"));
   std::optional<ScalarType> dtype = dtypeByName(dtypeName);
-  if (!dtype) typeError(kernel, param, "has dtype " + dtypeName + ", which tessera kernels do not support");
+  if (!dtype) {
+    rejectUnsupportedFp8(dtypeName, kernel, param);
+    typeError(kernel, param, "has dtype " + dtypeName + ", which tessera kernels do not support");
+  }
   std::vector<int64_t> shape, strides;
   for (py::handle d : t.attr("shape")) shape.push_back(d.cast<int64_t>());
   for (py::handle s : t.attr("stride")()) strides.push_back(s.cast<int64_t>());

@@ -112,6 +112,13 @@ def test_triton_names_are_tesseras_objects(compat):
     assert "nvidia" in triton.backends.backends
 
 
+def test_compiler_errors_module_names_tesseras_compilation_error(compat):
+    # Triton's tests and libraries catch `triton.compiler.errors.CompilationError` (test_random.py)
+    ns = import_as_user("import triton\nfrom triton.compiler.errors import CompilationError")
+    assert ns["CompilationError"] is tessera.CompilationError
+    assert ns["triton"].compiler.errors.CompilationError is tessera.CompilationError
+
+
 def test_out_of_resources_is_a_launch_error_with_tritons_arguments():
     e = tessera.OutOfResources(232448, 101376, "shared memory")
     assert isinstance(e, tessera.LaunchError)

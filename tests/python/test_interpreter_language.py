@@ -438,8 +438,8 @@ def test_more_shape_ops_and_softmax():
 def philox_numpy(seed, offsets, rounds=10):
     """Triton's tl.randint, in numpy (uint32 arithmetic)."""
     with np.errstate(over="ignore"):
-        c0 = offsets.astype(np.uint32)
-        c1 = np.zeros_like(c0)
+        c0 = (offsets.astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        c1 = (offsets.astype(np.uint64) >> np.uint64(32)).astype(np.uint32)  # a 64-bit offset's high word
         c2 = np.zeros_like(c0)
         c3 = np.zeros_like(c0)
         k0 = np.full_like(c0, seed & 0xFFFFFFFF)
@@ -473,6 +473,26 @@ def test_random_matches_philox(seed):
     signed = want.view(np.int32).astype(np.int64)
     np.testing.assert_allclose(fout, np.where(signed < 0, -signed - 1, signed) * 4.6566127342e-10, rtol=1e-6)
     assert ((fout >= 0) & (fout < 1)).all()
+
+
+@tessera.jit(interpret=True)
+def random64_kernel(out_ptr, fout_ptr, seed, base, BLOCK: tl.constexpr):
+    offs = base + tl.arange(0, BLOCK).to(tl.int64)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.randint(seed, offs))
+    tl.store(fout_ptr + tl.arange(0, BLOCK), tl.rand(seed, offs))
+
+
+@pytest.mark.parametrize("base", [0, 2**32 - 8, 3 * 2**32 + 5])
+def test_random_int64_offsets_use_the_32_bit_generator(base):
+    # Triton 3.6 splits a 64-bit offset into the first two counter words of the 32-bit Philox:
+    # randint gives uint32 values whatever the offset's width (stored into int64, they stay below 2**32)
+    out = np.zeros(16, np.int64)
+    fout = np.zeros(16, np.float32)
+    random64_kernel[(1,)](out, fout, 42, base, BLOCK=16)
+    want = philox_numpy(42, base + np.arange(16, dtype=np.int64))
+    np.testing.assert_array_equal(out, want.astype(np.int64))
+    signed = want.view(np.int32).astype(np.int64)
+    np.testing.assert_allclose(fout, np.where(signed < 0, -signed - 1, signed) * 4.6566127342e-10, rtol=1e-6)
 
 
 # ------------------------------------------------------------------ block pointers
@@ -607,7 +627,34 @@ def test_swizzle2d():
             group_id = ij // (2 * 8)
             off_i = group_id * 2
             size_g = min(4 - off_i, 2)
-            assert tuple(out[i, j]) == (off_i + ij % size_g, (ij % (2 * 8)) // size_g)
+            ij = ij % (2 * 8)
+            assert tuple(out[i, j]) == (off_i + ij % size_g, ij // size_g)
+
+
+@tessera.jit(interpret=True)
+def swizzle_loop_kernel(out_ptr, size_i, size_j, size_g):
+    for i in tl.range(0, size_i, 1):
+        for j in tl.range(0, size_j, 1):
+            new_i, new_j = tl.swizzle2d(i, j, size_i, size_j, size_g)
+            tl.store(out_ptr + new_i * size_j + new_j, i * size_j + j)
+
+
+def test_swizzle2d_partial_last_group():
+    # 5 rows in groups of 3: the last group has 2 rows, and a group's size_g * size_j elements are not a
+    # multiple of them: the row inside the group is taken from the index within the group (Triton's order)
+    size_i, size_j, size_g = 5, 7, 3
+    out = np.full((size_i, size_j), -1, np.int32)
+    swizzle_loop_kernel[(1,)](out, size_i, size_j, size_g)
+    want = np.full((size_i, size_j), -1, np.int32)
+    for i in range(size_i):
+        for j in range(size_j):
+            ij = i * size_j + j
+            off_i = ij // (size_g * size_j) * size_g
+            rows = min(size_i - off_i, size_g)
+            ij %= size_g * size_j
+            want[off_i + ij % rows, ij // rows] = i * size_j + j
+    np.testing.assert_array_equal(out, want)
+    assert want[3, 0] == 21 and want[4, 0] == 22
 
 
 @tessera.jit(interpret=True)

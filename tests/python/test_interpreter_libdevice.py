@@ -71,6 +71,10 @@ def libdevice_kernel(x_ptr, y_ptr, out_ptr, FN: tl.constexpr, BLOCK: tl.constexp
         r = tl.math.y0(x)
     elif FN == "y1":
         r = tl.math.y1(x)
+    elif FN == "cyl_bessel_i0":
+        r = tl.math.cyl_bessel_i0(x)
+    elif FN == "cyl_bessel_i1":
+        r = tl.math.cyl_bessel_i1(x)
     elif FN == "normcdf":
         r = tl.math.normcdf(x)
     elif FN == "normcdfinv":
@@ -188,6 +192,20 @@ def test_bessel_functions(fn):
     out = np.zeros(N, np.float64)
     libdevice_kernel[(1,)](x, x, out, FN=fn, BLOCK=N)
     np.testing.assert_allclose(out[:2], BESSEL[fn], rtol=1e-12)
+
+
+# Modified Bessel functions of the first kind (Triton's test_libdevice.py test_bessel): I0 is even, I1 odd.
+CYL_BESSEL_I = {"cyl_bessel_i0": (1.2660658777520082, 2.2795853023360673, 1.2660658777520082, 2.2795853023360673),
+                "cyl_bessel_i1": (0.5651591039924851, 1.5906368546373291, -0.5651591039924851, -1.5906368546373291)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("fn", sorted(CYL_BESSEL_I))
+def test_modified_bessel_functions(fn, dtype):
+    x = np.array([1.0, 2.0, -1.0, -2.0] * (N // 4), dtype)
+    out = np.zeros(N, dtype)
+    libdevice_kernel[(1,)](x, x, out, FN=fn, BLOCK=N)
+    np.testing.assert_allclose(out[:4], CYL_BESSEL_I[fn], rtol=1e-6 if dtype == np.float32 else 1e-12)
 
 
 def test_nextafter_steps_in_the_element_type():

@@ -193,6 +193,11 @@ TEST(Parser, PrimaryChains) {
   EXPECT_EQ(exprDump("f(1, x, k=2, j=y + 1,)"),
             "(call (name f) (const 1) (name x) (kw k (const 2)) (kw j (binop + (name y) (const 1))))");
   EXPECT_EQ(exprDump("f()()"), "(call (call (name f)))");
+  EXPECT_EQ(exprDump("f(x, *t, k=1)"), "(call (name f) (name x) (starred (name t)) (kw k (const 1)))");
+  EXPECT_EQ(exprDump("[v + 1 for v in t]"), "(listcomp (binop + (name v) (const 1)) for (name v) in (name t))");
+  EXPECT_EQ(exprDump("[a for a, (b, c) in t if a > 1 if b]"),
+            "(listcomp (name a) for (tuple (name a) (tuple (name b) (name c))) in (name t) "
+            "if (compare (name a) > (const 1)) if (name b))");
 }
 
 TEST(Parser, SubscriptsAndSlices) {
@@ -513,14 +518,14 @@ TEST(ParserErrors, UnsupportedConstructs) {
             "k.py:1:5: error: unsupported construct: 'lambda'\n"
             "x = lambda y: y\n"
             "    ^");
-  EXPECT_EQ(parseError("f(*args)\n"),
-            "k.py:1:3: error: unsupported construct: argument unpacking with '*'\n"
-            "f(*args)\n"
+  EXPECT_EQ(parseError("f(**kwargs)\n"),
+            "k.py:1:3: error: unsupported construct: argument unpacking with '**'\n"
+            "f(**kwargs)\n"
             "  ^");
-  EXPECT_EQ(parseError("x = [i for i in y]\n"),
-            "k.py:1:5: error: unsupported construct: list comprehension\n"
-            "x = [i for i in y]\n"
-            "    ^");
+  EXPECT_EQ(parseError("x = [i for i in y for j in z]\n"),
+            "k.py:1:19: error: unsupported construct: nested comprehension (more than one 'for')\n"
+            "x = [i for i in y for j in z]\n"
+            "                  ^");
   EXPECT_NE(parseError("global x\n").find("1:1: error: unsupported construct: 'global'"),
             std::string::npos);
   EXPECT_NE(parseError("def f():\n  try:\n    pass\n  except:\n    pass\n").find("2:3: error: unsupported construct: 'try'"),
@@ -678,4 +683,31 @@ TEST(Parser, Spellings) {
   EXPECT_STREQ(spelling(UnaryOperator::Invert), "~");
   EXPECT_STREQ(spelling(CompareOp::IsNot), "is not");
   EXPECT_STREQ(spelling(CompareOp::NotIn), "not in");
+}
+
+// Compiling parses with recoverFunctionBodies: an error in a top-level function's body stays with that
+// function (raised where it is compiled or called), and the functions after it parse.
+TEST(ParserRecovery, BrokenBodyIsKeptAndParsingGoesOn) {
+  const std::string text = "@jit\n"
+                           "def broken(x):\n"
+                           "    if x:\n"
+                           "        with x:\n"
+                           "            pass\n"
+                           "    return x\n"
+                           "\n"
+                           "@jit\n"
+                           "def good(x):\n"
+                           "    return x + 1\n";
+  EXPECT_THROW(parse(text), CompileError);
+  Module m = parseModule(makeFile(text), /*recoverFunctionBodies=*/true);
+  ASSERT_EQ(m.body.size(), 2u);
+  const auto &broken = static_cast<const FunctionDef &>(*m.body[0]);
+  const auto &good = static_cast<const FunctionDef &>(*m.body[1]);
+  EXPECT_EQ(broken.name, "broken");
+  EXPECT_TRUE(broken.body.empty());
+  EXPECT_NE(broken.parseError.find("k.py:4:9: error: unsupported construct: 'with'"), std::string::npos)
+      << broken.parseError;
+  EXPECT_EQ(good.name, "good");
+  EXPECT_TRUE(good.parseError.empty());
+  EXPECT_EQ(good.body.size(), 1u);
 }

@@ -1,0 +1,54 @@
+"""A @jit function whose body does not parse breaks only the kernels that reach it, as in Triton (which
+compiles only the functions a kernel calls): the other kernels of its file compile and run. It used to
+break every kernel of the file, since the front-end parses the whole file (Triton's test files define
+dozens of kernels each). The error itself is unchanged where the function is compiled or called."""
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PTXAS, run_cli
+
+import tessera
+
+pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+
+from lang_kernels import broken_neighbour as kernels  # noqa: E402
+
+
+def test_kernels_beside_a_broken_helper_run():
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    k = kernels.good_kernel
+    k.interpret = True
+    try:
+        k[(1,)](x, out, BLOCK=16)
+    finally:
+        k.interpret = False
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_kernels_beside_a_broken_helper_compile_for_the_gpu(tmp_path):
+    c = tessera.compile(kernels.good_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_90a")
+    (tmp_path / "k.ptx").write_text(c.asm["ptx"])
+    subprocess.run([str(PTXAS), "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+@pytest.mark.parametrize("kernel, line, message", [
+    ("uses_broken_kernel", 9, "unsupported construct: 'with'"),
+    ("broken_kernel", 27, "unsupported construct: dict or set display"),
+])
+def test_the_broken_function_still_fails_where_it_is_used(kernel, line, message):
+    with pytest.raises(tessera.CompilationError, match=message) as e:
+        tessera.compile(getattr(kernels, kernel), signature="*fp32", constexprs={"BLOCK": 16} if "uses" in kernel else {},
+                        target="sm_90a")
+    assert e.value.line == line and e.value.path.endswith("broken_neighbour.py")
+
+
+def test_the_cli_compiles_a_kernel_beside_a_broken_helper(tmp_path):
+    file = "tests/python/lang_kernels/broken_neighbour.py"
+    run_cli(f"compile {file} --kernel good_kernel --signature '*fp32,*fp32' --constexpr BLOCK=64 "
+            f"-o {tmp_path / 'k.ptx'}", check=True)
+    bad = run_cli(f"compile {file} --kernel uses_broken_kernel --signature '*fp32' --constexpr BLOCK=64 "
+                  f"-o {tmp_path / 'b.ptx'}")
+    assert bad.returncode != 0 and f"{file}:9:5: error: unsupported construct: 'with'" in bad.stderr
