@@ -137,7 +137,8 @@ def measure(which, colds, warms):
 WARM_STEPS = [("driver_init", "driver init"), ("specialize", "specialise"), ("target_arch", "arch"),
               ("cache_key", "key"), ("entry_read", "entry read"), ("entry_decode", "decode"),
               ("jit_plan", "JIT plan"), ("module_load", "module load"), ("compile", "compile"),
-              ("assemble", "assemble"), ("result_object", "CompiledKernel object"), ("first_launch", "first launch")]
+              ("assemble", "assemble"), ("result_object", "CompiledKernel object"), ("first_launch", "first launch"),
+              ("torch_fastpath", "torch fast path load")]
 
 
 def warm_split(r):

@@ -16,7 +16,7 @@ const char *stepName(Step step) {
   static constexpr const char *kNames[kSteps] = {"driver_init", "specialize",   "target_arch", "cache_key",
                                                  "entry_read",  "entry_decode", "jit_plan",    "module_load",
                                                  "compile",     "assemble",     "result_object",
-                                                 "first_launch"};
+                                                 "first_launch", "torch_fastpath"};
   return kNames[static_cast<size_t>(step)];
 }
 

@@ -26,6 +26,7 @@ enum class Step : uint8_t {
   Assemble,    // PTX -> cubin (ptxas, or the driver's linker) and its load, after a disk miss
   ResultObject, // the specialisation's Python CompiledKernel (its factory), made at its first launch
   FirstLaunch,  // the stream and cuLaunchKernel of a specialisation's first launch on a device
+  TorchFastPath, // loading tessera/_torch_fastpath.so when the first torch tensor is met (dlopen, RTLD_NOW)
   Count,
 };
 

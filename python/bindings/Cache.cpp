@@ -74,7 +74,7 @@ void registerCache(py::module_ &m) {
       py::arg("reset") = false,
       "Milliseconds spent so far in each step of the launch path's in-memory misses (runtime/StepTimes.h): "
       "driver_init, specialize, target_arch, cache_key, entry_read, entry_decode, jit_plan, module_load, "
-      "compile, assemble, result_object, first_launch. reset=True zeroes them after reading.");
+      "compile, assemble, result_object, first_launch, torch_fastpath. reset=True zeroes them after reading.");
   m.def(
       "digest_hex", [](py::bytes data) { return cache::digestHex(std::string_view(data)); }, py::arg("data"),
       "The BLAKE3-256 of `data` in hex: the disk cache's digest (runtime/Cache.h).");

@@ -4,6 +4,7 @@
 #include "TorchFastPath.h"
 
 #include "compiler/support/Environment.h"
+#include "runtime/StepTimes.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -31,6 +32,7 @@ std::string extensionDirectory() {
 void loadTorchFastPath() {
   if (gTried) return;
   gTried = true;
+  rt::StepTimer loading(rt::Step::TorchFastPath); // part of a warm start's first launch
   if (!env::onUnlessZero("TESSERA_TORCH_FASTPATH")) {
     gStatus = "off (TESSERA_TORCH_FASTPATH=0)";
     return;
