@@ -841,7 +841,6 @@ class Executor:
     # conversions
 
     def op_cvt(self, ins, m):
-        mods = [x for x in ins.mods if x not in ("ftz", "sat", "relu") or x == "sat"]
         types = [x for x in ins.mods if x in _TYPES]
         rnd = next((x for x in ins.mods if x in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), None)
         sat = "sat" in ins.mods
@@ -853,7 +852,7 @@ class Executor:
             half = "f16" if dty == "f16x2" else "bf16"
             if "relu" in ins.mods:
                 a, b = np.where(a < 0, 0, a), np.where(b < 0, 0, b)
-            hi, lo = _bits(a.astype(np.float32) if half == "bf16" else a, half), _bits(b.astype(np.float32) if half == "bf16" else b, half)
+            hi, lo = _bits(a.astype(np.float32), half), _bits(b.astype(np.float32), half)  # one rounding each
             self.write(d, (hi << np.uint64(16)) | lo, "b32", m)
             return
         dkind, skind = _TYPES[dty][1], _TYPES[sty][1]
@@ -938,8 +937,6 @@ class Executor:
         if ty in ("f16", "bf16"):
             self.write(d, _round_half(r, ty), ty, m)
         elif ty == "f32":
-            if op == "div" and "approx" in ins.mods:
-                pass
             self.write(d, _bits(r.astype(np.float32), ty), ty, m)
         else:
             self.write(d, _bits(r, ty), ty, m)
