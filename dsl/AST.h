@@ -305,6 +305,9 @@ struct FunctionDef : Stmt {
   // formatted diagnostic, raised where the function is compiled or called; body is then empty.
   std::string parseError;
   SourceLoc parseErrorLoc;
+  // Not a function: a top-level class / with / async statement that recovery skipped (host code of a
+  // library file), kept under the class's name so that a kernel using it gets parseError.
+  bool skippedHostCode = false;
   FunctionDef(SourceLoc loc) : Stmt(StmtKind::FunctionDef, loc) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::FunctionDef; }
 };

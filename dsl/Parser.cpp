@@ -167,8 +167,13 @@ void Parser::parseStatement(Body &out) {
       out.push_back(parseTry());
       return;
     }
-    if (t.text == "class" || t.text == "with" || t.text == "try" || t.text == "async")
+    if (t.text == "class" || t.text == "with" || t.text == "try" || t.text == "async") {
+      if (recoverFunctionBodies_ && functionDepth_ == 0 && blockDepth_ == 0) {
+        out.push_back(skipHostStatement());
+        return;
+      }
       unsupported(t.loc, "'" + t.text + "'");
+    }
   }
   if (t.isOp("@")) {
     out.push_back(parseDecorated());
@@ -600,6 +605,24 @@ StmtPtr Parser::parseFunctionDef(std::vector<ExprPtr> decorators) {
     skipToTopLevelStatement();
   }
   functionDepth_ = 0; // nested defs the error left open
+  return node;
+}
+
+// A top-level class, with or async statement (a library's host code beside its kernels, as
+// GPTQModel's autograd Function): kept as an empty FunctionDef of the name it defines, if any,
+// whose error is raised where a kernel uses that name, and skipped.
+StmtPtr Parser::skipHostStatement() {
+  const Token kw = take();
+  auto node = std::make_unique<FunctionDef>(kw.loc);
+  node->skippedHostCode = true;
+  if (kw.text == "class" && tok().kind == TokenKind::Name) node->name = tok().text;
+  try {
+    unsupported(kw.loc, "'" + kw.text + "'");
+  } catch (const CompileError &e) {
+    node->parseError = e.what();
+    node->parseErrorLoc = e.loc();
+  }
+  skipToTopLevelStatement();
   return node;
 }
 

@@ -115,6 +115,7 @@ private:
   bool recoverFunctionBodies_ = false;
   // After an error in a top-level function's body: the tokens up to the next top-level statement.
   void skipToTopLevelStatement();
+  StmtPtr skipHostStatement();
   std::unordered_map<const Expr *, unsigned> heights_;
   std::unordered_map<const Expr *, unsigned> chainLengths_; // BinOps: operators down the lhs links
 };

@@ -437,6 +437,7 @@ SValue Specializer::evalGlobal(const ast::Expr &e) {
 const ast::FunctionDef *Specializer::findKernel() const {
   for (const auto &s : module_.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == spec_.kernelName) {
+      if (fn->skippedHostCode) throw CompileError(fn->parseError, fn->parseErrorLoc);
       if (!isJitFunction(*fn))
         error(fn->loc, "function '" + fn->name + "' is not decorated with @jit");
       if (!fn->parseError.empty()) throw CompileError(fn->parseError, fn->parseErrorLoc);

@@ -689,6 +689,7 @@ SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArg
         if (auto *a = dyn_cast<ast::Attribute>(t); a && a->attr == marker) jit = true;
       }
     }
+    if (fn.skippedHostCode) throw CompileError(fn.parseError, fn.parseErrorLoc);
     if (!jit) error(e.loc, "'" + fn.name + "' is not a @jit function; only @jit functions can be called from a kernel");
     if (evaluatingGlobal_) error(e.loc, "module-level value is not a constant");
     return inlineCall(fn, args);

@@ -4,3 +4,8 @@ import tessera.language as tl
 
 class Config:
     pass
+
+
+@tessera.jit
+def k(x_ptr):
+    tl.store(x_ptr, Config())

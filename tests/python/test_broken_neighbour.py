@@ -52,3 +52,53 @@ def test_the_cli_compiles_a_kernel_beside_a_broken_helper(tmp_path):
     bad = run_cli(f"compile {file} --kernel uses_broken_kernel --signature '*fp32' --constexpr BLOCK=64 "
                   f"-o {tmp_path / 'b.ptx'}")
     assert bad.returncode != 0 and f"{file}:9:5: error: unsupported construct: 'with'" in bad.stderr
+
+
+HOST_CODE = '''import triton
+import triton.language as tl
+import torch
+
+
+class QuantLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+
+with torch.no_grad():
+    ZERO = 0
+
+
+async def fetch():
+    return 1
+
+
+@triton.jit
+def scale(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(out_ptr + o, tl.load(x_ptr + o) * 2)
+
+
+@triton.jit
+def uses_the_class(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr, QuantLinear(1))
+
+
+def launch(x, out):
+    with torch.cuda.device(x.device):
+        scale[(1,)](x, out, BLOCK=16)
+'''
+
+
+def test_the_cli_compiles_a_kernel_of_a_library_file_with_host_code(tmp_path):
+    # Host code beside the kernels (a class, module-level `with`, `async def`; GPTQModel's dequant.py
+    # defines its autograd Function there) is skipped; a kernel using the class gets the error it was.
+    src = tmp_path / "lib.py"
+    src.write_text(HOST_CODE)
+    run_cli(f"compile {src} --kernel scale --signature '*fp32,*fp32' --constexpr BLOCK=64 -o {tmp_path / 'k.ptx'}",
+            check=True)
+    bad = run_cli(f"compile {src} --kernel uses_the_class --signature '*fp32' --constexpr BLOCK=64 "
+                  f"-o {tmp_path / 'b.ptx'}")
+    assert bad.returncode != 0 and f"{src}:6:1: error: unsupported construct: 'class'" in bad.stderr, bad.stderr
+    strict = run_cli(f"compile {src} --kernel scale --signature '*fp32,*fp32' --constexpr BLOCK=64 --emit ast")
+    assert strict.returncode != 0 and "unsupported construct: 'class'" in strict.stderr
