@@ -168,3 +168,42 @@ TEST(ShapeOpLayouts, NoLayoutWhereElementsLiveInOtherThreads) {
   DistributedLayout in(*y->layout, {64, 64}), anchor(*Layout::blocked({1, 1, 4}, {1, 4, 8}, {4, 1, 1}, {2, 1, 0}), {64, 2, 32});
   EXPECT_FALSE(registersInThread(*ry->definingOp, 0, {in}, anchor).has_value());
 }
+
+// A reshape read backwards: the operand layout that makes a reshape give a wanted result layout in
+// registers (remove-layout-conversions recomputes tl.arange(0, N).reshape(...) there instead of
+// converting a block of pointers). Where one is offered, every thread's registers must hold the
+// elements the reshape asks for; a result whose threads' elements are not a blocked run of the
+// flat index gets none.
+TEST(ShapeOpLayouts, ReshapeOperandLayoutsForAWantedResult) {
+  struct Case {
+    std::vector<int64_t> from, to;
+    std::vector<unsigned> spt, tpw, wpc, order;
+    bool offered;
+  };
+  const std::vector<Case> cases = {
+      // Triton's test_chained_reductions: a 5-D load layout, its 1-D arange is blocked<[1],[32],[4]>
+      {{32768}, {4, 32, 32, 4, 2}, {1, 1, 1, 1, 1}, {1, 1, 4, 4, 2}, {1, 1, 4, 1, 1}, {4, 3, 2, 1, 0}, true},
+      {{4096}, {64, 64}, {1, 4}, {2, 16}, {4, 1}, {1, 0}, true},
+      {{4096}, {64, 64}, {4, 1}, {16, 2}, {1, 4}, {0, 1}, false}, // column-major: not a run of the flat index
+  };
+  for (const Case &c : cases) {
+    Kernel k;
+    Value *src = k.input(c.from, nullptr);
+    Value *r = k.b.op(OpCode::Reshape, {src}, f32(c.to));
+    LayoutRef want = Layout::blocked(c.spt, c.tpw, c.wpc, c.order);
+    r->layout = want;
+    LayoutRef in = inRegisterReshapeOperandLayout(*r->definingOp, want, 4);
+    EXPECT_EQ(in != nullptr, c.offered) << want->str();
+    if (!in) continue;
+    src->layout = in;
+    DistributedLayout operand(*in, c.from), result(*want, c.to);
+    auto picks = registersInThread(*r->definingOp, 0, {operand}, result);
+    ASSERT_TRUE(picks.has_value()) << in->str();
+    int wrong = 0;
+    for (unsigned tid = 0; tid < 128; ++tid)
+      for (unsigned reg = 0; reg < result.numRegs(); ++reg)
+        if (operand.coordinates(tid, (*picks)[reg].second) != definedSource(*r->definingOp, 0, result.coordinates(tid, reg)).second)
+          ++wrong;
+    EXPECT_EQ(wrong, 0) << in->str() << " -> " << want->str();
+  }
+}
