@@ -50,6 +50,7 @@ import collections
 import itertools
 import functools
 import weakref
+import sys
 
 from . import _env, _ext, _function_args, _source_cache
 from ._compiled_kernel import CompiledKernel, specialization_proxy
@@ -133,13 +134,21 @@ class JITFunction(_ext.JitFunctionBase):
 
     @property
     def src(self):
-        """The function's source lines as they stand in its file (decorators and indentation included;
-        Triton's spelling is dedented and drops the decorators: _unsafe_update_src takes either). The
-        conformance harness's adapter finds these lines in the file to patch kernels, so they are kept
-        as written (a multi-line statement substituted at Triton's indentation into a nested kernel,
-        test_const's "if" mode, does not fit)."""
+        """The function's source lines as they stand in its file (decorators and indentation included);
+        in the compatibility mode Triton's spelling: dedented, from `def` on (code written for Triton
+        parses it with ast, or substitutes multi-line text at its indentation). _unsafe_update_src takes
+        either. tessera's own spelling stays the file's text: the conformance harness's adapter finds
+        these lines in the file to patch kernels."""
         import inspect
-        return inspect.getsource(self.fn)
+        text = inspect.getsource(self.fn)
+        compat = sys.modules.get("tessera.compat")
+        if compat is not None and compat.installed():
+            import re
+            import textwrap
+            text = textwrap.dedent(text)
+            start = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
+            text = text[start.start():] if start else text
+        return text
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""

@@ -324,7 +324,7 @@ def test_jit_function_has_the_attributes_libraries_read(compat, tmp_path):
     k = module.scale_add
     names = ["x_ptr", "y_ptr", "out_ptr", "n", "alpha", "BLOCK"]
     assert k.fn.__name__ == k.__name__ == "scale_add"
-    assert k.src.lstrip().startswith("@triton.jit\ndef scale_add(")
+    assert k.src.startswith("def scale_add(")  # Triton's spelling: dedented, from `def` on
     assert k.arg_names == names and list(k.signature.parameters) == names
     assert [p.name for p in k.params] == names
     assert [p.is_constexpr for p in k.params] == [False] * 5 + [True]
