@@ -50,3 +50,14 @@ def compile_and_assemble(tmp_path, file, kernel, signature, constexprs=None, arc
     ptx = compile_kernel(file, kernel, signature, constexprs, arch, extra=extra)
     assemble(ptx, arch, tmp_path)
     return ptx
+
+
+def first_loop(ir):
+    """(the lines before, the lines of) the first `for` of an --emit ir / ir-opt text, braces balanced."""
+    lines = ir.splitlines()
+    start = next(i for i, line in enumerate(lines) if " = for " in line)
+    depth = 0
+    for end, line in enumerate(lines[start:], start):
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            return lines[:start], lines[start:end + 1]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from lang_support import compile_and_assemble, compile_kernel
+from lang_support import compile_and_assemble, compile_kernel, first_loop
 
 import tessera
 
@@ -21,20 +21,10 @@ from gated_state_loop import gated_state_halves  # noqa: E402
 SIG = "*bf16:16,*bf16:16,*bf16:16,*fp32:16,*fp32:16,*bf16:16,*fp32:16,i32"
 
 
-def loop_body(ir):
-    lines = ir.splitlines()
-    start = next(i for i, line in enumerate(lines) if " = for " in line)
-    depth = 0
-    for end, line in enumerate(lines[start:], start):
-        depth += line.count("{") - line.count("}")
-        if depth == 0:
-            return lines[start:end + 1]
-
-
 def test_b_operands_get_buffers_and_share_barriers():
     ir = compile_kernel("gated_state_loop.py", "gated_state_halves", SIG, {"BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", "2"])
-    body = loop_body(ir)
+    body = first_loop(ir)[1]
     stores = [line for line in body if "local_store" in line]
     assert len(stores) == 3, stores  # h1, h2 and v, each once
     # the loop head's barrier, one before the first dot reading h1 / h2, one before v's
@@ -48,7 +38,7 @@ def test_operands_of_async_dots_stay_staged_by_the_dots(stages, buffered):
     ir = compile_kernel("gated_state_loop.py", "scaled_b_matmul", "*bf16:16,*bf16:16,*fp32:16,i32",
                         {"BM": 64, "BN": 64, "BK": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", str(stages)])
-    body = "\n".join(loop_body(ir))
+    body = "\n".join(first_loop(ir)[1])
     assert ("async = 1" in body) != buffered
     assert ("local_store" in body) == buffered
 
@@ -59,7 +49,7 @@ def test_state_read_at_the_top_keeps_its_dots_synchronous(stages):
     # waited for right there, and would cost the copies a stage
     ir = compile_kernel("gated_state_loop.py", "gated_state_halves", SIG, {"BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", str(stages)])
-    body = "\n".join(loop_body(ir))
+    body = "\n".join(first_loop(ir)[1])
     assert "async = 1" not in body and body.count("local_store") == 3
     assert "async_wait {pending = %d}" % (stages - 2) in body
 
@@ -78,7 +68,7 @@ def test_b_operand_buffers_ptx(tmp_path):
 def test_no_buffers_with_mma_sync(warps):
     ir = compile_kernel("gated_state_loop.py", "gated_state_halves", SIG, {"BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", str(warps), "--num-stages", "2"])
-    assert "local_store" not in "\n".join(loop_body(ir))
+    assert "local_store" not in "\n".join(first_loop(ir)[1])
 
 
 def reference(k, v, w, g, h0, T, BT):
@@ -125,7 +115,7 @@ def test_computed_b_buffer_of_a_dot_split_along_n(tmp_path):
     ir = compile_kernel("gated_state_loop.py", "scaled_b_matmul", "*bf16:16,*bf16:16,*fp32:16,i32", cx,
                         emit="ir-opt", extra=args)
     assert "#mma<version=3, wpc=[4,2]>" in ir
-    assert re.search(r"local_alloc : <1x32x128xbf16> #L\d+", ir) and "local_store" in "\n".join(loop_body(ir))
+    assert re.search(r"local_alloc : <1x32x128xbf16> #L\d+", ir) and "local_store" in "\n".join(first_loop(ir)[1])
     assert re.search(r"#shared<opIdx=1,[^>]*columnGroups=2>", ir)
     ptx = compile_and_assemble(tmp_path, "gated_state_loop.py", "scaled_b_matmul", "*bf16:16,*bf16:16,*fp32:16,i32",
                                cx, extra=args)

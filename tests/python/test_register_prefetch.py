@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from lang_support import compile_and_assemble, compile_kernel
+from lang_support import compile_and_assemble, compile_kernel, first_loop
 
 import tessera
 
@@ -21,19 +21,9 @@ from gated_state_loop import gated_state  # noqa: E402
 SIG = "*bf16:16,*bf16:16,*bf16:16,*fp32:16,*fp32:16,*bf16:16,*fp32:16,i32"
 
 
-def loop_of(ir):
-    lines = ir.splitlines()
-    start = next(i for i, line in enumerate(lines) if " = for " in line)
-    depth = 0
-    for end, line in enumerate(lines[start:], start):
-        depth += line.count("{") - line.count("}")
-        if depth == 0:
-            return lines[:start], lines[start:end + 1]
-
-
 def carried_loads(ir):
     """Types of the loop's carried values that the body's last loads produce (prefetched)."""
-    before, body = loop_of(ir)
+    before, body = first_loop(ir)
     yielded = re.findall(r"%\d+", next(line for line in reversed(body) if "yield" in line))
     loads = {m.group(1): m.group(2) for line in body for m in [re.search(r"(%\d+) = load .*: (.*)$", line)] if m}
     return [loads[v] for v in yielded if v in loads]
@@ -52,7 +42,7 @@ def test_gate_row_is_loaded_in_the_layout_it_is_used_in():
     # Narrower), not converted from the coalesced row layout through shared memory every iteration
     ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", "2"])
-    _, body = loop_of(ir)
+    _, body = first_loop(ir)
     aliases = dict(re.findall(r"^(#L\d+) = (#\w+)", ir, re.M))
     assert not [line for line in body if "convert_layout" in line and "<64xf32>" in line], body
     rows = [t for t in carried_loads(ir) if t.startswith("<64xf32>")]
@@ -133,7 +123,7 @@ def test_prefetched_loads_do_not_anchor_the_dot_waits(stages):
     # iteration's data at this iteration's wait, and the prefetch would no longer cross the loop edge
     ir = compile_kernel("gated_state_loop.py", "gated_state", SIG, {"K": 128, "BV": 32, "BT": 64}, emit="ir-opt",
                         extra=["--num-warps", "4", "--num-stages", str(stages)])
-    _, body = loop_of(ir)
+    _, body = first_loop(ir)
     loads = {m.group(1) for line in body for m in [re.search(r"(%\d+) = load ", line)] if m}
     yielded = set(re.findall(r"%\d+", next(line for line in reversed(body) if "yield" in line)))
     prefetched = loads & yielded

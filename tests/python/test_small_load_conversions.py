@@ -6,27 +6,17 @@ the IR after all passes against numpy."""
 import numpy as np
 import pytest
 
-from lang_support import compile_and_assemble, compile_kernel
+from lang_support import compile_and_assemble, compile_kernel, first_loop
 
 import tessera
 
 SIG = "*fp32:16,*fp32:16,i32"
 
 
-def loop_body(ir):
-    lines = ir.splitlines()
-    start = next(i for i, line in enumerate(lines) if " = for " in line)
-    depth = 0
-    for end, line in enumerate(lines[start:], start):
-        depth += line.count("{") - line.count("}")
-        if depth == 0:
-            return lines[start:end + 1]
-
-
 @pytest.mark.parametrize("warps", [1, 2, 4])
 def test_row_is_loaded_in_each_layout(warps):
     ir = compile_kernel("tril_rows.py", "tril_inverse_16", SIG, emit="ir-opt", extra=["--num-warps", str(warps)])
-    body = "\n".join(loop_body(ir))
+    body = "\n".join(first_loop(ir)[1])
     assert "convert_layout" not in body, body
     assert body.count(" = load ") == 2
 
@@ -34,8 +24,8 @@ def test_row_is_loaded_in_each_layout(warps):
 @pytest.mark.parametrize("warps", [2, 4])
 def test_both_row_loads_come_before_the_reduction(warps):
     # the reloaded row goes right after the first load, not after the cross-warp sum
-    body = loop_body(compile_kernel("tril_rows.py", "tril_inverse_16", SIG, emit="ir-opt",
-                                    extra=["--num-warps", str(warps)]))
+    body = first_loop(compile_kernel("tril_rows.py", "tril_inverse_16", SIG, emit="ir-opt",
+                                     extra=["--num-warps", str(warps)]))[1]
     loads = [i for i, line in enumerate(body) if " = load " in line]
     reduce = next(i for i, line in enumerate(body) if " = reduce " in line)
     assert len(loads) == 2 and max(loads) < reduce, body

@@ -87,21 +87,12 @@ def test_src_is_the_files_text_and_a_nested_template_patches():
         np.testing.assert_array_equal(out, want)
 
 
-def if_template():
-    @tessera.jit
-    def kernel(x_ptr, out_ptr, FLAG: tl.constexpr):
-        x = tl.load(x_ptr + tl.arange(0, 16))
-        CHOOSE
-        tl.store(out_ptr + tl.arange(0, 16), y)
-    return kernel
-
-
 def test_compat_src_is_tritons_spelling_and_takes_a_multi_line_patch():
     # Triton's src is dedented from `def` on; Triton's test_const "if" mode substitutes a whole `if`
     # statement written at that indentation (4 spaces) into a kernel nested in a test function.
     import ast
     import tessera.compat
-    kernel = if_template()
+    kernel = nested_template()
     assert kernel.src.lstrip().startswith("@tessera.jit")  # tessera's own spelling: the file's text
     tessera.compat.install()
     try:
