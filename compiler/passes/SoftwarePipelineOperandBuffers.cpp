@@ -71,12 +71,9 @@ void LoopPipeliner::bufferRegisterOperands() {
     if (wgmmaReadersAsB(*body_, op->result()).empty()) continue;
     converts.push_back(op.get());
   }
-  // The warpgroups that split N of the dot reading through `convert` (Layout.h: the B tile stores
-  // each one's columns together); a value read by dots that split N differently keeps its staging.
-  auto columnGroupsOf = [](const Operation *convert) -> unsigned {
-    const LayoutRef &mma = convert->result()->layout->parent;
-    return mma && mma->warpsPerCTA.size() == 2 ? mma->warpsPerCTA[1] : 1;
-  };
+  // The buffer stores each warpgroup's columns together as the dot splits N (columnGroups); a value
+  // read by dots that split N differently keeps its staging.
+  auto columnGroupsOf = [](Operation *convert) { return columnGroups({nullptr, convert, 1, 3}); };
   std::map<const Value *, std::set<unsigned>> groupsOf;
   for (Operation *convert : converts) groupsOf[convert->operand(0)].insert(columnGroupsOf(convert));
   converts.erase(std::remove_if(converts.begin(), converts.end(),

@@ -259,22 +259,18 @@ def _persistent(c, hook=None, out_bytes=2):
     while a tile is stored): as many of c's stages as fit beside the stored tile of `out_bytes`
     elements (128 x 256 tiles take 3 stages with a 16-bit C, as tk.matmul's _persistent_config);
     None where not even 2 fit (a 128 x 256 fp32 tile)."""
-    kw = c.kwargs
     stages = c.num_stages
-    while stages >= 2 and _persistent_shared_bytes(kw, stages, out_bytes) > _SM90_SHARED_BYTES:
+    while stages >= 2 and _persistent_shared_bytes(c.kwargs, stages, out_bytes) > _SM90_SHARED_BYTES:
         stages -= 1
-    if stages < 2:
-        return None
-    return Config(dict(kw, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=stages,
+    return _with_producer(c, stages, hook) if stages >= 2 else None
+
+
+def _with_producer(c, stages, hook=None):
+    return Config(dict(c.kwargs, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=stages,
                   pre_hook=hook or c.pre_hook)
 
 
 _SM90_SHARED_BYTES = 232448  # opt-in shared memory a block on sm_90
-
-
-def _persistent_config_unfitted(c):
-    return Config(dict(c.kwargs, WARP_SPECIALIZE=True), num_warps=c.num_warps, num_stages=c.num_stages,
-                  pre_hook=c.pre_hook)
 
 
 def _persistent_shared_bytes(kw, stages, out_bytes):
@@ -390,7 +386,7 @@ def scaled_matmul(a, b, scale_a, scale_b, out_dtype=None, bias=None, epilogue=No
         candidates = [chosen] + ([c for c in scaled_matmul_configs(scaling, has_bias, k_major_b=k_major_b)
                                   if c is not chosen] if config is None else [])
         chosen = next((p for p in (_persistent(c, out_bytes=out_bytes) for c in candidates) if p is not None),
-                      _persistent_config_unfitted(chosen))
+                      _with_producer(chosen, chosen.num_stages))
     if epilogue is None and epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     slots, meta = _epilogue_slots(tuple(epilogue_args), M, N, A)  # 4 x (tensor or scalar, strides); NUM_EPI
