@@ -228,17 +228,30 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                GROUP_M: tl.constexpr, EPILOGUE: tl.constexpr = None, NUM_EPI: tl.constexpr = 0,
                                E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
-                               E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0):
+                               E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0,
+                               PERSISTENT: tl.constexpr = False, NUM_SMS: tl.constexpr = 1,
+                               WARP_SPECIALIZE: tl.constexpr = False):
     """matmul_tma_kernel with matmul_epilogue_kernel's fused epilogue (docs/fusion.md, docs/tma.md):
     the TMA/mbarrier/wgmma K loop (_tma_accumulate), then C = EPILOGUE(acc, e0, ...) in the
-    store stage (_store_with_epilogue)."""
-    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
-
-    _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
-                         E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
-                         E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
-                         EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+    store stage (_store_with_epilogue). PERSISTENT: as matmul_tma_persistent_kernel
+    (NUM_SMS programs looping over the tiles; WARP_SPECIALIZE: a producer warpgroup's ring runs
+    ahead into the next tile while this tile's epilogue computes and stores)."""
+    if not PERSISTENT:
+        pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                             E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                             E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                             EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
+    else:
+        num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+            pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+            acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
+            _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,
+                                 E0, stride_e0m, stride_e0n, E1, stride_e1m, stride_e1n,
+                                 E2, stride_e2m, stride_e2n, E3, stride_e3m, stride_e3n, BLOCK_M, BLOCK_N,
+                                 EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
 
 
 # ------------------------------------------------------------ scaled fp8 GEMM

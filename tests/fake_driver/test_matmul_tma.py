@@ -48,7 +48,7 @@ def test_autotuned_runs_the_tma_kernels_with_every_config_timed(fake):
     before = fake.count
     assert tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,)) is out
     tuner = tk.matmul_epilogue_autotuner(ep_bias_gelu)
-    kept = MM.prune_matmul_configs(tuner.configs, {"M": M, "N": N, "K": K})
+    kept = MM.prune_matmul_configs(tuner.configs, {"M": M, "N": N, "K": K}, NUM_SMS=132)  # no persistent one
     assert [MM.matmul_config_name(c) for c in kept] == ["128x128x64/w4/s3", "128x128x64/w4/s4",
                                                          "64x128x64/w4/s4", "64x64x64/w4/s3",
                                                          "128x128x64/w8/s3", "128x128x32/w4/s4"]
@@ -109,3 +109,24 @@ def test_persistent_launches_as_many_programs_as_sms(fake):
         tk.matmul(a, b, out, persistent=True, tma=False)
     with pytest.raises(ValueError, match="persistent=True needs the TMA kernel"):
         tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), persistent=True)
+
+
+def test_epilogue_persistent_forms(fake):
+    """With an epilogue, a persistent config (forced as '.../persistent', or picked by the epilogue's
+    autotuner where there are more tiles than SMs) launches matmul_tma_epilogue_kernel on one program
+    an SM with a producer warpgroup, NUM_SMS the device's SM count."""
+    sms = tessera._C.device_properties(-1)["multiprocessor_count"]
+    M, N, K = 4096, 2048, 256
+    a, b, out, bias = operands(M, N, K)
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="128x128x64/w4/s3/persistent")
+    last = fake.last()
+    assert last["kernel"] == "matmul_tma_epilogue_kernel"
+    assert last["grid"] == (sms, 1, 1) and last["block"] == (256, 1, 1)
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,))  # autotuned, persistent forms included
+    tuner = tk.matmul_epilogue_autotuner(ep_bias_gelu)
+    timed = [MM.matmul_config_name(c) for c in tuner.configs_timings]
+    assert "128x128x64/w4/s3/persistent" in timed and "128x256x64/w8/s3/persistent" in timed
+    assert not tuner.failures, tuner.failures
+    best = tuner.best_config
+    tiles = tessera.cdiv(M, best.kwargs["BLOCK_M"]) * tessera.cdiv(N, best.kwargs["BLOCK_N"])
+    assert fake.last()["grid"] == ((min(sms, tiles) if best.kwargs.get("PERSISTENT") else tiles), 1, 1)

@@ -68,8 +68,10 @@ def cases(M, N, K, dtype):
 
 
 def hopper_config_names():
-    from tessera.kernels.matmul import HOPPER_EPILOGUE_EXTRA_CONFIGS, HOPPER_MATMUL_CONFIGS, matmul_config_name
-    return [matmul_config_name(c) for c in HOPPER_MATMUL_CONFIGS + HOPPER_EPILOGUE_EXTRA_CONFIGS]
+    """Every config the TMA epilogue autotuner times: one tile a program, then the persistent forms
+    (one program an SM looping over the tiles, a producer warpgroup)."""
+    from tessera.kernels.matmul import _epilogue_tma_configs, matmul_config_name
+    return [matmul_config_name(c) for c in _epilogue_tma_configs()]
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -83,8 +85,8 @@ def test_tk_matmul_epilogue_every_config(epilogue, M, N, K, dtype):
     ref = ref_of(a.double() @ b.double())
     tol = 2e-2 if dtype == "bf16" else 4e-3
     # Every config where the residual's loads move (and the row scale's column stays); two elsewhere.
-    configs = hopper_config_names() if epilogue in ("residual", "row_scale") else ["128x256x64/w8/s4",
-                                                                                   "128x128x64/w8/s3"]
+    configs = hopper_config_names() if epilogue in ("residual", "row_scale") else [
+        "128x256x64/w8/s4", "128x128x64/w8/s3", "128x256x64/w8/s3/persistent", "128x128x64/w4/s3/persistent"]
     for config in [None] + configs:
         out = poisoned((M, N), DT[dtype])
         kw = {} if config is None else {"config": config}

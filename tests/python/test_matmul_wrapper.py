@@ -427,6 +427,7 @@ def hopper(monkeypatch):
     monkeypatch.setattr(mm, "_kernel_module", lambda: module)
     monkeypatch.setattr(mm, "_state", {"autotuner": rec["tuner"], "tma_autotuner": rec["tma_tuner"]})
     monkeypatch.setattr(mm, "matmul_configs", lambda: mm.HOPPER_MATMUL_CONFIGS)
+    monkeypatch.setattr(mm, "_sm_count", lambda: 132)
     for name in ("TESSERA_MATMUL_AUTOTUNE", "TESSERA_MATMUL_TMA"):
         monkeypatch.delenv(name, raising=False)
     epilogue_kernels = {}
@@ -468,8 +469,11 @@ def test_epilogue_takes_the_tma_kernel_on_hopper(hopper):
     assert (tuple(b_desc.shape), tuple(b_desc.strides), tuple(b_desc.block_shape)) == ((K, N), (N, 1), (64, 256))
     assert a_desc.base is a and b_desc.base is b
     assert args[2:] == (out, M, N, K, N, 1, bias, 0, 1) + (0,) * 9
-    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3}
+    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132}
     assert grid({"BLOCK_M": 128, "BLOCK_N": 256}) == (8 * 3,)
+    # A persistent config: one program an SM at most, so as many as there are tiles when fewer.
+    assert grid({"BLOCK_M": 128, "BLOCK_N": 256, "PERSISTENT": True, "NUM_SMS": 132}) == (8 * 3,)
+    assert grid({"BLOCK_M": 64, "BLOCK_N": 64, "PERSISTENT": True, "NUM_SMS": 132}) == (132,)
     # Each autotuning config's pre_hook gives the descriptors its blocks.
     for config in mm._tma_configs():
         kw = config.kwargs
@@ -488,8 +492,13 @@ def test_epilogue_forced_configs_on_hopper(hopper):
     grid, args, kwargs = epilogue_kernels[True][0].calls[0]
     assert (tuple(args[0].block_shape), tuple(args[1].block_shape)) == ((128, 64), (64, 128))
     assert args[8:14] == (bias, 0, 1, 0.5, 0, 0)
-    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 2, "E0_KIND": 3, "E1_KIND": 2, "BLOCK_M": 128,
-                      "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    assert kwargs == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 2, "E0_KIND": 3, "E1_KIND": 2, "NUM_SMS": 132,
+                      "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="128x128x64/w4/s3/persistent")
+    assert epilogue_kernels[True][0].calls[1][2] == {
+        "EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128,
+        "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True, "PERSISTENT": True, "num_warps": 4, "num_stages": 3}
+    del epilogue_kernels[True][0].calls[1]
     tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), autotune=False)  # the table's first
     assert epilogue_kernels[True][0].calls[1][2]["BLOCK_N"] == 256
     # 8 bf16 columns are 16-byte rows: too narrow for a TMA box (>= 32 bytes), so cp.async.
@@ -553,8 +562,23 @@ def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
     kernel, tuner, name = mm._epilogue_kernel(ep_bias_gelu, False, True)
     assert name == "ep_bias_gelu" and kernel.__name__ == "matmul_tma_epilogue_kernel"
     assert "def ep_bias_gelu(acc, bias):" in kernel.text and tuner.fn is kernel
-    assert [(c.kwargs, c.num_warps, c.num_stages) for c in tuner.configs] == [
-        (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS + mm.HOPPER_EPILOGUE_EXTRA_CONFIGS]
+    table = mm.HOPPER_MATMUL_CONFIGS + mm.HOPPER_EPILOGUE_EXTRA_CONFIGS
+    assert [(c.kwargs, c.num_warps, c.num_stages) for c in tuner.configs[:len(table)]] == [
+        (c.kwargs, c.num_warps, c.num_stages) for c in table]
+    # Then the persistent forms of the tiles of at least 128 x 128 (128 x 256 with 3 stages, so
+    # 256 x 128's two entries become one), each with a producer warpgroup.
+    assert [mm.matmul_config_name(c) for c in tuner.configs[len(table):]] == [
+        "128x256x64/w8/s3/persistent", "256x128x64/w8/s3/persistent", "128x128x64/w4/s3/persistent",
+        "128x128x64/w4/s4/persistent", "128x128x64/w8/s3/persistent", "128x128x32/w4/s4/persistent"]
+    assert all(c.kwargs["WARP_SPECIALIZE"] and c.pre_hook is mm._tma_block_shapes for c in tuner.configs[len(table):])
+    # ... which the pruning drops where every program would get one tile at most: 2048^2 is 128
+    # tiles of 128 x 256 (<= 132 SMs), 256 of 128 x 128.
+    kept = mm.prune_matmul_configs(tuner.configs, {"M": 2048, "N": 2048, "K": 64}, NUM_SMS=132)
+    assert [mm.matmul_config_name(c) for c in kept if c.kwargs.get("PERSISTENT")] == [
+        "128x128x64/w4/s3/persistent", "128x128x64/w4/s4/persistent", "128x128x64/w8/s3/persistent",
+        "128x128x32/w4/s4/persistent"]
+    assert len(kept) == len(table) + 4
+    assert mm.parse_matmul_config("128x128x64/w4/s3/persistent").kwargs["PERSISTENT"]
     # The plain TMA GEMM keeps the table alone.
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in mm.matmul_tma_autotuner().configs] == [
         (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS]

@@ -290,6 +290,37 @@ def test_tma_epilogue_matmul_residual_and_column_operands(tmp_path):
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
 
 
+def persistent_epilogue_configs():
+    import importlib
+    mm = importlib.import_module("tessera.kernels.matmul")
+    return [c for c in mm._epilogue_tma_configs() if c.kwargs.get("PERSISTENT")]
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("config", persistent_epilogue_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(
+    **c.kwargs) + f"-w{c.num_warps}-s{c.num_stages}")
+def test_tma_epilogue_persistent_forms_run_one_ring_across_tiles(config, tmp_path):
+    """The epilogue kernel's persistent configs (bias + GELU, fp16): a producer warpgroup (num_warps + 4
+    warps) walks the tile loop around the K loop, so its copies for the next tile go out while the
+    consumers run this tile's epilogue; the consumers' only copies are none, and ptxas neither
+    spills nor serialises the wgmmas."""
+    text, ir, report = compile_tma_epilogue(config, "fp16", tmp_path,
+                                            **{"NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132})
+    start = ir.index("warp_specialize {")
+    depth, end = 0, ir.index("} {", start) + 2  # the region after the attributes, to its closing brace
+    for end in range(end, len(ir)):
+        depth += {"{": 1, "}": -1}.get(ir[end], 0)
+        if depth == 0:
+            break
+    producer = ir[start:end]
+    assert producer.count("= for ") == 2 and producer.count("async_tma_copy") == 2
+    assert re.search(r"\.maxntid %d" % (32 * (config.num_warps + 4)), text) or \
+        re.search(r"\.reqntid %d" % (32 * (config.num_warps + 4)), text)
+    assert "wgmma.mma_async" in text
+    assert "C7514" not in report, report
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+
+
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 @pytest.mark.parametrize("config", epilogue_configs()[len(hopper_configs()):],
                          ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(**c.kwargs) + f"-w{c.num_warps}-s{c.num_stages}")

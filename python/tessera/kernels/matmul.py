@@ -129,12 +129,13 @@ def supported_dtypes():
     return [name for name, rule in MATMUL_DTYPES.items() if rule.enabled]
 
 
-_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?(/pair)?$")
+_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?(/pair)?(/persistent)?$")
 
 
 def parse_matmul_config(text):
     """'128x128x32/w4/s3' (optionally '/g8' for GROUP_M, default 8; '/pair': PAIR_K, the
-    block-scaled GEMM's two K blocks a step, tk.scaled_matmul) -> tessera.Config."""
+    block-scaled GEMM's two K blocks a step, tk.scaled_matmul; '/persistent': the epilogue
+    kernel's persistent form, _persistent_epilogue_config, for this device) -> tessera.Config."""
     m = _CONFIG_TEXT.match(text.strip())
     if not m:
         raise ValueError(f"{_NAME}: config {text!r} is not of the form BMxBNxBK/wWARPS/sSTAGES[/gGROUP_M], "
@@ -143,6 +144,8 @@ def parse_matmul_config(text):
     config = _config(bm, bn, bk, warps, stages, int(m.group(6) or 8))
     if m.group(7):
         config.kwargs["PAIR_K"] = True
+    if m.group(8):
+        config = _persistent_epilogue_config(config)
     return config
 
 
@@ -151,7 +154,8 @@ def matmul_config_name(config):
     with PAIR_K)."""
     kw = config.kwargs
     text = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/w{config.num_warps}/s{config.num_stages}"
-    return text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "") + ("/pair" if kw.get("PAIR_K") else "")
+    return (text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "") + ("/pair" if kw.get("PAIR_K") else "")
+            + ("/persistent" if kw.get("PERSISTENT") else ""))
 
 
 def _as_config(config):
@@ -168,10 +172,16 @@ def _as_config(config):
 
 def prune_matmul_configs(configs, named, **kwargs):
     """early_config_prune: drops configs whose tile is larger than the problem rounded up to
-    a power of two (at least 16) in M or N; if that drops all, keeps the smallest tiles."""
+    a power of two (at least 16) in M or N, and persistent ones where every program would get one
+    tile at most (no more tiles than NUM_SMS); if that drops all, keeps the smallest tiles."""
     m = max(16, next_power_of_2(named["M"]))
     n = max(16, next_power_of_2(named["N"]))
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= m and c.kwargs["BLOCK_N"] <= n]
+    sms = kwargs.get("NUM_SMS", named.get("NUM_SMS", 0))
+
+    def worth_persisting(c):
+        return cdiv(named["M"], c.kwargs["BLOCK_M"]) * cdiv(named["N"], c.kwargs["BLOCK_N"]) > sms
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= m and c.kwargs["BLOCK_N"] <= n
+            and (not c.kwargs.get("PERSISTENT") or worth_persisting(c))]
     if kept:
         return kept
     smallest = min(c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] for c in configs)
@@ -363,6 +373,32 @@ def _persistent_config(c, pre_hook=None):
                   pre_hook=pre_hook or c.pre_hook)
 
 
+def _sm_count():
+    return _ext.require().device_properties(-1)["multiprocessor_count"]
+
+
+def _persistent_epilogue_config(c, pre_hook=None):
+    """c for matmul_tma_epilogue_kernel's persistent form: _persistent_config's producer warpgroup and
+    stages, and NUM_SMS (the device's SM count, passed by matmul) programs looping over the tiles.
+    While one tile's epilogue computes and stores, the producer's ring fills with the next tile's blocks."""
+    p = _persistent_config(c, pre_hook)
+    p.kwargs["PERSISTENT"] = True
+    return p
+
+
+def _epilogue_tma_configs():
+    """The TMA epilogue autotuner's candidates: one tile a program (HOPPER_MATMUL_CONFIGS and
+    HOPPER_EPILOGUE_EXTRA_CONFIGS, whose 2-3 CTAs an SM overlap one CTA's epilogue with another's
+    wgmmas), and the persistent form (_persistent_epilogue_config) of those with tiles of at
+    least 128 x 128, which overlaps them within one CTA."""
+    persistent = {}
+    for c in HOPPER_MATMUL_CONFIGS + HOPPER_EPILOGUE_EXTRA_CONFIGS:
+        if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 128 * 128:
+            p = _persistent_epilogue_config(c, _tma_block_shapes)
+            persistent.setdefault(matmul_config_name(p), p)
+    return _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) + list(persistent.values())
+
+
 def matmul_tma_persistent_autotuner():
     """The tessera.Autotuner of matmul_tma_persistent_kernel over HOPPER_MATMUL_CONFIGS (keyed on M, N,
     K), each with a producer warpgroup (_persistent_config)."""
@@ -466,14 +502,14 @@ def _epilogue_kernel(epilogue, interpret, tma=False):
     kernel = compose(_state[base_key], {"EPILOGUE": jf})
     tuners = _state.setdefault("epilogue_tuners", {})
     if not interpret and id(kernel) not in tuners:
-        tuners[id(kernel)] = _autotuner(kernel, _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) if tma
-                                        else matmul_configs())
+        tuners[id(kernel)] = _autotuner(kernel, _epilogue_tma_configs() if tma else matmul_configs())
     return kernel, tuners.get(id(kernel)), jf.fn.__name__
 
 
 def matmul_epilogue_autotuner(epilogue, tma=True):
     """The tessera.Autotuner of the epilogue kernel composed with `epilogue` (a @jit function):
-    matmul_tma_epilogue_kernel's (tma=True; over HOPPER_MATMUL_CONFIGS + HOPPER_EPILOGUE_EXTRA_CONFIGS) or matmul_epilogue_kernel's
+    matmul_tma_epilogue_kernel's (tma=True; over _epilogue_tma_configs(): HOPPER_MATMUL_CONFIGS +
+    HOPPER_EPILOGUE_EXTRA_CONFIGS, one tile a program, and persistent forms) or matmul_epilogue_kernel's
     (tma=False; over matmul_configs()). Its .fn is the composed kernel, .best_config the config of
     its last launch (None before any)."""
     return _epilogue_kernel(epilogue, False, tma)[1]
@@ -487,7 +523,9 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     epilogue: a @tessera.jit function fused into the store stage, C = epilogue(acc, *args)
     with acc the fp32 tile and args the tiles of `epilogue_args` (tensors broadcast to
     M x N, e.g. a bias of shape (N,), a residual (M, N); any strides) or scalars, at most 4
-    (docs/fusion.md). Its result is cast to C's dtype.
+    (docs/fusion.md). Its result is cast to C's dtype. On sm_90a the epilogue's autotuner also
+    times persistent forms of the TMA kernel (one program an SM; the producer warpgroup's ring
+    runs into the next tile while this tile's epilogue computes and stores).
     config: a tessera.Config or 'BMxBNxBK/wW/sS[/gG]' to force one; autotune: False for
     matmul_configs()[0] without tuning (default: on unless TESSERA_MATMUL_AUTOTUNE=0);
     interpret: run on the host interpreter (numpy arrays / CPU tensors; default from
@@ -522,8 +560,9 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     args = (a, b, out, M, N, K, A.strides[0], A.strides[1], B.strides[0], B.strides[1],
             O.strides[0], O.strides[1])
 
-    def grid(meta):
-        return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+    def grid(meta):  # a persistent config launches at most one program an SM
+        tiles = cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])
+        return (min(tiles, meta["NUM_SMS"]) if meta.get("PERSISTENT") else tiles,)
     # TMA (sm_90a, row-major operands): the descriptors need K > 0 and blocks of >= 32-byte rows.
     use_tma = (not interpret and tma is not False and K > 0 and _uses_tma(A, B)
                and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32))
@@ -535,6 +574,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         kernel, tuner, name = _epilogue_kernel(epilogue, bool(interpret), use_tma)
         meta["EPILOGUE"] = name
         if use_tma:
+            meta["NUM_SMS"] = _sm_count()  # for the persistent configs
             _launch_tma(a, b, out, A, B, O, M, N, K, chosen, grid, kernel, tuner, slots, meta)
             return out
         args = args + tuple(slots)
@@ -546,7 +586,7 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     if epilogue_args:
         raise ValueError(f"{_NAME}: epilogue_args without an epilogue")
     if persistent:
-        sms = _ext.require().device_properties(-1)["multiprocessor_count"]
+        sms = _sm_count()
 
         def persistent_grid(meta):
             return (min(sms, grid(meta)[0]),)
