@@ -26,7 +26,9 @@ alignments are the JIT's specialisation as for any kernel.
   add on (M, N) + (N,) is rank 2 and a contiguous (B, M, N) + (B, M, N)
   is rank 1); the last dim is a block axis with each operand's stride (a
   stride of 1 is specialised to the constant 1: vector loads), and the other
-  dims are indexed per row with scalar-per-row div/mod.
+  dims are indexed per row with scalar-per-row div/mod. An operand constant
+  along every dim but the last (the bias row of bias + GELU) is loaded once
+  per program as a [BLOCK_C] row and broadcast over its rows in registers.
 
 The block size (and warps) come from @tessera.autotune over
 ELEMENTWISE_CONFIGS, keyed on the problem size (autotune=False, or
@@ -132,7 +134,8 @@ def _max_offset(shape, strides):
 # ------------------------------------------------------------ kernel text
 
 def _kernel_text(fn_name, kinds, ndim, fast, wide):
-    """The generated kernel: kinds[i] is 'T' (tensor) or 'S' (scalar) for argument i."""
+    """The generated kernel: kinds[i] is 'T' (tensor), 'R' (a tensor constant along every dim but the
+    last, a bias row: _row_kinds) or 'S' (scalar) for argument i."""
     params = ["OUT"]
     lines = []
     if fast:
@@ -154,7 +157,7 @@ def _kernel_text(fn_name, kinds, ndim, fast, wide):
         outer = ndim - 1
         params += [f"OUT_s{d}" for d in range(ndim)]
         for i, k in enumerate(kinds):
-            if k == "T":
+            if k in "TR":
                 params += [f"X{i}"] + [f"X{i}_s{d}" for d in range(ndim)]
             else:
                 params.append(f"S{i}")
@@ -186,7 +189,10 @@ def _kernel_text(fn_name, kinds, ndim, fast, wide):
             return f"({row})[:, None] + cols[None, :] * {prefix}_s{outer}"
         call = []
         for i, k in enumerate(kinds):
-            if k == "T":
+            if k == "R":  # one [BLOCK_C] row, loaded once and kept in registers for the program's rows
+                lines.append(f"    x{i} = tl.load(X{i} + cols * X{i}_s{outer}, mask=cols < n_cols)[None, :]")
+                call.append(f"x{i}")
+            elif k == "T":
                 lines.append(f"    x{i} = tl.load(X{i} + {offset(f'X{i}')}, mask=mask)")
                 call.append(f"x{i}")
             else:
@@ -276,6 +282,8 @@ class ElementwiseFunction:
         ndim = len(mshape)
         fast = ndim == 1 and all(s[0] == 1 for s in mstrides)
         wide = numel >= 2 ** 31 or any(_max_offset(mshape, s) >= 2 ** 31 for s in mstrides)
+        if not fast:
+            kinds = _row_kinds(kinds, mstrides[1:])
         return dict(tensors=tensors, kinds=kinds, shape=shape, out=out, numel=numel, mshape=mshape,
                     mstrides=mstrides, ndim=ndim, fast=fast, wide=wide, interpret=bool(interpret))
 
@@ -301,7 +309,7 @@ class ElementwiseFunction:
             launch_args += list(strides[0])
             t_index = 1
             for a, k in zip(args, p["kinds"]):
-                if k == "T":
+                if k in "TR":
                     launch_args.append(next(tensors).x)
                     launch_args += list(strides[t_index])
                     t_index += 1
@@ -333,6 +341,20 @@ class ElementwiseFunction:
         else:
             kernel[grid](*launch_args, **extra, **ELEMENTWISE_CONFIGS[0].all_kwargs())
         return out
+
+
+def _row_kinds(kinds, tensor_strides):
+    """kinds with 'R' for each tensor whose merged strides are 0 on every dim but the last (a bias
+    (N,) beside an (M, N) tensor): the kernel loads its [BLOCK_C] row once and broadcasts it over the
+    program's rows in registers, where a 2-D load would fetch it again for every row."""
+    strides = iter(tensor_strides)
+    out = []
+    for k in kinds:
+        if k == "T":
+            s = next(strides)
+            k = "R" if len(s) > 1 and not any(s[:-1]) else "T"
+        out.append(k)
+    return tuple(out)
 
 
 def _scalar(a):

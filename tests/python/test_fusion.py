@@ -102,6 +102,16 @@ def test_elementwise_fast_path_is_chosen_for_contiguous_same_shape():
     # A bias row merges nothing: rank 2, strides per operand.
     src = bias_gelu.kernel_source(x, x[0], interpret=True)
     assert "X1_s0" in src and "offs" not in src
+    # ... loaded once as a [BLOCK_C] row, broadcast over the program's rows in registers (not a 2-D
+    # load that fetches it again for every row); a column (M, 1) or a (B, 1, N) operand stays 2-D.
+    assert "x1 = tl.load(X1 + cols * X1_s1, mask=cols < n_cols)[None, :]" in src
+    assert "x0 = tl.load(X0 + (i0 * X0_s0)[:, None]" in src
+    assert "x1 = tl.load(X1 + (i0 * X1_s0)[:, None]" in bias_gelu.kernel_source(x, x[:, :1], interpret=True)
+    x3 = np.ones((2, 8, 16), np.float32)
+    assert "x1 = tl.load(X1 + (i0 * X1_s0 + i1 * X1_s1)[:, None]" in bias_gelu.kernel_source(
+        x3, x3[:, :1, :], interpret=True)
+    assert "x1 = tl.load(X1 + cols * X1_s1, mask=cols < n_cols)[None, :]" in bias_gelu.kernel_source(
+        x3, x3[0, 0], interpret=True)  # (2, 8, 16) + (16,): rank 2 after merging, a row
     # A contiguous (B, M, N) + (B, M, N) slice of a bigger array is not contiguous: general path.
     big = np.ones((8, 32), np.float32)
     src = bias_gelu.kernel_source(big[:, :16], x, interpret=True)
