@@ -26,6 +26,7 @@ with an explicit boolean mask (attention) before timing.
 
     python3 bench/fusion.py [--quick] [--out DIR] [--only elementwise,gemm,attention]
                             [--gemm-configs auto,128x256x64/w8/s4,...] [--gemm-epilogues bias_gelu,bias_gelu_tanh,bias,residual]
+                            [--gemm-dtypes fp16,bf16]
 
 --gemm-configs times the GEMM part per configuration, side by side: for each entry the fused
 and the plain GEMM ("fused@128x128x64/w4/s3", "plain@..."; "auto" = the autotuned wrappers,
@@ -34,7 +35,9 @@ time over the plain GEMM of the same config and over the fastest plain one (issu
 <= 5 %). --gemm-epilogues picks the epilogues (default bias_gelu,residual; "row_scale" multiplies
 by an fp32 (M, 1) column; "bias" is a bias
 add alone: the GELU's share is bias_gelu - bias; "bias_gelu_tanh" is GELU's tanh form, torch's
-approximate="tanh" and cuBLASLt's GELU epilogue, with the hardware tanh).
+approximate="tanh" and cuBLASLt's GELU epilogue, with the hardware tanh). A config ending in
+"/persistent" is the epilogue kernel's persistent form for the fused GEMM and
+matmul_tma_persistent_kernel (persistent=True) for the plain one. --gemm-dtypes: fp16 (default) and/or bf16.
 """
 import math
 import pathlib
@@ -187,16 +190,23 @@ def gemm_bench(options):
             raise SystemExit(f"--gemm-epilogues: unknown epilogue {ep!r} ({', '.join(EPILOGUES)})")
     configs = [c for c in (getattr(options, "gemm_configs", "") or "").split(",") if c]
 
+    dtypes = [d for d in (getattr(options, "gemm_dtypes", "") or "fp16").split(",") if d]
+    TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    for d in dtypes:
+        if d not in TORCH_DTYPES:
+            raise SystemExit(f"--gemm-dtypes: unknown dtype {d!r} (fp16, bf16)")
+
     def cases():
         out = []
         for M, N, K in shapes:
-            for ep in epilogues:
-                def make(M=M, N=N, K=K, ep=ep):
-                    t = lambda *s: torch.randn(s, device="cuda", dtype=torch.float16)  # noqa: E731
-                    return {"a": t(M, K), "b": t(K, N), "bias": t(N), "res": t(M, N), "ep": ep,
-                            "scale": torch.rand((M, 1), device="cuda", dtype=torch.float32) + 0.5,
-                            "c": torch.empty((M, N), device="cuda", dtype=torch.float16)}
-                out.append((f"{ep} {M}x{N}x{K}", make))
+            for dt in dtypes:
+                for ep in epilogues:
+                    def make(M=M, N=N, K=K, ep=ep, dt=TORCH_DTYPES[dt]):
+                        t = lambda *s: torch.randn(s, device="cuda", dtype=dt)  # noqa: E731
+                        return {"a": t(M, K), "b": t(K, N), "bias": t(N), "res": t(M, N), "ep": ep,
+                                "scale": torch.rand((M, 1), device="cuda", dtype=torch.float32) + 0.5,
+                                "c": torch.empty((M, N), device="cuda", dtype=dt)}
+                    out.append((f"{ep} {dt} {M}x{N}x{K}" if dtypes != ["fp16"] else f"{ep} {M}x{N}x{K}", make))
         return out
 
     def flops(x):
@@ -209,6 +219,8 @@ def gemm_bench(options):
 
     def plain(x, config=None):
         kw = {} if config is None else {"config": config}
+        if config is not None and config.endswith("/persistent"):  # the plain GEMM's persistent kernel
+            kw = {"config": config[:-len("/persistent")], "persistent": True}
         return lambda: tk.matmul(x["a"], x["b"], out=x["c"], **kw)
 
     def torch_p(x):
@@ -377,6 +389,7 @@ if __name__ == "__main__":
     ap.add_argument("--only", default="", help="comma-separated subset of elementwise,gemm,attention")
     ap.add_argument("--gemm-configs", default="",
                     help="GEMM part per config, fused and plain side by side: auto,BMxBNxBK/wW/sS,...")
+    ap.add_argument("--gemm-dtypes", default="", help="comma-separated GEMM dtypes: fp16 (default), bf16")
     ap.add_argument("--gemm-epilogues", default="",
                     help="subset of bias_gelu,bias_gelu_tanh,bias,residual,row_scale (default bias_gelu,residual)")
     opts = harness.parse(ap)
