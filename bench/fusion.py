@@ -219,8 +219,6 @@ def gemm_bench(options):
 
     def plain(x, config=None):
         kw = {} if config is None else {"config": config}
-        if config is not None and config.endswith("/persistent"):  # the plain GEMM's persistent kernel
-            kw = {"config": config[:-len("/persistent")], "persistent": True}
         return lambda: tk.matmul(x["a"], x["b"], out=x["c"], **kw)
 
     def torch_p(x):

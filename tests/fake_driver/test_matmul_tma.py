@@ -99,6 +99,8 @@ def test_persistent_launches_as_many_programs_as_sms(fake):
     assert last["kernel"] == "matmul_tma_persistent_kernel"
     assert last["grid"] == (min(sms, (M // 128) * (N // 256)), 1, 1)
     assert last["block"] == (384, 1, 1)
+    tk.matmul(a, b, out, config="128x256x64/w8/s4/persistent")  # the config's name says it too
+    assert fake.last()["kernel"] == "matmul_tma_persistent_kernel" and fake.last()["grid"] == last["grid"]
     tk.matmul(a, b, out, persistent=True)  # autotuned
     assert fake.last()["kernel"] == "matmul_tma_persistent_kernel"
     assert not tk.matmul_tma_persistent_autotuner().failures

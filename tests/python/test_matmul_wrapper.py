@@ -499,6 +499,14 @@ def test_epilogue_forced_configs_on_hopper(hopper):
         "EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128,
         "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True, "PERSISTENT": True, "num_warps": 4, "num_stages": 3}
     del epilogue_kernels[True][0].calls[1]
+    # Operands TMA cannot describe (N = 521: rows of 1042 bytes): the cp.async kernel, which has one
+    # form, takes the same tiles one a program.
+    b_odd, out_odd, bias_odd = cuda((264, 521), "bfloat16", ptr=1 << 22), cuda((1000, 521), "bfloat16", ptr=1 << 26), \
+        cuda((521,), "bfloat16", ptr=1 << 30)
+    tk.matmul(a, b_odd, out_odd, epilogue=ep_bias_gelu, epilogue_args=(bias_odd,), config="128x128x64/w4/s3/persistent")
+    odd = epilogue_kernels[False][0].calls.pop()[2]
+    assert odd == {"EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "BLOCK_M": 128, "BLOCK_N": 128,
+                   "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
     tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), autotune=False)  # the table's first
     assert epilogue_kernels[True][0].calls[1][2]["BLOCK_N"] == 256
     # 8 bf16 columns are 16-byte rows: too narrow for a TMA box (>= 32 bytes), so cp.async.

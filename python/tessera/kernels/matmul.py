@@ -386,6 +386,12 @@ def _persistent_epilogue_config(c, pre_hook=None):
     return p
 
 
+def _one_tile_form(c):
+    """c without _persistent_epilogue_config's additions (its tiles, warps and stages)."""
+    kw = {k: v for k, v in c.kwargs.items() if k not in ("PERSISTENT", "WARP_SPECIALIZE")}
+    return Config(kw, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=c.pre_hook)
+
+
 def _epilogue_tma_configs():
     """The TMA epilogue autotuner's candidates: one tile a program (HOPPER_MATMUL_CONFIGS and
     HOPPER_EPILOGUE_EXTRA_CONFIGS, whose 2-3 CTAs an SM overlap one CTA's epilogue with another's
@@ -566,6 +572,11 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     # TMA (sm_90a, row-major operands): the descriptors need K > 0 and blocks of >= 32-byte rows.
     use_tma = (not interpret and tma is not False and K > 0 and _uses_tma(A, B)
                and (chosen is None or chosen.kwargs["BLOCK_K"] * A.x.element_size() >= 32))
+    if chosen is not None and chosen.kwargs.get("PERSISTENT") and (epilogue is None or not use_tma):
+        # A '/persistent' config: the epilogue kernel's persistent form needs the TMA path; without an
+        # epilogue it names matmul_tma_persistent_kernel (persistent=True); else the same tiles, one a program.
+        persistent = persistent or (epilogue is None and use_tma)
+        chosen = _one_tile_form(chosen)
     if persistent and (not use_tma or epilogue is not None):
         raise ValueError(f"{_NAME}: persistent=True needs the TMA kernel (sm_90a, row-major 16-byte aligned "
                          "operands, K > 0, tma not False) and no epilogue")
