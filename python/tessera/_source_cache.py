@@ -24,6 +24,7 @@ other modules are appended to it: _compose.foreign_source); "calls" is used only
 file in "files" is unchanged. Functions without a file (exec'd code) are never remembered.
 Any problem reading or writing an entry just means doing the work as before.
 """
+import functools
 import os
 
 _MAGIC = b"tessera-source-3\n"
@@ -98,13 +99,16 @@ def lookup(C, fn):
     return entry
 
 
-def jit_kernel(C, entry, fn, name, defaults, do_not_specialize):
-    """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
+def jit_kernel(C, entry, fn, name, defaults, do_not_specialize, reduce=None):
+    """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one; `reduce`:
+    what gives _compose.kernel_source_and_dependencies(fn) (the JITFunction's, which keeps it)."""
     if entry.text is not None:
         return C.JitKernel(entry.text, fn.__code__.co_filename, 1, name, defaults, do_not_specialize,
                            params=entry.params)
-    from . import _compose
-    text, file, first_line, elsewhere = _compose.kernel_source_and_dependencies(fn)
+    if reduce is None:
+        from . import _compose
+        reduce = functools.partial(_compose.kernel_source_and_dependencies, fn)
+    text, file, first_line, elsewhere = reduce()
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
     if entry.path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
         entry.text, entry.params = text, [tuple(p) for p in handle.params]

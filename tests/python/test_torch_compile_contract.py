@@ -273,6 +273,44 @@ def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cac
         proc.stdout
 
 
+def _fresh_copy(fn):
+    """A new JITFunction of the same Python function: nothing read or reduced yet."""
+    return type(fn)(fn.fn, **fn.options)
+
+
+def test_compile_asks_for_the_ptx_only(triton, generated, contract, cache, monkeypatch):
+    """CompiledKernel.asm holds every stage: a kernel from the disk cache is compiled again to give
+    them (and its AST printed), which made each warm triton.compile as slow as a cold front-end."""
+    from tessera._compiled_kernel import CompiledKernel as TesseraKernel
+    contract.compile_case(triton, generated, "triton_red_fused_sum_3")
+
+    def every_stage(self):
+        raise AssertionError("triton.compile read CompiledKernel.asm")
+    monkeypatch.setattr(TesseraKernel, "asm", property(every_stage))
+    k = contract.compile_case(triton, generated, "triton_red_fused_sum_3")
+    assert k._compiled._h.from_cache and ".visible .entry triton_red_fused_sum_3(" in k.asm["ptx"]
+
+
+def test_the_source_is_reduced_once_per_kernel(triton, generated, contract, cache, monkeypatch):
+    """Inductor compiles each config of a kernel, and ASTSource reads its parameters: one reduction
+    of the kernel's file (and of the helpers it calls) serves them all."""
+    from tessera import _compose
+    calls = []
+    reduce = _compose.kernel_source_and_dependencies
+    monkeypatch.setattr(_compose, "kernel_source_and_dependencies", lambda fn: calls.append(fn) or reduce(fn))
+    name = "triton_per_fused_native_layer_norm_1"
+    module = type(generated)("copy")
+    setattr(module, name, _fresh_copy(getattr(generated, name)))
+    for xblock in (8, 16):
+        k = contract.compile_case(triton, module, name, num_warps=4)
+        k = triton.compile(triton.compiler.compiler.ASTSource(getattr(module, name), contract.CASES[name][0],
+                                                              {"XBLOCK": xblock}, contract.CASES[name][2]),
+                           target=triton.backends.compiler.GPUTarget("cuda", 90, 32),
+                           options=contract.options(4))
+        assert k.src.fn.cache_key and ".visible .entry" in k.asm["ptx"]
+    assert len(calls) == 1
+
+
 def test_the_specialisation_tessera_compiles(triton, generated, contract):
     spec = triton.compiler.compiler.specialisation
     from triton.compiler.compiler import ASTSource

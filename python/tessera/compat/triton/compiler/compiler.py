@@ -185,7 +185,8 @@ def compile(src, target=None, options=None, _env_vars=None):
               "maxnreg": maxnreg or 0, "fp_fusion": -1 if fp_fusion is None else int(bool(fp_fusion)),
               "debug": debug}
     _assemble(compiled)
-    kernel = CompiledKernel(src, _metadata(compiled, options, debug), compiled.asm["ptx"], recipe)
+    # The PTX itself, not compiled.asm (all stages: a kernel from the disk cache is compiled again for them).
+    kernel = CompiledKernel(src, _metadata(compiled, options, debug), compiled._h.ptx, recipe)
     kernel._compiled = compiled
     return kernel
 
