@@ -13,7 +13,7 @@ Compiling needs no GPU; only loading and launching do.
 """
 import os
 
-from . import _compose, _ext
+from . import _ext, _function_args
 from ._compiled_kernel import CompiledKernel
 from .errors import describe_value
 from .jit import JITFunction, _check_backend, compose
@@ -53,10 +53,10 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             else:
                 raise TypeError(f"tessera.compile() takes a @tessera.jit function or a file path, not {fn!r}")
         functions = {k: v for k, v in (constexprs or {}).items() if not isinstance(v, (bool, int, float, str))
-                     and v is not None and _compose.as_jit(v) is not None}
+                     and v is not None and _function_args.as_jit(v) is not None}
         if functions:  # @jit functions as constexprs: the kernel composed with them (_compose.py)
             fn = compose(fn, functions)
-            constexprs = {**constexprs, **_compose.function_constexprs(functions)}
+            constexprs = {**constexprs, **_function_args.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
         constexprs = {**_constexpr_defaults(fn), **(constexprs or {})}

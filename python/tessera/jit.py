@@ -156,17 +156,19 @@ class JITFunction(_ext.JitFunctionBase):
         return self._source_and_dependencies()[:3]
 
     def _source_and_dependencies(self):
-        """_compose.kernel_source_and_dependencies(fn), reduced once per JITFunction (3 to 10 ms a
-        kernel, most of a compile hit): the handle, tessera.compile() and cache_key share it, as
-        kernel[grid] keeps its first handle's text."""
+        """(text, path, first_line, depends elsewhere, _compose.Reads): the kernel's source, reduced
+        once per JITFunction (3 to 10 ms a kernel, most of a compile hit) or read from the disk cache
+        (_source_cache.py): the handle, tessera.compile() and cache_key share it, as kernel[grid]
+        keeps its first handle's text."""
         reduced = self._reduced
         if reduced is None:
             entry = self._source_entry() if _ext.C is not None else None
-            if entry is not None and entry.text is not None:  # remembered on disk (_source_cache.py)
-                reduced = (entry.text, self.fn.__code__.co_filename, 1, False)
+            if entry is not None and entry.text is not None:
+                reduced = (entry.text, self.fn.__code__.co_filename, 1, entry.reads is not None, None)
             else:
                 from . import _compose
-                reduced = _compose.kernel_source_and_dependencies(self.fn)
+                reads = _compose.Reads(self.fn.__globals__)
+                reduced = _compose.kernel_source_and_dependencies(self.fn, reads) + (reads,)
             self._reduced = reduced
         return reduced
 

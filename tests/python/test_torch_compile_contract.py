@@ -297,7 +297,7 @@ def test_the_source_is_reduced_once_per_kernel(triton, generated, contract, cach
     from tessera import _compose
     calls = []
     reduce = _compose.kernel_source_and_dependencies
-    monkeypatch.setattr(_compose, "kernel_source_and_dependencies", lambda fn: calls.append(fn) or reduce(fn))
+    monkeypatch.setattr(_compose, "kernel_source_and_dependencies", lambda fn, *more: calls.append(fn) or reduce(fn, *more))
     name = "triton_per_fused_native_layer_norm_1"
     module = type(generated)("copy")
     setattr(module, name, _fresh_copy(getattr(generated, name)))
@@ -309,6 +309,42 @@ def test_the_source_is_reduced_once_per_kernel(triton, generated, contract, cach
                            options=contract.options(4))
         assert k.src.fn.cache_key and ".visible .entry" in k.asm["ptx"]
     assert len(calls) == 1
+
+
+def test_a_warm_process_compiles_nothing(cache, tmp_path):
+    """What a warm start of torch.compile does (no static launcher: Inductor calls triton.compile
+    again for each kernel): in a new process on the caches a first one filled, each triton.compile
+    is a disk-cache hit that reduces no source (the composed text is remembered with the
+    triton_helpers it read, tessera/_source_cache.py), compiles nothing, runs no ptxas, and the
+    kernel is the same."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from tessera import _compose\n"
+            "from inductor_style import generated, contract\n"
+            "reduced, reduce = [], _compose.kernel_source_and_dependencies\n"
+            "_compose.kernel_source_and_dependencies = lambda fn, *more: reduced.append(fn) or reduce(fn, *more)\n"
+            "kernels = [contract.compile_case(triton, generated, name) for name in contract.CASES]\n"
+            "print(all(k._compiled._h.from_cache for k in kernels), len(reduced),\n"
+            "      tessera._C.step_times()['compile'] > 0)\n"
+            "print(' '.join(k.hash for k in kernels))\n" % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    outputs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout.splitlines())
+    assert outputs[0][0] == "False 8 True"  # cold: each kernel reduced once, compiled
+    assert outputs[1][0] == "True 0 False", outputs[1]  # warm: nothing of that
+    assert outputs[1][1] == outputs[0][1]
+    assert len([line for line in log.read_text().splitlines() if "--version" not in line]) == len(
+        outputs[0][1].split())  # one ptxas run a kernel, all in the first process
 
 
 def test_the_specialisation_tessera_compiles(triton, generated, contract):
