@@ -110,8 +110,25 @@ def _scope(fn, reads):
     return _RecordedScope(fn.__globals__, fn.__module__, reads)
 
 
+# id(code object) -> (the code object, _function_text(fn)): helpers (Inductor's triton_helpers) serve many
+# kernels. By identity: equal code objects may come from different text (annotations are not in them).
+_function_texts = {}
+
+
 def _function_text(fn):
-    """The dedented source of a Python function with its decorators replaced by `@jit`."""
+    """The dedented source of a Python function with its decorators replaced by `@jit`, and its
+    ast node (read once a process, as a kernel's handle keeps its text)."""
+    code = getattr(fn, "__code__", None)
+    known = _function_texts.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    result = _read_function_text(fn)
+    if code is not None:
+        _function_texts[id(code)] = (code, result)
+    return result
+
+
+def _read_function_text(fn):
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
@@ -263,7 +280,8 @@ def foreign_source(fn, text, path, reads=None):
         return "", True
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     scope = fn.__globals__ if reads is None else _RecordedScope(fn.__globals__, fn.__module__, reads)
-    defined = _defined_names(text, scope.get("__package__"))
+    package = scope.get("__package__")
+    defined = _defined_names(text, package, tree)
     lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
     constants = {}     # ints, floats, bools imported from another module
     roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
@@ -315,7 +333,9 @@ def foreign_source(fn, text, path, reads=None):
                     else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
     extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))
     if roots:
-        extra += function_source(roots, text + extra, path, base_scope=scope, reads=reads)
+        base_defined = {**defined, **_defined_names(extra, package)}  # of text + extra, parsing extra alone
+        extra += function_source(roots, text + extra, path, base_scope=scope, reads=reads,
+                                 base_defined=base_defined)
     if not extra:
         return "", elsewhere
     return "# what the kernel names from other modules\n" + extra, True
@@ -342,14 +362,15 @@ def _imported_module(node, package):
     return "." * node.level + module
 
 
-def _defined_names(text, package=None):
+def _defined_names(text, package=None, tree=None):
     """Top-level names of a module's text: {name: ('def'|'import'|'const', detail)}; `package`: the
-    module's __package__, against which relative imports are resolved."""
+    module's __package__, against which relative imports are resolved; `tree`: the text parsed."""
     names = {}
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return names
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return names
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             names[node.name] = ("def", node)
@@ -373,13 +394,15 @@ def _same_module(a, b):
     return canon.get(a, a) == canon.get(b, b)
 
 
-def function_source(functions, base_text="", base_file=None, base_scope=None, reads=None):
+def function_source(functions, base_text="", base_file=None, base_scope=None, reads=None, base_defined=None):
     """Text to append to `base_text` (a module's source) so that it defines `functions` (JITFunctions).
     Functions that `base_text` already defines from the same file (`base_file`) are not repeated.
     base_scope: the globals of base_text's module, to check names it shares with the functions.
-    reads: a Reads noting the globals and files this looks at."""
+    reads: a Reads noting the globals and files this looks at; base_defined: _defined_names(base_text)
+    when the caller has it."""
     collected = _collect(functions, reads)
-    defined = _defined_names(base_text, (base_scope or {}).get("__package__"))
+    defined = base_defined if base_defined is not None else _defined_names(base_text,
+                                                                          (base_scope or {}).get("__package__"))
     parts = []
     for alias, module in sorted(collected.imports.items(), key=lambda item: item[0]):
         have = defined.get(alias)

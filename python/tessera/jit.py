@@ -243,7 +243,8 @@ class JITFunction(_ext.JitFunctionBase):
     def _new_handle(self, C):
         """The extension's JitKernel for this kernel: from the reduction remembered on disk when
         there is one (_source_cache.py: a warm start)."""
-        self._function_params()  # first: the entry written with the reduction holds its answer
+        # (The constexpr parameters the kernel calls are a launch's question, asked before this on that
+        # path, so that the entry written with the reduction holds the answer; compiling never asks.)
         return _source_cache.jit_kernel(C, self._source_entry(), self.fn, self.__name__, self._defaults(),
                                         self.options.get("do_not_specialize"), self._source_and_dependencies)
 

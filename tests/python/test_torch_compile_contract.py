@@ -311,6 +311,26 @@ def test_the_source_is_reduced_once_per_kernel(triton, generated, contract, cach
     assert len(calls) == 1
 
 
+def test_compiling_reads_each_helper_once_and_not_what_launches_need(triton, generated, contract, cache,
+                                                                     monkeypatch):
+    """A helper of triton_helpers (maximum) that several kernels call is read (inspect, ast) once a
+    process; which constexpr parameters a kernel calls is a question of kernel[grid] launches with
+    @jit functions as arguments, which triton.compile never asks (3-4 ms of a cold compile)."""
+    from tessera import _compose
+    read, read_text = [], getattr(_compose, "_read_function_text", None)
+    monkeypatch.setattr(_compose, "_read_function_text", lambda fn: read.append(fn.__name__) or read_text(fn),
+                        raising=False)
+
+    def never(*_):
+        raise AssertionError("triton.compile asked which constexpr parameters the kernel calls")
+    monkeypatch.setattr(_compose, "callable_constexpr_params", never)
+    module = type(generated)("copy")
+    for name in ("triton_poi_fused_clamp_mul_4", "triton_poi_fused_relu_7"):
+        setattr(module, name, _fresh_copy(getattr(generated, name)))
+        assert ".visible .entry" in contract.compile_case(triton, module, name).asm["ptx"]
+    assert read.count("maximum") <= 1 and read.count("minimum") <= 1
+
+
 def test_a_warm_process_compiles_nothing(cache, tmp_path):
     """What a warm start of torch.compile does (no static launcher: Inductor calls triton.compile
     again for each kernel): in a new process on the caches a first one filled, each triton.compile
