@@ -373,8 +373,9 @@ class JITFunction(_ext.JitFunctionBase):
 
     # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
     # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
-    _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock", "_reduced")
-    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None}  # made again on first use
+    _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock")
+    # Made again on first use (the reduced source too: a copy may be unpickled where the files differ).
+    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None, "_reduced": None}
 
     def __getstate__(self):
         # The C base's _direct is not state either: a copy asks _subscript again on its first kernel[grid].

@@ -217,3 +217,14 @@ def test_triton_spellings_exist():
     assert callable(driver.active.get_active_torch_device)
     assert callable(driver.active.utils.get_device_properties)
     assert "tessera" in sys.modules
+
+
+def test_a_copy_of_a_kernel_reads_its_source_again():
+    """The reduced source a JITFunction keeps is not part of its state: a copy (copy.copy, or an
+    unpickled one) reduces its own, and compiles."""
+    import copy
+    text = uses_global_and_callee._source()[0]
+    twin = copy.copy(uses_global_and_callee)
+    assert twin._reduced is None and twin._source()[0] == text
+    assert ".visible .entry uses_global_and_callee(" in tessera.compile(
+        twin, signature="*fp32:16,i32", constexprs={"BLOCK": 64}).asm["ptx"]
