@@ -20,7 +20,7 @@ from .jit import JITFunction, _check_backend, compose
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
-            backend=None, maxnreg=None, enable_fp_fusion=None, debug=False):
+            backend=None, maxnreg=None, enable_fp_fusion=None, debug=False, _assemble_for=""):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
     fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
@@ -32,6 +32,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     on an SM; None: ptxas's choice.
     enable_fp_fusion: a * b + c as one fused multiply-add (None: TESSERA_FP_FUSION, default on);
     debug: tl.device_assert is checked (as TESSERA_DEBUG=1).
+    _assemble_for: the device architecture ("sm_90") whose ptxas run the caller asks for next
+    (CompiledKernel._h.assemble): on a cache miss ptxas starts while the kernel compiles.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
     _check_options(signature, constexprs, num_warps, num_stages, target, kernel, maxnreg)
@@ -63,7 +65,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0,
-                                    -1 if enable_fp_fusion is None else int(bool(enable_fp_fusion)), bool(debug)))
+                                    -1 if enable_fp_fusion is None else int(bool(enable_fp_fusion)), bool(debug),
+                                    _assemble_for))
 
 
 

@@ -250,6 +250,50 @@ def test_compile_runs_ptxas_and_keeps_the_cubin_in_the_kernel_cache(triton, gene
     assert entry["cubins"] == {}
 
 
+def test_ptxas_starts_while_the_kernel_compiles(cache, tmp_path):
+    """On a cache miss triton.compile starts ptxas before the PTX exists (it reads it from a pipe:
+    its start, most of its time on a small kernel, overlaps the compile); the cubin is the one
+    ptxas makes of the PTX file. A compile that fails leaves no ptxas behind."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import os, sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from triton.compiler.compiler import ASTSource\n"
+            "from triton.backends.compiler import GPUTarget\n"
+            "from inductor_style import generated, contract\n"
+            "k = contract.compile_case(triton, generated, 'triton_per_fused_native_layer_norm_1')\n"
+            "open('k.ptx', 'w').write(k.asm['ptx'])\n"
+            "(entry,) = [e['entry'] for e in tessera._C.cache_list() if e['entry']]\n"
+            "open('entry.cubin', 'wb').write(next(iter(entry['cubins'].values())))\n"
+            "sig, _, attrs, _ = contract.CASES['triton_poi_fused_relu_7']\n"
+            "try:  # XBLOCK=3: tl.arange needs a power of 2, an error of the compile ptxas started with\n"
+            "    triton.compile(ASTSource(generated.triton_poi_fused_relu_7, sig, {'XBLOCK': 3}, attrs),\n"
+            "                   target=GPUTarget('cuda', 90, 32), options=contract.options(4))\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__)\n"
+            "def parent(p):\n"
+            "    try:\n"
+            "        return open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1]\n"
+            "    except OSError:  # gone meanwhile\n"
+            "        return None\n"
+            "print(len([p for p in os.listdir('/proc') if p.isdigit() and parent(p) == str(os.getpid())]))\n"
+            % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CompilationError", "0"], proc.stdout  # no ptxas left running
+    runs = [line for line in log.read_text().splitlines() if "--version" not in line]
+    assert len(runs) == 2 and all(r.endswith(" /dev/stdin") and "-arch=sm_90a" in r for r in runs), runs
+    subprocess.run([str(PTXAS), "-arch=sm_90a", "-o", str(tmp_path / "file.cubin"), str(tmp_path / "k.ptx")],
+                   check=True)
+    assert (tmp_path / "entry.cubin").read_bytes() == (tmp_path / "file.cubin").read_bytes()
+
+
 def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cache, monkeypatch, tmp_path):
     failing = tmp_path / "ptxas"
     failing.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, "

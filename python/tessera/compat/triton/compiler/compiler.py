@@ -177,7 +177,7 @@ def compile(src, target=None, options=None, _env_vars=None):
     arch = _arch_of(target)
     compiled = _compiler.compile(src.fn, signature=entries, constexprs=constexprs, num_warps=num_warps,
                                  num_stages=num_stages, target=arch, maxnreg=maxnreg, enable_fp_fusion=fp_fusion,
-                                 debug=debug)
+                                 debug=debug, _assemble_for=_device_arch(arch))
     text, path, first_line = src.fn._source()
     recipe = {"source": text, "path": path, "first_line": first_line, "name": src.fn.__name__,
               "signature": ",".join(entries), "constexprs": constexprs, "num_warps": num_warps,
@@ -191,11 +191,18 @@ def compile(src, target=None, options=None, _env_vars=None):
     return kernel
 
 
+def _device_arch(arch):
+    """The GPUs a kernel compiled for `arch` runs on: sm_90 for sm_90a PTX ("": the current GPU's,
+    known once compiled)."""
+    return arch[:-1] if arch.endswith("a") else arch
+
+
 def _assemble(compiled):
     """ptxas now, as Triton's compile ends with a cubin: in Inductor's compile workers, in parallel, so
-    that the parent process's _init_handles() only loads what the kernel cache holds. A ptxas failure
-    is Triton's PTXASError (Inductor drops that config)."""
-    device_arch = compiled.metadata.arch[:-1] if compiled.metadata.arch.endswith("a") else compiled.metadata.arch
+    that the parent process's _init_handles() only loads what the kernel cache holds (ptxas started
+    while the kernel compiled: compile()'s _assemble_for). A ptxas failure is Triton's PTXASError
+    (Inductor drops that config)."""
+    device_arch = _device_arch(compiled.metadata.arch)
     try:
         compiled._h.assemble(device_arch)
     except (RuntimeError, TesseraError) as e:
