@@ -124,10 +124,17 @@ bool Kernel::assembleFor(const std::string &deviceArch) const {
     if (t == tag) return true;
   const std::string arch = rt::sassArchFor(impl.compiled.ptx, deviceArch);
   std::unique_ptr<rt::EarlyPtxas> early = std::move(impl.earlyPtxas);
-  std::vector<char> cubin = early && early->arch() == arch && plan.ptxas->path == early->tool().path
-                                ? early->finish(impl.compiled.ptx)
-                                : rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, arch, impl.compiled.name);
-  early.reset(); // not the one asked for: killed
+  std::vector<char> cubin;
+  if (early && early->arch() == arch && plan.ptxas->path == early->tool().path) {
+    try {
+      cubin = early->finish(impl.compiled.ptx);
+    } catch (const rt::Error &) {
+      // Run again from a file, whose error is the one reported (a system without /dev/stdin fails
+      // only here).
+    }
+  }
+  early.reset(); // not the one asked for (or done): killed, reaped
+  if (cubin.empty()) cubin = rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, arch, impl.compiled.name);
   keepCubin(tag, std::string(cubin.begin(), cubin.end()));
   return true;
 }

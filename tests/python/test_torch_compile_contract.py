@@ -294,6 +294,32 @@ def test_ptxas_starts_while_the_kernel_compiles(cache, tmp_path):
     assert (tmp_path / "entry.cubin").read_bytes() == (tmp_path / "file.cubin").read_bytes()
 
 
+def test_a_ptxas_that_cannot_read_a_pipe_runs_again_from_a_file(cache, tmp_path):
+    """Where ptxas started early fails (a system without /dev/stdin), it runs again on the PTX file as
+    before, and that run's result (here the cubin) is the answer."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n"
+                     "case \"$*\" in *' /dev/stdin') echo 'ptxas fatal   : no /dev/stdin here' >&2; exit 1;; esac\n"
+                     f"exec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from inductor_style import generated, contract\n"
+            "k = contract.compile_case(triton, generated, 'triton_red_fused_sum_3')\n"
+            "(entry,) = [e['entry'] for e in tessera._C.cache_list() if e['entry']]\n"
+            "print([c[:4] for c in entry['cubins'].values()] == [b'\\x7fELF'])\n" % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"], proc.stdout
+    runs = [line for line in log.read_text().splitlines() if "--version" not in line]
+    assert len(runs) == 2 and runs[0].endswith(" /dev/stdin") and runs[1].endswith("kernel.ptx"), runs
+
+
 def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cache, monkeypatch, tmp_path):
     failing = tmp_path / "ptxas"
     failing.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, "
