@@ -5,6 +5,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -256,8 +257,38 @@ struct EarlyPtxas::Files {
   TempDir dir;
 };
 
+namespace {
+
+// The runs not finished, for the fork handler: a child forked without exec (another thread
+// forking while a kernel compiles) would keep the pipe's writing end open, and ptxas would wait
+// for its end as long as the child lives; its copies of the runs would kill the parent's ptxas.
+constexpr int kMaxPending = 64;
+std::atomic<EarlyPtxas *> pendingRuns[kMaxPending];
+
+} // namespace
+
+void EarlyPtxas::disownInChild() {
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    if (EarlyPtxas *run = slot.load(std::memory_order_relaxed)) {
+      if (run->input_ >= 0) ::close(run->input_);
+      run->input_ = -1;
+      run->pid_ = -1;
+      slot.store(nullptr, std::memory_order_relaxed);
+    }
+  }
+}
+
+void EarlyPtxas::forget() {
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    EarlyPtxas *self = this;
+    if (slot.compare_exchange_strong(self, nullptr)) return;
+  }
+}
+
 std::unique_ptr<EarlyPtxas> EarlyPtxas::start(const PtxasTool &tool, const std::string &arch,
                                               const std::string &kernelName) {
+  static std::once_flag forkHandler;
+  std::call_once(forkHandler, [] { pthread_atfork(nullptr, nullptr, &EarlyPtxas::disownInChild); });
   std::unique_ptr<EarlyPtxas> run(new EarlyPtxas());
   try {
     run->files_ = std::make_unique<Files>();
@@ -267,8 +298,18 @@ std::unique_ptr<EarlyPtxas> EarlyPtxas::start(const PtxasTool &tool, const std::
   run->tool_ = tool;
   run->arch_ = arch;
   run->kernelName_ = kernelName;
+  bool registered = false;
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    EarlyPtxas *empty = nullptr;
+    if (slot.compare_exchange_strong(empty, run.get())) {
+      registered = true;
+      break;
+    }
+  }
+  if (!registered) return nullptr; // that many at once: ptxas runs as usual
   int ends[2];
   if (pipe2(ends, O_CLOEXEC) != 0) return nullptr;
+  run->input_ = ends[1];
   const std::string cubin = run->files_->dir.file("kernel.cubin"), log = run->files_->dir.file("log.txt");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -283,12 +324,8 @@ std::unique_ptr<EarlyPtxas> EarlyPtxas::start(const PtxasTool &tool, const std::
   int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(ends[0]);
-  if (error != 0) {
-    ::close(ends[1]);
-    return nullptr;
-  }
+  if (error != 0) return nullptr; // the destructor closes the pipe
   run->pid_ = pid;
-  run->input_ = ends[1];
   return run;
 }
 
@@ -303,11 +340,13 @@ std::vector<char> EarlyPtxas::finish(std::string_view ptx) {
   while (waitpid(pid_, &status, 0) < 0)
     if (errno != EINTR) break;
   pid_ = -1;
+  forget();
   exit.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return cubinOf(tool_, exit, arch_, kernelName_, files_->dir.file("kernel.cubin"), files_->dir.file("log.txt"));
 }
 
 EarlyPtxas::~EarlyPtxas() {
+  forget();
   if (input_ >= 0) ::close(input_);
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

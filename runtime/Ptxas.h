@@ -40,7 +40,8 @@ std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const
 // assemblePtx() in two steps: ptxas started before its PTX exists, reading it from a pipe, so
 // that its start (about 15 ms of CPU: a 38 MB program's page faults and initialisation, most of
 // its time on a small kernel) overlaps the compile that makes the PTX. Destroyed unfinished
-// (the compile failed), the process is killed and reaped.
+// (the compile failed), the process is killed and reaped. A child forked without exec while
+// one is pending closes its copy of the pipe and leaves the process to the parent.
 class EarlyPtxas {
 public:
   // nullptr when ptxas cannot be started so (assemblePtx() then runs it as usual).
@@ -57,6 +58,8 @@ public:
 
 private:
   EarlyPtxas() = default;
+  static void disownInChild();
+  void forget(); // out of the pending runs disownInChild() sees
   struct Files;
   std::unique_ptr<Files> files_; // the private temporary directory: cubin and output
   PtxasTool tool_;

@@ -288,10 +288,40 @@ def test_ptxas_starts_while_the_kernel_compiles(cache, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["CompilationError", "0"], proc.stdout  # no ptxas left running
     runs = [line for line in log.read_text().splitlines() if "--version" not in line]
-    assert len(runs) == 2 and all(r.endswith(" /dev/stdin") and "-arch=sm_90a" in r for r in runs), runs
+    # (the second, killed when its compile failed, may die before its wrapper logs it)
+    assert len(runs) in (1, 2) and all(r.endswith(" /dev/stdin") and "-arch=sm_90a" in r for r in runs), runs
     subprocess.run([str(PTXAS), "-arch=sm_90a", "-o", str(tmp_path / "file.cubin"), str(tmp_path / "k.ptx")],
                    check=True)
     assert (tmp_path / "entry.cubin").read_bytes() == (tmp_path / "file.cubin").read_bytes()
+
+
+def test_a_child_forked_while_ptxas_waits_does_not_hold_it(cache, tmp_path):
+    """A process forked (without exec) while a kernel compiles gets a copy of the pipe ptxas waits on:
+    it closes it, so ptxas ends when the parent hands it the PTX, not when the child exits, and the
+    child's copy of the compile does not kill the parent's ptxas."""
+    code = ("import os, sys, time; sys.path.insert(0, %r)\n"
+            "import tessera\n"
+            "from tessera import _ext\n"
+            "C = _ext.require()\n"
+            "text = open(%r).read()\n"
+            "h = C.compile(text, 'k.py', 1, 'triton_red_fused_sum_3', '*fp32:16,*fp32:16,i32,i32',\n"
+            "              {'XBLOCK': 1, 'R0_BLOCK': 128}, 4, 1, 'sm_90a', '', 0, -1, False, 'sm_90')\n"
+            "pid = os.fork()\n"
+            "if pid == 0:  # keeps its copy of the compile (and exits without destroying it)\n"
+            "    time.sleep(6)\n"
+            "    os._exit(0)\n"
+            "t = time.perf_counter()\n"
+            "assert h.assemble('sm_90')\n"
+            "print(time.perf_counter() - t < 5)\n"
+            "os.waitpid(pid, 0)\n" % (str(ROOT / "python"), str(tmp_path / "k.py")))
+    kernels = open(os.path.join(HERE, "inductor_style", "generated.py")).read()
+    (tmp_path / "k.py").write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" +
+                                   kernels.split("@triton.jit\n")[4])
+    env = dict(os.environ, TESSERA_JIT="ptxas")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"], proc.stdout
 
 
 def test_a_ptxas_that_cannot_read_a_pipe_runs_again_from_a_file(cache, tmp_path):
