@@ -16,7 +16,9 @@ imports triton; caches must be cold or warm on purpose), with its own cache fold
             per compiler (PTX to cubin included: Triton's compile and tessera's both run ptxas);
             CompiledKernel._init_handles timed apart (loading; the static launcher stock uses
             loads without it); for tessera, also that each returned tessera's kernel and that no
-            module of the installed Triton was imported
+            module of the installed Triton was imported, and where its calls spent their time
+            (source: reading and reducing kernel files; compile: the C++ compile or cache hit;
+            ptxas), printed after the compile sum (also for warm)
   cold      cold caches, Inductor's default compile workers: the first call (forward + backward,
             or the first training step) in wall time; outputs and gradients saved
   warm      a new process on the caches `cold` filled: the first call again, then the steady-state
@@ -245,6 +247,36 @@ def _count_files(folder, suffixes):
     return sum(1 for _, _, files in os.walk(folder) for f in files if f.endswith(suffixes))
 
 
+def _time_tessera_phases():
+    """Where tessera's triton.compile calls (of this process) spend their time, summed: reading and
+    reducing the kernels' source (tessera/_compose.py), the C++ compile (front-end, passes, LLVM to
+    PTX, or the kernel cache's hit), ptxas (PTX to cubin). Only timing wrappers: what runs is unchanged."""
+    import collections
+    from tessera import _compose, _ext
+    from tessera.compat.triton.compiler import compiler as compat_compiler
+    totals = collections.Counter()
+
+    def timed(label, f):
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                totals[label] += time.perf_counter() - t0
+        return call
+    _compose.kernel_source_and_dependencies = timed("source", _compose.kernel_source_and_dependencies)
+    compat_compiler._assemble = timed("ptxas", compat_compiler._assemble)
+    C = _ext.require()
+
+    class TimedExtension:  # tessera.compiler.compile's C.compile (the kernel cache's lookup included)
+        def __getattr__(self, name):
+            return getattr(C, name)
+        compile = staticmethod(timed("compile", C.compile))
+    timed_extension = TimedExtension()
+    _ext.require = lambda: timed_extension
+    return totals
+
+
 def child_main(job):
     out = {"job": job, "ok": False, "notes": []}
     try:
@@ -290,6 +322,7 @@ def child_main(job):
                 loads.append(time.perf_counter() - t0)
 
         CompiledKernel._init_handles = timed_init_handles
+        phases = _time_tessera_phases() if provider == "tessera" else None
         compiled_obj, inputs, grad_out, dtype, notes = _build(torch, model, job["quick"])
         out["notes"] += notes
         out["dtype"] = dtype
@@ -314,6 +347,8 @@ def child_main(job):
         out["compiled_kernels"] = sorted({n for n, _, _ in compiles})
         out["compiled_by"] = sorted({m for _, _, m in compiles})
         out["load_s"] = sum(loads)
+        if phases is not None:
+            out["tessera_phases_s"] = dict(phases)
         if measure in ("warm", "graphs"):
             rounds, iters = (3, 10) if job["quick"] else (7, 30)
             times = []
@@ -449,9 +484,11 @@ def main(argv=None):
         r = run_child(job, caches, args.timeout)
         results.append(r)
         status = "ok" if r.get("ok") else "FAILED"
+        phases = r.get("tessera_phases_s")
+        phases = ", ".join(f"{k} {v:.3f} s" for k, v in sorted(phases.items())) if phases else ""
         print(f"  {model} {mode} {measure} {provider}: {status} in {r.get('process_s', 0):.1f} s "
               f"(first call {fmt(r.get('first_call_s'), ' s')}, compile sum {fmt(r.get('compile_s'), ' s', 3)}, "
-              f"{r.get('compiles', '-')} compiles)", flush=True)
+              f"{r.get('compiles', '-')} compiles{'; of which ' + phases if phases else ''})", flush=True)
         if not r.get("ok"):
             print(f"  FAILED {model} {mode} {measure} {provider}: {r.get('error')}")
             if r.get("traceback"):

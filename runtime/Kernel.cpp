@@ -70,6 +70,8 @@ struct Kernel::Impl {
   // The last device's kernel: launch() checks it against the current context
   // and skips the lock and the map.
   mutable std::atomic<const PerDevice *> last{nullptr};
+  // ptxas started while the kernel compiled (compileCached's assembleFor), for assembleFor(); under mutex.
+  mutable std::unique_ptr<rt::EarlyPtxas> earlyPtxas;
 };
 
 Kernel::Kernel(CompiledKernel compiled, std::vector<ArgSpec> signature, std::string arch)
@@ -120,8 +122,19 @@ bool Kernel::assembleFor(const std::string &deviceArch) const {
   std::lock_guard<std::mutex> lock(impl.mutex);
   for (const auto &[t, bytes] : impl.cubins)
     if (t == tag) return true;
-  std::vector<char> cubin =
-      rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, rt::sassArchFor(impl.compiled.ptx, deviceArch), impl.compiled.name);
+  const std::string arch = rt::sassArchFor(impl.compiled.ptx, deviceArch);
+  std::unique_ptr<rt::EarlyPtxas> early = std::move(impl.earlyPtxas);
+  std::vector<char> cubin;
+  if (early && early->arch() == arch && plan.ptxas->path == early->tool().path) {
+    try {
+      cubin = early->finish(impl.compiled.ptx);
+    } catch (const rt::Error &) {
+      // Run again from a file, whose error is the one reported (a system without /dev/stdin fails
+      // only here).
+    }
+  }
+  early.reset(); // not the one asked for (or done): killed, reaped
+  if (cubin.empty()) cubin = rt::assemblePtx(*plan.ptxas, impl.compiled.ptx, arch, impl.compiled.name);
   keepCubin(tag, std::string(cubin.begin(), cubin.end()));
   return true;
 }
@@ -223,11 +236,26 @@ std::string readStage(const std::string &path) {
   return text.str();
 }
 
+// ptxas for devices of `deviceArch`, started before the PTX of a kernel compiled for `targetArch`
+// exists: the architecture is the one the PTX will name (`.target targetArch`, checked again by
+// assembleFor()). nullptr when the JIT is not ptxas or it does not start.
+std::unique_ptr<rt::EarlyPtxas> startPtxas(const std::string &targetArch, const std::string &deviceArch,
+                                           const std::string &kernelName) {
+  try {
+    const rt::JitPlan plan = rt::jitPlan();
+    if (plan.mode != rt::JitPlan::Ptxas) return nullptr;
+    return rt::EarlyPtxas::start(*plan.ptxas, rt::sassArchFor(".target " + targetArch + "\n", deviceArch),
+                                 kernelName);
+  } catch (const rt::Error &) {
+    return nullptr; // a bad TESSERA_JIT or ptxas is reported where it is used, as before
+  }
+}
+
 } // namespace
 
 Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
                      std::vector<ArgSpec> signature, const std::map<std::string, ConstexprValue> &constexprs,
-                     const CompileOptions &options, bool *hit) {
+                     const CompileOptions &options, bool *hit, const std::string &assembleFor) {
   if (hit) *hit = false;
   cache::DiskCache disk;
   cache::Key key;
@@ -261,6 +289,8 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
       return k;
     }
   }
+  std::unique_ptr<rt::EarlyPtxas> early; // killed if the compile throws
+  if (key && !assembleFor.empty()) early = startPtxas(options.arch, assembleFor, kernelName);
   rt::StepTimer compiling(rt::Step::Compile);
   CompiledKernel compiled = compileKernel(file, kernelName, signature, constexprs, options, resolved, Stage::PTX);
   compiling.stop();
@@ -278,6 +308,7 @@ Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &
     if (!disk.store(key, stored, &stages)) key = {}; // unwritable: do not try again on load()
   }
   Kernel k(std::move(compiled), std::move(signature), options.arch);
+  if (key) k.impl_->earlyPtxas = std::move(early); // else assembleFor() does nothing: killed now
   k.impl_->key = std::move(key);
   k.impl_->numStages = options.numStages;
   return k;

@@ -115,7 +115,8 @@ public:
 
 private:
   friend Kernel compileCached(std::shared_ptr<const SourceFile>, const std::string &, std::vector<ArgSpec>,
-                              const std::map<std::string, ConstexprValue> &, const CompileOptions &, bool *);
+                              const std::map<std::string, ConstexprValue> &, const CompileOptions &, bool *,
+                              const std::string &);
   struct Impl;
   const Impl &state() const; // throws std::logic_error when empty
   // Keeps the cubin of `tag` and writes the disk-cache entry again with it (impl's mutex held).
@@ -140,9 +141,12 @@ Kernel compile(std::string source, std::string kernelName, std::string signature
 // path): the disk cache's entry for these inputs if there is one (*hit set
 // true), else compileKernel() to PTX, stored in the cache. options.arch must
 // be set. The key (Cache.h makeKey) is the source text, not its path.
+// assembleFor: a device architecture ("sm_90") whose assembleFor() the caller
+// will ask for next; on a miss with the ptxas JIT, ptxas starts before the
+// compile (rt::EarlyPtxas), so that its start overlaps it.
 Kernel compileCached(std::shared_ptr<const SourceFile> file, const std::string &kernelName,
                      std::vector<ArgSpec> signature, const std::map<std::string, ConstexprValue> &constexprs,
-                     const CompileOptions &options, bool *hit = nullptr);
+                     const CompileOptions &options, bool *hit = nullptr, const std::string &assembleFor = {});
 
 // compile() of a file read from disk (the path appears in diagnostics).
 Kernel compileFile(const std::string &path, std::string kernelName, std::string signature,

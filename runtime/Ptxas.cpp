@@ -5,6 +5,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Driver.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -204,16 +207,11 @@ const PtxasTool *findPtxas() {
   return found.get();
 }
 
-std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const std::string &arch,
-                              const std::string &kernelName) {
-  TempDir dir;
-  const std::string input = dir.file("kernel.ptx"), cubin = dir.file("kernel.cubin"), log = dir.file("log.txt");
-  {
-    std::ofstream out(input, std::ios::binary);
-    out.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
-    if (!out) throw Error("cannot write the PTX of kernel '" + kernelName + "' to " + input + " for ptxas");
-  }
-  Exit exit = run({tool.path, "-arch=" + arch, "-o", cubin, input}, log);
+namespace {
+
+// What a ptxas run that ended says: the cubin, or the error naming the kernel and ptxas's output.
+std::vector<char> cubinOf(const PtxasTool &tool, const Exit &exit, const std::string &arch,
+                          const std::string &kernelName, const std::string &cubin, const std::string &log) {
   const std::string what = "ptxas (" + tool.path + ", " + tool.version + ") compiling kernel '" + kernelName +
                            "' for " + arch;
   if (!exit.started) throw Error(what + " did not start: " + std::strerror(exit.spawnErrno));
@@ -225,6 +223,150 @@ std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const
   std::string bytes = readFile(cubin);
   if (bytes.empty()) throw Error(what + " wrote no cubin");
   return std::vector<char>(bytes.begin(), bytes.end());
+}
+
+// Writes all of `data` to a pipe; false when the reader is gone (EPIPE, with SIGPIPE kept from
+// the process: blocked in this thread while writing, and a pending one taken back).
+bool writeAll(int fd, std::string_view data) {
+  sigset_t pipeSignal, old;
+  sigemptyset(&pipeSignal);
+  sigaddset(&pipeSignal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipeSignal, &old);
+  bool ok = true;
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  if (!ok) {
+    struct timespec zero{};
+    while (sigtimedwait(&pipeSignal, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+} // namespace
+
+struct EarlyPtxas::Files {
+  TempDir dir;
+};
+
+namespace {
+
+// The runs not finished, for the fork handler: a child forked without exec (another thread
+// forking while a kernel compiles) would keep the pipe's writing end open, and ptxas would wait
+// for its end as long as the child lives; its copies of the runs would kill the parent's ptxas.
+constexpr int kMaxPending = 64;
+std::atomic<EarlyPtxas *> pendingRuns[kMaxPending];
+
+} // namespace
+
+void EarlyPtxas::disownInChild() {
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    if (EarlyPtxas *run = slot.load(std::memory_order_relaxed)) {
+      if (run->input_ >= 0) ::close(run->input_);
+      run->input_ = -1;
+      run->pid_ = -1;
+      slot.store(nullptr, std::memory_order_relaxed);
+    }
+  }
+}
+
+void EarlyPtxas::forget() {
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    EarlyPtxas *self = this;
+    if (slot.compare_exchange_strong(self, nullptr)) return;
+  }
+}
+
+std::unique_ptr<EarlyPtxas> EarlyPtxas::start(const PtxasTool &tool, const std::string &arch,
+                                              const std::string &kernelName) {
+  static std::once_flag forkHandler;
+  std::call_once(forkHandler, [] { pthread_atfork(nullptr, nullptr, &EarlyPtxas::disownInChild); });
+  std::unique_ptr<EarlyPtxas> run(new EarlyPtxas());
+  try {
+    run->files_ = std::make_unique<Files>();
+  } catch (const Error &) {
+    return nullptr;
+  }
+  run->tool_ = tool;
+  run->arch_ = arch;
+  run->kernelName_ = kernelName;
+  bool registered = false;
+  for (std::atomic<EarlyPtxas *> &slot : pendingRuns) {
+    EarlyPtxas *empty = nullptr;
+    if (slot.compare_exchange_strong(empty, run.get())) {
+      registered = true;
+      break;
+    }
+  }
+  if (!registered) return nullptr; // that many at once: ptxas runs as usual
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0) return nullptr;
+  run->input_ = ends[1];
+  const std::string cubin = run->files_->dir.file("kernel.cubin"), log = run->files_->dir.file("log.txt");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, ends[0], STDIN_FILENO); // dup2 clears CLOEXEC on stdin
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<std::string> argv{tool.path, "-arch=" + arch, "-o", cubin, "/dev/stdin"};
+  std::vector<char *> args;
+  for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(ends[0]);
+  if (error != 0) return nullptr; // the destructor closes the pipe
+  run->pid_ = pid;
+  return run;
+}
+
+std::vector<char> EarlyPtxas::finish(std::string_view ptx) {
+  if (pid_ < 0) throw Error("ptxas for kernel '" + kernelName_ + "' was finished already");
+  (void)writeAll(input_, ptx); // a ptxas that is gone says why through its exit status and output
+  ::close(input_);
+  input_ = -1;
+  Exit exit;
+  exit.started = true;
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0)
+    if (errno != EINTR) break;
+  pid_ = -1;
+  forget();
+  exit.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return cubinOf(tool_, exit, arch_, kernelName_, files_->dir.file("kernel.cubin"), files_->dir.file("log.txt"));
+}
+
+EarlyPtxas::~EarlyPtxas() {
+  forget();
+  if (input_ >= 0) ::close(input_);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const std::string &arch,
+                              const std::string &kernelName) {
+  TempDir dir;
+  const std::string input = dir.file("kernel.ptx"), cubin = dir.file("kernel.cubin"), log = dir.file("log.txt");
+  {
+    std::ofstream out(input, std::ios::binary);
+    out.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
+    if (!out) throw Error("cannot write the PTX of kernel '" + kernelName + "' to " + input + " for ptxas");
+  }
+  Exit exit = run({tool.path, "-arch=" + arch, "-o", cubin, input}, log);
+  return cubinOf(tool, exit, arch, kernelName, cubin, log);
 }
 
 } // namespace tessera::rt

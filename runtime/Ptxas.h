@@ -5,6 +5,7 @@
 // differently (docs/runtime.md has the measurements).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,5 +36,36 @@ std::optional<std::string> ptxasVersion(const std::string &path);
 // rt::Error naming the kernel, the exit status and ptxas's output.
 std::vector<char> assemblePtx(const PtxasTool &tool, std::string_view ptx, const std::string &arch,
                               const std::string &kernelName);
+
+// assemblePtx() in two steps: ptxas started before its PTX exists, reading it from a pipe, so
+// that its start (about 15 ms of CPU: a 38 MB program's page faults and initialisation, most of
+// its time on a small kernel) overlaps the compile that makes the PTX. Destroyed unfinished
+// (the compile failed), the process is killed and reaped. A child forked without exec while
+// one is pending closes its copy of the pipe and leaves the process to the parent.
+class EarlyPtxas {
+public:
+  // nullptr when ptxas cannot be started so (assemblePtx() then runs it as usual).
+  static std::unique_ptr<EarlyPtxas> start(const PtxasTool &tool, const std::string &arch,
+                                           const std::string &kernelName);
+  ~EarlyPtxas();
+  EarlyPtxas(const EarlyPtxas &) = delete;
+  EarlyPtxas &operator=(const EarlyPtxas &) = delete;
+
+  const std::string &arch() const { return arch_; }
+  const PtxasTool &tool() const { return tool_; }
+  // Hands ptxas the PTX and waits: the cubin, or the rt::Error assemblePtx() would throw.
+  std::vector<char> finish(std::string_view ptx);
+
+private:
+  EarlyPtxas() = default;
+  static void disownInChild();
+  void forget(); // out of the pending runs disownInChild() sees
+  struct Files;
+  std::unique_ptr<Files> files_; // the private temporary directory: cubin and output
+  PtxasTool tool_;
+  std::string arch_, kernelName_;
+  int pid_ = -1;
+  int input_ = -1; // the pipe's writing end
+};
 
 } // namespace tessera::rt

@@ -242,7 +242,8 @@ void registerCompile(py::module_ &m) {
       "compile",
       [](std::string source, std::string path, uint32_t firstLine, const std::string &kernelName,
          py::handle signature, py::handle constexprs, unsigned numWarps, unsigned numStages,
-         std::string arch, std::string backend, unsigned maxRegisters, int fpFusion, bool debug) {
+         std::string arch, std::string backend, unsigned maxRegisters, int fpFusion, bool debug,
+         const std::string &assembleFor) {
         if (!isBackendName(backend))
           throw py::value_error("backend must be 'llvm' or 'nvrtc', got '" + backend + "'");
         auto entry = std::make_shared<CompiledEntry>();
@@ -270,17 +271,19 @@ void registerCompile(py::module_ &m) {
         entry->backend = backend;
         {
           py::gil_scoped_release nogil; // parallel compiles from threads; disk cache I/O
-          entry->kernel = compileCached(entry->file, kernelName, std::move(specs), entry->constexprs, options);
+          entry->kernel =
+              compileCached(entry->file, kernelName, std::move(specs), entry->constexprs, options, nullptr, assembleFor);
         }
         return entry;
       },
       py::arg("source"), py::arg("path"), py::arg("first_line"), py::arg("kernel_name"),
       py::arg("signature"), py::arg("constexprs") = py::none(), py::arg("num_warps") = 4,
       py::arg("num_stages") = 3, py::arg("arch") = "sm_90a", py::arg("backend") = "", py::arg("maxnreg") = 0,
-      py::arg("fp_fusion") = -1, py::arg("debug") = false,
+      py::arg("fp_fusion") = -1, py::arg("debug") = false, py::arg("assemble_for") = "",
       "Compiles one specialisation to PTX without a GPU (arch '' = the current GPU's; backend "
       "'llvm', 'nvrtc' or '' for TESSERA_BACKEND; fp_fusion -1: TESSERA_FP_FUSION decides, 0 off, 1 on; "
-      "debug: tl.device_assert checked, as TESSERA_DEBUG).");
+      "debug: tl.device_assert checked, as TESSERA_DEBUG; assemble_for: the device architecture whose "
+      "assemble() comes next: on a cache miss ptxas starts while the kernel compiles).");
 
   m.def(
       "nvrtc_status",

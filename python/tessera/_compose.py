@@ -36,6 +36,7 @@ import types
 from . import _source
 # What a launch needs of this module lives in _function_args.py (no ast or inspect to import).
 from ._function_args import as_jit, function_constexprs, language_function_name, split_function_args  # noqa: F401
+from ._function_args import MISSING, global_fingerprint
 from ._function_args import is_language_function as _language_function
 
 
@@ -43,8 +44,91 @@ class CompositionError(TypeError):
     pass
 
 
+class Reads:
+    """What composing a kernel's text read outside the kernel's file, so that _source_cache.py can
+    remember the text and reuse it in a new process while every read gives the same answer:
+    `names` {(module, dotted name): fingerprint} of each global looked up (module "" is the
+    kernel's own globals; _function_args.global_fingerprint), `files` the files whose text was
+    read (@jit functions appended), `checkable` False when something cannot be looked up again
+    (a helper's closure)."""
+
+    def __init__(self, kernel_globals):
+        self.kernel_globals = kernel_globals
+        self.names = {}
+        self.files = set()
+        self.checkable = True
+
+    def note(self, module_globals, module, dotted, value):
+        owner = "" if module_globals is self.kernel_globals else module
+        fingerprint, file = global_fingerprint(value)
+        self.names[(owner, dotted)] = fingerprint
+        if file:
+            self.files.add(file)
+
+
+class _RecordedScope:
+    """A module's globals whose look-ups are noted in a Reads (the reads _compose makes of a scope:
+    `in`, [], get)."""
+
+    def __init__(self, module_globals, module, reads):
+        self.globals, self.module, self.reads = module_globals, module, reads
+
+    def _look(self, name):
+        value = self.globals.get(name, MISSING)
+        self.reads.note(self.globals, self.module, name, value)
+        return value
+
+    def __contains__(self, name):
+        return self._look(name) is not MISSING
+
+    def __getitem__(self, name):
+        value = self._look(name)
+        if value is MISSING:
+            raise KeyError(name)
+        return value
+
+    def get(self, name, default=None):
+        value = self._look(name)
+        return default if value is MISSING else value
+
+    def note_attribute(self, dotted, value):
+        self.reads.note(self.globals, self.module, dotted, value)
+
+
+def _scope(fn, reads):
+    """fn's globals (with its closure's variables), as _compose reads them; noted in `reads` if given."""
+    closure = _closure(fn)
+    if reads is None:
+        scope = dict(fn.__globals__)
+        scope.update(closure)
+        return scope
+    if closure:
+        reads.checkable = False
+        scope = dict(fn.__globals__)
+        scope.update(closure)
+        return scope
+    return _RecordedScope(fn.__globals__, fn.__module__, reads)
+
+
+# id(code object) -> (the code object, _function_text(fn)): helpers (Inductor's triton_helpers) serve many
+# kernels. By identity: equal code objects may come from different text (annotations are not in them).
+_function_texts = {}
+
+
 def _function_text(fn):
-    """The dedented source of a Python function with its decorators replaced by `@jit`."""
+    """The dedented source of a Python function with its decorators replaced by `@jit`, and its
+    ast node (read once a process, as a kernel's handle keeps its text)."""
+    code = getattr(fn, "__code__", None)
+    known = _function_texts.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    result = _read_function_text(fn)
+    if code is not None:
+        _function_texts[id(code)] = (code, result)
+    return result
+
+
+def _read_function_text(fn):
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
@@ -89,7 +173,7 @@ class _Collected:
         self.constants = {}   # name -> value
 
 
-def _collect(roots):
+def _collect(roots, reads=None):
     out = _Collected()
     queue = list(roots)
     while queue:
@@ -102,8 +186,9 @@ def _collect(roots):
             continue
         text, node = _function_text(fn)
         out.functions[name] = (text, jf)
-        scope = dict(fn.__globals__)
-        scope.update(_closure(fn))
+        if reads is not None:
+            reads.files.add(fn.__code__.co_filename)
+        scope = _scope(fn, reads)
         functions, modules = _called_elsewhere(node, scope)
         queue.extend(functions)
         for alias, module in modules.items():
@@ -146,8 +231,10 @@ def _module_attribute(node, scope):
     for attr in reversed(chain):
         value = getattr(value, attr, None)
         if value is None:
-            return None
-    return node.id, value
+            break
+    if isinstance(scope, _RecordedScope):
+        scope.note_attribute(".".join([node.id] + chain[::-1]), value)
+    return None if value is None else (node.id, value)
 
 
 def _attribute_chain(node):
@@ -180,19 +267,21 @@ def _constant_value(value):
     return value if isinstance(value, (bool, int, float)) else None
 
 
-def foreign_source(fn, text, path):
+def foreign_source(fn, text, path, reads=None):
     """(source, depends_elsewhere) for a kernel compiled from its file's reduced `text`: the @jit
     functions of other modules that the kernel and its @jit helpers in the file call (by a name
     imported from there, or through a module: `helpers.fn(...)`), with what they need in turn
     (function_source), to append to the text; depends_elsewhere says whether the kernel names
-    anything of another module (then its text is not remembered by its file alone)."""
+    anything of another module (then its text is not remembered by its file alone). `reads`: a
+    Reads that notes what was looked up outside the text."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return "", True
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    scope = fn.__globals__
-    defined = _defined_names(text, scope.get("__package__"))
+    scope = fn.__globals__ if reads is None else _RecordedScope(fn.__globals__, fn.__module__, reads)
+    package = scope.get("__package__")
+    defined = _defined_names(text, package, tree)
     lang_imports = {}  # tl / triton bound by importing them from another module (from lib.utils import tl)
     constants = {}     # ints, floats, bools imported from another module
     roots, seen, queue, elsewhere = [], set(), [fn.__name__], False
@@ -244,7 +333,9 @@ def foreign_source(fn, text, path):
                     else f"import {module} as {alias}\n" for alias, module in sorted(lang_imports.items()))
     extra += "".join(f"{name} = {value!r}\n" for name, value in sorted(constants.items()))
     if roots:
-        extra += function_source(roots, text + extra, path, base_scope=scope)
+        base_defined = {**defined, **_defined_names(extra, package)}  # of text + extra, parsing extra alone
+        extra += function_source(roots, text + extra, path, base_scope=scope, reads=reads,
+                                 base_defined=base_defined)
     if not extra:
         return "", elsewhere
     return "# what the kernel names from other modules\n" + extra, True
@@ -271,14 +362,15 @@ def _imported_module(node, package):
     return "." * node.level + module
 
 
-def _defined_names(text, package=None):
+def _defined_names(text, package=None, tree=None):
     """Top-level names of a module's text: {name: ('def'|'import'|'const', detail)}; `package`: the
-    module's __package__, against which relative imports are resolved."""
+    module's __package__, against which relative imports are resolved; `tree`: the text parsed."""
     names = {}
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return names
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return names
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             names[node.name] = ("def", node)
@@ -302,12 +394,15 @@ def _same_module(a, b):
     return canon.get(a, a) == canon.get(b, b)
 
 
-def function_source(functions, base_text="", base_file=None, base_scope=None):
+def function_source(functions, base_text="", base_file=None, base_scope=None, reads=None, base_defined=None):
     """Text to append to `base_text` (a module's source) so that it defines `functions` (JITFunctions).
     Functions that `base_text` already defines from the same file (`base_file`) are not repeated.
-    base_scope: the globals of base_text's module, to check names it shares with the functions."""
-    collected = _collect(functions)
-    defined = _defined_names(base_text, (base_scope or {}).get("__package__"))
+    base_scope: the globals of base_text's module, to check names it shares with the functions.
+    reads: a Reads noting the globals and files this looks at; base_defined: _defined_names(base_text)
+    when the caller has it."""
+    collected = _collect(functions, reads)
+    defined = base_defined if base_defined is not None else _defined_names(base_text,
+                                                                          (base_scope or {}).get("__package__"))
     parts = []
     for alias, module in sorted(collected.imports.items(), key=lambda item: item[0]):
         have = defined.get(alias)
@@ -422,14 +517,14 @@ def kernel_source(fn):
     return kernel_source_and_dependencies(fn)[:3]
 
 
-def kernel_source_and_dependencies(fn):
+def kernel_source_and_dependencies(fn, reads=None):
     """kernel_source(fn) and whether the text depends on other modules than the kernel's file
     (their @jit functions are appended: _compose.foreign_source), so that it may not be
-    remembered by the file's text alone."""
+    remembered by the file's text alone; `reads` (a Reads) then notes on what it depends."""
     text, path, first_line = _source.own_source(fn)
     if first_line != 1:
         return text, path, first_line, False
-    extra, elsewhere = foreign_source(fn, text, path)
+    extra, elsewhere = foreign_source(fn, text, path, reads)
     if extra:
         text = text + ("" if text.endswith("\n") else "\n") + extra
     return text, path, first_line, elsewhere

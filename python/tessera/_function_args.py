@@ -7,6 +7,7 @@ pays for every import).
     split_function_args(kernel, args, kwargs)   ({param: function}, args, kwargs) without them
     function_constexprs({param: fn})            the constexpr values (names) that stand for them
     language_function_name(value)               "tessera.language.extra.cuda.globaltimer", or None
+    global_fingerprint(value)                   what composing a kernel takes from a global (below)
 """
 import types
 
@@ -71,3 +72,32 @@ def split_function_args(kernel, args, kwargs):
                 new_kwargs[names[i]] = args[i]
         new_args = new_args[:first]
     return functions, tuple(new_args), new_kwargs
+
+
+MISSING = object()  # a global that is not there
+
+
+def global_fingerprint(value):
+    """(fingerprint, file): what decides how composing a kernel (_compose.foreign_source, _collect)
+    treats a global it looks up: a @jit function's name and place (file: the file its text comes
+    from), a module's name, a constant's value, a function's or class's name, else the type. Two
+    values with the same fingerprint compose to the same text; _source_cache.py compares them to
+    reuse a composed text in a new process."""
+    if value is MISSING:
+        return "-", None
+    inner = as_jit(value)
+    if inner is not None:
+        code = getattr(inner.fn, "__code__", None)
+        if code is None:
+            return f"jit {id(inner)}", None  # never equal in another process: not reused
+        return (f"jit {inner.fn.__module__}.{inner.fn.__qualname__} {code.co_filename}:{code.co_firstlineno}",
+                code.co_filename)
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}", None
+    if isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__} {value!r}", None
+    if type(value).__name__ == "constexpr":
+        return f"constexpr {getattr(value, 'value', None)!r}", None
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return f"{type(value).__name__} {getattr(value, '__module__', None)}.{getattr(value, '__qualname__', None)}", None
+    return f"{type(value).__module__}.{type(value).__qualname__}", None

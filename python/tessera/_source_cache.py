@@ -14,19 +14,25 @@ and _function_args.py, as Python's own .pyc files are checked) and libtessera's 
 (its parameter parser). So a kernel whose file changed, or a new tessera, misses; nothing
 is parsed to find that out. The entry itself:
 
-    tessera-source-3\\n
+    tessera-source-4\\n
     {"params": [[name, is_constexpr, has_default], ...] or null, "calls": [...] or null,
-     "files": {path: digest of each other file "calls" was read from}}\\n
+     "files": {path: digest of each other file "calls" was read from},
+     "reads": [[module, dotted name, fingerprint], ...] or null, "text_files": {path: digest}}\\n
     the reduced text (when "params" is not null)
 
-The text is kept only when it comes from the kernel's file alone (not when @jit functions of
-other modules are appended to it: _compose.foreign_source); "calls" is used only while every
-file in "files" is unchanged. Functions without a file (exec'd code) are never remembered.
-Any problem reading or writing an entry just means doing the work as before.
+"calls" is used only while every file in "files" is unchanged. A text that takes @jit functions,
+constants or imports from other modules (_compose.foreign_source: every kernel torch's Inductor
+generates calls its triton_helpers) is kept with what composing it read there ("reads": each
+global looked up, in the kernel's module "" or another, with the fingerprint of its value,
+_function_args.global_fingerprint; "text_files": the files appended text came from), and is used
+only while every global gives the same fingerprint and every file the same digest: a new
+process then reduces nothing (3 to 10 ms a kernel). Functions without a file (exec'd code), or
+whose helpers capture variables, are never remembered. Any problem reading or writing an entry
+just means doing the work as before.
 """
 import os
 
-_MAGIC = b"tessera-source-3\n"
+_MAGIC = b"tessera-source-4\n"
 _RULES = ("_source.py", "_compose.py", "_function_args.py")
 _rules = None
 
@@ -59,13 +65,15 @@ def _read(path):
 class Entry:
     """A kernel's entry as read (or to be written): `path` (None: not remembered, as without a
     file or with the cache off); `text` and `params` (None: not held), `calls` (None: not held
-    or out of date) and `files`, the digests `calls` depends on."""
-    __slots__ = ("path", "text", "params", "calls", "files")
+    or out of date) and `files`, the digests `calls` depends on; `reads` and `text_files`, what
+    a composed text depends on (None: the text is the file's alone)."""
+    __slots__ = ("path", "text", "params", "calls", "files", "reads", "text_files")
 
     def __init__(self, path):
         self.path = path
-        self.text = self.params = self.calls = None
+        self.text = self.params = self.calls = self.reads = None
         self.files = {}
+        self.text_files = {}
 
 
 def lookup(C, fn):
@@ -85,30 +93,63 @@ def lookup(C, fn):
     try:
         end = data.index(b"\n", len(_MAGIC))
         header = json.loads(data[len(_MAGIC):end])
-        if header["params"] is not None:
+        reads = header["reads"]
+        if header["params"] is not None and (reads is None or _reads_hold(C, fn, reads, header["text_files"])):
             entry.params = [tuple(p) for p in header["params"]]
             entry.text = data[end + 1:].decode("utf-8")
+            entry.reads, entry.text_files = reads, header["text_files"]
         files = header["files"]
         if header["calls"] is not None and all(_file_digest(C, p) == d for p, d in files.items()):
             entry.calls = frozenset(header["calls"])
             entry.files = files
         os.utime(entry.path)  # last used: now (the cache's LRU eviction)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        entry.text = entry.params = entry.calls = None
+        entry.text = entry.params = entry.calls = entry.reads = None
     return entry
 
 
-def jit_kernel(C, entry, fn, name, defaults, do_not_specialize):
-    """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one."""
+def _reads_hold(C, fn, reads, text_files):
+    """Whether composing `fn`'s text now would read what it read when it was remembered."""
+    import sys
+    from ._function_args import MISSING, global_fingerprint
+    for module, dotted, fingerprint in reads:
+        scope = fn.__globals__ if module == "" else getattr(sys.modules.get(module), "__dict__", None)
+        if scope is None:
+            return False
+        first, *attributes = dotted.split(".")
+        value = scope.get(first, MISSING)
+        for attr in attributes:  # helpers.shim.pow, as _compose._module_attribute walks it
+            if value is None or value is MISSING:
+                break
+            value = getattr(value, attr, None)
+        if global_fingerprint(value)[0] != fingerprint:
+            return False
+    return all(_file_digest(C, p) == d for p, d in text_files.items())
+
+
+def jit_kernel(C, entry, fn, name, defaults, do_not_specialize, reduce):
+    """tessera._C.JitKernel for `fn`, from the remembered reduction when there is one; `reduce`:
+    what gives (text, path, first_line, depends elsewhere, _compose.Reads) (the JITFunction's,
+    which keeps it)."""
     if entry.text is not None:
         return C.JitKernel(entry.text, fn.__code__.co_filename, 1, name, defaults, do_not_specialize,
                            params=entry.params)
-    from . import _compose
-    text, file, first_line, elsewhere = _compose.kernel_source_and_dependencies(fn)
+    text, file, first_line, elsewhere, reads = reduce()
     handle = C.JitKernel(text, file, first_line, name, defaults, do_not_specialize)
-    if entry.path and first_line == 1 and not elsewhere:  # the file's own reduction (not a function-only fallback)
-        entry.text, entry.params = text, [tuple(p) for p in handle.params]
-        _write(C, entry)
+    if not entry.path or first_line != 1:  # not remembered, or a function-only fallback
+        return handle
+    if not elsewhere:  # the file's own reduction
+        entry.reads, entry.text_files = None, {}
+    elif reads is not None and reads.checkable:
+        text_files = {p: _file_digest(C, p) for p in sorted(reads.files)}
+        if not all(text_files.values()):
+            return handle
+        entry.reads = [[module, dotted, fp] for (module, dotted), fp in sorted(reads.names.items())]
+        entry.text_files = text_files
+    else:
+        return handle
+    entry.text, entry.params = text, [tuple(p) for p in handle.params]
+    _write(C, entry)
     return handle
 
 
@@ -141,7 +182,8 @@ def _write(C, entry):
     already, or will be)."""
     import json
     header = {"params": None if entry.params is None else [list(p) for p in entry.params],
-              "calls": None if entry.calls is None else sorted(entry.calls), "files": entry.files}
+              "calls": None if entry.calls is None else sorted(entry.calls), "files": entry.files,
+              "reads": entry.reads, "text_files": entry.text_files}
     data = _MAGIC + json.dumps(header).encode() + b"\n"
     if entry.params is not None:
         data += entry.text.encode("utf-8")

@@ -13,14 +13,14 @@ Compiling needs no GPU; only loading and launching do.
 """
 import os
 
-from . import _compose, _ext
+from . import _ext, _function_args
 from ._compiled_kernel import CompiledKernel
 from .errors import describe_value
 from .jit import JITFunction, _check_backend, compose
 
 
 def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="sm_90a", kernel=None,
-            backend=None, maxnreg=None, enable_fp_fusion=None, debug=False):
+            backend=None, maxnreg=None, enable_fp_fusion=None, debug=False, _assemble_for=""):
     """Compiles one specialisation of a kernel to PTX without launching it (no GPU needed).
 
     fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
@@ -32,6 +32,8 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
     on an SM; None: ptxas's choice.
     enable_fp_fusion: a * b + c as one fused multiply-add (None: TESSERA_FP_FUSION, default on);
     debug: tl.device_assert is checked (as TESSERA_DEBUG=1).
+    _assemble_for: the device architecture ("sm_90") whose ptxas run the caller asks for next
+    (CompiledKernel._h.assemble): on a cache miss ptxas starts while the kernel compiles.
     Raises CompilationError for errors in the kernel, ValueError for a bad signature or option.
     """
     _check_options(signature, constexprs, num_warps, num_stages, target, kernel, maxnreg)
@@ -53,17 +55,18 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
             else:
                 raise TypeError(f"tessera.compile() takes a @tessera.jit function or a file path, not {fn!r}")
         functions = {k: v for k, v in (constexprs or {}).items() if not isinstance(v, (bool, int, float, str))
-                     and v is not None and _compose.as_jit(v) is not None}
+                     and v is not None and _function_args.as_jit(v) is not None}
         if functions:  # @jit functions as constexprs: the kernel composed with them (_compose.py)
             fn = compose(fn, functions)
-            constexprs = {**constexprs, **_compose.function_constexprs(functions)}
+            constexprs = {**constexprs, **_function_args.function_constexprs(functions)}
         text, path, first_line = fn._source()
         name = kernel or fn.__name__
         constexprs = {**_constexpr_defaults(fn), **(constexprs or {})}
         backend = backend or fn.backend
     return CompiledKernel(C.compile(text, path, first_line, name, signature, constexprs or {},
                                     num_warps, num_stages, target or "", backend, maxnreg or 0,
-                                    -1 if enable_fp_fusion is None else int(bool(enable_fp_fusion)), bool(debug)))
+                                    -1 if enable_fp_fusion is None else int(bool(enable_fp_fusion)), bool(debug),
+                                    _assemble_for))
 
 
 

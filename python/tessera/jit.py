@@ -103,6 +103,7 @@ class JITFunction(_ext.JitFunctionBase):
         self._handle = None
         self._launch = None
         self._entry = None  # _source_entry()
+        self._reduced = None  # _source_and_dependencies()
         interpret = options.get("interpret")
         self.interpret = _env.flag("TESSERA_INTERPRET") if interpret is None else bool(interpret)
         self._interpreter = None
@@ -152,8 +153,24 @@ class JITFunction(_ext.JitFunctionBase):
 
     def _source(self):
         """(text, path, first_line) the C++ compiler gets: see tessera/_source.py."""
-        from . import _compose
-        return _compose.kernel_source(self.fn)
+        return self._source_and_dependencies()[:3]
+
+    def _source_and_dependencies(self):
+        """(text, path, first_line, depends elsewhere, _compose.Reads): the kernel's source, reduced
+        once per JITFunction (3 to 10 ms a kernel, most of a compile hit) or read from the disk cache
+        (_source_cache.py): the handle, tessera.compile() and cache_key share it, as kernel[grid]
+        keeps its first handle's text."""
+        reduced = self._reduced
+        if reduced is None:
+            entry = self._source_entry() if _ext.C is not None else None
+            if entry is not None and entry.text is not None:
+                reduced = (entry.text, self.fn.__code__.co_filename, 1, entry.reads is not None, None)
+            else:
+                from . import _compose
+                reads = _compose.Reads(self.fn.__globals__)
+                reduced = _compose.kernel_source_and_dependencies(self.fn, reads) + (reads,)
+            self._reduced = reduced
+        return reduced
 
     def _unsafe_update_src(self, new_src):
         """Triton's JITFunction._unsafe_update_src: from now on the kernel is the function `new_src`
@@ -226,9 +243,10 @@ class JITFunction(_ext.JitFunctionBase):
     def _new_handle(self, C):
         """The extension's JitKernel for this kernel: from the reduction remembered on disk when
         there is one (_source_cache.py: a warm start)."""
-        self._function_params()  # first: the entry written with the reduction holds its answer
+        # (The constexpr parameters the kernel calls are a launch's question, asked before this on that
+        # path, so that the entry written with the reduction holds the answer; compiling never asks.)
         return _source_cache.jit_kernel(C, self._source_entry(), self.fn, self.__name__, self._defaults(),
-                                        self.options.get("do_not_specialize"))
+                                        self.options.get("do_not_specialize"), self._source_and_dependencies)
 
     def _get_handle(self):
         if self._handle is None:
@@ -356,7 +374,8 @@ class JITFunction(_ext.JitFunctionBase):
     # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
     # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
     _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock")
-    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None}  # made again on first use
+    # Made again on first use (the reduced source too: a copy may be unpickled where the files differ).
+    _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None, "_reduced": None}
 
     def __getstate__(self):
         # The C base's _direct is not state either: a copy asks _subscript again on its first kernel[grid].

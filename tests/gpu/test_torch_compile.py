@@ -31,11 +31,15 @@ for option in ("use_static_cuda_launcher", "use_static_triton_launcher"):  # by 
         setattr(cfg, option, False)
 cfg.compile_threads = THREADS
 import triton
-calls = []
+from tessera import _compose
+reduced, reduce = [], _compose.kernel_source_and_dependencies
+_compose.kernel_source_and_dependencies = lambda fn, *more: reduced.append(fn.__name__) or reduce(fn, *more)
+calls, hits = [], []
 original = triton.compile
 def counted(*a, **k):
     r = original(*a, **k)
     calls.append((a[0].name, type(r).__module__))
+    hits.append(bool(getattr(getattr(getattr(r, "_compiled", None), "_h", None), "from_cache", False)))
     return r
 triton.compile = counted
 torch.manual_seed(0)
@@ -71,7 +75,8 @@ tess = sum(1 for _, _, fs in os.walk(os.environ["TESSERA_CACHE_DIR"]) for f in f
 from torch._dynamo.utils import counters
 skips = sum(v for k, v in counters["inductor"].items() if "cudagraph_skip" in k)
 print(json.dumps({"err": err, "calls": calls, "leaked": leaked, "triton_files": triton_files,
-                  "tessera_kernels": tess, "cudagraph_skips": skips}))
+                  "tessera_kernels": tess, "cudagraph_skips": skips, "hits": hits, "reduced": reduced,
+                  "compile_ms": tessera._C.step_times()["compile"]}))
 """
 
 
@@ -96,3 +101,17 @@ def test_torch_compile_runs_on_tessera(tmp_path, mode, threads):
         assert r["calls"] and all(m.startswith("tessera.") for _, m in r["calls"]), r
     if mode == "reduce-overhead":
         assert r["cudagraph_skips"] == 0, r
+
+
+def test_a_warm_start_compiles_nothing(tmp_path):
+    """A new process on the caches a first one filled: Inductor (FX graph cache hit, no static
+    launcher) calls triton.compile again for each kernel, and each call is a hit of tessera's
+    caches: no source reduced (the composed text is remembered with the triton_helpers it read),
+    nothing compiled (the PTX and cubin are in the kernel's entry)."""
+    pytest.importorskip("torch._inductor")
+    cold = run_case(tmp_path, "default", 1)
+    assert cold["calls"] and cold["reduced"] and cold["compile_ms"] > 0, cold
+    warm = run_case(tmp_path, "default", 1)
+    assert warm["err"] <= 1.0, warm
+    assert warm["calls"] and all(warm["hits"]), warm  # (zero calls: Inductor loaded them another way)
+    assert warm["reduced"] == [] and warm["compile_ms"] == 0, warm

@@ -96,6 +96,61 @@ print("+ 7" in h.source, "tessera._source" in sys.modules)
     assert run(code) == ["['x_ptr', 'n', 'SCALE', 'BLOCK']", "True False"]
 
 
+COMPOSED = {
+    "helpers.py": """import os
+import tessera
+import tessera.language as tl
+SCALE = float(os.environ.get("SCALE", "2.0"))
+
+
+@tessera.jit
+def times(x):
+    return x * SCALE
+""",
+    "cfg.py": """import os
+OFFSET = int(os.environ.get("OFFSET", "1"))
+""",
+    "composed.py": """import tessera
+import tessera.language as tl
+import helpers
+from cfg import OFFSET
+
+
+@tessera.jit
+def scaled(x_ptr, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o, mask=o < n)
+    tl.store(x_ptr + o, helpers.times(x) + OFFSET, mask=o < n)
+""",
+}
+
+
+def test_a_kernel_composed_with_other_modules_is_remembered_while_they_give_the_same(cache, tmp_path):
+    """A kernel that calls @jit functions of another module and uses its constants (as every kernel
+    of torch's Inductor calls triton_helpers) is remembered with what composing it read there: a new
+    process reduces nothing while those globals and files are the same, and again when one changed
+    (a constant computed at import, a helper module's global, the helper's file)."""
+    for name, text in COMPOSED.items():
+        (tmp_path / name).write_text(text)
+    code = f"""
+sys.path.insert(0, {str(tmp_path)!r})
+from composed import scaled
+h = scaled._get_handle()
+print([line for line in h.source.splitlines() if line.startswith(("SCALE =", "OFFSET =", "    return"))])
+print("tessera._source" in sys.modules)
+"""
+    base = ["['OFFSET = 1', 'SCALE = 2.0', '    return x * SCALE']"]
+    assert run(code) == base + ["True"]  # cold: reduced
+    assert run(code) == base + ["False"]  # warm: remembered
+    assert run(code, OFFSET="5") == ["['OFFSET = 5', 'SCALE = 2.0', '    return x * SCALE']", "True"]
+    assert run(code, SCALE="3.0") == ["['OFFSET = 1', 'SCALE = 3.0', '    return x * SCALE']", "True"]
+    assert run(code) == base + ["True"]  # one entry a kernel: the last miss rewrote it
+    assert run(code) == base + ["False"]
+    (tmp_path / "helpers.py").write_text(COMPOSED["helpers.py"].replace("x * SCALE", "x * SCALE * SCALE"))
+    assert run(code) == ["['OFFSET = 1', 'SCALE = 2.0', '    return x * SCALE * SCALE']", "True"]
+    assert run(code) == ["['OFFSET = 1', 'SCALE = 2.0', '    return x * SCALE * SCALE']", "False"]
+
+
 def test_a_corrupt_source_entry_is_worked_out_again(cache, tmp_path):
     path = tmp_path / "kern2.py"
     path.write_text(KERNELS)
@@ -107,7 +162,7 @@ print([p[0] for p in second._get_handle().params])
     want = ["['x_ptr', 'n', 'BLOCK']"]
     assert run(code) == want
     (entry,) = (cache / "kernels").rglob("*.src")
-    for garbage in (b"tessera-source-3\n{not json\n", b"tessera-source-3\n", entry.read_bytes()[:40], b""):
+    for garbage in (b"tessera-source-4\n{not json\n", b"tessera-source-4\n", entry.read_bytes()[:40], b""):
         entry.write_bytes(garbage)
         assert run(code) == want
 

@@ -192,18 +192,20 @@ def test_kernels_without_a_file_use_their_own_source(tmp_path):
             offs = tl.arange(0, BLOCK)
             tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
         ''')
-    namespace = {}
+    namespace, unseen = {}, {}
     path = str(tmp_path / "generated.py")
     import linecache
     exec(compile(code, path, "exec"), namespace)  # no such file on disk...
+    exec(compile(code, path, "exec"), unseen)
     linecache.cache[path] = (len(code), None, code.splitlines(True), path)  # ...but known to linecache
     try:
         k = tessera.compile(namespace["from_exec"], signature="*fp32:16")
         assert ".visible .entry from_exec(" in k.asm["ptx"]
     finally:
         del linecache.cache[path]
+    # A JITFunction reduces its source once (jit.py): a copy whose source was never read fails.
     with pytest.raises(OSError, match="cannot find the source of kernel 'from_exec'"):
-        tessera.compile(namespace["from_exec"], signature="*fp32:16")
+        tessera.compile(unseen["from_exec"], signature="*fp32:16")
 
 
 def test_triton_spellings_exist():
@@ -215,3 +217,14 @@ def test_triton_spellings_exist():
     assert callable(driver.active.get_active_torch_device)
     assert callable(driver.active.utils.get_device_properties)
     assert "tessera" in sys.modules
+
+
+def test_a_copy_of_a_kernel_reads_its_source_again():
+    """The reduced source a JITFunction keeps is not part of its state: a copy (copy.copy, or an
+    unpickled one) reduces its own, and compiles."""
+    import copy
+    text = uses_global_and_callee._source()[0]
+    twin = copy.copy(uses_global_and_callee)
+    assert twin._reduced is None and twin._source()[0] == text
+    assert ".visible .entry uses_global_and_callee(" in tessera.compile(
+        twin, signature="*fp32:16,i32", constexprs={"BLOCK": 64}).asm["ptx"]

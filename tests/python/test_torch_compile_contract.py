@@ -250,6 +250,106 @@ def test_compile_runs_ptxas_and_keeps_the_cubin_in_the_kernel_cache(triton, gene
     assert entry["cubins"] == {}
 
 
+def test_ptxas_starts_while_the_kernel_compiles(cache, tmp_path):
+    """On a cache miss triton.compile starts ptxas before the PTX exists (it reads it from a pipe:
+    its start, most of its time on a small kernel, overlaps the compile); the cubin is the one
+    ptxas makes of the PTX file. A compile that fails leaves no ptxas behind."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import os, sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from triton.compiler.compiler import ASTSource\n"
+            "from triton.backends.compiler import GPUTarget\n"
+            "from inductor_style import generated, contract\n"
+            "k = contract.compile_case(triton, generated, 'triton_per_fused_native_layer_norm_1')\n"
+            "open('k.ptx', 'w').write(k.asm['ptx'])\n"
+            "(entry,) = [e['entry'] for e in tessera._C.cache_list() if e['entry']]\n"
+            "open('entry.cubin', 'wb').write(next(iter(entry['cubins'].values())))\n"
+            "sig, _, attrs, _ = contract.CASES['triton_poi_fused_relu_7']\n"
+            "try:  # XBLOCK=3: tl.arange needs a power of 2, an error of the compile ptxas started with\n"
+            "    triton.compile(ASTSource(generated.triton_poi_fused_relu_7, sig, {'XBLOCK': 3}, attrs),\n"
+            "                   target=GPUTarget('cuda', 90, 32), options=contract.options(4))\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__)\n"
+            "def parent(p):\n"
+            "    try:\n"
+            "        return open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1]\n"
+            "    except OSError:  # gone meanwhile\n"
+            "        return None\n"
+            "print(len([p for p in os.listdir('/proc') if p.isdigit() and parent(p) == str(os.getpid())]))\n"
+            % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CompilationError", "0"], proc.stdout  # no ptxas left running
+    runs = [line for line in log.read_text().splitlines() if "--version" not in line]
+    # (the second, killed when its compile failed, may die before its wrapper logs it)
+    assert len(runs) in (1, 2) and all(r.endswith(" /dev/stdin") and "-arch=sm_90a" in r for r in runs), runs
+    subprocess.run([str(PTXAS), "-arch=sm_90a", "-o", str(tmp_path / "file.cubin"), str(tmp_path / "k.ptx")],
+                   check=True)
+    assert (tmp_path / "entry.cubin").read_bytes() == (tmp_path / "file.cubin").read_bytes()
+
+
+def test_a_child_forked_while_ptxas_waits_does_not_hold_it(cache, tmp_path):
+    """A process forked (without exec) while a kernel compiles gets a copy of the pipe ptxas waits on:
+    it closes it, so ptxas ends when the parent hands it the PTX, not when the child exits, and the
+    child's copy of the compile does not kill the parent's ptxas."""
+    code = ("import os, sys, time; sys.path.insert(0, %r)\n"
+            "import tessera\n"
+            "from tessera import _ext\n"
+            "C = _ext.require()\n"
+            "text = open(%r).read()\n"
+            "h = C.compile(text, 'k.py', 1, 'triton_red_fused_sum_3', '*fp32:16,*fp32:16,i32,i32',\n"
+            "              {'XBLOCK': 1, 'R0_BLOCK': 128}, 4, 1, 'sm_90a', '', 0, -1, False, 'sm_90')\n"
+            "pid = os.fork()\n"
+            "if pid == 0:  # keeps its copy of the compile (and exits without destroying it)\n"
+            "    time.sleep(6)\n"
+            "    os._exit(0)\n"
+            "t = time.perf_counter()\n"
+            "assert h.assemble('sm_90')\n"
+            "print(time.perf_counter() - t < 5)\n"
+            "os.waitpid(pid, 0)\n" % (str(ROOT / "python"), str(tmp_path / "k.py")))
+    kernels = open(os.path.join(HERE, "inductor_style", "generated.py")).read()
+    (tmp_path / "k.py").write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" +
+                                   kernels.split("@triton.jit\n")[4])
+    env = dict(os.environ, TESSERA_JIT="ptxas")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"], proc.stdout
+
+
+def test_a_ptxas_that_cannot_read_a_pipe_runs_again_from_a_file(cache, tmp_path):
+    """Where ptxas started early fails (a system without /dev/stdin), it runs again on the PTX file as
+    before, and that run's result (here the cubin) is the answer."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n"
+                     "case \"$*\" in *' /dev/stdin') echo 'ptxas fatal   : no /dev/stdin here' >&2; exit 1;; esac\n"
+                     f"exec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from inductor_style import generated, contract\n"
+            "k = contract.compile_case(triton, generated, 'triton_red_fused_sum_3')\n"
+            "(entry,) = [e['entry'] for e in tessera._C.cache_list() if e['entry']]\n"
+            "print([c[:4] for c in entry['cubins'].values()] == [b'\\x7fELF'])\n" % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"], proc.stdout
+    runs = [line for line in log.read_text().splitlines() if "--version" not in line]
+    assert len(runs) == 2 and runs[0].endswith(" /dev/stdin") and runs[1].endswith("kernel.ptx"), runs
+
+
 def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cache, monkeypatch, tmp_path):
     failing = tmp_path / "ptxas"
     failing.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, "
@@ -271,6 +371,100 @@ def test_a_ptxas_failure_is_tritons_ptxas_error(triton, generated, contract, cac
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("PTXASError triton_red_fused_sum_3: ") and "out of registers" in proc.stdout, \
         proc.stdout
+
+
+def _fresh_copy(fn):
+    """A new JITFunction of the same Python function: nothing read or reduced yet."""
+    return type(fn)(fn.fn, **fn.options)
+
+
+def test_compile_asks_for_the_ptx_only(triton, generated, contract, cache, monkeypatch):
+    """CompiledKernel.asm holds every stage: a kernel from the disk cache is compiled again to give
+    them (and its AST printed), which made each warm triton.compile as slow as a cold front-end."""
+    from tessera._compiled_kernel import CompiledKernel as TesseraKernel
+    contract.compile_case(triton, generated, "triton_red_fused_sum_3")
+
+    def every_stage(self):
+        raise AssertionError("triton.compile read CompiledKernel.asm")
+    monkeypatch.setattr(TesseraKernel, "asm", property(every_stage))
+    k = contract.compile_case(triton, generated, "triton_red_fused_sum_3")
+    assert k._compiled._h.from_cache and ".visible .entry triton_red_fused_sum_3(" in k.asm["ptx"]
+
+
+def test_the_source_is_reduced_once_per_kernel(triton, generated, contract, cache, monkeypatch):
+    """Inductor compiles each config of a kernel, and ASTSource reads its parameters: one reduction
+    of the kernel's file (and of the helpers it calls) serves them all."""
+    from tessera import _compose
+    calls = []
+    reduce = _compose.kernel_source_and_dependencies
+    monkeypatch.setattr(_compose, "kernel_source_and_dependencies", lambda fn, *more: calls.append(fn) or reduce(fn, *more))
+    name = "triton_per_fused_native_layer_norm_1"
+    module = type(generated)("copy")
+    setattr(module, name, _fresh_copy(getattr(generated, name)))
+    for xblock in (8, 16):
+        k = contract.compile_case(triton, module, name, num_warps=4)
+        k = triton.compile(triton.compiler.compiler.ASTSource(getattr(module, name), contract.CASES[name][0],
+                                                              {"XBLOCK": xblock}, contract.CASES[name][2]),
+                           target=triton.backends.compiler.GPUTarget("cuda", 90, 32),
+                           options=contract.options(4))
+        assert k.src.fn.cache_key and ".visible .entry" in k.asm["ptx"]
+    assert len(calls) == 1
+
+
+def test_compiling_reads_each_helper_once_and_not_what_launches_need(triton, generated, contract, cache,
+                                                                     monkeypatch):
+    """A helper of triton_helpers (maximum) that several kernels call is read (inspect, ast) once a
+    process; which constexpr parameters a kernel calls is a question of kernel[grid] launches with
+    @jit functions as arguments, which triton.compile never asks (3-4 ms of a cold compile)."""
+    from tessera import _compose
+    read, read_text = [], getattr(_compose, "_read_function_text", None)
+    monkeypatch.setattr(_compose, "_read_function_text", lambda fn: read.append(fn.__name__) or read_text(fn),
+                        raising=False)
+
+    def never(*_):
+        raise AssertionError("triton.compile asked which constexpr parameters the kernel calls")
+    monkeypatch.setattr(_compose, "callable_constexpr_params", never)
+    module = type(generated)("copy")
+    for name in ("triton_poi_fused_clamp_mul_4", "triton_poi_fused_relu_7"):
+        setattr(module, name, _fresh_copy(getattr(generated, name)))
+        assert ".visible .entry" in contract.compile_case(triton, module, name).asm["ptx"]
+    assert read.count("maximum") <= 1 and read.count("minimum") <= 1
+
+
+def test_a_warm_process_compiles_nothing(cache, tmp_path):
+    """What a warm start of torch.compile does (no static launcher: Inductor calls triton.compile
+    again for each kernel): in a new process on the caches a first one filled, each triton.compile
+    is a disk-cache hit that reduces no source (the composed text is remembered with the
+    triton_helpers it read, tessera/_source_cache.py), compiles nothing, runs no ptxas, and the
+    kernel is the same."""
+    ptxas = tmp_path / "ptxas"
+    log = tmp_path / "ptxas.log"
+    ptxas.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {PTXAS} \"$@\"\n")
+    ptxas.chmod(0o755)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import tessera.compat; tessera.compat.install(process_wide=True)\n"
+            "import triton, tessera\n"
+            "from tessera import _compose\n"
+            "from inductor_style import generated, contract\n"
+            "reduced, reduce = [], _compose.kernel_source_and_dependencies\n"
+            "_compose.kernel_source_and_dependencies = lambda fn, *more: reduced.append(fn) or reduce(fn, *more)\n"
+            "kernels = [contract.compile_case(triton, generated, name) for name in contract.CASES]\n"
+            "print(all(k._compiled._h.from_cache for k in kernels), len(reduced),\n"
+            "      tessera._C.step_times()['compile'] > 0)\n"
+            "print(' '.join(k.hash for k in kernels))\n" % HERE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TESSERA_PTXAS=str(ptxas), TESSERA_JIT="ptxas")
+    env.pop("TESSERA_AS_TRITON", None)
+    outputs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout.splitlines())
+    assert outputs[0][0] == "False 8 True"  # cold: each kernel reduced once, compiled
+    assert outputs[1][0] == "True 0 False", outputs[1]  # warm: nothing of that
+    assert outputs[1][1] == outputs[0][1]
+    assert len([line for line in log.read_text().splitlines() if "--version" not in line]) == len(
+        outputs[0][1].split())  # one ptxas run a kernel, all in the first process
 
 
 def test_the_specialisation_tessera_compiles(triton, generated, contract):

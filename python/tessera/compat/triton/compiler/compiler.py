@@ -177,7 +177,7 @@ def compile(src, target=None, options=None, _env_vars=None):
     arch = _arch_of(target)
     compiled = _compiler.compile(src.fn, signature=entries, constexprs=constexprs, num_warps=num_warps,
                                  num_stages=num_stages, target=arch, maxnreg=maxnreg, enable_fp_fusion=fp_fusion,
-                                 debug=debug)
+                                 debug=debug, _assemble_for=_device_arch(arch))
     text, path, first_line = src.fn._source()
     recipe = {"source": text, "path": path, "first_line": first_line, "name": src.fn.__name__,
               "signature": ",".join(entries), "constexprs": constexprs, "num_warps": num_warps,
@@ -185,16 +185,24 @@ def compile(src, target=None, options=None, _env_vars=None):
               "maxnreg": maxnreg or 0, "fp_fusion": -1 if fp_fusion is None else int(bool(fp_fusion)),
               "debug": debug}
     _assemble(compiled)
-    kernel = CompiledKernel(src, _metadata(compiled, options, debug), compiled.asm["ptx"], recipe)
+    # The PTX itself, not compiled.asm (all stages: a kernel from the disk cache is compiled again for them).
+    kernel = CompiledKernel(src, _metadata(compiled, options, debug), compiled._h.ptx, recipe)
     kernel._compiled = compiled
     return kernel
 
 
+def _device_arch(arch):
+    """The GPUs a kernel compiled for `arch` runs on: sm_90 for sm_90a PTX ("": the current GPU's,
+    known once compiled)."""
+    return arch[:-1] if arch.endswith("a") else arch
+
+
 def _assemble(compiled):
     """ptxas now, as Triton's compile ends with a cubin: in Inductor's compile workers, in parallel, so
-    that the parent process's _init_handles() only loads what the kernel cache holds. A ptxas failure
-    is Triton's PTXASError (Inductor drops that config)."""
-    device_arch = compiled.metadata.arch[:-1] if compiled.metadata.arch.endswith("a") else compiled.metadata.arch
+    that the parent process's _init_handles() only loads what the kernel cache holds (ptxas started
+    while the kernel compiled: compile()'s _assemble_for). A ptxas failure is Triton's PTXASError
+    (Inductor drops that config)."""
+    device_arch = _device_arch(compiled.metadata.arch)
     try:
         compiled._h.assemble(device_arch)
     except (RuntimeError, TesseraError) as e:
