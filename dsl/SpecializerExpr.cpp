@@ -493,6 +493,8 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     }
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Tuple:
+    for (size_t i = 0; i < base.fields.size() && i < base.elems.size(); ++i) // a NamedTuple's field
+      if (base.fields[i] == attr) return base.elems[i];
     if (attr == "type") return constexprTypeOf(base, loc);
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
