@@ -290,6 +290,8 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   // triton.language.core.constexpr_type, which kernels name after importing it (test_core.py's
   // test_constexpr_assignment imports it inside a test function: no module-level binding)
   globals_["constexpr_type"] = SValue::builtin("constexpr_type");
+  // A NamedTuple class of the kernel's file, as the host writes it (python/tessera/_source.py).
+  globals_["__tessera_namedtuple__"] = SValue::builtin("$namedtuple");
   // @jit functions are visible everywhere (kernels call helpers defined below them).
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);
