@@ -191,3 +191,16 @@ def test_a_compiled_kernel_takes_its_tuple_arguments_again():
     with pytest.raises(TypeError, match=r"argument 'strides' must be a tuple of 2 values: the kernel was compiled "
                                         r"for \(<runtime>, <runtime>\)"):
         compiled[(1,)](x, x, (64,), (3, 6), 8)
+
+
+@tessera.jit
+def method_calls_kernel(X, stride, n):
+    x = tl.load(X + stride.to(tl.int64) * tl.arange(0, 16))
+    tl.store(X + tl.arange(0, 16), x.sum(0) + n)
+
+
+def test_only_calls_of_a_tuple_field_take_the_launch_path_that_composes_functions():
+    # closure.fn(...) may be a @jit function in a tuple argument: launches compose it (a Python step);
+    # methods of tensors (stride.to, x.sum) are not, and keep the launch path without Python
+    assert namedtuple_kernel._function_params() == {"closure"}
+    assert not method_calls_kernel._function_params()
