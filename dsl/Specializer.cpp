@@ -132,9 +132,11 @@ size_t ConstexprValue::runtimeLeaves() const {
 static bool isJitDecorator(const ast::Expr &e, bool fusionDecorators = true) {
   const ast::Expr *target = &e;
   if (auto *call = dyn_cast<ast::Call>(target)) target = call->func.get();
-  // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too.
+  // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too; a @builtin
+  // function (Triton's triton.language.core.builtin, e.g. `return isinstance(v, tl.constexpr)`) is compiled
+  // as one, its `_semantic` parameter left at its default.
   auto jitName = [&](const std::string &n) {
-    return n == "jit" || (fusionDecorators && (n == "elementwise" || n == "fuse"));
+    return n == "jit" || n == "builtin" || (fusionDecorators && (n == "elementwise" || n == "fuse"));
   };
   if (auto *name = dyn_cast<ast::Name>(target)) return jitName(name->id);
   if (auto *attr = dyn_cast<ast::Attribute>(target)) return jitName(attr->attr);

@@ -39,11 +39,12 @@ _EXPR_NODES = (
 
 def _is_jit_decorator(node):
     target = node.func if isinstance(node, ast.Call) else node
-    # @tessera.elementwise / @tessera.fuse functions are @jit functions too (tessera/fusion.py).
+    # @tessera.elementwise / @tessera.fuse functions are @jit functions too (tessera/fusion.py); a
+    # @builtin function (triton.language.core.builtin) is compiled like one (tl.builtin).
     if isinstance(target, ast.Name):
-        return target.id in ("jit", "elementwise", "fuse")
+        return target.id in ("jit", "elementwise", "fuse", "builtin")
     if isinstance(target, ast.Attribute):
-        return target.attr in ("jit", "elementwise", "fuse")
+        return target.attr in ("jit", "elementwise", "fuse", "builtin")
     return False
 
 

@@ -204,3 +204,30 @@ def test_only_calls_of_a_tuple_field_take_the_launch_path_that_composes_function
     # methods of tensors (stride.to, x.sum) are not, and keep the launch path without Python
     assert namedtuple_kernel._function_params() == {"closure"}
     assert not method_calls_kernel._function_params()
+
+
+def test_a_builtin_function_defined_beside_the_kernel_and_tuple_arguments_to_a_tensor_descriptor(tmp_path):
+    # Triton's test_passing_tuple_to_make_tensor_descriptor: a @builtin helper (compiled as a @jit helper)
+    # sees that the stride equal to 1 is a constexpr, before and after make_tensor_descriptor reads it
+    builtin = tl.core.builtin
+
+    @builtin
+    def is_constexpr(v, _semantic=None):
+        return isinstance(v, tl.constexpr)
+
+    @tessera.jit(interpret=True)
+    def m_to_the_n(X_base, shape, strides, m_n, BLOCK_DIM: tl.constexpr):
+        tl.static_assert(is_constexpr(strides[1]))
+        tl.static_assert(not is_constexpr(strides[0]))
+        X = tl.make_tensor_descriptor(X_base, shape=shape, strides=strides, block_shape=[BLOCK_DIM, BLOCK_DIM])
+        tl.static_assert(is_constexpr(strides[1]))
+        data = X.load([0, 0])
+        for i in tl.range(0, m_n[1]):
+            data = m_n[0] * data
+        X.store([0, 0], data)
+
+    x = np.arange(16, dtype=np.int64).reshape(4, 4)
+    want = x * 8
+    handle = m_to_the_n[(1,)](x, x.shape, (4, 1), (2, 3), 4)
+    np.testing.assert_array_equal(x, want)
+    ptx_of(handle, tmp_path)
