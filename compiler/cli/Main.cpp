@@ -147,7 +147,9 @@ int commandCompile(int argc, char **argv) {
               "types of the non-constexpr parameters, in order, e.g.\n"
               "\"*fp32:16,*fp32,i32\" (pointer types start with '*';\n"
               "':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1;\n"
-              "a TMA tensor descriptor: \"tensordesc<bf16[64,128]>\", docs/tma.md)",
+              "a TMA tensor descriptor: \"tensordesc<bf16[64,128]>\", docs/tma.md;\n"
+              "a tuple argument: \"(*fp32:16,(i32,None),4)\", its types passed at run\n"
+              "time, other elements constexprs, as Triton spells it)",
               [&](const std::string &v) { signature = v, haveSignature = true; })
       .option({"--constexpr"}, "K=V", "value of a tl.constexpr parameter (repeatable): 1024, 0.5, True, None,\n"
               "tl.float16, tl.PropagateNan.ALL, a tuple such as [8, 8], other text a string",
@@ -191,7 +193,9 @@ int commandCompile(int argc, char **argv) {
     if (kernel.empty()) throw command.usageError("'tessera compile' needs --kernel NAME");
     if (!haveSignature) throw command.usageError("'tessera compile' needs --signature SIG (e.g. \"*fp32,*fp32,i32\")");
   }
-  CompiledKernel k = compileKernel(loadSource(file), kernel, parseSignature(signature), constexprs, options, *stage);
+  std::shared_ptr<const SourceFile> source = loadSource(file);
+  std::vector<ArgSpec> specs = signatureWithTuples(source, kernel, signature, constexprs);
+  CompiledKernel k = compileKernel(source, kernel, specs, constexprs, options, *stage);
   if (cubin) {
     const rt::PtxasTool *ptxas = rt::findPtxas();
     if (!ptxas)

@@ -231,3 +231,33 @@ def test_a_builtin_function_defined_beside_the_kernel_and_tuple_arguments_to_a_t
     handle = m_to_the_n[(1,)](x, x.shape, (4, 1), (2, 3), 4)
     np.testing.assert_array_equal(x, want)
     ptx_of(handle, tmp_path)
+
+
+@tessera.jit
+def signature_kernel(ptrs, n, pair):
+    a, b, four = pair
+    tl.static_assert(ptrs[1][1] is None and four == 4)
+    tl.store(ptrs[0], n + a)
+    tl.store(ptrs[1][0], b)
+
+
+def test_a_tuple_signature_entry_is_spelled_as_triton_spells_it(tmp_path):
+    # tessera.compile and the CLI: "(T, ...)" entries, a type a runtime leaf, other text a constexpr
+    k = tessera.compile(signature_kernel, signature="(*fp32:16,(*i32,None)),i32,(fp32,i32:16,4)", target="sm_90a")
+    assemble(k.asm["ptx"], "sm_90a", tmp_path)
+    assert k.signature == "*fp32:16,*i32,i32,fp32,i32:16"  # the kernel's parameters: the runtime leaves
+    assert k.asm["ptx"].count(".param .u64") == 2 and k.asm["ptx"].count(".param .u32") == 2
+    assert k.asm["ptx"].count(".param .f32") == 1
+
+
+def test_the_cli_compiles_a_tuple_signature(tmp_path):
+    from conftest import run_cli
+    src = tmp_path / "k.py"
+    src.write_text("import tessera\nimport tessera.language as tl\n\n"
+                   "@tessera.jit\ndef k(ptrs, n):\n    tl.store(ptrs[1][0], n + tl.load(ptrs[0]))\n")
+    proc = run_cli(["compile", str(src), "--kernel", "k", "--signature", "(*i32:16,(*i32,None)),i32"])
+    assert proc.returncode == 0, proc.stderr
+    assemble(proc.stdout, "sm_90a", tmp_path)
+    proc = run_cli(["compile", str(src), "--kernel", "k", "--signature", "(*i32,(*i32,None)),i32,(i32,)"])
+    assert proc.returncode != 0
+    assert "signature entry 3 is a tuple, but kernel 'k' has 2 non-constexpr parameters" in proc.stderr
