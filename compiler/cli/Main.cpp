@@ -304,12 +304,13 @@ int writePtxFiles(const std::vector<ManifestEntry> &entries, const CompileOption
     std::map<std::string, int> specialisations;
     for (const ManifestEntry &e : entries) {
       std::vector<ArgSpec> signature;
+      std::map<std::string, ConstexprValue> constexprs = e.constexprs; // and the tuple entries' shapes
       try {
-        signature = parseSignature(e.signatureText);
+        signature = signatureWithTuples(loadSource(e.path), e.kernel, e.signatureText, constexprs);
       } catch (const std::invalid_argument &error) {
         throw std::invalid_argument(e.where + error.what());
       }
-      CompiledKernel k = compileKernel(loadSource(e.path), e.kernel, signature, e.constexprs,
+      CompiledKernel k = compileKernel(loadSource(e.path), e.kernel, signature, constexprs,
                                        entryOptions(e, base, arch));
       // Several specialisations of one kernel get numbered files.
       std::string stem = fs::path(e.file).stem().string() + "." + e.kernel;
@@ -386,8 +387,9 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
   std::map<std::string, std::pair<size_t, std::string>> functionOf; // name → (index, first line)
   for (const ManifestEntry &e : entries) {
     std::vector<ArgSpec> signature;
+    std::map<std::string, ConstexprValue> constexprs = e.constexprs; // and the tuple entries' shapes
     try {
-      signature = parseSignature(e.signatureText);
+      signature = signatureWithTuples(loadSource(e.path), e.kernel, e.signatureText, constexprs);
     } catch (const std::invalid_argument &error) {
       throw std::invalid_argument(e.where + error.what());
     }
@@ -411,11 +413,11 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
       f.name = name;
       f.file = e.file;
       f.kernel = e.kernel;
-      f.constexprs = e.constexprs;
+      f.constexprs = constexprs;
       f.numWarps = e.numWarps;
       f.maxRegisters = e.maxRegisters;
       f.paramNames = runtimeParameterNames(ast::parseModule(loadSource(e.path), /*recoverFunctionBodies=*/true),
-                                           e.kernel, e.constexprs);
+                                           e.kernel, constexprs);
       bundle.functions.push_back(std::move(f));
     }
     cli::AotFunction &f = bundle.functions[it->second.first];
@@ -428,7 +430,7 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
       if (f.file != e.file || f.kernel != e.kernel) refuse("kernel " + f.file + ":" + f.kernel);
       if (withoutHints(f.variants.front().signature) != withoutHints(signature))
         refuse("the types " + withoutHints(f.variants.front().signature) + ", this line " + withoutHints(signature));
-      if (f.constexprs != e.constexprs || f.numWarps != e.numWarps || f.maxRegisters != e.maxRegisters)
+      if (f.constexprs != constexprs || f.numWarps != e.numWarps || f.maxRegisters != e.maxRegisters)
         refuse("other constexprs or options");
       for (const cli::AotVariant &v : f.variants)
         if (v.signatureText == signatureText(signature))

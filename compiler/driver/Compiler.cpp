@@ -159,7 +159,15 @@ TupleSignature parseTupleSignature(std::string_view text) {
       out.tuples[index] = parseTupleEntry(entry, out.leaves, "signature entry " + std::to_string(index + 1) + " ('" +
                                                                  std::string(entry) + "')");
     else
-      for (const ArgSpec &a : parseSignature(entry)) out.leaves.push_back(a);
+      try {
+        for (const ArgSpec &a : parseSignature(entry)) out.leaves.push_back(a);
+      } catch (const std::invalid_argument &e) { // parsed alone, the entry is number 1: say which it is
+        std::string message = e.what();
+        const std::string alone = "signature entry 1 ";
+        if (message.rfind(alone, 0) == 0)
+          message = "signature entry " + std::to_string(index + 1) + " " + message.substr(alone.size());
+        throw std::invalid_argument(message);
+      }
     if (raw.size() == text.size()) break;
     text.remove_prefix(raw.size() + 1);
   }
