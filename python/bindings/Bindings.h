@@ -178,6 +178,7 @@ struct CompiledEntry {
   mutable std::vector<size_t> runtimeParams;
   mutable bool runtimeParamsKnown = false;
   mutable bool hasNoneParams = false; // some runtime parameter was specialised as None
+  mutable bool hasTupleParams = false; // some runtime parameter was given a tuple (its leaves are the entries)
 };
 
 // Launches `entry` with the values of its runtime parameters (`args` gives

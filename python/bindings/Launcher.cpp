@@ -466,6 +466,9 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
       if (entry->params[i].isConstexpr) continue;
       if (compiledForNone(i)) entry->hasNoneParams = true;
       else entry->runtimeParams.push_back(i);
+      auto given = entry->constexprs.find(entry->params[i].name);
+      if (given != entry->constexprs.end() && given->second.kind == ConstexprValue::Kind::Tuple)
+        entry->hasTupleParams = true;
     }
     entry->runtimeParamsKnown = true;
   }
@@ -484,45 +487,48 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
                          "), or all its parameters with the constexprs, but " + std::to_string(n) +
                          (n == 1 ? " was" : " were") + " given");
   }
-  // Per signature entry: its value, its label and its parameter. All parameters given: a parameter compiled
-  // for a tuple gives one entry per leaf passed at run time (its shape's Runtime leaves).
-  struct Entry {
+  // All parameters given, a parameter compiled for a tuple gives one signature entry per leaf passed at run
+  // time (its shape's Runtime leaves): `leaves` lists each entry's value, label and parameter. Without tuples
+  // (torch.compile's launches) the entries are the runtime parameters themselves, read in place.
+  struct Leaf {
     py::handle value;
     std::string label;
     size_t param;
   };
-  std::vector<Entry> entries;
-  entries.reserve(sig.size());
-  std::function<void(py::handle, const ConstexprValue &, const std::string &, size_t)> leaves =
-      [&](py::handle value, const ConstexprValue &shape, const std::string &label, size_t param) {
-        if (shape.kind == ConstexprValue::Kind::Runtime) return entries.push_back({value, label, param});
-        if (shape.kind != ConstexprValue::Kind::Tuple) return;
-        if (!PyTuple_Check(value.ptr()) || static_cast<size_t>(PyTuple_GET_SIZE(value.ptr())) != shape.elems.size())
-          throw py::type_error(name + "(): argument '" + label + "' must be a tuple of " +
-                               plural(shape.elems.size(), "value") + ": the kernel was compiled for " + shape.str());
-        for (size_t e = 0; e < shape.elems.size(); ++e)
-          leaves(PyTuple_GET_ITEM(value.ptr(), e), shape.elems[e], label + "[" + std::to_string(e) + "]", param);
-      };
-  for (size_t j = 0; j < (all ? runtimeParams.size() : sig.size()); ++j) {
-    const size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
-    const std::string pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
-    auto given = entry->constexprs.find(pname);
-    if (all && given != entry->constexprs.end() && given->second.kind == ConstexprValue::Kind::Tuple)
-      leaves(args[param], given->second, pname, param);
-    else
-      entries.push_back({args[all ? param : j], pname, param});
+  std::vector<Leaf> leaves;
+  if (all && entry->hasTupleParams) {
+    std::function<void(py::handle, const ConstexprValue &, const std::string &, size_t)> collect =
+        [&](py::handle value, const ConstexprValue &shape, const std::string &label, size_t param) {
+          if (shape.kind == ConstexprValue::Kind::Runtime) return leaves.push_back({value, label, param});
+          if (shape.kind != ConstexprValue::Kind::Tuple) return;
+          if (!PyTuple_Check(value.ptr()) || static_cast<size_t>(PyTuple_GET_SIZE(value.ptr())) != shape.elems.size())
+            throw py::type_error(name + "(): argument '" + label + "' must be a tuple of " +
+                                 plural(shape.elems.size(), "value") + ": the kernel was compiled for " + shape.str());
+          for (size_t e = 0; e < shape.elems.size(); ++e)
+            collect(PyTuple_GET_ITEM(value.ptr(), e), shape.elems[e], label + "[" + std::to_string(e) + "]", param);
+        };
+    for (size_t param : runtimeParams) {
+      const std::string &pname = entry->params[param].name;
+      auto given = entry->constexprs.find(pname);
+      if (given != entry->constexprs.end() && given->second.kind == ConstexprValue::Kind::Tuple)
+        collect(args[param], given->second, pname, param);
+      else
+        leaves.push_back({args[param], pname, param});
+    }
+    if (leaves.size() != sig.size())
+      throw py::type_error(name + "() was given " + plural(leaves.size(), "runtime value") +
+                           " but the kernel takes " + std::to_string(sig.size()));
   }
-  if (entries.size() != sig.size())
-    throw py::type_error(name + "() was given " + plural(entries.size(), "runtime value") + " but the kernel takes " +
-                         std::to_string(sig.size()));
   std::vector<uint64_t> slots;
   slots.reserve(sig.size());
   int device = kUnknownDevice;
   bool torch = false;
   for (size_t j = 0; j < sig.size(); ++j) {
-    const size_t param = entries[j].param;
-    const std::string &pname = entries[j].label;
-    py::handle value = entries[j].value;
+    const bool leaf = !leaves.empty();
+    const size_t param = leaf ? leaves[j].param : j < runtimeParams.size() ? runtimeParams[j] : j;
+    const std::string &pname = leaf ? leaves[j].label
+                               : param < entry->params.size() ? entry->params[param].name : std::to_string(j);
+    py::handle value = leaf ? leaves[j].value : args[all ? param : j];
     Arg a = compiledArgument(value, sig[j], name, pname);
     if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
       a.bits = reinterpret_cast<uint64_t>(

@@ -635,3 +635,12 @@ def test_a_tuple_leaf_of_an_unsupported_type_is_refused_with_its_position(fake):
     x, out = tensors(2)
     with pytest.raises(TypeError, match=r"argument 'strides\[1\]' has unsupported type 'list'"):
         K.strided_copy_tuple[(4,)](x, out, (64, [1]), 50, BLOCK=64)
+
+
+def test_a_compiled_kernel_launched_again_flattens_its_tuple_arguments(fake):
+    x, out = tensors(2)
+    pgm = K.tuple_of_pointers_copy[(1,)]((x, (out, None)), (0.5, tl.constexpr(2)), 50, BLOCK=64)
+    pgm[(1,)]((out, (x, None)), (1.5, tl.constexpr(2)), 9, 64)  # all parameters, the constexpr too
+    assert fake.last()["params"] == [(8, P + 4096), (8, P), (4, f32_bits(1.5)), (4, 9)]
+    with pytest.raises(TypeError, match=r"argument 'ptrs\[1\]' must be a tuple of 2 values"):
+        pgm[(1,)]((x, out), (1.5, tl.constexpr(2)), 9, 64)
