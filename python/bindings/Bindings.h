@@ -134,7 +134,7 @@ Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &ke
 // The value of a constexpr parameter (or an entry of compile(constexprs=)).
 ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const std::string &param);
 
-// A tuple argument of a runtime parameter, flattened depth first as Triton does (runtime/jit.py): each
+// A tuple argument of a runtime parameter, flattened depth first as Triton's launcher does (its jit.py): each
 // leaf is a nested tuple (a NamedTuple keeps its field names), a constexpr (None, tl.constexpr(v), a
 // string, a dtype) or a value passed at run time, given to `runtimeLeaf` with its label ("Ptrs[1][0]",
 // which errors name). Returns the tuple's shape: a Tuple whose leaves passed at run time are Runtime.

@@ -1,4 +1,4 @@
-"""Tuple kernel arguments, as Triton 3.3+ flattens them (runtime/jit.py, code_generator.py): a tuple's
+"""Tuple kernel arguments, as Triton 3.3+ flattens them (its launcher and code generator): a tuple's
 tensors, ints, floats and bools are runtime arguments of their own (specialised as any argument: pointer
 alignment, ints equal to 1 or divisible by 16), its None and tl.constexpr leaves are constexprs, tuples nest,
 and a NamedTuple keeps its field names (and may hold @jit functions). Inside the kernel the argument is a
