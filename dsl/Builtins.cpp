@@ -364,6 +364,46 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return constexprTypeOf(b[0], b.locs[0]);
   }
   if (name == "hasattr") return constResult(ConstexprValue::ofBool(hasAttribute(*this, args)));
+  if (name == "$namedtuple") { // __tessera_namedtuple__("Tensor", "ptr", "shape"): the class, its fields in its name
+    std::string type = "$namedtuple:";
+    for (size_t i = 0; i < args.args.size(); ++i) {
+      ConstexprValue s = requireConst(args.args[i], args.argLocs[i], "a NamedTuple's name and fields");
+      if (s.kind != CK::String) error(args.argLocs[i], "a NamedTuple's name and fields are strings");
+      type += (i > 1 ? "," : i == 1 ? ":" : "") + s.stringValue;
+    }
+    return SValue::builtin(type);
+  }
+  if (name.rfind("$namedtuple:", 0) == 0) { // Tensor(ptr, shape=..., stride=...): a tuple with field names
+    const size_t colon = name.find(':', 12);
+    const std::string type = name.substr(12, colon - 12);
+    std::vector<std::string> fields;
+    for (size_t start = colon + 1; colon != std::string::npos && start <= name.size();) {
+      size_t comma = name.find(',', start);
+      fields.push_back(name.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (args.args.size() > fields.size())
+      error(loc, type + "() takes " + std::to_string(fields.size()) + " fields but " +
+                     std::to_string(args.args.size()) + " were given");
+    std::vector<std::optional<SValue>> values(fields.size());
+    for (size_t i = 0; i < args.args.size(); ++i) values[i] = args.args[i];
+    for (size_t k = 0; k < args.keywords.size(); ++k) {
+      const auto &[key, value] = args.keywords[k];
+      auto it = std::find(fields.begin(), fields.end(), key);
+      if (it == fields.end()) error(args.keywordLocs[k], type + "() has no field '" + key + "'");
+      if (values[it - fields.begin()]) error(args.keywordLocs[k], type + "() got multiple values for field '" + key + "'");
+      values[it - fields.begin()] = value;
+    }
+    std::vector<SValue> elems;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (!values[i]) error(loc, type + "() is missing field '" + fields[i] + "'");
+      elems.push_back(*values[i]);
+    }
+    SValue t = SValue::tuple(std::move(elems));
+    t.fields = std::move(fields);
+    return t;
+  }
   if (name == "isinstance") {
     // isinstance(v, tl.dtype / tl.tensor / tl.tensor_descriptor / tl.constexpr / int / float / bool, or a tuple of them).
     Bound b = bind(*this, args, "isinstance", {{"obj", true}, {"class_or_tuple", true}});

@@ -106,9 +106,11 @@ std::string ConstexprValue::str() const {
   case Kind::Enum: return "tl." + stringValue;
   case Kind::Tuple: {
     std::string out = "(";
-    for (size_t i = 0; i < elems.size(); ++i) out += (i ? ", " : "") + elems[i].str();
-    return out + (elems.size() == 1 ? ",)" : ")");
+    for (size_t i = 0; i < elems.size(); ++i)
+      out += (i ? ", " : "") + (i < fields.size() ? fields[i] + "=" : std::string()) + elems[i].str();
+    return out + (elems.size() == 1 && fields.empty() ? ",)" : ")");
   }
+  case Kind::Runtime: return "<runtime>";
   case Kind::Float: {
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof buf, floatValue);
@@ -120,12 +122,21 @@ std::string ConstexprValue::str() const {
   return "?";
 }
 
+size_t ConstexprValue::runtimeLeaves() const {
+  if (kind == Kind::Runtime) return 1;
+  size_t n = 0;
+  for (const ConstexprValue &e : elems) n += e.runtimeLeaves();
+  return n;
+}
+
 static bool isJitDecorator(const ast::Expr &e, bool fusionDecorators = true) {
   const ast::Expr *target = &e;
   if (auto *call = dyn_cast<ast::Call>(target)) target = call->func.get();
-  // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too.
+  // @tessera.elementwise / @tessera.fuse (python/tessera/fusion.py) make @jit functions too; a @builtin
+  // function (Triton's triton.language.core.builtin, e.g. `return isinstance(v, tl.constexpr)`) is compiled
+  // as one, its `_semantic` parameter left at its default.
   auto jitName = [&](const std::string &n) {
-    return n == "jit" || (fusionDecorators && (n == "elementwise" || n == "fuse"));
+    return n == "jit" || n == "builtin" || (fusionDecorators && (n == "elementwise" || n == "fuse"));
   };
   if (auto *name = dyn_cast<ast::Name>(target)) return jitName(name->id);
   if (auto *attr = dyn_cast<ast::Attribute>(target)) return jitName(attr->attr);
@@ -281,6 +292,8 @@ void Specializer::collectModuleScope(const ast::Module &module) {
   // triton.language.core.constexpr_type, which kernels name after importing it (test_core.py's
   // test_constexpr_assignment imports it inside a test function: no module-level binding)
   globals_["constexpr_type"] = SValue::builtin("constexpr_type");
+  // A NamedTuple class of the kernel's file, as the host writes it (python/tessera/_source.py).
+  globals_["__tessera_namedtuple__"] = SValue::builtin("$namedtuple");
   // @jit functions are visible everywhere (kernels call helpers defined below them).
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get())) globals_[fn->name] = SValue::function(fn);
@@ -505,24 +518,66 @@ static SValue constexprArgument(const ConstexprValue &c) {
   if (c.kind == ConstexprValue::Kind::Tuple) {
     std::vector<SValue> elems;
     for (const ConstexprValue &e : c.elems) elems.push_back(constexprArgument(e));
-    return SValue::tuple(std::move(elems));
+    SValue t = SValue::tuple(std::move(elems));
+    t.fields = c.fields;
+    return t;
   }
   return SValue::constant(c);
+}
+
+// A non-constexpr parameter given a value by the launch rather than a type: None, or a tuple (whose
+// Runtime leaves take signature entries; its other leaves are constexprs).
+static const ConstexprValue *givenValue(const Specialization &spec, const std::string &param) {
+  auto it = spec.constexprs.find(param);
+  if (it == spec.constexprs.end()) return nullptr;
+  if (it->second.kind != ConstexprValue::Kind::None && it->second.kind != ConstexprValue::Kind::Tuple) return nullptr;
+  return &it->second;
+}
+
+// The signature entries a non-constexpr parameter takes.
+static size_t signatureEntries(const Specialization &spec, const std::string &param) {
+  const ConstexprValue *given = givenValue(spec, param);
+  return given ? given->runtimeLeaves() : 1;
+}
+
+// The IR parameter of one signature entry, as the kernel sees it (`annotation`: the parameter's, or null for
+// a tuple's leaf).
+SValue Specializer::bindRuntimeParameter(const std::string &name, const ArgSpec &arg, const ast::Expr *annotation) {
+  ir::Type type = arg.type;
+  if (type.pointer && isConstAnnotation(annotation)) type.constPointee = true;
+  ir::Param param{name, type, arg.divisibility, arg.equalsOne};
+  fn_->params.push_back(param);
+  ir::Value *v = fn_->body.addArgument(type, name);
+  // A dtype annotation types a number argument, as Triton's launcher would pass it
+  // (`stride: tl.int64` computes in 64 bits, `v: tl.uint8` is unsigned).
+  std::optional<ir::Type> annotated = annotatedScalarType(annotation);
+  bool number = !type.pointer && !type.isBlock() && (type.isIntElement() || type.isFloatElement());
+  // Triton specialises ints equal to 1 into the constant 1.
+  if (arg.equalsOne && arg.type.isIntElement()) return SValue::constant(ConstexprValue::ofInt(1));
+  if (annotated && number) return SValue::ir(annotated->isBoolElement() ? toBool(v) : castElement(v, *annotated));
+  return SValue::ir(v);
+}
+
+// A tuple argument as the kernel sees it (Triton's code generator rebuilds a tl.tuple from the flattened
+// leaves): its Runtime leaves are the next signature entries, named `name`_0, `name`_1_0, ...
+SValue Specializer::bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex) {
+  if (given.kind == ConstexprValue::Kind::Runtime) return bindRuntimeParameter(name, spec_.args[argIndex++], nullptr);
+  if (given.kind != ConstexprValue::Kind::Tuple) return constexprArgument(given);
+  std::vector<SValue> elems;
+  for (size_t i = 0; i < given.elems.size(); ++i)
+    elems.push_back(bindTupleArgument(given.elems[i], name + "_" + std::to_string(i), argIndex));
+  SValue t = SValue::tuple(std::move(elems));
+  t.fields = given.fields;
+  return t;
 }
 
 void Specializer::bindParameters(const ast::FunctionDef &kernel) {
   // As in Triton, a None argument for a non-constexpr parameter is specialised
   // as the constexpr None (`if bias_ptr is not None:` folds): it takes no
-  // signature entry.
-  // A tuple argument (`q.stride()`) is specialised by value the same way (launches pass it as a constexpr tuple).
-  auto givenNone = [&](const ast::Param &p) {
-    auto it = spec_.constexprs.find(p.name);
-    return it != spec_.constexprs.end() &&
-           (it->second.kind == ConstexprValue::Kind::None || it->second.kind == ConstexprValue::Kind::Tuple);
-  };
+  // signature entry. A tuple argument takes one per leaf passed at run time.
   size_t runtimeCount = 0;
   for (const auto &p : kernel.params)
-    if (!isConstexprAnnotation(p.annotation.get()) && !givenNone(p)) ++runtimeCount;
+    if (!isConstexprAnnotation(p.annotation.get())) runtimeCount += signatureEntries(spec_, p.name);
   if (runtimeCount != spec_.args.size())
     error(kernel.loc, "kernel '" + kernel.name + "' has " + std::to_string(runtimeCount) +
                           " non-constexpr parameter" + (runtimeCount == 1 ? "" : "s") +
@@ -538,6 +593,8 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     if (isConstexprAnnotation(p.annotation.get())) {
       auto it = spec_.constexprs.find(p.name);
       if (it != spec_.constexprs.end()) {
+        if (it->second.runtimeLeaves())
+          error(p.loc, "constexpr parameter '" + p.name + "' was given a tuple with values passed at run time");
         (*env_)[p.name] = constexprArgument(it->second);
       } else if (p.defaultValue) {
         (*env_)[p.name] = evalGlobal(*p.defaultValue);
@@ -546,30 +603,14 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
       }
       continue;
     }
-    if (givenNone(p)) {
-      (*env_)[p.name] = constexprArgument(spec_.constexprs.at(p.name));
+    if (const ConstexprValue *given = givenValue(spec_, p.name)) {
+      (*env_)[p.name] = bindTupleArgument(*given, p.name, argIndex);
       continue;
     }
     if (spec_.constexprs.count(p.name))
       error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it "
-                   "(only None is, as for a None argument)");
-    const ArgSpec &arg = spec_.args[argIndex++];
-    ir::Type type = arg.type;
-    if (type.pointer && isConstAnnotation(p.annotation.get())) type.constPointee = true;
-    ir::Param param{p.name, type, arg.divisibility, arg.equalsOne};
-    fn_->params.push_back(param);
-    ir::Value *v = fn_->body.addArgument(type, p.name);
-    // A dtype annotation types a number argument, as Triton's launcher would pass it
-    // (`stride: tl.int64` computes in 64 bits, `v: tl.uint8` is unsigned).
-    std::optional<ir::Type> annotated = annotatedScalarType(p.annotation.get());
-    bool number = !type.pointer && !type.isBlock() && (type.isIntElement() || type.isFloatElement());
-    // Triton specialises ints equal to 1 into the constant 1.
-    if (arg.equalsOne && arg.type.isIntElement())
-      (*env_)[p.name] = SValue::constant(ConstexprValue::ofInt(1));
-    else if (annotated && number)
-      (*env_)[p.name] = SValue::ir(annotated->isBoolElement() ? toBool(v) : castElement(v, *annotated));
-    else
-      (*env_)[p.name] = SValue::ir(v);
+                   "(only None or a tuple is, as for a None or tuple argument)");
+    (*env_)[p.name] = bindRuntimeParameter(p.name, spec_.args[argIndex++], p.annotation.get());
   }
 }
 
@@ -860,14 +901,21 @@ std::unique_ptr<ir::Function> specialize(const ast::Module &module, const Specia
 std::vector<std::string> runtimeParameterNames(const ast::Module &module, const std::string &kernelName,
                                                const std::map<std::string, ConstexprValue> &constexprs) {
   std::vector<std::string> names;
+  // As bindParameters: constexprs and parameters given None take no signature entry, a tuple one per
+  // Runtime leaf.
+  std::function<void(const ConstexprValue &, const std::string &)> leaves = [&](const ConstexprValue &c,
+                                                                                const std::string &name) {
+    if (c.kind == ConstexprValue::Kind::Runtime) names.push_back(name);
+    for (size_t i = 0; i < c.elems.size(); ++i) leaves(c.elems[i], name + "_" + std::to_string(i));
+  };
   for (const auto &s : module.body)
     if (auto *fn = dyn_cast<ast::FunctionDef>(s.get()); fn && fn->name == kernelName) {
-      // As bindParameters: constexprs and parameters given None or a tuple take no signature entry.
       for (const ast::Param &p : fn->params) {
+        if (spec::isConstexprAnnotation(p.annotation.get())) continue;
         auto given = constexprs.find(p.name);
-        bool none = given != constexprs.end() && (given->second.kind == ConstexprValue::Kind::None ||
-                                                  given->second.kind == ConstexprValue::Kind::Tuple);
-        if (!spec::isConstexprAnnotation(p.annotation.get()) && !none) names.push_back(p.name);
+        if (given == constexprs.end()) names.push_back(p.name);
+        else if (given->second.kind == ConstexprValue::Kind::Tuple) leaves(given->second, p.name);
+        else if (given->second.kind != ConstexprValue::Kind::None) names.push_back(p.name);
       }
       break;
     }

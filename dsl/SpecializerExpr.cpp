@@ -493,6 +493,8 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
     }
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Tuple:
+    for (size_t i = 0; i < base.fields.size() && i < base.elems.size(); ++i) // a NamedTuple's field
+      if (base.fields[i] == attr) return base.elems[i];
     if (attr == "type") return constexprTypeOf(base, loc);
     error(loc, describe(base) + " has no attribute '" + attr + "'");
   case SValue::Kind::Const:
@@ -680,15 +682,7 @@ SValue Specializer::evalCallOf(const SValue &callee, const ast::Call &e, CallArg
   case SValue::Kind::BoundMethod: return callMethod(callee.elems[0], callee.path, args);
   case SValue::Kind::Function: {
     const ast::FunctionDef &fn = *callee.fn;
-    bool jit = false;
-    for (const auto &d : fn.decorators) {
-      const ast::Expr *t = d.get();
-      if (auto *c = dyn_cast<ast::Call>(t)) t = c->func.get();
-      for (const char *marker : {"jit", "elementwise", "fuse"}) { // tessera.elementwise: tessera/fusion.py
-        if (auto *n = dyn_cast<ast::Name>(t); n && n->id == marker) jit = true;
-        if (auto *a = dyn_cast<ast::Attribute>(t); a && a->attr == marker) jit = true;
-      }
-    }
+    const bool jit = isJitFunction(fn); // @jit, tessera.elementwise / fuse (tessera/fusion.py), @builtin
     if (fn.skippedHostCode) throw CompileError(fn.parseError, fn.parseErrorLoc);
     if (!jit) error(e.loc, "'" + fn.name + "' is not a @jit function; only @jit functions can be called from a kernel");
     if (evaluatingGlobal_) error(e.loc, "module-level value is not a constant");

@@ -47,6 +47,7 @@ struct SValue {
   std::string path; // Module: canonical path; Builtin: qualified name; BoundMethod: method
   const ast::FunctionDef *fn = nullptr;
   std::vector<SValue> elems;
+  std::vector<std::string> fields; // Tuple: a NamedTuple's field names, `t.ptr` (empty: a plain tuple)
 
   static SValue ir(ir::Value *v) { SValue s; s.kind = Kind::IR; s.value = v; return s; }
   static SValue constant(ConstexprValue c) { SValue s; s.kind = Kind::Const; s.c = std::move(c); return s; }
@@ -246,6 +247,8 @@ private:
   SValue evalGlobal(const ast::Expr &e);
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);
+  SValue bindRuntimeParameter(const std::string &name, const ArgSpec &arg, const ast::Expr *annotation);
+  SValue bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex);
 };
 
 // Triton's dtype.name of a dtype value: "fp16", "uint8", "pointer<fp32>", ... (BuiltinsLanguage.cpp).

@@ -119,9 +119,11 @@ std::string constexprKey(const ConstexprValue &v) {
   case ConstexprValue::Kind::Enum: return "enum " + v.stringValue;
   case ConstexprValue::Kind::Tuple: {
     std::string out = "tuple " + std::to_string(v.elems.size()) + " (";
-    for (const ConstexprValue &e : v.elems) out += constexprKey(e) + "; ";
+    for (size_t i = 0; i < v.elems.size(); ++i)
+      out += (i < v.fields.size() ? "field " + v.fields[i] + " " : std::string()) + constexprKey(v.elems[i]) + "; ";
     return out + ")";
   }
+  case ConstexprValue::Kind::Runtime: return "runtime"; // its type is a signature entry
   case ConstexprValue::Kind::String:
     return "str " + std::to_string(v.stringValue.size()) + " " + escapeLine(v.stringValue);
   case ConstexprValue::Kind::Float: {

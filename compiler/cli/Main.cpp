@@ -147,7 +147,9 @@ int commandCompile(int argc, char **argv) {
               "types of the non-constexpr parameters, in order, e.g.\n"
               "\"*fp32:16,*fp32,i32\" (pointer types start with '*';\n"
               "':16' = divisible by 16 / 16-byte aligned, ':1' = equals 1;\n"
-              "a TMA tensor descriptor: \"tensordesc<bf16[64,128]>\", docs/tma.md)",
+              "a TMA tensor descriptor: \"tensordesc<bf16[64,128]>\", docs/tma.md;\n"
+              "a tuple argument: \"(*fp32:16,(i32,None),4)\", its types passed at run\n"
+              "time, other elements constexprs, as Triton spells it)",
               [&](const std::string &v) { signature = v, haveSignature = true; })
       .option({"--constexpr"}, "K=V", "value of a tl.constexpr parameter (repeatable): 1024, 0.5, True, None,\n"
               "tl.float16, tl.PropagateNan.ALL, a tuple such as [8, 8], other text a string",
@@ -191,7 +193,9 @@ int commandCompile(int argc, char **argv) {
     if (kernel.empty()) throw command.usageError("'tessera compile' needs --kernel NAME");
     if (!haveSignature) throw command.usageError("'tessera compile' needs --signature SIG (e.g. \"*fp32,*fp32,i32\")");
   }
-  CompiledKernel k = compileKernel(loadSource(file), kernel, parseSignature(signature), constexprs, options, *stage);
+  std::shared_ptr<const SourceFile> source = loadSource(file);
+  std::vector<ArgSpec> specs = signatureWithTuples(source, kernel, signature, constexprs);
+  CompiledKernel k = compileKernel(source, kernel, specs, constexprs, options, *stage);
   if (cubin) {
     const rt::PtxasTool *ptxas = rt::findPtxas();
     if (!ptxas)
@@ -300,12 +304,13 @@ int writePtxFiles(const std::vector<ManifestEntry> &entries, const CompileOption
     std::map<std::string, int> specialisations;
     for (const ManifestEntry &e : entries) {
       std::vector<ArgSpec> signature;
+      std::map<std::string, ConstexprValue> constexprs = e.constexprs; // and the tuple entries' shapes
       try {
-        signature = parseSignature(e.signatureText);
+        signature = signatureWithTuples(loadSource(e.path), e.kernel, e.signatureText, constexprs);
       } catch (const std::invalid_argument &error) {
         throw std::invalid_argument(e.where + error.what());
       }
-      CompiledKernel k = compileKernel(loadSource(e.path), e.kernel, signature, e.constexprs,
+      CompiledKernel k = compileKernel(loadSource(e.path), e.kernel, signature, constexprs,
                                        entryOptions(e, base, arch));
       // Several specialisations of one kernel get numbered files.
       std::string stem = fs::path(e.file).stem().string() + "." + e.kernel;
@@ -382,8 +387,9 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
   std::map<std::string, std::pair<size_t, std::string>> functionOf; // name → (index, first line)
   for (const ManifestEntry &e : entries) {
     std::vector<ArgSpec> signature;
+    std::map<std::string, ConstexprValue> constexprs = e.constexprs; // and the tuple entries' shapes
     try {
-      signature = parseSignature(e.signatureText);
+      signature = signatureWithTuples(loadSource(e.path), e.kernel, e.signatureText, constexprs);
     } catch (const std::invalid_argument &error) {
       throw std::invalid_argument(e.where + error.what());
     }
@@ -407,11 +413,11 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
       f.name = name;
       f.file = e.file;
       f.kernel = e.kernel;
-      f.constexprs = e.constexprs;
+      f.constexprs = constexprs;
       f.numWarps = e.numWarps;
       f.maxRegisters = e.maxRegisters;
       f.paramNames = runtimeParameterNames(ast::parseModule(loadSource(e.path), /*recoverFunctionBodies=*/true),
-                                           e.kernel, e.constexprs);
+                                           e.kernel, constexprs);
       bundle.functions.push_back(std::move(f));
     }
     cli::AotFunction &f = bundle.functions[it->second.first];
@@ -424,7 +430,7 @@ int writeCppBundle(const std::vector<ManifestEntry> &entries, const CompileOptio
       if (f.file != e.file || f.kernel != e.kernel) refuse("kernel " + f.file + ":" + f.kernel);
       if (withoutHints(f.variants.front().signature) != withoutHints(signature))
         refuse("the types " + withoutHints(f.variants.front().signature) + ", this line " + withoutHints(signature));
-      if (f.constexprs != e.constexprs || f.numWarps != e.numWarps || f.maxRegisters != e.maxRegisters)
+      if (f.constexprs != constexprs || f.numWarps != e.numWarps || f.maxRegisters != e.maxRegisters)
         refuse("other constexprs or options");
       for (const cli::AotVariant &v : f.variants)
         if (v.signatureText == signatureText(signature))

@@ -70,13 +70,13 @@ ArgSpec parseTensorDesc(std::string_view entry, const std::string &where) {
   return spec;
 }
 
-// The next entry of a signature: up to the first comma outside <> and [].
+// The next entry of a signature: up to the first comma outside <>, [] and ().
 std::string_view nextEntry(std::string_view text) {
   int depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (c == '<' || c == '[') ++depth;
-    else if ((c == '>' || c == ']') && depth > 0) --depth;
+    if (c == '<' || c == '[' || c == '(') ++depth;
+    else if ((c == '>' || c == ']' || c == ')') && depth > 0) --depth;
     else if (c == ',' && depth == 0) return text.substr(0, i);
   }
   return text;
@@ -120,6 +120,74 @@ std::vector<ArgSpec> parseSignature(std::string_view text) {
     text.remove_prefix(raw.size() + 1);
   }
   return out;
+}
+
+// A tuple entry's shape: "(*fp32:16, (i32, None), 4)": types are Runtime leaves (their specs appended to
+// `leaves`), other text a constexpr value (ConstexprValue::parse).
+static ConstexprValue parseTupleEntry(std::string_view entry, std::vector<ArgSpec> &leaves, const std::string &where) {
+  if (entry.size() < 2 || entry.back() != ')')
+    throw std::invalid_argument(where + ": a tuple entry is written (T, T, ...)");
+  std::string_view inner = trim(entry.substr(1, entry.size() - 2));
+  std::vector<ConstexprValue> elems;
+  while (!inner.empty()) {
+    std::string_view raw = nextEntry(inner);
+    std::string_view item = trim(raw);
+    if (item.empty()) throw std::invalid_argument(where + ": an empty element");
+    if (item.front() == '(') {
+      elems.push_back(parseTupleEntry(item, leaves, where));
+    } else if (ConstexprValue c = ConstexprValue::parse(std::string(item)); c.kind != ConstexprValue::Kind::String) {
+      elems.push_back(c); // None, 4, True, tl.float16, ...
+    } else {
+      std::vector<ArgSpec> type = parseSignature(item);
+      leaves.insert(leaves.end(), type.begin(), type.end());
+      elems.push_back(ConstexprValue::runtime());
+    }
+    if (raw.size() == inner.size()) break;
+    inner.remove_prefix(raw.size() + 1);
+    if (trim(inner).empty()) break; // "(i32,)": a one-element tuple
+  }
+  return ConstexprValue::ofTuple(std::move(elems));
+}
+
+TupleSignature parseTupleSignature(std::string_view text) {
+  TupleSignature out;
+  if (trim(text).empty()) return out;
+  for (size_t index = 0;; ++index) {
+    std::string_view raw = nextEntry(text);
+    std::string_view entry = trim(raw);
+    if (!entry.empty() && entry.front() == '(')
+      out.tuples[index] = parseTupleEntry(entry, out.leaves, "signature entry " + std::to_string(index + 1) + " ('" +
+                                                                 std::string(entry) + "')");
+    else
+      try {
+        for (const ArgSpec &a : parseSignature(entry)) out.leaves.push_back(a);
+      } catch (const std::invalid_argument &e) { // parsed alone, the entry is number 1: say which it is
+        std::string message = e.what();
+        const std::string alone = "signature entry 1 ";
+        if (message.rfind(alone, 0) == 0)
+          message = "signature entry " + std::to_string(index + 1) + " " + message.substr(alone.size());
+        throw std::invalid_argument(message);
+      }
+    if (raw.size() == text.size()) break;
+    text.remove_prefix(raw.size() + 1);
+  }
+  return out;
+}
+
+std::vector<ArgSpec> signatureWithTuples(const std::shared_ptr<const SourceFile> &source, const std::string &kernel,
+                                         std::string_view signature,
+                                         std::map<std::string, ConstexprValue> &constexprs) {
+  TupleSignature parsed = parseTupleSignature(signature);
+  if (parsed.tuples.empty()) return parsed.leaves;
+  std::vector<std::string> names =
+      runtimeParameterNames(ast::parseModule(source, /*recoverFunctionBodies=*/true), kernel, constexprs);
+  for (auto &[index, shape] : parsed.tuples) {
+    if (index >= names.size())
+      throw std::invalid_argument("signature entry " + std::to_string(index + 1) + " is a tuple, but kernel '" +
+                                  kernel + "' has " + std::to_string(names.size()) + " non-constexpr parameters");
+    constexprs[names[index]] = shape;
+  }
+  return parsed.leaves;
 }
 
 std::string versionString() { return std::string("tessera ") + TESSERA_VERSION + " (LLVM " + TESSERA_LLVM_VERSION + ")"; }

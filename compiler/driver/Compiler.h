@@ -88,6 +88,20 @@ struct CompiledKernel {
 // "*fp32:16, i32, fp32, *bf16" → one ArgSpec per entry. Throws
 // std::invalid_argument naming the bad entry.
 std::vector<ArgSpec> parseSignature(std::string_view text);
+// A signature whose entries may be tuple arguments, as Triton spells them: "(*fp32:16, (i32, None), 4)"
+// (nested; an element that is not a type is a constexpr value). `leaves`: every type, tuples flattened
+// depth first (the kernel's real parameters); `tuples`: per tuple entry (0-based), its shape, the value
+// the tuple's parameter takes in the constexprs (Specialization's Runtime leaves).
+struct TupleSignature {
+  std::vector<ArgSpec> leaves;
+  std::map<size_t, ConstexprValue> tuples;
+};
+TupleSignature parseTupleSignature(std::string_view text);
+// The types of kernel `kernel`'s signature, its tuple entries flattened, each tuple's shape given to its
+// parameter in `constexprs` (what tessera compile --signature and tessera.compile(signature=) take).
+std::vector<ArgSpec> signatureWithTuples(const std::shared_ptr<const SourceFile> &source, const std::string &kernel,
+                                         std::string_view signature,
+                                         std::map<std::string, ConstexprValue> &constexprs);
 // "tessera X.Y.Z (LLVM 19.1.7)"
 std::string versionString();
 // The architectures tessera emits PTX for.

@@ -185,6 +185,19 @@ Arg pointerArg(uint64_t pointer, ScalarType dtype, int device, bool specialize) 
 
 bool hasAttr(py::handle obj, const char *name) { return PyObject_HasAttrString(obj.ptr(), name) == 1; }
 
+// A NamedTuple's field names (its class's _fields); empty for a plain tuple.
+std::vector<std::string> namedTupleFields(py::handle value) {
+  std::vector<std::string> fields;
+  py::handle type = py::type::handle_of(value);
+  if (PyTuple_CheckExact(value.ptr()) || !hasAttr(type, "_fields")) return fields;
+  py::object names = type.attr("_fields");
+  if (!PyTuple_Check(names.ptr()) || static_cast<size_t>(py::len(names)) != static_cast<size_t>(py::len(value)))
+    return fields;
+  for (py::handle n : names) fields.push_back(py::str(n));
+  return fields;
+}
+
+
 bool isNumpyBool(py::handle value) {
   py::handle type = py::type::handle_of(value);
   if (!hasAttr(type, "__module__")) return false;
@@ -599,6 +612,7 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
     throw py::type_error(kernel + "(): constexpr '" + param + "' " + why);
   };
   if (o == Py_None) return ConstexprValue::none();
+  if (o == Py_Ellipsis) return ConstexprValue::runtime(); // a tuple argument's leaf passed at run time (fromConstexpr)
   if (PyBool_Check(o)) return ConstexprValue::ofBool(o == Py_True);
   if (PyLong_Check(o)) {
     int overflow = 0;
@@ -641,7 +655,9 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
   if (PyTuple_Check(o) || PyList_Check(o)) {
     std::vector<ConstexprValue> elems;
     for (py::handle item : value) elems.push_back(toConstexpr(item, kernel, param));
-    return ConstexprValue::ofTuple(std::move(elems));
+    ConstexprValue t = ConstexprValue::ofTuple(std::move(elems));
+    if (PyTuple_Check(o)) t.fields = namedTupleFields(value);
+    return t;
   }
   if (hasAttr(value, "data_ptr") || hasAttr(value, "__cuda_array_interface__") || hasAttr(value, "__dlpack__"))
     return bad("is a tensor; tl.constexpr parameters take ints, floats, bools, strings, dtypes, tuples or None");
@@ -660,24 +676,36 @@ ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const st
              "'; tl.constexpr parameters take ints, floats, bools, strings, dtypes, tuples or None");
 }
 
-std::optional<ConstexprValue> tupleArgument(py::handle value, const std::string &kernel, const std::string &param) {
-  if (!PyTuple_Check(value.ptr())) return std::nullopt;
-  std::function<void(py::handle)> check = [&](py::handle item) {
-    PyObject *o = item.ptr();
-    if (PyTuple_Check(o)) {
-      for (py::handle e : item) check(e);
-      return;
-    }
-    // numpy's scalars (shape ()) have __array_interface__ and __dlpack__ too: only an array of rank >= 1 is one
-    bool array = hasAttr(item, "data_ptr") || hasAttr(item, "__cuda_array_interface__") ||
-                 (hasAttr(item, "shape") && py::len(item.attr("shape")) > 0);
-    if (!array && (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyIndex_Check(o))) return;
-    throw py::type_error(kernel + "(): argument '" + param + "' is a tuple holding a value of type '" +
-                         typeName(item) + "'; tuple arguments of ints, floats, bools and None are supported "
-                         "(specialised by value), tuples of tensors not yet");
-  };
-  check(value);
-  return toConstexpr(value, kernel, param);
+namespace {
+
+// A tuple leaf Triton specialises as a constexpr: tl.constexpr(v), a string, a dtype, an enum member.
+bool isConstexprLeaf(py::handle value) {
+  PyObject *o = value.ptr();
+  if (PyUnicode_Check(o)) return true;
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyBool_Check(o)) return false;
+  const std::string type = py::str(py::type::handle_of(value).attr("__name__"));
+  return (type == "constexpr" && hasAttr(value, "value")) || type == "dtype" || type == "PropagateNan";
+}
+
+} // namespace
+
+ConstexprValue walkTupleArgument(py::handle value, const std::string &kernel, const std::string &label,
+                                 const std::function<void(py::handle, const std::string &)> &runtimeLeaf) {
+  PyObject *o = value.ptr();
+  if (PyTuple_Check(o)) {
+    std::vector<ConstexprValue> elems;
+    Py_ssize_t n = PyTuple_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      elems.push_back(walkTupleArgument(PyTuple_GET_ITEM(o, i), kernel, label + "[" + std::to_string(i) + "]",
+                                        runtimeLeaf));
+    ConstexprValue t = ConstexprValue::ofTuple(std::move(elems));
+    t.fields = namedTupleFields(value);
+    return t;
+  }
+  if (o == Py_None) return ConstexprValue::none();
+  if (isConstexprLeaf(value)) return toConstexpr(value, kernel, label);
+  runtimeLeaf(value, label);
+  return ConstexprValue::runtime();
 }
 
 py::object fromConstexpr(const ConstexprValue &value) {
@@ -698,8 +726,14 @@ py::object fromConstexpr(const ConstexprValue &value) {
   case ConstexprValue::Kind::Tuple: {
     py::tuple out(value.elems.size());
     for (size_t i = 0; i < value.elems.size(); ++i) out[i] = fromConstexpr(value.elems[i]);
-    return std::move(out);
+    if (value.fields.empty()) return std::move(out);
+    // A NamedTuple: one of the same field names, which toConstexpr reads back.
+    py::list names;
+    for (const std::string &f : value.fields) names.append(py::str(f));
+    py::object type = py::module_::import("collections").attr("namedtuple")("NamedTuple", names);
+    return type(*out);
   }
+  case ConstexprValue::Kind::Runtime: return py::ellipsis(); // a tuple's leaf passed at run time
   case ConstexprValue::Kind::None: break;
   }
   return py::none();

@@ -19,6 +19,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -133,10 +134,13 @@ Arg convertArgument(py::handle value, const ArgSpec &want, const std::string &ke
 // The value of a constexpr parameter (or an entry of compile(constexprs=)).
 ConstexprValue toConstexpr(py::handle value, const std::string &kernel, const std::string &param);
 
-// A tuple argument of a runtime parameter (`stride_q` given `q.stride()`): specialised by value, as a
-// constexpr tuple (one compile per distinct value; Triton passes its elements at run time). nullopt when
-// `value` is no tuple; TypeError for a tuple holding tensors (not supported yet).
-std::optional<ConstexprValue> tupleArgument(py::handle value, const std::string &kernel, const std::string &param);
+// A tuple argument of a runtime parameter, flattened depth first as Triton's launcher does (its jit.py): each
+// leaf is a nested tuple (a NamedTuple keeps its field names), a constexpr (None, tl.constexpr(v), a
+// string, a dtype) or a value passed at run time, given to `runtimeLeaf` with its label ("Ptrs[1][0]",
+// which errors name). Returns the tuple's shape: a Tuple whose leaves passed at run time are Runtime.
+ConstexprValue walkTupleArgument(py::handle value, const std::string &kernel, const std::string &label,
+                                 const std::function<void(py::handle, const std::string &)> &runtimeLeaf);
+// Python's value of a constexpr (a Runtime leaf: Ellipsis).
 py::object fromConstexpr(const ConstexprValue &value);
 
 // "*fp32:16", "i32:1", "fp32", "tensordesc<bf16[128,64]>".
@@ -174,6 +178,7 @@ struct CompiledEntry {
   mutable std::vector<size_t> runtimeParams;
   mutable bool runtimeParamsKnown = false;
   mutable bool hasNoneParams = false; // some runtime parameter was specialised as None
+  mutable bool hasTupleParams = false; // some runtime parameter was given a tuple (its leaves are the entries)
 };
 
 // Launches `entry` with the values of its runtime parameters (`args` gives

@@ -249,13 +249,14 @@ void registerCompile(py::module_ &m) {
         auto entry = std::make_shared<CompiledEntry>();
         entry->file = makeSourceFile(std::move(source), std::move(path), firstLine);
         entry->params = kernelParameters(entry->file, kernelName);
-        std::vector<ArgSpec> specs = parseSignature(joinSignature(signature));
         if (!constexprs.is_none()) {
           for (auto item : py::reinterpret_borrow<py::dict>(constexprs)) {
             std::string name = py::str(item.first);
             entry->constexprs[name] = toConstexpr(item.second, kernelName, name);
           }
         }
+        std::vector<ArgSpec> specs = signatureWithTuples(entry->file, kernelName, joinSignature(signature),
+                                                         entry->constexprs);
         CompileOptions options;
         options.numWarps = numWarps;
         options.numStages = numStages;

@@ -277,15 +277,19 @@ public:
         constexprs[p.name] = ConstexprValue::none();
         continue;
       }
-      if (std::optional<ConstexprValue> t = tupleArgument(values[i], name_, p.name)) { // by value, as launches do
-        key += p.name + "=" + t->str() + ";";
-        constexprs[p.name] = std::move(*t);
+      auto addRuntime = [&](py::handle value, const std::string &label) {
+        HostArg h = convertHostArgument(value, name_, label, specialize_[i]);
+        key += argSpecText(h.spec) + ",";
+        signature.push_back(h.spec);
+        hostArgs.push_back(std::move(h.value));
+      };
+      if (PyTuple_Check(values[i].ptr())) { // flattened as launches do: its leaves passed at run time take entries
+        ConstexprValue shape = walkTupleArgument(values[i], name_, p.name, addRuntime);
+        key += p.name + "=" + shape.str() + ";";
+        constexprs[p.name] = std::move(shape);
         continue;
       }
-      HostArg h = convertHostArgument(values[i], name_, p.name, specialize_[i]);
-      key += argSpecText(h.spec) + ",";
-      signature.push_back(h.spec);
-      hostArgs.push_back(std::move(h.value));
+      addRuntime(values[i], p.name);
     }
     key += "w" + std::to_string(numWarps) + "s" + std::to_string(numStages);
 

@@ -36,6 +36,13 @@ public:
     size_ = n;
     if (n > N) heap_.resize(n);
   }
+  // n elements, the first size() kept (the rest uninitialised); data() may move.
+  void grow(size_t n) {
+    if (n <= size_) return;
+    if (n > N && heap_.empty()) heap_.assign(inline_.begin(), inline_.begin() + size_);
+    if (n > N) heap_.resize(n);
+    size_ = n;
+  }
   void assign(size_t n, const T &value) {
     size_ = n;
     if (n > N) heap_.assign(n, value);

@@ -141,6 +141,16 @@ struct Packed {
   bool torch = false;
 };
 
+// The leaves of a tuple argument that are not tuples: how many launch slots it may take at most.
+size_t tupleLeafCount(PyObject *tuple) {
+  size_t n = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) {
+    PyObject *e = PyTuple_GET_ITEM(tuple, i);
+    n += PyTuple_Check(e) ? tupleLeafCount(e) : 1;
+  }
+  return n;
+}
+
 void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   const size_t numParams = k.params.size();
   PyObject *const *values = b.values();
@@ -159,6 +169,30 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
       raiseMixedDevices(k, k.params[firstDeviceParam].name, out.device, k.params[i].name, device);
     }
   };
+  // One value passed at run time, not classified by classifyFast (`label`: the parameter, or a tuple's leaf).
+  auto packSlow = [&](PyObject *value, size_t i, const std::string &label, KeyBuffer &key) {
+    FastArg f;
+    if (!classifyFast(value, k.specialize[i], f)) {
+      if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
+        const void *map = encodedTensorMap(*d, k.name, label, i, numParams);
+        appendArgKey(key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
+        appendTensorDescBlock(key, d->block);
+        slots[slot] = reinterpret_cast<uint64_t>(map);
+        pointers[slot] = const_cast<void *>(map); // the driver copies the 128 bytes themselves
+        ++slot;
+        noteDevice(d->device, i);
+        out.torch |= d->torch;
+        return;
+      }
+      f = fromArg(classifyArgument(value, k.name, label, k.specialize[i], static_cast<int>(i)));
+    }
+    appendArgKey(key, f.scalar, f.flags);
+    slots[slot] = f.bits;
+    pointers[slot] = &slots[slot];
+    ++slot;
+    noteDevice(f.device, i);
+    out.torch |= f.torch;
+  };
   for (size_t i = 0; i < numParams; ++i) {
     PyObject *value = values[i];
     if (k.params[i].isConstexpr) {
@@ -172,22 +206,27 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
         appendNoneArgKey(out.key);
         continue;
       }
-      if (std::optional<ConstexprValue> t = tupleArgument(value, k.name, k.params[i].name)) { // by value: no slot
-        appendTupleArgKey(out.key, *t);
+      if (PyTuple_Check(value)) { // flattened: a slot per leaf passed at run time
+        const size_t need = slot + tupleLeafCount(value) + k.numRuntime;
+        if (need > out.slots.size()) { // room for every leaf (and every later parameter), pointers moved along
+          const uint64_t *before = slots;
+          out.slots.grow(need);
+          out.pointers.grow(need);
+          slots = out.slots.data();
+          pointers = out.pointers.data();
+          for (size_t j = 0; j < slot; ++j)
+            if (pointers[j] == before + j) pointers[j] = &slots[j];
+        }
+        KeyBuffer leaves;
+        ConstexprValue shape = walkTupleArgument(value, k.name, k.params[i].name,
+                                                 [&](py::handle leaf, const std::string &label) {
+                                                   packSlow(leaf.ptr(), i, label, leaves);
+                                                 });
+        appendTupleArgKey(out.key, shape, leaves);
         continue;
       }
-      if (TensorDesc *d = tensorDescOf(value)) { // encoded by its first launch, then only read
-        const void *map = encodedTensorMap(*d, k.name, k.params[i].name, i, numParams);
-        appendArgKey(out.key, static_cast<uint8_t>(d->scalar), kTensorDescFlag);
-        appendTensorDescBlock(out.key, d->block);
-        slots[slot] = reinterpret_cast<uint64_t>(map);
-        pointers[slot] = const_cast<void *>(map); // the driver copies the 128 bytes themselves
-        ++slot;
-        noteDevice(d->device, i);
-        out.torch |= d->torch;
-        continue;
-      }
-      f = fromArg(classifyArgument(value, k.name, k.params[i].name, k.specialize[i], static_cast<int>(i)));
+      packSlow(value, i, k.params[i].name, out.key);
+      continue;
     }
     appendArgKey(out.key, f.scalar, f.flags);
     slots[slot] = f.bits;
@@ -427,6 +466,9 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
       if (entry->params[i].isConstexpr) continue;
       if (compiledForNone(i)) entry->hasNoneParams = true;
       else entry->runtimeParams.push_back(i);
+      auto given = entry->constexprs.find(entry->params[i].name);
+      if (given != entry->constexprs.end() && given->second.kind == ConstexprValue::Kind::Tuple)
+        entry->hasTupleParams = true;
     }
     entry->runtimeParamsKnown = true;
   }
@@ -445,14 +487,48 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
                          "), or all its parameters with the constexprs, but " + std::to_string(n) +
                          (n == 1 ? " was" : " were") + " given");
   }
+  // All parameters given, a parameter compiled for a tuple gives one signature entry per leaf passed at run
+  // time (its shape's Runtime leaves): `leaves` lists each entry's value, label and parameter. Without tuples
+  // (torch.compile's launches) the entries are the runtime parameters themselves, read in place.
+  struct Leaf {
+    py::handle value;
+    std::string label;
+    size_t param;
+  };
+  std::vector<Leaf> leaves;
+  if (all && entry->hasTupleParams) {
+    std::function<void(py::handle, const ConstexprValue &, const std::string &, size_t)> collect =
+        [&](py::handle value, const ConstexprValue &shape, const std::string &label, size_t param) {
+          if (shape.kind == ConstexprValue::Kind::Runtime) return leaves.push_back({value, label, param});
+          if (shape.kind != ConstexprValue::Kind::Tuple) return;
+          if (!PyTuple_Check(value.ptr()) || static_cast<size_t>(PyTuple_GET_SIZE(value.ptr())) != shape.elems.size())
+            throw py::type_error(name + "(): argument '" + label + "' must be a tuple of " +
+                                 plural(shape.elems.size(), "value") + ": the kernel was compiled for " + shape.str());
+          for (size_t e = 0; e < shape.elems.size(); ++e)
+            collect(PyTuple_GET_ITEM(value.ptr(), e), shape.elems[e], label + "[" + std::to_string(e) + "]", param);
+        };
+    for (size_t param : runtimeParams) {
+      const std::string &pname = entry->params[param].name;
+      auto given = entry->constexprs.find(pname);
+      if (given != entry->constexprs.end() && given->second.kind == ConstexprValue::Kind::Tuple)
+        collect(args[param], given->second, pname, param);
+      else
+        leaves.push_back({args[param], pname, param});
+    }
+    if (leaves.size() != sig.size())
+      throw py::type_error(name + "() was given " + plural(leaves.size(), "runtime value") +
+                           " but the kernel takes " + std::to_string(sig.size()));
+  }
   std::vector<uint64_t> slots;
   slots.reserve(sig.size());
   int device = kUnknownDevice;
   bool torch = false;
   for (size_t j = 0; j < sig.size(); ++j) {
-    size_t param = j < runtimeParams.size() ? runtimeParams[j] : j;
-    const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
-    py::handle value = args[all ? param : j];
+    const bool leaf = !leaves.empty();
+    const size_t param = leaf ? leaves[j].param : j < runtimeParams.size() ? runtimeParams[j] : j;
+    const std::string &pname = leaf ? leaves[j].label
+                               : param < entry->params.size() ? entry->params[param].name : std::to_string(j);
+    py::handle value = leaf ? leaves[j].value : args[all ? param : j];
     Arg a = compiledArgument(value, sig[j], name, pname);
     if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
       a.bits = reinterpret_cast<uint64_t>(

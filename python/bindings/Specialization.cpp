@@ -261,11 +261,18 @@ void appendConstexpr(KeyBuffer &key, const ConstexprValue &v) {
     break;
   }
   case ConstexprValue::Kind::Tuple: {
-    uint32_t size = static_cast<uint32_t>(v.elems.size());
+    uint32_t size = static_cast<uint32_t>(v.elems.size()), fields = static_cast<uint32_t>(v.fields.size());
     key.append(&size, sizeof size);
     for (const ConstexprValue &e : v.elems) appendConstexpr(key, e);
+    key.append(&fields, sizeof fields);
+    for (const std::string &f : v.fields) {
+      uint32_t length = static_cast<uint32_t>(f.size());
+      key.append(&length, sizeof length);
+      key.append(f.data(), length);
+    }
     break;
   }
+  case ConstexprValue::Kind::Runtime: // its key bytes are the leaf's own (appendTupleArgKey)
   case ConstexprValue::Kind::None: break;
   }
 }
@@ -281,10 +288,13 @@ void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags) {
 // slot). Two bytes like any runtime argument's, with a scalar no type has.
 void appendNoneArgKey(KeyBuffer &key) { appendArgKey(key, 0xff, 0); }
 
-// A tuple for a runtime parameter (specialised by value, no launch slot): a scalar no type has, then its value.
-void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &tuple) {
+// A tuple for a runtime parameter: a scalar no type has, its shape (which tells how many leaves are passed
+// at run time), then those leaves' key bytes.
+void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &shape, const KeyBuffer &leaves) {
   appendArgKey(key, 0xfe, 0);
-  appendConstexpr(key, tuple);
+  appendConstexpr(key, shape);
+  const std::string_view bytes = leaves.view();
+  key.append(bytes.data(), bytes.size());
 }
 
 void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param) {
@@ -321,8 +331,24 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
   Specialized s;
   KeyBuffer key;
   s.args.reserve(k.numRuntime);
-  const std::string *firstDeviceParam = nullptr;
+  std::string firstDeviceParam;
   PyObject *const *values = b.values();
+  // One argument passed at run time (a parameter's, or a tuple's leaf): its key bytes, device and Arg.
+  auto addRuntime = [&](Arg a, const std::string &label, KeyBuffer &into) {
+    FastArg f = fromArg(a);
+    appendArgKey(into, f.scalar, f.flags);
+    if (a.spec.type.isTensorDesc()) appendTensorDescBlock(into, a.spec.type.descBlock);
+    if (a.device != kUnknownDevice) {
+      if (s.device == kUnknownDevice) {
+        s.device = a.device;
+        firstDeviceParam = label;
+      } else if (a.device != s.device) {
+        raiseMixedDevices(k, firstDeviceParam, s.device, label, a.device);
+      }
+    }
+    s.torch = s.torch || a.torch;
+    s.args.push_back(std::move(a));
+  };
   for (size_t i = 0; i < k.params.size(); ++i) {
     const ParamInfo &p = k.params[i];
     if (p.isConstexpr) {
@@ -340,25 +366,16 @@ Specialized specializeArgs(const JitKernel &k, const Bound &b) {
       s.constexprs.emplace_back(i, ConstexprValue::none());
       continue;
     }
-    if (std::optional<ConstexprValue> t = tupleArgument(values[i], k.name, p.name)) {
-      appendTupleArgKey(key, *t);
-      s.constexprs.emplace_back(i, std::move(*t));
+    if (PyTuple_Check(values[i])) { // flattened: its leaves passed at run time take signature entries
+      KeyBuffer leaves;
+      ConstexprValue shape = walkTupleArgument(values[i], k.name, p.name, [&](py::handle leaf, const std::string &label) {
+        addRuntime(classifyArgument(leaf, k.name, label, k.specialize[i], static_cast<int>(i)), label, leaves);
+      });
+      appendTupleArgKey(key, shape, leaves);
+      s.constexprs.emplace_back(i, std::move(shape));
       continue;
     }
-    Arg a = classifyArgument(values[i], k.name, p.name, k.specialize[i], static_cast<int>(i));
-    FastArg f = fromArg(a);
-    appendArgKey(key, f.scalar, f.flags);
-    if (a.spec.type.isTensorDesc()) appendTensorDescBlock(key, a.spec.type.descBlock);
-    if (a.device != kUnknownDevice) {
-      if (s.device == kUnknownDevice) {
-        s.device = a.device;
-        firstDeviceParam = &p.name;
-      } else if (a.device != s.device) {
-        raiseMixedDevices(k, *firstDeviceParam, s.device, p.name, a.device);
-      }
-    }
-    s.torch = s.torch || a.torch;
-    s.args.push_back(a);
+    addRuntime(classifyArgument(values[i], k.name, p.name, k.specialize[i], static_cast<int>(i)), p.name, key);
   }
   appendOptions(key, b);
   s.key = key.view();

@@ -65,8 +65,9 @@ Bound bind(const JitKernel &k, const VectorArgs &v);
 void appendArgKey(KeyBuffer &key, uint8_t scalar, uint8_t flags);
 // A None for a runtime parameter (specialised as the constexpr None, with no launch slot).
 void appendNoneArgKey(KeyBuffer &key);
-// A tuple for a runtime parameter (specialised by value as a constexpr tuple, with no launch slot).
-void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &tuple);
+// A tuple for a runtime parameter: its shape (walkTupleArgument) and the key bytes of its leaves passed at
+// run time, in order.
+void appendTupleArgKey(KeyBuffer &key, const ConstexprValue &shape, const KeyBuffer &leaves);
 // The common constexprs (ints, bools, None, floats) without a ConstexprValue.
 void appendConstexprFast(KeyBuffer &key, PyObject *o, const JitKernel &k, const std::string &param);
 void appendOptions(KeyBuffer &key, const Bound &b);

@@ -223,6 +223,17 @@ def specialization_proxy(params, signature, constexprs):
     "*fp32"; "constexpr" for constexprs and for ints specialised to 1), .constants maps the
     constexprs and the ints specialised to 1 to their values."""
     entries = iter(_split_signature(signature))
+
+    def entry():
+        ty, _, hint = next(entries, "").partition(":")
+        return ("constexpr", 1) if hint == "1" and not ty.startswith("*") else (ty, None)
+
+    def leaves(value):
+        """A tuple argument's types: its runtime leaves (... in its shape) take entries, others are constexprs."""
+        if isinstance(value, tuple):
+            return tuple(leaves(v) for v in value)
+        return entry()[0] if value is ... else "constexpr"
+
     sig, constants = {}, {}
     for name, is_constexpr, _ in params:
         if is_constexpr:
@@ -230,9 +241,14 @@ def specialization_proxy(params, signature, constexprs):
             if name in constexprs:
                 constants[name] = constexprs[name]
             continue
-        ty, _, hint = next(entries, "").partition(":")
-        if hint == "1" and not ty.startswith("*"):
-            sig[name], constants[name] = "constexpr", 1
-        else:
-            sig[name] = ty
+        if name in constexprs:  # a runtime parameter given None (no entry) or a tuple (an entry per runtime leaf)
+            value = constexprs[name]
+            sig[name] = leaves(value) if isinstance(value, tuple) else "constexpr"
+            if value is None:
+                constants[name] = None
+            continue
+        ty, constant = entry()
+        sig[name] = ty
+        if constant is not None:
+            constants[name] = constant
     return SpecializationProxy(constants, sig)

@@ -496,7 +496,8 @@ def _called_params(fn, candidates, depth=0, files=None):
 
 def callable_constexpr_params(fn, files=None):
     """Names of the constexpr parameters of `fn` (a Python function) that its body calls
-    (directly or through @jit helpers it passes them to). `files` (a set) collects the files
+    (directly or through @jit helpers it passes them to), and of the parameters whose element or
+    field its body calls (a tuple holding @jit functions). `files` (a set) collects the files
     whose source the answer depends on."""
     try:
         if files is not None:
@@ -507,9 +508,31 @@ def callable_constexpr_params(fn, files=None):
         return frozenset()
     if not isinstance(node, ast.FunctionDef):
         return frozenset()
-    names = frozenset(a.arg for a in node.args.args + node.args.kwonlyargs
-                      if a.annotation is not None and "constexpr" in ast.dump(a.annotation))
-    return _called_params(fn, names, 0, files) if names else frozenset()
+    params = node.args.args + node.args.kwonlyargs
+    names = frozenset(a.arg for a in params if a.annotation is not None and "constexpr" in ast.dump(a.annotation))
+    called = _called_params(fn, names, 0, files) if names else frozenset()
+    # A parameter whose element or field the kernel calls (`closure.fn(x)`, `fns[0](x)`): a tuple argument
+    # that may hold @jit functions (Triton's test_namedtuple), which the launch composes like constexprs.
+    # A method of a tensor or descriptor (`stride.to(tl.int64)`, `desc.load(...)`) is not one: such kernels
+    # keep the launch path without Python.
+    all_names = {a.arg for a in params}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Subscript)):
+            if isinstance(n.func, ast.Attribute) and _tensor_method(n.func.attr):
+                continue
+            root = n.func
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in all_names:
+                called |= {root.id}
+    return frozenset(called)
+
+
+def _tensor_method(name):
+    """A method of Triton's tensors and descriptors (x.to(...), x.sum(), desc.load(...)): nearly all are
+    triton.language functions too."""
+    from . import language
+    return name in ("to", "scatter", "item", "logical_and", "logical_or") or hasattr(language, name)
 
 
 def kernel_source(fn):

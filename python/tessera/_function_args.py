@@ -5,6 +5,7 @@ pays for every import).
 
     as_jit(obj)                                 the JITFunction behind obj, or None
     split_function_args(kernel, args, kwargs)   ({param: function}, args, kwargs) without them
+                                                (functions in tuple arguments replaced by their names)
     function_constexprs({param: fn})            the constexpr values (names) that stand for them
     language_function_name(value)               "tessera.language.extra.cuda.globaltimer", or None
     global_fingerprint(value)                   what composing a kernel takes from a global (below)
@@ -17,6 +18,8 @@ from ._ext import JitFunctionBase
 def as_jit(obj):
     """The JITFunction behind a @jit function, @tessera.elementwise function or autotuner; None if none.
     (JitFunctionBase is the base class of JITFunction alone: this module sits below jit.py.)"""
+    if isinstance(obj, tuple):  # a NamedTuple with a field `fn` (Function(fn, captured)) is no function
+        return None
     seen = 0
     while obj is not None and not isinstance(obj, JitFunctionBase) and seen < 8:
         nxt = getattr(obj, "jit_function", None) or getattr(obj, "fn", None)
@@ -34,7 +37,24 @@ def is_language_function(value):
 
 
 def function_constexprs(functions):
-    return {param: as_jit(f).fn.__name__ for param, f in functions.items()}
+    """The constexpr values for the parameters given functions (a tuple's functions, keyed "param[i]",
+    were replaced by their names in the tuple itself: tuple_functions)."""
+    return {param: as_jit(f).fn.__name__ for param, f in functions.items() if "[" not in param}
+
+
+def tuple_functions(value, label, functions):
+    """`value` with the @jit functions among a tuple's leaves (nested tuples and NamedTuples too: Triton's
+    test_namedtuple passes Function(fn, captured)) replaced by their names, which the front-end calls
+    as the functions; each goes into `functions` keyed "label[i]"."""
+    if not isinstance(value, tuple):
+        if as_jit(value) is not None and not isinstance(value, (int, float, str, bool)):
+            functions[label] = value
+            return as_jit(value).fn.__name__
+        return value
+    items = [tuple_functions(v, f"{label}[{i}]", functions) for i, v in enumerate(value)]
+    if all(a is b for a, b in zip(items, value)):
+        return value
+    return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
 
 
 def language_function_name(value):
@@ -51,9 +71,13 @@ def split_function_args(kernel, args, kwargs):
     functions = {}
     new_kwargs = {}
     args = tuple(language_function_name(a) or a for a in args)
+    if any(isinstance(a, tuple) for a in args):
+        args = tuple(tuple_functions(a, f"#{i}", functions) if isinstance(a, tuple) else a for i, a in enumerate(args))
     for k, v in kwargs.items():
         if as_jit(v) is not None and not isinstance(v, (int, float, str, bool)):
             functions[k] = v
+        elif isinstance(v, tuple):
+            new_kwargs[k] = tuple_functions(v, k, functions)
         else:
             new_kwargs[k] = language_function_name(v) or v
     new_args = list(args)

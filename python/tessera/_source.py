@@ -39,11 +39,12 @@ _EXPR_NODES = (
 
 def _is_jit_decorator(node):
     target = node.func if isinstance(node, ast.Call) else node
-    # @tessera.elementwise / @tessera.fuse functions are @jit functions too (tessera/fusion.py).
+    # @tessera.elementwise / @tessera.fuse functions are @jit functions too (tessera/fusion.py); a
+    # @builtin function (triton.language.core.builtin) is compiled like one (tl.builtin).
     if isinstance(target, ast.Name):
-        return target.id in ("jit", "elementwise", "fuse")
+        return target.id in ("jit", "elementwise", "fuse", "builtin")
     if isinstance(target, ast.Attribute):
-        return target.attr in ("jit", "elementwise", "fuse")
+        return target.attr in ("jit", "elementwise", "fuse", "builtin")
     return False
 
 
@@ -173,6 +174,22 @@ def _flatten_taken_branch(node, out, module_globals):
     return True
 
 
+def _namedtuple_fields(node):
+    """The field names of a `class X(NamedTuple):` (typing.NamedTuple) of annotated fields; None otherwise."""
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or len(node.bases) != 1:
+        return None
+    base = node.bases[0]
+    if (base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)) != "NamedTuple":
+        return None
+    fields = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is None:
+            fields.append(stmt.target.id)
+        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):  # a docstring
+            return None
+    return fields
+
+
 def _reduce(text, lines, name, first_line, module_globals=None):
     tree = ast.parse(text)
     found = _find_function(tree, name, first_line)
@@ -217,6 +234,15 @@ def _reduce(text, lines, name, first_line, module_globals=None):
                 _neutralise_shared_line_statement(node, out)
         elif isinstance(node, ast.FunctionDef):
             strip_non_jit_decorators(node)
+
+    # A NamedTuple class (`class Tensor(NamedTuple): ptr: any ...`), which kernels construct and read fields of
+    # (Triton's test_namedtuple): its line says so to the front-end, `Tensor = __tessera_namedtuple__("Tensor",
+    # "ptr", ...)` (the other lines stay blank).
+    for node in tree.body:
+        fields = _namedtuple_fields(node)
+        if fields is not None:
+            names = ", ".join(repr(f) for f in [node.name] + fields)
+            out[node.lineno - 1] = f"{node.name} = __tessera_namedtuple__({names})\n"
 
     if module_globals is not None:
         for node in tree.body:

@@ -25,7 +25,9 @@ def compile(fn, signature, constexprs=None, num_warps=4, num_stages=3, target="s
 
     fn: a @tessera.jit function (also under @autotune / @heuristics: their constexprs are not applied,
     give them in `constexprs`), or the path of a kernel file (then `kernel` names the function).
-    signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries.
+    signature: "*fp32:16,*fp32:16,i32" (one entry per non-constexpr parameter) or a list of entries; a tuple
+        argument's entry as Triton spells it, "(*fp32:16,(i32,None),4)" (types passed at run time, other
+        elements constexprs).
     constexprs: {"BLOCK_SIZE": 1024, ...}; target: sm_80 ... sm_90a, or "" for the current GPU's.
     backend: "llvm" or "nvrtc" (docs/nvrtc.md); None: the @jit function's, else TESSERA_BACKEND, else llvm.
     maxnreg: at most this many registers a thread (PTX .maxnreg, 16..255), e.g. to keep two CTAs

@@ -105,8 +105,25 @@ def made_descriptor_copy(in_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: 
 
 @tessera.jit
 def strided_copy_tuple(x_ptr, out_ptr, strides, n, BLOCK: tl.constexpr):
-    # `strides` is a tuple argument (Mamba-3's kernels take `q.stride()` so): specialised by value.
+    # `strides` is a tuple argument (Mamba-3's kernels take `q.stride()` so): its ints are passed at run time.
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + pid * strides[0] + offs * strides[1], mask=offs < n)
     tl.store(out_ptr + pid * n + offs, x, mask=offs < n)
+
+
+@tessera.jit
+def tuple_of_pointers_copy(ptrs, extra, n, BLOCK: tl.constexpr):
+    # ptrs = (src, (dst, None)), extra = (scale, tl.constexpr(2)): Triton flattens tuple arguments into
+    # their leaves; None and constexpr leaves take no slot.
+    tl.static_assert(ptrs[1][1] is None)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(ptrs[0] + offs, mask=offs < n)
+    tl.store(ptrs[1][0] + offs, x * extra[0] + extra[1], mask=offs < n)
+
+
+@tessera.jit
+def store_to_each(first, ptrs, value):
+    tl.store(first, value)
+    for i in tl.static_range(len(ptrs)):
+        tl.store(ptrs[i], value)

@@ -596,22 +596,51 @@ def test_pointer_arguments(fake):
     assert fake.count == count
 
 
-def test_a_tuple_argument_is_specialised_by_value_and_takes_no_slot(fake):
+def test_a_tuple_argument_takes_a_slot_per_int_leaf_specialised_as_an_int_argument(fake):
     x, out = tensors(2)
     before = fake.count
     K.strided_copy_tuple[(4,)](x, out, (64, 1), 50, BLOCK=64)
-    last = fake.last()
     assert fake.count == before + 1
-    assert last["params"] == [(8, P), (8, P + 4096), (4, 50)]  # the tuple is folded into the kernel
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, 64), (4, 1), (4, 50)]
     compiled = K.strided_copy_tuple.cache_info()["compiled"]
-    K.strided_copy_tuple[(4,)](x, out, (64, 1), 50, BLOCK=64)
-    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled      # same value: no new compile
-    K.strided_copy_tuple[(4,)](x, out, (128, 2), 50, BLOCK=64)
-    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled + 1  # another value: another specialisation
-    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, 50)]
+    K.strided_copy_tuple[(4,)](x, out, (32, 1), 50, BLOCK=64)  # same hints (:16, :1): no new compile
+    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, 32), (4, 1), (4, 50)]
+    K.strided_copy_tuple[(4,)](x, out, (130, 2), 50, BLOCK=64)  # other hints: another specialisation
+    assert K.strided_copy_tuple.cache_info()["compiled"] == compiled + 1
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, 130), (4, 2), (4, 50)]
+    assert fake.count == before + 3
 
 
-def test_a_tuple_of_tensors_is_refused_with_the_argument_named(fake):
+def test_a_nested_tuple_of_tensors_none_and_constexprs_is_flattened(fake):
     x, out = tensors(2)
-    with pytest.raises(TypeError, match=r"argument 'strides' is a tuple holding a value of type 'torch.Tensor'"):
-        K.strided_copy_tuple[(4,)](x, out, (x, 1), 50, BLOCK=64)
+    K.tuple_of_pointers_copy[(1,)]((x, (out, None)), (0.5, tl.constexpr(2)), 50, BLOCK=64)
+    assert fake.last()["params"] == [(8, P), (8, P + 4096), (4, f32_bits(0.5)), (4, 50)]
+    K.tuple_of_pointers_copy[(1,)]((out, (x, None)), (1.5, tl.constexpr(2)), 7, BLOCK=64)
+    assert fake.last()["params"] == [(8, P + 4096), (8, P), (4, f32_bits(1.5)), (4, 7)]
+    # the launch's fast pass and its full pass (specialisation) write the same key
+    fast, full = K.tuple_of_pointers_copy._get_handle()._launch_keys(
+        ((x, (out, None)), (0.5, tl.constexpr(2)), 50), {"BLOCK": 64})
+    assert fast == full
+
+
+def test_many_tuple_leaves_grow_the_launch_slots(fake):
+    # more slots than the launch keeps inline (32), after a slot already written (`first`)
+    xs = tensors(41, dtype=torch.int32, step=256)
+    K.store_to_each[(1,)](xs[0], tuple(xs[1:]), 7)
+    assert fake.last()["params"] == [(8, P + 256 * i) for i in range(41)] + [(4, 7)]
+
+
+def test_a_tuple_leaf_of_an_unsupported_type_is_refused_with_its_position(fake):
+    x, out = tensors(2)
+    with pytest.raises(TypeError, match=r"argument 'strides\[1\]' has unsupported type 'list'"):
+        K.strided_copy_tuple[(4,)](x, out, (64, [1]), 50, BLOCK=64)
+
+
+def test_a_compiled_kernel_launched_again_flattens_its_tuple_arguments(fake):
+    x, out = tensors(2)
+    pgm = K.tuple_of_pointers_copy[(1,)]((x, (out, None)), (0.5, tl.constexpr(2)), 50, BLOCK=64)
+    pgm[(1,)]((out, (x, None)), (1.5, tl.constexpr(2)), 9, 64)  # all parameters, the constexpr too
+    assert fake.last()["params"] == [(8, P + 4096), (8, P), (4, f32_bits(1.5)), (4, 9)]
+    with pytest.raises(TypeError, match=r"argument 'ptrs\[1\]' must be a tuple of 2 values"):
+        pgm[(1,)]((x, out), (1.5, tl.constexpr(2)), 9, 64)

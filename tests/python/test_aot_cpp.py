@@ -325,3 +325,22 @@ def test_a_launch_without_the_driver_says_so(tmp_path):
                  "main.cpp", "tessera_aot.cpp", "-o", "main", "-ldl"], tmp_path)
     printed = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=60).stdout
     assert printed.startswith("100 cannot load the CUDA driver /nonexistent/libcuda.so.1: "), printed
+
+
+def test_a_tuple_signature_entry_is_flattened_into_launch_parameters(tmp_path):
+    """A tuple argument in a manifest line, as Triton spells it: the launch function takes its runtime
+    leaves (named after the parameter and their position), its constexpr leaves are folded."""
+    (tmp_path / "k.py").write_text(
+        "import tessera\nimport tessera.language as tl\n\n\n@tessera.jit\n"
+        "def scale(ptrs, n, factors, BLOCK: tl.constexpr):\n"
+        "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.static_assert(factors[1] is None)\n"
+        "    tl.store(ptrs[1] + o, tl.load(ptrs[0] + o, mask=o < n) * factors[0], mask=o < n)\n")
+    (tmp_path / "manifest.txt").write_text("k.py scale (*fp32:16,*fp32:16),i32,(fp32,None) BLOCK=128\n")
+    run_cli(["aot", str(tmp_path / "manifest.txt"), "--emit", "cpp", "--embed", "ptx", "--name", "bundle",
+             "-o", str(tmp_path)], check=True)
+    header = (tmp_path / "bundle.h").read_text()
+    assert ("CUresult scale(Grid grid, CUstream stream, float *ptrs_0, float *ptrs_1, int32_t n, "
+            "float factors_0);") in header
+    compile_cxx(["-std=c++14", "-Wall", "-Wextra", "-Werror", f"-I{CUDA_INCLUDE}", "-fsyntax-only", "bundle.cpp"],
+                tmp_path)

@@ -174,6 +174,12 @@ def test_repr_names_the_compiled_kernel_from_its_specialisation():
     assert seen[-1].signature == {"value1": "i32", "is_one": "constexpr", "X": "*fp32", "BLOCK": "constexpr"}
     assert seen[-1].constants == {"is_one": 1, "BLOCK": 4}
     assert ".visible .entry kernel(" in k.asm["ptx"]  # the PTX entry keeps the function's name
+    # a tuple argument: its leaves' types (runtime leaves take entries; None and an int equal to 1 are
+    # constexprs, as in Triton), a None argument
+    kernel.warmup((7, (Buf(), None), 1), None, Buf(), BLOCK=4, grid=(1,))
+    assert seen[-1].signature == {"value1": ("i32", ("*fp32", "constexpr"), "constexpr"), "is_one": "constexpr",
+                                  "X": "*fp32", "BLOCK": "constexpr"}
+    assert seen[-1].constants == {"is_one": None, "BLOCK": 4}
 
 
 def test_kernel_parameters_binding(extension):

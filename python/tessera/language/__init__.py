@@ -443,6 +443,14 @@ def _is_power_of_two(i):
     return (i & (i - 1)) == 0 and i != 0
 
 
+def builtin(fn):
+    """Triton's triton.language.core.builtin: a function kernels call at compile time. tessera compiles it
+    as a @jit helper (its `_semantic` parameter stays at its default), so a body of language operations on
+    its arguments folds as in Triton: `return isinstance(v, tl.constexpr)`."""
+    fn.__tessera_builtin__ = True
+    return fn
+
+
 class tensor:
     """The type of block values inside kernels, for annotations (`def f(x: tl.tensor)`); no host values."""
 
