@@ -555,6 +555,11 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
                    "(only None is, as for a None argument)");
     const ArgSpec &arg = spec_.args[argIndex++];
     ir::Type type = arg.type;
+    if (type.isTensorDesc()) { // its fields come as hidden parameters after the others (bindHostDescriptors)
+      fn_->params.push_back(ir::Param{p.name, type, 1, false});
+      hostDescriptors.emplace_back(p.name, fn_->body.addArgument(type, p.name));
+      continue;
+    }
     if (type.pointer && isConstAnnotation(p.annotation.get())) type.constPointee = true;
     ir::Param param{p.name, type, arg.divisibility, arg.equalsOne};
     fn_->params.push_back(param);
@@ -571,6 +576,35 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
     else
       (*env_)[p.name] = SValue::ir(v);
   }
+  for (const auto &[name, map] : hostDescriptors) (*env_)[name] = hostDescriptor(name, map);
+}
+
+// A tensor descriptor argument (tessera.TensorDescriptor / Triton's TensorDescriptor): the kernel
+// sees a descriptor as tl.make_tensor_descriptor makes it (base, shape, strides, block_shape) from
+// hidden parameters that follow the kernel's own, in this order for each descriptor argument:
+// base (a pointer), shape (i32 each), the strides but the last (i64 each; the last is 1), and
+// padding (i32: 1 for "nan"). The launchers append them (docs/tma.md, "Parameters"). Its sixth
+// field is the encoded CUtensorMap parameter: loads and stores on sm_90 go through the TMA unit,
+// everything else (atomics, other targets, the interpreter) through masked pointers.
+SValue Specializer::hostDescriptor(const std::string &name, ir::Value *map) {
+  const ir::Type &t = map->type;
+  auto hidden = [&](const std::string &field, ir::Type type) {
+    fn_->params.push_back(ir::Param{name + "." + field, type, 1, false});
+    return SValue::ir(fn_->body.addArgument(type, name + "." + field));
+  };
+  const size_t rank = t.descBlock.size();
+  SValue base = hidden("base", ir::Type::ptr(t.scalar));
+  std::vector<SValue> shape, strides, block;
+  for (size_t d = 0; d < rank; ++d) shape.push_back(hidden("shape" + std::to_string(d), ir::Type(ir::ScalarType::I32)));
+  for (size_t d = 0; d + 1 < rank; ++d)
+    strides.push_back(hidden("stride" + std::to_string(d), ir::Type(ir::ScalarType::I64)));
+  for (int64_t d : t.descBlock) block.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+  SValue padding = hidden("padding", ir::Type(ir::ScalarType::I32));
+  SValue desc;
+  desc.kind = SValue::Kind::TensorDescriptor;
+  desc.elems = {base, SValue::tuple(std::move(shape)), SValue::tuple(std::move(strides)),
+                SValue::tuple(std::move(block)), padding, SValue::ir(map)};
+  return desc;
 }
 
 std::unique_ptr<ir::Function> Specializer::run() {

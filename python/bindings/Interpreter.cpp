@@ -198,6 +198,28 @@ HostArg convertHostArgument(py::handle value, const std::string &kernel, const s
 
 // ------------------------------------------------------------------ kernel
 
+// A tensor descriptor argument in interpret mode: its parameter (tensordesc<...>, no map) and
+// its hidden fields (rt::descriptorFields' order) read from the descriptor; base is a numpy array
+// or a CPU tensor. Returns its key text.
+std::string descriptorArgument(const TensorDesc &d, py::handle value, const std::string &kernel,
+                               const std::string &param, std::vector<ArgSpec> &signature,
+                               std::vector<interp::ArgValue> &fields) {
+  if (d.scalar < 0) typeError(kernel, param, "is a TensorDescriptor of dtype " + d.dtypeName + ", which tessera does not take");
+  if (d.block.empty() || d.block.size() != d.shape.size())
+    throw py::value_error(kernel + "(): argument '" + param + "' is a TensorDescriptor whose block_shape has " +
+                          std::to_string(d.block.size()) + " dimensions for a tensor of " + std::to_string(d.shape.size()));
+  ArgSpec spec;
+  spec.type = ir::Type::tensorDesc(static_cast<ScalarType>(d.scalar), d.block);
+  signature.push_back(spec);
+  HostArg base = convertHostArgument(value.attr("base"), kernel, param + ".base", false);
+  fields.push_back(std::move(base.value));
+  uint64_t slots[rt::descriptorFieldCount(rt::kMaxTensorMapRank)];
+  rt::descriptorFields(d.address, d.shape.data(), d.strides.data(), d.shape.size(), d.nanPadding, slots);
+  for (size_t k = 1; k < rt::descriptorFieldCount(d.shape.size()); ++k)
+    fields.push_back(interp::ArgValue::scalar(slots[k]));
+  return argSpecText(spec);
+}
+
 class Interpreter {
 public:
   Interpreter(std::string source, std::string path, uint32_t firstLine, std::string kernelName, py::object defaults,
@@ -253,7 +275,7 @@ public:
         }
       }
     std::vector<ArgSpec> signature;
-    std::vector<interp::ArgValue> hostArgs;
+    std::vector<interp::ArgValue> hostArgs, descriptorFields;
     std::map<std::string, ConstexprValue> constexprs;
     std::string key;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -282,11 +304,17 @@ public:
         constexprs[p.name] = std::move(*t);
         continue;
       }
+      if (const TensorDesc *d = tensorDescOf(values[i].ptr())) { // its fields follow the other arguments
+        key += descriptorArgument(*d, values[i], name_, p.name, signature, descriptorFields) + ",";
+        hostArgs.push_back(interp::ArgValue::scalar(0)); // the map: only TMA reads it
+        continue;
+      }
       HostArg h = convertHostArgument(values[i], name_, p.name, specialize_[i]);
       key += argSpecText(h.spec) + ",";
       signature.push_back(h.spec);
       hostArgs.push_back(std::move(h.value));
     }
+    for (interp::ArgValue &f : descriptorFields) hostArgs.push_back(std::move(f));
     key += "w" + std::to_string(numWarps) + "s" + std::to_string(numStages);
 
     rt::Grid g;

@@ -141,6 +141,17 @@ struct Packed {
   bool torch = false;
 };
 
+// The descriptors' hidden parameters after the kernel's own (rt::descriptorFields). The
+// slots may move: every pointer to a slot is taken again.
+[[gnu::noinline]] void appendDescriptorSlots(InlineVec<const TensorDesc *, 4> &descriptors, Packed &out) {
+  const size_t own = out.slots.size();
+  std::vector<void *> maps(own); // a descriptor's entry: its map; else null
+  for (size_t j = 0; j < own; ++j) maps[j] = out.pointers[j] != &out.slots[j] ? out.pointers[j] : nullptr;
+  for (size_t i = 0; i < descriptors.size(); ++i) appendDescriptorFields(*descriptors[i], out.slots);
+  out.pointers.resize(out.slots.size()); // (InlineVec::resize keeps nothing when it moves to the heap)
+  for (size_t j = 0; j < out.slots.size(); ++j) out.pointers[j] = j < own && maps[j] ? maps[j] : &out.slots[j];
+}
+
 void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   const size_t numParams = k.params.size();
   PyObject *const *values = b.values();
@@ -150,6 +161,7 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   void **pointers = out.pointers.data();
   size_t slot = 0;
   size_t firstDeviceParam = 0;
+  InlineVec<const TensorDesc *, 4> descriptors; // their hidden parameters follow the others
   auto noteDevice = [&](int device, size_t i) {
     if (device == kUnknownDevice) return;
     if (out.device == kUnknownDevice) {
@@ -182,6 +194,7 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
         appendTensorDescBlock(out.key, d->block);
         slots[slot] = reinterpret_cast<uint64_t>(map);
         pointers[slot] = const_cast<void *>(map); // the driver copies the 128 bytes themselves
+        descriptors.push_back(d);
         ++slot;
         noteDevice(d->device, i);
         out.torch |= d->torch;
@@ -196,6 +209,8 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
     noteDevice(f.device, i);
     out.torch |= f.torch;
   }
+  if (descriptors.size()) [[unlikely]]
+    appendDescriptorSlots(descriptors, out);
   appendOptions(out.key, b);
 }
 
@@ -447,6 +462,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   }
   std::vector<uint64_t> slots;
   slots.reserve(sig.size());
+  std::vector<const TensorDesc *> descriptors; // their hidden parameters follow the others
   int device = kUnknownDevice;
   bool torch = false;
   for (size_t j = 0; j < sig.size(); ++j) {
@@ -454,9 +470,11 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     const std::string &pname = param < entry->params.size() ? entry->params[param].name : std::to_string(j);
     py::handle value = args[all ? param : j];
     Arg a = compiledArgument(value, sig[j], name, pname);
-    if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
-      a.bits = reinterpret_cast<uint64_t>(
-          encodedTensorMap(*tensorDescOf(value.ptr()), name, pname, param, entry->params.size()));
+    if (sig[j].type.isTensorDesc()) { // the slot holds the address of its encoded map
+      TensorDesc *d = tensorDescOf(value.ptr());
+      a.bits = reinterpret_cast<uint64_t>(encodedTensorMap(*d, name, pname, param, entry->params.size()));
+      descriptors.push_back(d);
+    }
     checkSpecialisation(a.bits, sig[j], name, pname);
     if (a.device != kUnknownDevice) {
       if (device != kUnknownDevice && device != a.device)
@@ -482,10 +500,12 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     loaded = &kernel.load(device);
   }
   if (!nonEmpty) return;
+  for (const TensorDesc *d : descriptors) appendDescriptorFields(*d, slots);
   std::vector<void *> pointers;
   for (size_t j = 0; j < slots.size(); ++j)
-    pointers.push_back(sig[j].type.isTensorDesc() ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[j]))
-                                                  : static_cast<void *>(&slots[j]));
+    pointers.push_back(j < sig.size() && sig[j].type.isTensorDesc()
+                           ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[j]))
+                           : static_cast<void *>(&slots[j]));
   rt::launchInContext(*loaded, g, pointers.data(), resolveStream(stream, torch, device));
 }
 

@@ -282,8 +282,10 @@ BAD = [
      r"strides\[0\] = 100 elements is 200 bytes, not a multiple of 16 bytes as TMA needs"),
     ("innermost stride", dict(strides=(512, 2)), ValueError,
      r"the innermost stride \(strides\[1\]\) is 2, not 1: TMA needs the innermost dimension contiguous"),
-    ("block over 256", dict(block=(512, 64)), ValueError,
-     r"block_shape\[0\] = 512 is out of range: TMA blocks have 1 to 256 elements per dimension"),
+    ("block over 256, misaligned", dict(block=(512, 64), ptr=P + 8), ValueError,
+     r"the base address 0x7f0000001008 is not 16-byte aligned"),
+    ("block over 256, not a power of two", dict(block=(768, 64)), ValueError,
+     r"block_shape\[0\] = 768 is out of range: TMA blocks have 1 to 256 elements per dimension"),
     ("block not a power of two", dict(block=(96, 64)), ValueError, r"block_shape\[0\] = 96 is not a power of two"),
     ("row under 16 bytes", dict(dtype=torch.float32, block=(64, 2)), ValueError,
      r"the innermost block dimension \(block_shape\[1\] = 2\) spans 8 bytes; TMA copies at least 16 bytes per row"),
@@ -326,11 +328,11 @@ def test_driver_errors_name_the_argument_and_the_cuda_error(fake):
     assert d.tensor_map is not None
 
 
-def test_interpret_mode_refuses_descriptors():
+def test_interpret_mode_refuses_descriptors_of_device_memory():
     k = fresh(K.int_then_desc)
     k.interpret = True
-    with pytest.raises(TypeError, match=r"argument 'desc' is a TensorDescriptor; interpret mode does not take tensor "
-                                        r"descriptors yet"):
+    with pytest.raises(TypeError, match=r"int_then_desc\(\): argument 'desc.base' is a cuda tensor; interpret mode "
+                                        r"runs on the host and needs CPU tensors or numpy arrays"):
         k[(1,)](3, desc())
 
 
@@ -379,7 +381,8 @@ def test_assigning_block_shape_re_encodes(fake):
 
 def test_compiled_desc_store_kernel_gets_both_descriptors(fake):
     """desc.store (the compiler's own code): a kernel reading through one descriptor and
-    writing through another gets both encoded maps, at offsets 0 and 128, and a scalar after."""
+    writing through another gets both encoded maps, at offsets 0 and 128, and a scalar after;
+    then each descriptor's hidden parameters (base, shape i32s, leading strides i64, padding i32)."""
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
     from tensor_descriptors import desc_store_scaled
@@ -389,6 +392,10 @@ def test_compiled_desc_store_kernel_gets_both_descriptors(fake):
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
     desc_store_scaled[(4, 4)](src, dst, 2.0, BLOCK_M=64, BLOCK_N=128)
     layout, block = fake.last_layout()
-    assert [entry[:3] for entry in layout] == [(0, 128, 64), (128, 128, 64), (256, 4, 4)]
+    hidden = [(264, 8, 8), (272, 4, 4), (276, 4, 4), (280, 8, 8), (288, 4, 4)]
+    hidden += [(o + 32, size, align) for o, size, align in hidden]
+    assert [entry[:3] for entry in layout] == [(0, 128, 64), (128, 128, 64), (256, 4, 4)] + hidden
     assert block[0:128] == src.tensor_map and block[128:256] == dst.tensor_map
     assert struct.unpack_from("<f", block, 256)[0] == 2.0
+    assert struct.unpack_from("<QiiqI", block, 264) == (P, 256, 512, 512, 0)
+    assert struct.unpack_from("<QiiqI", block, 296) == (P + (1 << 20), 256, 512, 512, 0)
