@@ -383,11 +383,15 @@ SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::stri
   static const char *atomics[] = {"atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"};
   const bool atomic = std::find(std::begin(atomics), std::end(atomics), method) != std::end(atomics);
   // A descriptor argument's loads and stores on sm_90: through the TMA unit (its encoded map),
-  // where one map copies its block.
+  // where one map copies its block and Tma.cpp's copies take it (checkTmaBlock: rank 2 to 5,
+  // rows of at least 32 bytes).
   if (desc.elems.size() > kDescTensorMap && (method == "load" || method == "store") &&
       (spec_.arch == "sm_90" || spec_.arch == "sm_90a")) {
     ir::Value *map = desc.elems[kDescTensorMap].value;
-    if (ir::tmaCopiesBlock(map->type.scalar, map->type.descBlock)) return callDescriptorMethod(map, method, args);
+    const std::vector<int64_t> &block = map->type.descBlock;
+    if (ir::tmaCopiesBlock(map->type.scalar, block) && block.size() >= 2 &&
+        block.back() * (ir::bitWidth(map->type.scalar) / 8) >= 32)
+      return callDescriptorMethod(map, method, args);
   }
   if (method != "load" && method != "store" && !atomic)
     error(args.loc, "a tensor descriptor has no method '" + method +

@@ -184,11 +184,14 @@ def uses_tma(ptx):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_load_with_runtime_shape_asserts(tmp_path, arch):
-    ptx = compile_and_assemble(tmp_path, FILE, "host_desc_block", "*fp16,tensordesc<fp16[8,32]>,i32,i32",
-                               {"M_BLOCK": 8, "N_BLOCK": 32}, arch, extra=("--debug",))
-    assert (BULK_LOAD in ptx) == (arch == "sm_90a")
-    assert arch == "sm_90a" or "ld.global" in ptx
+@pytest.mark.parametrize("dtype,block,tma", [("fp16", (8, 32), True), ("i8", (8, 128), True),
+                                             ("i8", (2, 16), False), ("fp32", (2, 16), True)])
+def test_load_with_runtime_shape_asserts(tmp_path, arch, dtype, block, tma):
+    """sm_90a: a TMA copy where Tma.cpp takes the block (rows of 32 bytes or more), else pointers."""
+    ptx = compile_and_assemble(tmp_path, FILE, "host_desc_block", f"*{dtype},tensordesc<{dtype}[{block[0]},{block[1]}]>,i32,i32",
+                               {"M_BLOCK": block[0], "N_BLOCK": block[1]}, arch, extra=("--debug",))
+    assert (BULK_LOAD in ptx) == (arch == "sm_90a" and tma)
+    assert BULK_LOAD in ptx or "ld.global" in ptx
 
 
 def test_hidden_parameters_follow_the_kernels_own(tmp_path):
