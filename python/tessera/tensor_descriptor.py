@@ -9,10 +9,15 @@ The kernel's parameter specialises to tensordesc<DTYPE[B0,B1,...]> (e.g.
 tensordesc<bf16[128,64]>: the element type and the block shape). Shape and
 strides are in elements, outermost first; the innermost stride must be 1, the
 others multiples of 16 bytes, the base 16-byte aligned, the block dimensions
-powers of two of at most 256. The first launch checks this (an error names the
+powers of two (of at most 256 for the TMA unit: a larger block is read through
+pointers and left unencoded). The first launch checks this (an error names the
 argument and the rule) and encodes the 128-byte CUtensorMap with
-cuTensorMapEncodeTiled; later launches pass the same bytes, so base, shape
-and strides are read-only. block_shape may be assigned (an autotuner's
+cuTensorMapEncodeTiled; later launches pass the same bytes, and the base,
+shape, strides and padding as hidden parameters (docs/tma.md), so base, shape
+and strides are read-only. padding="nan" (float dtypes) reads out-of-bounds
+elements as NaN. Interpret mode takes descriptors of numpy arrays and CPU
+tensors. Triton's TensorDescriptor dataclass passed to a kernel is adopted:
+_adopt() makes one of these from its fields. block_shape may be assigned (an autotuner's
 pre_hook sets it per config, as with Triton): a new block is checked and
 encoded by the next launch. The descriptor keeps `base` alive and
 holds base.data_ptr() as it was when the descriptor was made. docs/runtime.md
