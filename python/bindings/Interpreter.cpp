@@ -205,9 +205,13 @@ std::string descriptorArgument(const TensorDesc &d, py::handle value, const std:
                                const std::string &param, std::vector<ArgSpec> &signature,
                                std::vector<interp::ArgValue> &fields) {
   if (d.scalar < 0) typeError(kernel, param, "is a TensorDescriptor of dtype " + d.dtypeName + ", which tessera does not take");
-  if (d.block.empty() || d.block.size() != d.shape.size())
+  if (d.shape.empty() || d.shape.size() > rt::kMaxTensorMapRank)
+    throw py::value_error(kernel + "(): argument '" + param + "' is a TensorDescriptor of rank " +
+                          std::to_string(d.shape.size()) + "; descriptors have 1 to 5 dimensions");
+  if (d.block.size() != d.shape.size() || d.strides.size() != d.shape.size())
     throw py::value_error(kernel + "(): argument '" + param + "' is a TensorDescriptor whose block_shape has " +
-                          std::to_string(d.block.size()) + " dimensions for a tensor of " + std::to_string(d.shape.size()));
+                          std::to_string(d.block.size()) + " dimensions and strides " + std::to_string(d.strides.size()) +
+                          " for a tensor of " + std::to_string(d.shape.size()));
   ArgSpec spec;
   spec.type = ir::Type::tensorDesc(static_cast<ScalarType>(d.scalar), d.block);
   signature.push_back(spec);

@@ -169,8 +169,12 @@ def test_padding_is_checked_when_the_descriptor_is_made():
 def test_interpret_mode_checks_the_block_rank():
     x = np.zeros((16, 16), np.float32)
     with pytest.raises(ValueError, match=r"host_desc_tile_copy\(\): argument 'in_desc' is a TensorDescriptor whose "
-                                         r"block_shape has 1 dimensions for a tensor of 2"):
+                                         r"block_shape has 1 dimensions and strides 2 for a tensor of 2"):
         interpreted(K.host_desc_tile_copy)[(1, 1)](TensorDescriptor(x, x.shape, (16, 1), [16]), x, 16, 16, 16)
+    y = np.zeros((2,) * 6, np.float32)
+    with pytest.raises(ValueError, match=r"argument 'in_desc' is a TensorDescriptor of rank 6; descriptors have 1 to 5"):
+        interpreted(K.host_desc_tile_copy)[(1, 1)](TensorDescriptor(y, y.shape, (32, 16, 8, 4, 2, 1), [2] * 6), x,
+                                                   16, 16, 16)
 
 
 # ---- PTX ---------------------------------------------------------------------------------------------------
