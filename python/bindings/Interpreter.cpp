@@ -185,8 +185,6 @@ HostArg convertHostArgument(py::handle value, const std::string &kernel, const s
   if (isNumpyScalar(value)) return convertHostArgument(value.attr("item")(), kernel, param, specialize);
   if (hasAttr(value, "__array_interface__")) return arrayArg(value, kernel, param, specialize);
   Arg a = classifyArgument(value, kernel, param, specialize);
-  if (a.spec.type.isTensorDesc())
-    typeError(kernel, param, "is a TensorDescriptor; interpret mode does not take tensor descriptors yet");
   if (a.spec.type.pointer)
     typeError(kernel, param, "is device memory (" + typeName(value) + "); interpret mode runs on the host and needs "
                              "numpy arrays or CPU tensors");

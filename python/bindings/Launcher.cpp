@@ -145,7 +145,8 @@ struct Packed {
 // slots may move: every pointer to a slot is taken again.
 [[gnu::noinline]] void appendDescriptorSlots(InlineVec<const TensorDesc *, 4> &descriptors, Packed &out) {
   const size_t own = out.slots.size();
-  std::vector<void *> maps(own); // a descriptor's entry: its map; else null
+  InlineVec<void *, 32> maps; // a descriptor's entry: its map; else null
+  maps.resize(own);
   for (size_t j = 0; j < own; ++j) maps[j] = out.pointers[j] != &out.slots[j] ? out.pointers[j] : nullptr;
   for (size_t i = 0; i < descriptors.size(); ++i) appendDescriptorFields(*descriptors[i], out.slots);
   out.pointers.resize(out.slots.size()); // (InlineVec::resize keeps nothing when it moves to the heap)
