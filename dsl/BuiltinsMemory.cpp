@@ -385,12 +385,16 @@ SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::stri
   // A descriptor argument's loads and stores on sm_90: through the TMA unit (its encoded map),
   // where one map copies its block and Tma.cpp's copies take it (checkTmaBlock: rank 2 to 5,
   // rows of at least 32 bytes).
-  if (desc.elems.size() > kDescTensorMap && (method == "load" || method == "store") &&
-      (spec_.arch == "sm_90" || spec_.arch == "sm_90a")) {
+  // fp16 / bf16 atomic_min / atomic_max, which only the TMA unit has (Triton's native reductions),
+  // are TMA reductions there; the other atomics are pointer atomics everywhere.
+  if (desc.elems.size() > kDescTensorMap && (spec_.arch == "sm_90" || spec_.arch == "sm_90a")) {
     ir::Value *map = desc.elems[kDescTensorMap].value;
     const std::vector<int64_t> &block = map->type.descBlock;
-    if (ir::tmaCopiesBlock(map->type.scalar, block) && block.size() >= 2 &&
-        block.back() * (ir::bitWidth(map->type.scalar) / 8) >= 32)
+    const ScalarType t = map->type.scalar;
+    const bool tma = ir::tmaCopiesBlock(t, block) && block.size() >= 2 && block.back() * (ir::bitWidth(t) / 8) >= 32;
+    const bool onlyTmaReduces = (method == "atomic_min" || method == "atomic_max") &&
+                                (t == ScalarType::F16 || t == ScalarType::BF16);
+    if (tma && (method == "load" || method == "store" || onlyTmaReduces))
       return callDescriptorMethod(map, method, args);
   }
   if (method != "load" && method != "store" && !atomic)

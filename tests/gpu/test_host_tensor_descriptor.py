@@ -127,3 +127,19 @@ def test_shape_and_strides_are_the_tensors():
     out = torch.zeros(4, dtype=torch.int64, device="cuda")
     K.host_desc_shape_out[(1,)](TensorDescriptor(x, x.shape, x.stride(), [8, 16]), out)
     assert out.tolist() == [40, 48, 64, 1]
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("dtype_str", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M_BLOCK,N_BLOCK", [(2, 16), (8, 16), (8, 32), (8, 128)])
+def test_half_min_max_are_tma_reductions(kind, dtype_str, M_BLOCK, N_BLOCK):
+    """fp16 / bf16 atomic_min / atomic_max: cp.reduce.async.bulk.tensor on sm_90 (Triton's native
+    reductions), which the pointer path does not have."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA reductions need sm_90")
+    M, N = M_BLOCK * 2, N_BLOCK * 2
+    inp, out = random((M, N), dtype_str, 1), random((M, N), dtype_str, 2)
+    expected = REDUCE[kind](out, inp)
+    K.host_desc_reduce[(2, 2)](TensorDescriptor.from_tensor(out, [M_BLOCK, N_BLOCK]), inp, M, N, M_BLOCK, N_BLOCK,
+                               kind)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)

@@ -248,3 +248,15 @@ def test_a_block_over_256_rows_is_read_through_pointers(tmp_path):
     ptx = compile_and_assemble(tmp_path, FILE, "host_desc_tile_copy", "tensordesc<fp32[512,32]>,*fp32,i32",
                                {"M_BLOCK": 512, "N_BLOCK": 32}, "sm_90a")
     assert not uses_tma(ptx) and "ld.global" in ptx
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_min_max_are_tma_reductions_on_hopper(tmp_path, kind, dtype):
+    """Only the TMA unit has fp16 / bf16 min and max (Triton's native descriptor reductions):
+    the tile goes to shared memory and cp.reduce.async.bulk.tensor combines it with the tensor."""
+    ptx = compile_and_assemble(tmp_path, FILE, "host_desc_reduce", f"tensordesc<{dtype}[8,32]>,*{dtype},i32,i32",
+                               {"M_BLOCK": 8, "N_BLOCK": 32, "KIND": kind}, "sm_90a")
+    assert f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{kind}.tile.bulk_group" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
+    assert not re.search(r"\b(atom|red)\.[a-z_.]*global", ptx)
