@@ -170,10 +170,13 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
 // element offsets; desc.store([o0, o1, ...], value) writes one there.
 SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &method, CallArgs &args) {
   const ir::Type &t = desc->type;
-  if (method != "load" && method != "store")
+  // atomic_<op>: a TMA reduction (cp.reduce.async.bulk.tensor), which callMadeDescriptorMethod asks for
+  // where only the TMA unit has the operation (fp16 / bf16 min and max).
+  const bool reduce = method.rfind("atomic_", 0) == 0;
+  if (method != "load" && method != "store" && !reduce)
     error(args.loc, "a tensor descriptor has no method '" + method + "' (it has load and store)");
-  const bool store = method == "store";
-  Bound b = store ? bind(*this, args, "store", {{"offsets", true}, {"value", true}})
+  const bool store = method == "store" || reduce;
+  Bound b = store ? bind(*this, args, method, {{"offsets", true}, {"value", true}})
                   : bind(*this, args, "load", {{"offsets", true}});
   if (b[0].kind != SValue::Kind::Tuple)
     error(b.locs[0], method + "()'s offsets must be a list or tuple of " + std::to_string(t.descBlock.size()) +
@@ -198,7 +201,9 @@ SValue Specializer::callDescriptorMethod(ir::Value *desc, const std::string &met
   requireCastable(value->type, ir::Type(t.scalar), b.locs[1]);
   if (value->type.scalar != t.scalar) value = castElement(value, ir::Type(t.scalar)); // as tl.store converts
   operands.push_back(value);
-  b_.create(OpCode::DescStore, operands, {});
+  std::map<std::string, ir::Attribute> attrs;
+  if (reduce) attrs["reduce"] = method.substr(7); // "min", "max", ...
+  b_.create(OpCode::DescStore, operands, {}, std::move(attrs));
   return SValue::constant(ConstexprValue::none());
 }
 

@@ -379,9 +379,24 @@ SValue Specializer::makeTensorDescriptor(CallArgs &args) {
 }
 
 SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::string &method, CallArgs &args) {
-  enum { kDescBase, kDescShape, kDescStrides, kDescBlockShape, kDescPadding };
+  enum { kDescBase, kDescShape, kDescStrides, kDescBlockShape, kDescPadding, kDescTensorMap };
   static const char *atomics[] = {"atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"};
   const bool atomic = std::find(std::begin(atomics), std::end(atomics), method) != std::end(atomics);
+  // A descriptor argument's loads and stores on sm_90: through the TMA unit (its encoded map),
+  // where one map copies its block and Tma.cpp's copies take it (checkTmaBlock: rank 2 to 5,
+  // rows of at least 32 bytes).
+  // fp16 / bf16 atomic_min / atomic_max, which only the TMA unit has (Triton's native reductions),
+  // are TMA reductions there; the other atomics are pointer atomics everywhere.
+  if (desc.elems.size() > kDescTensorMap && (spec_.arch == "sm_90" || spec_.arch == "sm_90a")) {
+    ir::Value *map = desc.elems[kDescTensorMap].value;
+    const std::vector<int64_t> &block = map->type.descBlock;
+    const ScalarType t = map->type.scalar;
+    const bool tma = ir::tmaCopiesBlock(t, block) && block.size() >= 2 && block.back() * (ir::bitWidth(t) / 8) >= 32;
+    const bool onlyTmaReduces = (method == "atomic_min" || method == "atomic_max") &&
+                                (t == ScalarType::F16 || t == ScalarType::BF16);
+    if (tma && (method == "load" || method == "store" || onlyTmaReduces))
+      return callDescriptorMethod(map, method, args);
+  }
   if (method != "load" && method != "store" && !atomic)
     error(args.loc, "a tensor descriptor has no method '" + method +
                         "' (it has load, store and atomic_add/min/max/and/or/xor)");
@@ -440,8 +455,20 @@ SValue Specializer::callMadeDescriptorMethod(const SValue &desc, const std::stri
   plain.keywords.emplace_back("mask", SValue::ir(access.mask));
   plain.keywordLocs.push_back(b.locs[0]);
   if (!store) {
-    const bool nan = desc.elems[kDescPadding].c.stringValue == "nan";
-    plain.keywords.emplace_back("other", SValue::constant(nan ? ConstexprValue::ofFloat(NAN) : ConstexprValue::ofInt(0)));
+    const SValue &padding = desc.elems[kDescPadding];
+    SValue other;
+    if (padding.isIR() && ir::isFloat(elem.scalar)) { // a descriptor argument's: 1 for "nan", known at the launch
+      CallArgs pick;
+      pick.loc = args.loc;
+      pick.args = {SValue::ir(toBool(padding.value)), SValue::constant(ConstexprValue::ofFloat(NAN)),
+                   SValue::constant(ConstexprValue::ofFloat(0))};
+      pick.argLocs = {args.loc, args.loc, args.loc};
+      other = callBuiltin("lang.where", pick);
+    } else {
+      const bool nan = padding.isConst() && padding.c.stringValue == "nan";
+      other = SValue::constant(nan ? ConstexprValue::ofFloat(NAN) : ConstexprValue::ofInt(0));
+    }
+    plain.keywords.emplace_back("other", other);
     plain.keywordLocs.push_back(b.locs[0]);
     for (size_t i : {size_t(1), size_t(2)}) {
       if (!b.has(i)) continue;

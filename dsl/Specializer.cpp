@@ -560,12 +560,18 @@ SValue Specializer::bindRuntimeParameter(const std::string &name, const ArgSpec 
 
 // A tuple argument as the kernel sees it (Triton's code generator rebuilds a tl.tuple from the flattened
 // leaves): its Runtime leaves are the next signature entries, named `name`_0, `name`_1_0, ...
-SValue Specializer::bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex) {
-  if (given.kind == ConstexprValue::Kind::Runtime) return bindRuntimeParameter(name, spec_.args[argIndex++], nullptr);
+SValue Specializer::bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex,
+                                      SourceLoc loc) {
+  if (given.kind == ConstexprValue::Kind::Runtime) {
+    if (spec_.args[argIndex].type.isTensorDesc())
+      error(loc, "argument '" + name + "': a tensor descriptor inside a tuple argument is not supported; "
+                         "pass it as an argument of its own");
+    return bindRuntimeParameter(name, spec_.args[argIndex++], nullptr);
+  }
   if (given.kind != ConstexprValue::Kind::Tuple) return constexprArgument(given);
   std::vector<SValue> elems;
   for (size_t i = 0; i < given.elems.size(); ++i)
-    elems.push_back(bindTupleArgument(given.elems[i], name + "_" + std::to_string(i), argIndex));
+    elems.push_back(bindTupleArgument(given.elems[i], name + "_" + std::to_string(i), argIndex, loc));
   SValue t = SValue::tuple(std::move(elems));
   t.fields = given.fields;
   return t;
@@ -604,14 +610,49 @@ void Specializer::bindParameters(const ast::FunctionDef &kernel) {
       continue;
     }
     if (const ConstexprValue *given = givenValue(spec_, p.name)) {
-      (*env_)[p.name] = bindTupleArgument(*given, p.name, argIndex);
+      (*env_)[p.name] = bindTupleArgument(*given, p.name, argIndex, p.loc);
       continue;
     }
     if (spec_.constexprs.count(p.name))
       error(p.loc, "parameter '" + p.name + "' is not a tl.constexpr but a constexpr value was given for it "
                    "(only None or a tuple is, as for a None or tuple argument)");
-    (*env_)[p.name] = bindRuntimeParameter(p.name, spec_.args[argIndex++], p.annotation.get());
+    const ArgSpec &arg = spec_.args[argIndex++];
+    if (arg.type.isTensorDesc()) { // its fields come as hidden parameters after the others (hostDescriptor)
+      fn_->params.push_back(ir::Param{p.name, arg.type, 1, false});
+      hostDescriptors.emplace_back(p.name, fn_->body.addArgument(arg.type, p.name));
+      continue;
+    }
+    (*env_)[p.name] = bindRuntimeParameter(p.name, arg, p.annotation.get());
   }
+  for (const auto &[name, map] : hostDescriptors) (*env_)[name] = hostDescriptor(name, map);
+}
+
+// A tensor descriptor argument (tessera.TensorDescriptor / Triton's TensorDescriptor): the kernel
+// sees a descriptor as tl.make_tensor_descriptor makes it (base, shape, strides, block_shape) from
+// hidden parameters that follow the kernel's own, in this order for each descriptor argument:
+// base (a pointer), shape (i32 each), the strides but the last (i64 each; the last is 1), and
+// padding (i32: 1 for "nan"). The launchers append them (docs/tma.md, "Parameters"). Its sixth
+// field is the encoded CUtensorMap parameter: loads and stores on sm_90 go through the TMA unit,
+// everything else (atomics, other targets, the interpreter) through masked pointers.
+SValue Specializer::hostDescriptor(const std::string &name, ir::Value *map) {
+  const ir::Type &t = map->type;
+  auto hidden = [&](const std::string &field, ir::Type type) {
+    fn_->params.push_back(ir::Param{name + "." + field, type, 1, false});
+    return SValue::ir(fn_->body.addArgument(type, name + "." + field));
+  };
+  const size_t rank = t.descBlock.size();
+  SValue base = hidden("base", ir::Type::ptr(t.scalar));
+  std::vector<SValue> shape, strides, block;
+  for (size_t d = 0; d < rank; ++d) shape.push_back(hidden("shape" + std::to_string(d), ir::Type(ir::ScalarType::I32)));
+  for (size_t d = 0; d + 1 < rank; ++d)
+    strides.push_back(hidden("stride" + std::to_string(d), ir::Type(ir::ScalarType::I64)));
+  for (int64_t d : t.descBlock) block.push_back(SValue::constant(ConstexprValue::ofInt(d)));
+  SValue padding = hidden("padding", ir::Type(ir::ScalarType::I32));
+  SValue desc;
+  desc.kind = SValue::Kind::TensorDescriptor;
+  desc.elems = {base, SValue::tuple(std::move(shape)), SValue::tuple(std::move(strides)),
+                SValue::tuple(std::move(block)), padding, SValue::ir(map)};
+  return desc;
 }
 
 std::unique_ptr<ir::Function> Specializer::run() {

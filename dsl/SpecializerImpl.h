@@ -36,7 +36,9 @@ struct SValue {
                  // (the last five are tuples); loads/stores lower it to pointers + masks
     TensorDescriptor, // tl.make_tensor_descriptor(...): elems = base, shape, strides but the last (always 1),
                       // block_shape (tuples), padding
-                      // (a string constant); desc.load/store lower it to pointers + masks (BuiltinsMemory.cpp)
+                      // (a string constant); desc.load/store lower it to pointers + masks (BuiltinsMemory.cpp).
+                      // A descriptor argument (Specializer::hostDescriptor) has its fields from hidden
+                      // parameters, padding an i32 (1: "nan"), and a sixth: the tensordesc parameter (TMA)
     ConstexprType,    // Triton's constexpr_type: `c.type` of a constexpr, `constexpr_type(10)`; elems[0] the
                       // value (a constant or a tuple of them); equal when the values are
   };
@@ -166,6 +168,9 @@ public:
   std::optional<SValue> callDotBuiltin(const std::string &name, CallArgs &args); // tl.dot (BuiltinsDot.cpp)
   std::optional<SValue> callMemoryBuiltin(const std::string &name, CallArgs &args);
   SValue makeTensorDescriptor(CallArgs &args); // tl.make_tensor_descriptor (BuiltinsMemory.cpp)
+  SValue hostDescriptor(const std::string &name, ir::Value *map); // a descriptor argument (Specializer.cpp)
+  // The kernel's descriptor parameters (name, tensordesc argument), given their hidden fields after the others.
+  std::vector<std::pair<std::string, ir::Value *>> hostDescriptors;
   // desc.load(offsets) / desc.store(offsets, value) on a descriptor the kernel made (BuiltinsMemory.cpp).
   SValue callMadeDescriptorMethod(const SValue &desc, const std::string &method, CallArgs &args);
   std::optional<SValue> callDebugBuiltin(const std::string &name, CallArgs &args);
@@ -248,7 +253,7 @@ private:
   const ast::FunctionDef *findKernel() const;
   void bindParameters(const ast::FunctionDef &kernel);
   SValue bindRuntimeParameter(const std::string &name, const ArgSpec &arg, const ast::Expr *annotation);
-  SValue bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex);
+  SValue bindTupleArgument(const ConstexprValue &given, const std::string &name, size_t &argIndex, SourceLoc loc);
 };
 
 // Triton's dtype.name of a dtype value: "fp16", "uint8", "pointer<fp32>", ... (BuiltinsLanguage.cpp).

@@ -41,7 +41,7 @@ std::string targetArch(int device) {
 namespace {
 
 unsigned parameterBytes(const ArgSpec &spec) {
-  if (spec.type.isTensorDesc()) return static_cast<unsigned>(rt::kTensorMapBytes); // a TensorDescriptor
+  if (spec.type.isTensorDesc()) return static_cast<unsigned>(sizeof(TensorDescriptor));
   if (spec.type.pointer) return 8;
   unsigned bits = ir::bitWidth(spec.type.scalar);
   return bits < 8 ? 1 : bits / 8;
@@ -52,6 +52,7 @@ unsigned parameterBytes(const ArgSpec &spec) {
 struct Kernel::Impl {
   CompiledKernel compiled;
   std::vector<ArgSpec> signature;
+  bool hasDescriptors = false; // tensordesc parameters: launch() appends their hidden fields
   std::string arch;
   // The disk cache's entry (empty key: not cached): cubins found there and
   // linked since, so that load() on a new device type can add its own.
@@ -79,6 +80,7 @@ Kernel::Kernel(CompiledKernel compiled, std::vector<ArgSpec> signature, std::str
   impl_->compiled = std::move(compiled);
   impl_->signature = std::move(signature);
   impl_->arch = std::move(arch);
+  for (const ArgSpec &a : impl_->signature) impl_->hasDescriptors |= a.type.isTensorDesc();
 }
 
 const Kernel::Impl &Kernel::state() const {
@@ -199,7 +201,35 @@ const rt::LoadedKernel *Kernel::lastLoaded() const {
   return last ? &last->kernel : nullptr;
 }
 
+// A kernel with descriptor arguments takes their hidden parameters after its own
+// (descriptorFields): read from the TensorDescriptors the caller passed.
+static void launchWithDescriptorFields(const Kernel &kernel, const std::vector<ArgSpec> &sig, rt::Grid grid,
+                                       void **args, CUstream stream) {
+  std::vector<uint64_t> fields;
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (sig[i].type.isTensorDesc()) {
+      const auto *d = static_cast<const TensorDescriptor *>(args[i]);
+      const size_t rank = sig[i].type.descBlock.size();
+      if (d->rank != rank)
+        throw std::invalid_argument("kernel '" + kernel.name() + "': argument " + std::to_string(i + 1) +
+                                    " is a TensorDescriptor of rank " + std::to_string(d->rank) +
+                                    " but its parameter (" + sig[i].type.str() + ") has rank " + std::to_string(rank));
+      fields.resize(fields.size() + rt::descriptorFieldCount(rank));
+      rt::descriptorFields(d->base, d->shape, d->strides, rank, d->nanPadding != 0,
+                           fields.data() + fields.size() - rt::descriptorFieldCount(rank));
+    }
+  std::vector<void *> all(args, args + sig.size());
+  for (uint64_t &f : fields) all.push_back(&f);
+  kernel.launch(grid, all.data(), stream, Kernel::kAllParameters);
+}
+
 void Kernel::launch(rt::Grid grid, void **args, CUstream stream) const {
+  const Impl &impl = state();
+  if (impl.hasDescriptors) return launchWithDescriptorFields(*this, impl.signature, grid, args, stream);
+  launch(grid, args, stream, kAllParameters);
+}
+
+void Kernel::launch(rt::Grid grid, void **args, CUstream stream, AllParameters) const {
   const Impl &impl = state();
   if (const Impl::PerDevice *last = impl.last.load(std::memory_order_acquire))
     if (last->kernel.context() == rt::currentContext()) // the common case: no lock, no lookup

@@ -93,11 +93,19 @@ public:
   // i32, int64_t for i64, float for fp32, a TensorDescriptor for
   // tensordesc<...>, ...). Null stream: the legacy default stream. An empty
   // grid (any dimension 0) is an rt::Error.
+  // A descriptor argument's pointer is to its TensorDescriptor, whose hidden
+  // parameters (base, shape, strides, padding) this appends.
   void launch(rt::Grid grid, void **args, CUstream stream = nullptr) const;
+
+  // The same with `args` already holding every kernel parameter, the
+  // descriptors' hidden ones after the others (rt::descriptorFields).
+  struct AllParameters {};
+  static constexpr AllParameters kAllParameters{};
+  void launch(rt::Grid grid, void **args, CUstream stream, AllParameters) const;
 
   // The same with the arguments themselves; their addresses are packed for
   // cuLaunchKernel. Each argument's size must match its parameter's
-  // (pointers 8 bytes, i32 4, a TensorDescriptor 128, ...): a mismatch, or a
+  // (pointers 8 bytes, i32 4, a TensorDescriptor its sizeof, ...): a mismatch, or a
   // wrong number of arguments, throws std::invalid_argument naming the
   // parameter. (A descriptor's dtype and block shape are not checked: make
   // it with the block shape of the kernel's tensordesc<DTYPE[...]>.)

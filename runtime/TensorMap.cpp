@@ -61,7 +61,8 @@ int tensorMapDataType(ir::ScalarType dtype) {
 }
 
 TensorMapArgs tensorMapArgs(uint64_t base, ir::ScalarType dtype, const std::vector<int64_t> &shape,
-                            const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape) {
+                            const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape,
+                            bool nanPadding) {
   const size_t rank = shape.size();
   if (strides.size() != rank || blockShape.size() != rank)
     invalid("rank mismatch: shape has " + std::to_string(rank) + " dimensions, strides " +
@@ -102,6 +103,8 @@ TensorMapArgs tensorMapArgs(uint64_t base, ir::ScalarType dtype, const std::vect
               " bytes, not a multiple of 16 bytes as TMA needs");
   }
   if (base % 16 != 0) invalid("the base address " + hex(base) + " is not 16-byte aligned");
+  if (nanPadding && !ir::isFloat(dtype))
+    invalid(std::string("padding 'nan' is only supported for floating point tensors, not ") + ir::name(dtype));
 
   TensorMapArgs a;
   a.dataType = dataType;
@@ -123,7 +126,7 @@ TensorMapArgs tensorMapArgs(uint64_t base, ir::ScalarType dtype, const std::vect
   }
   a.interleave = CU_TENSOR_MAP_INTERLEAVE_NONE;
   a.l2Promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-  a.oobFill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+  a.oobFill = nanPadding ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
   return a;
 }
 
@@ -160,10 +163,16 @@ void encodeTensorMap(const TensorMapArgs &args, void *out, int device) {
 } // namespace rt
 
 TensorDescriptor makeTensorDescriptor(CUdeviceptr base, ir::ScalarType dtype, const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape) {
-  const rt::TensorMapArgs args = rt::tensorMapArgs(base, dtype, shape, strides, blockShape);
+                                      const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape,
+                                      bool nanPadding) {
+  const rt::TensorMapArgs args = rt::tensorMapArgs(base, dtype, shape, strides, blockShape, nanPadding);
   TensorDescriptor d;
   rt::encodeTensorMap(args, d.bytes);
+  d.base = base;
+  d.rank = static_cast<uint32_t>(shape.size());
+  d.nanPadding = nanPadding ? 1 : 0;
+  std::copy(shape.begin(), shape.end(), d.shape);
+  std::copy(strides.begin(), strides.end(), d.strides);
   return d;
 }
 

@@ -23,14 +23,22 @@
 
 namespace tessera {
 
-// A tensor-descriptor kernel argument: the encoded CUtensorMap, opaque. Pass
-// it to Kernel::launch like any other argument (its address is what
-// cuLaunchKernel's kernelParams holds); it stays valid while the tensor it
-// describes does. Made by makeTensorDescriptor.
+// A tensor-descriptor kernel argument: the encoded CUtensorMap, opaque, then
+// what the kernel reads as the descriptor's hidden parameters (its base,
+// shape, strides and padding: desc.shape, atomics, targets without TMA).
+// Pass it to Kernel::launch like any other argument (its address is what
+// cuLaunchKernel's kernelParams holds for the map; Kernel::launch appends the
+// hidden parameters); it stays valid while the tensor it describes does. Made
+// by makeTensorDescriptor.
 struct alignas(64) TensorDescriptor {
   unsigned char bytes[128] = {};
+  uint64_t base = 0;
+  uint32_t rank = 0;
+  uint32_t nanPadding = 0; // 1: out-of-bounds elements read as NaN (Triton's padding="nan")
+  int64_t shape[5] = {};
+  int64_t strides[5] = {};
 };
-static_assert(sizeof(TensorDescriptor) == 128 && alignof(TensorDescriptor) == 64);
+static_assert(offsetof(TensorDescriptor, bytes) == 0 && alignof(TensorDescriptor) == 64);
 
 // Encodes a descriptor for the tensor at device address `base` with elements
 // of `dtype`, `shape` and `strides` (elements, outermost first; the innermost
@@ -40,13 +48,28 @@ static_assert(sizeof(TensorDescriptor) == 128 && alignof(TensorDescriptor) == 64
 // driver refuses (or lacks cuTensorMapEncodeTiled: CUDA 12.0+ is needed).
 // Makes device 0's context current if no context is.
 TensorDescriptor makeTensorDescriptor(CUdeviceptr base, ir::ScalarType dtype, const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape);
+                                      const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape,
+                                      bool nanPadding = false);
 
 namespace rt {
 
 inline constexpr std::size_t kTensorMapBytes = 128; // sizeof(CUtensorMap)
 inline constexpr std::size_t kTensorMapAlign = 64;  // the parameter's alignment
 inline constexpr std::size_t kMaxTensorMapRank = 5;
+
+// A descriptor argument's hidden parameters, which follow the kernel's own
+// parameters, for each descriptor argument in order (dsl Specializer::hostDescriptor):
+// base (a pointer), shape (i32 each), the strides but the last (i64 each; the last is 1),
+// padding (i32, 1 for "nan"). descriptorFields writes one 64-bit slot each
+// (a 32-bit parameter reads its slot's low half), descriptorFieldCount(rank) of them.
+inline constexpr std::size_t descriptorFieldCount(std::size_t rank) { return 2 * rank + 1; }
+inline void descriptorFields(uint64_t base, const int64_t *shape, const int64_t *strides, std::size_t rank,
+                             bool nanPadding, uint64_t *out) {
+  *out++ = base;
+  for (std::size_t d = 0; d < rank; ++d) *out++ = static_cast<uint64_t>(static_cast<uint32_t>(shape[d]));
+  for (std::size_t d = 0; d + 1 < rank; ++d) *out++ = static_cast<uint64_t>(strides[d]);
+  *out = nanPadding ? 1 : 0;
+}
 
 // CUtensorMapSwizzle's values (checked against cuda.h in TensorMap.cpp).
 enum class TensorMapSwizzle : int { None = 0, Bytes32 = 1, Bytes64 = 2, Bytes128 = 3 };
@@ -63,7 +86,7 @@ struct TensorMapArgs {
   int interleave = 0;                                 // CU_TENSOR_MAP_INTERLEAVE_NONE
   TensorMapSwizzle swizzle = TensorMapSwizzle::None;
   int l2Promotion = 0; // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-  int oobFill = 0;     // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the tensor read as zero
+  int oobFill = 0;     // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the tensor read as zero (1: NaN)
 };
 
 // The CUtensorMapDataType TMA copies `dtype` as (8-bit floats and signed
@@ -80,8 +103,11 @@ int tensorMapDataType(ir::ScalarType dtype);
 // copies), and the swizzle is the box's innermost size in bytes (128, 64, 32;
 // else none). Throws std::invalid_argument with the reason alone (callers add
 // which argument it was).
+// nanPadding: out-of-bounds elements read as NaN (Triton's padding="nan";
+// CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA), float dtypes only.
 TensorMapArgs tensorMapArgs(uint64_t base, ir::ScalarType dtype, const std::vector<int64_t> &shape,
-                            const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape);
+                            const std::vector<int64_t> &strides, const std::vector<int64_t> &blockShape,
+                            bool nanPadding = false);
 
 // cuTensorMapEncodeTiled(args) into `out` (kTensorMapBytes bytes, any
 // alignment) with `device`'s context current for the call (kCurrentDevice:

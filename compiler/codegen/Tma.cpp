@@ -42,13 +42,16 @@ std::string tmaLoadAsm(size_t rank) {
          std::to_string(2 + rank) + "];";
 }
 
-// The store the other way: [$0, {coordinates innermost first}], [tile].
-std::string tmaStoreAsm(size_t rank) {
+// The store the other way: [$0, {coordinates innermost first}], [tile]; with `reduce` ("min",
+// "max", ...) the TMA unit combines the tile with the tensor instead (the element type is the map's).
+std::string tmaStoreAsm(size_t rank, const std::string &reduce = "") {
   std::string coords;
   for (size_t i = 0; i < rank; ++i)
     coords += (i ? ", $" : "$") + std::to_string(1 + i);
-  return "cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.bulk_group [$0, {" + coords +
-         "}], [$" + std::to_string(1 + rank) + "];";
+  const std::string what = reduce.empty() ? "cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta"
+                                          : "cp.reduce.async.bulk.tensor." + std::to_string(rank) +
+                                                "d.global.shared::cta." + reduce + ".tile";
+  return what + ".bulk_group [$0, {" + coords + "}], [$" + std::to_string(1 + rank) + "];";
 }
 
 // "r,l,r,r,...": `count` 32-bit operands after the descriptor (and `first` before it).
@@ -258,7 +261,8 @@ void KernelLowering::lowerDescStore(ir::Operation &op) {
       std::vector<Value *> args = {desc, b_.CreateAdd(col0, i32(c)), row0};
       args.insert(args.end(), outer.rbegin(), outer.rend()); // coordinates innermost first
       args.push_back(src);
-      asmCall(tmaStoreAsm(rank), tmaConstraints("l", rank + 1), args);
+      asmCall(tmaStoreAsm(rank, op.hasAttr("reduce") ? op.stringAttr("reduce") : ""), tmaConstraints("l", rank + 1),
+              args);
     }
     emitAsm("cp.async.bulk.commit_group;");
     emitAsm("cp.async.bulk.wait_group.read 0;");

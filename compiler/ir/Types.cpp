@@ -102,4 +102,12 @@ std::string Type::str() const {
   return out + elem + ">";
 }
 
+bool tmaCopiesBlock(ScalarType element, const std::vector<int64_t> &block) {
+  const unsigned bits = bitWidth(element);
+  if (block.empty() || bits < 8 || element == ScalarType::I1) return false;
+  for (int64_t d : block)
+    if (d < 1 || d > 256 || (d & (d - 1))) return false;
+  return block.back() * (bits / 8) >= 16;
+}
+
 } // namespace tessera::ir

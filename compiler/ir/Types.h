@@ -63,4 +63,11 @@ struct Type {
   bool operator==(const Type &o) const = default;
 };
 
+// Whether the TMA unit copies a tensor descriptor's block of `element`s as one encoded
+// CUtensorMap (runtime/TensorMap.cpp's rules that do not depend on the tensor): elements of
+// 8 to 64 bits, every block dimension a power of two of at most 256, at least 16 bytes in the
+// innermost. A descriptor argument's other blocks are read through pointers, and the
+// launchers leave their map unencoded.
+bool tmaCopiesBlock(ScalarType element, const std::vector<int64_t> &block);
+
 } // namespace tessera::ir

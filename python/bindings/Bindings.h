@@ -95,12 +95,24 @@ struct TensorDesc {
   std::string hostDevice;       // base.device.type when not "cuda" ("cpu"): cannot be launched
   bool torch = false;           // base is a torch tensor: launch on torch's current stream
   std::vector<int64_t> shape, strides, block;
-  bool encoded = false;
+  bool nanPadding = false;      // padding="nan": out-of-bounds elements read as NaN
+  bool encoded = false;         // (a block the TMA unit cannot copy, ir::tmaCopiesBlock: the map stays zero)
   unsigned char *map = nullptr; // rt::kTensorMapBytes, 64-byte aligned (inside the Python object)
 };
 
-// The TensorDesc of a tessera.TensorDescriptor (or subclass), else null.
+// The TensorDesc of a tessera.TensorDescriptor (or subclass), else null. A
+// TensorDescriptor of another library (Triton's triton.tools.tensor_descriptor
+// dataclass: base, shape, strides, block_shape, padding) is read through the
+// tessera.TensorDescriptor made from its fields (kept on it, made again when they
+// change: tessera/tensor_descriptor.py's _adopt).
 TensorDesc *tensorDescOf(PyObject *value);
+
+// Appends a descriptor argument's hidden parameters (rt::descriptorFields) to `out`.
+template <typename Slots> void appendDescriptorFields(const TensorDesc &d, Slots &out) {
+  uint64_t fields[rt::descriptorFieldCount(rt::kMaxTensorMapRank)];
+  rt::descriptorFields(d.address, d.shape.data(), d.strides.data(), d.shape.size(), d.nanPadding, fields);
+  for (size_t i = 0; i < rt::descriptorFieldCount(d.shape.size()); ++i) out.push_back(fields[i]);
+}
 
 // "kernel(): tensor descriptor argument 'a_desc' (parameter 1 of 5)": how
 // descriptor errors name their argument (`index` counts from 0).

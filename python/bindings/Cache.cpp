@@ -200,15 +200,19 @@ void registerCache(py::module_ &m) {
             slots.back() = reinterpret_cast<uint64_t>(
                 encodedTensorMap(*tensorDescOf(args[i].ptr()), kernel.name(), "arg", i, sig.size()));
         }
-        for (size_t i = 0; i < sig.size(); ++i) // a descriptor's slot holds the address of its map
-          pointers.push_back(sig[i].type.isTensorDesc() ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[i]))
-                                                        : static_cast<void *>(&slots[i]));
+        for (size_t i = 0; i < sig.size(); ++i)
+          if (sig[i].type.isTensorDesc()) appendDescriptorFields(*tensorDescOf(args[i].ptr()), slots);
+        for (size_t i = 0; i < slots.size(); ++i) // a descriptor's slot holds the address of its map
+          pointers.push_back(i < sig.size() && sig[i].type.isTensorDesc()
+                                 ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[i]))
+                                 : static_cast<void *>(&slots[i]));
         py::gil_scoped_release nogil;
         const rt::LoadedKernel &loaded = kernel.load(rt::kCurrentDevice);
         auto start = std::chrono::steady_clock::now();
         const CUstream st = reinterpret_cast<CUstream>(stream);
         if (kernelApi) // the C++ API's path: Kernel::launch finds the loaded kernel itself
-          for (int i = 0; i < iterations; ++i) kernel.launch(rt::Grid{blocks, 1, 1}, pointers.data(), st);
+          for (int i = 0; i < iterations; ++i)
+            kernel.launch(rt::Grid{blocks, 1, 1}, pointers.data(), st, Kernel::kAllParameters);
         else
           for (int i = 0; i < iterations; ++i) rt::launch(loaded, rt::Grid{blocks, 1, 1}, pointers.data(), st);
         auto end = std::chrono::steady_clock::now();

@@ -185,8 +185,6 @@ HostArg convertHostArgument(py::handle value, const std::string &kernel, const s
   if (isNumpyScalar(value)) return convertHostArgument(value.attr("item")(), kernel, param, specialize);
   if (hasAttr(value, "__array_interface__")) return arrayArg(value, kernel, param, specialize);
   Arg a = classifyArgument(value, kernel, param, specialize);
-  if (a.spec.type.isTensorDesc())
-    typeError(kernel, param, "is a TensorDescriptor; interpret mode does not take tensor descriptors yet");
   if (a.spec.type.pointer)
     typeError(kernel, param, "is device memory (" + typeName(value) + "); interpret mode runs on the host and needs "
                              "numpy arrays or CPU tensors");
@@ -197,6 +195,32 @@ HostArg convertHostArgument(py::handle value, const std::string &kernel, const s
 }
 
 // ------------------------------------------------------------------ kernel
+
+// A tensor descriptor argument in interpret mode: its parameter (tensordesc<...>, no map) and
+// its hidden fields (rt::descriptorFields' order) read from the descriptor; base is a numpy array
+// or a CPU tensor. Returns its key text.
+std::string descriptorArgument(const TensorDesc &d, py::handle value, const std::string &kernel,
+                               const std::string &param, std::vector<ArgSpec> &signature,
+                               std::vector<interp::ArgValue> &fields) {
+  if (d.scalar < 0) typeError(kernel, param, "is a TensorDescriptor of dtype " + d.dtypeName + ", which tessera does not take");
+  if (d.shape.empty() || d.shape.size() > rt::kMaxTensorMapRank)
+    throw py::value_error(kernel + "(): argument '" + param + "' is a TensorDescriptor of rank " +
+                          std::to_string(d.shape.size()) + "; descriptors have 1 to 5 dimensions");
+  if (d.block.size() != d.shape.size() || d.strides.size() != d.shape.size())
+    throw py::value_error(kernel + "(): argument '" + param + "' is a TensorDescriptor whose block_shape has " +
+                          std::to_string(d.block.size()) + " dimensions and strides " + std::to_string(d.strides.size()) +
+                          " for a tensor of " + std::to_string(d.shape.size()));
+  ArgSpec spec;
+  spec.type = ir::Type::tensorDesc(static_cast<ScalarType>(d.scalar), d.block);
+  signature.push_back(spec);
+  HostArg base = convertHostArgument(value.attr("base"), kernel, param + ".base", false);
+  fields.push_back(std::move(base.value));
+  uint64_t slots[rt::descriptorFieldCount(rt::kMaxTensorMapRank)];
+  rt::descriptorFields(d.address, d.shape.data(), d.strides.data(), d.shape.size(), d.nanPadding, slots);
+  for (size_t k = 1; k < rt::descriptorFieldCount(d.shape.size()); ++k)
+    fields.push_back(interp::ArgValue::scalar(slots[k]));
+  return argSpecText(spec);
+}
 
 class Interpreter {
 public:
@@ -253,7 +277,7 @@ public:
         }
       }
     std::vector<ArgSpec> signature;
-    std::vector<interp::ArgValue> hostArgs;
+    std::vector<interp::ArgValue> hostArgs, descriptorFields;
     std::map<std::string, ConstexprValue> constexprs;
     std::string key;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -289,8 +313,14 @@ public:
         constexprs[p.name] = std::move(shape);
         continue;
       }
+      if (const TensorDesc *d = tensorDescOf(values[i].ptr())) { // its fields follow the other arguments
+        key += descriptorArgument(*d, values[i], name_, p.name, signature, descriptorFields) + ",";
+        hostArgs.push_back(interp::ArgValue::scalar(0)); // the map: only TMA reads it
+        continue;
+      }
       addRuntime(values[i], p.name);
     }
+    for (interp::ArgValue &f : descriptorFields) hostArgs.push_back(std::move(f));
     key += "w" + std::to_string(numWarps) + "s" + std::to_string(numStages);
 
     rt::Grid g;

@@ -151,6 +151,21 @@ size_t tupleLeafCount(PyObject *tuple) {
   return n;
 }
 
+// The descriptors' hidden parameters after the kernel's own `own` slots (rt::descriptorFields; a tuple
+// argument may have grown the vectors past them). The slots may move: every pointer is taken again.
+[[gnu::noinline]] void appendDescriptorSlots(InlineVec<const TensorDesc *, 4> &descriptors, Packed &out, size_t own) {
+  InlineVec<void *, 32> maps; // a descriptor's entry: its map; else null
+  maps.resize(own);
+  for (size_t j = 0; j < own; ++j) maps[j] = out.pointers[j] != &out.slots[j] ? out.pointers[j] : nullptr;
+  InlineVec<uint64_t, 32> fields;
+  for (size_t i = 0; i < descriptors.size(); ++i) appendDescriptorFields(*descriptors[i], fields);
+  const size_t total = own + fields.size();
+  out.slots.grow(total);
+  out.pointers.grow(total);
+  for (size_t j = 0; j < fields.size(); ++j) out.slots[own + j] = fields[j];
+  for (size_t j = 0; j < total; ++j) out.pointers[j] = j < own && maps[j] ? maps[j] : &out.slots[j];
+}
+
 void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   const size_t numParams = k.params.size();
   PyObject *const *values = b.values();
@@ -160,6 +175,7 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
   void **pointers = out.pointers.data();
   size_t slot = 0;
   size_t firstDeviceParam = 0;
+  InlineVec<const TensorDesc *, 4> descriptors; // their hidden parameters follow the others
   auto noteDevice = [&](int device, size_t i) {
     if (device == kUnknownDevice) return;
     if (out.device == kUnknownDevice) {
@@ -179,6 +195,7 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
         appendTensorDescBlock(key, d->block);
         slots[slot] = reinterpret_cast<uint64_t>(map);
         pointers[slot] = const_cast<void *>(map); // the driver copies the 128 bytes themselves
+        descriptors.push_back(d);
         ++slot;
         noteDevice(d->device, i);
         out.torch |= d->torch;
@@ -235,6 +252,8 @@ void packArguments(const JitKernel &k, const Bound &b, Packed &out) {
     noteDevice(f.device, i);
     out.torch |= f.torch;
   }
+  if (descriptors.size()) [[unlikely]]
+    appendDescriptorSlots(descriptors, out, slot);
   appendOptions(out.key, b);
 }
 
@@ -521,6 +540,7 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
   }
   std::vector<uint64_t> slots;
   slots.reserve(sig.size());
+  std::vector<const TensorDesc *> descriptors; // their hidden parameters follow the others
   int device = kUnknownDevice;
   bool torch = false;
   for (size_t j = 0; j < sig.size(); ++j) {
@@ -530,9 +550,11 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
                                : param < entry->params.size() ? entry->params[param].name : std::to_string(j);
     py::handle value = leaf ? leaves[j].value : args[all ? param : j];
     Arg a = compiledArgument(value, sig[j], name, pname);
-    if (sig[j].type.isTensorDesc()) // the slot holds the address of its encoded map
-      a.bits = reinterpret_cast<uint64_t>(
-          encodedTensorMap(*tensorDescOf(value.ptr()), name, pname, param, entry->params.size()));
+    if (sig[j].type.isTensorDesc()) { // the slot holds the address of its encoded map
+      TensorDesc *d = tensorDescOf(value.ptr());
+      a.bits = reinterpret_cast<uint64_t>(encodedTensorMap(*d, name, pname, param, entry->params.size()));
+      descriptors.push_back(d);
+    }
     checkSpecialisation(a.bits, sig[j], name, pname);
     if (a.device != kUnknownDevice) {
       if (device != kUnknownDevice && device != a.device)
@@ -558,10 +580,12 @@ void launchCompiled(const std::shared_ptr<CompiledEntry> &entry, py::handle grid
     loaded = &kernel.load(device);
   }
   if (!nonEmpty) return;
+  for (const TensorDesc *d : descriptors) appendDescriptorFields(*d, slots);
   std::vector<void *> pointers;
   for (size_t j = 0; j < slots.size(); ++j)
-    pointers.push_back(sig[j].type.isTensorDesc() ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[j]))
-                                                  : static_cast<void *>(&slots[j]));
+    pointers.push_back(j < sig.size() && sig[j].type.isTensorDesc()
+                           ? reinterpret_cast<void *>(static_cast<uintptr_t>(slots[j]))
+                           : static_cast<void *>(&slots[j]));
   rt::launchInContext(*loaded, g, pointers.data(), resolveStream(stream, torch, device));
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/TensorMap.h"
 
 #include <cstddef>
+#include <cstring>
 #include <stdexcept>
 
 namespace tessera::python {
@@ -98,11 +99,16 @@ void readDevice(PyObject *base, TensorDesc &d) {
 }
 
 PyObject *descNew(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-  static const char *names[] = {"base", "shape", "strides", "block_shape", nullptr};
+  static const char *names[] = {"base", "shape", "strides", "block_shape", "padding", nullptr};
   PyObject *base = nullptr, *shape = nullptr, *strides = nullptr, *block = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO:TensorDescriptor", const_cast<char **>(names), &base, &shape,
-                                   &strides, &block))
+  const char *padding = "zero";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|s:TensorDescriptor", const_cast<char **>(names), &base, &shape,
+                                   &strides, &block, &padding))
     return nullptr;
+  if (std::strcmp(padding, "zero") != 0 && std::strcmp(padding, "nan") != 0) {
+    PyErr_Format(PyExc_ValueError, "TensorDescriptor: Illegal value for padding: '%s' (it is 'zero' or 'nan')", padding);
+    return nullptr;
+  }
   auto *self = reinterpret_cast<DescObject *>(type->tp_alloc(type, 0));
   if (!self) return nullptr;
   new (&self->desc) TensorDesc();
@@ -111,17 +117,26 @@ PyObject *descNew(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   d.map = reinterpret_cast<unsigned char *>((room + rt::kTensorMapAlign - 1) / rt::kTensorMapAlign * rt::kTensorMapAlign);
   Py_INCREF(base);
   self->base = base;
+  d.nanPadding = std::strcmp(padding, "nan") == 0;
   try {
-    if (!hasAttr(base, "data_ptr") || !hasAttr(base, "dtype"))
+    const bool array = !hasAttr(base, "data_ptr") && hasAttr(base, "__array_interface__"); // numpy: interpret mode
+    if ((!hasAttr(base, "data_ptr") && !array) || !hasAttr(base, "dtype"))
       throw py::type_error("TensorDescriptor: base must be a tensor (with .data_ptr() and .dtype), got " +
                            typeNameOf(base));
-    py::object pointer = py::reinterpret_borrow<py::object>(base).attr("data_ptr")();
-    if (!addressValue(pointer.ptr(), d.address)) throw py::error_already_set();
+    if (array) {
+      py::object data = py::reinterpret_borrow<py::object>(base).attr("__array_interface__")["data"];
+      d.address = py::cast<uint64_t>(py::reinterpret_borrow<py::tuple>(data)[0]);
+      d.hostDevice = "cpu";
+    } else {
+      py::object pointer = py::reinterpret_borrow<py::object>(base).attr("data_ptr")();
+      if (!addressValue(pointer.ptr(), d.address)) throw py::error_already_set();
+    }
     self->dtype = PyObject_GetAttrString(base, "dtype");
     if (!self->dtype) throw py::error_already_set();
     d.dtypeName = py::str(self->dtype);
     if (std::optional<ir::ScalarType> t = dtypeFromName(d.dtypeName)) d.scalar = static_cast<int>(*t);
-    readDevice(base, d);
+    else if (std::optional<ir::ScalarType> n = dtypeFromName("torch." + d.dtypeName)) d.scalar = static_cast<int>(*n);
+    if (!array) readDevice(base, d);
     PyObject *module = PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(base)), "__module__");
     if (module && PyUnicode_Check(module)) d.torch = std::string_view(PyUnicode_AsUTF8(module)).starts_with("torch");
     Py_XDECREF(module);
@@ -194,6 +209,10 @@ int setBlock(PyObject *o, PyObject *value, void *) {
   return 0;
 }
 
+PyObject *getPadding(PyObject *o, void *) {
+  return PyUnicode_FromString(reinterpret_cast<DescObject *>(o)->desc.nanPadding ? "nan" : "zero");
+}
+
 PyObject *getTensorMap(PyObject *o, void *) {
   const TensorDesc &d = reinterpret_cast<DescObject *>(o)->desc;
   if (!d.encoded) Py_RETURN_NONE;
@@ -209,6 +228,7 @@ PyGetSetDef descGetSet[] = {
      "The block one load reads (a tuple): the kernel's tensordesc<DTYPE[...]>. Assignable (re-encoded by the next "
      "launch when it changes).",
      nullptr},
+    {"padding", getPadding, nullptr, "What out-of-bounds elements read as: 'zero' or 'nan'.", nullptr},
     {"tensor_map", getTensorMap, nullptr,
      "The encoded 128-byte CUtensorMap (bytes), or None before the first launch encodes it.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
@@ -232,8 +252,20 @@ PyTypeObject DescType = [] {
 } // namespace
 
 TensorDesc *tensorDescOf(PyObject *value) {
-  if (!PyObject_TypeCheck(value, &DescType)) return nullptr;
-  return &reinterpret_cast<DescObject *>(value)->desc;
+  if (PyObject_TypeCheck(value, &DescType)) [[likely]]
+    return &reinterpret_cast<DescObject *>(value)->desc;
+  if (std::strcmp(_PyType_Name(Py_TYPE(value)), "TensorDescriptor") != 0 || !hasAttr(value, "block_shape") ||
+      !hasAttr(value, "base"))
+    return nullptr;
+  static PyObject *adopt = [] { // tessera.tensor_descriptor._adopt, kept for the process
+    py::object f = py::module_::import("tessera.tensor_descriptor").attr("_adopt");
+    return f.release().ptr();
+  }();
+  PyObject *made = PyObject_CallOneArg(adopt, value);
+  if (!made) throw py::error_already_set();
+  TensorDesc *d = PyObject_TypeCheck(made, &DescType) ? &reinterpret_cast<DescObject *>(made)->desc : nullptr;
+  Py_DECREF(made); // kept alive by `value`, which holds it
+  return d;
 }
 
 std::string tensorDescLabel(const std::string &kernel, const std::string &param, size_t index, size_t count) {
@@ -250,11 +282,23 @@ void encodeTensorDesc(TensorDesc &d, const std::string &kernel, const std::strin
   if (d.scalar < 0 || rt::tensorMapDataType(static_cast<ir::ScalarType>(d.scalar)) < 0)
     throw py::type_error(label() + ": dtype " + d.dtypeName + " is not supported (TMA copies fp16, bf16, fp32, "
                                    "fp64, fp8 and integers of 8 to 64 bits)");
+  // A block dimension over 256 (Triton takes them): the kernel reads such blocks through
+  // pointers (ir::tmaCopiesBlock), so the map stays zero; the rules are checked all the same.
+  std::vector<int64_t> box = d.block;
+  bool wide = false;
+  for (size_t i = 0; i < box.size(); ++i)
+    if (box[i] > 256 && !(box[i] & (box[i] - 1))) box[i] = 256, wide = true;
   rt::TensorMapArgs args;
   try {
-    args = rt::tensorMapArgs(d.address, static_cast<ir::ScalarType>(d.scalar), d.shape, d.strides, d.block);
+    args = rt::tensorMapArgs(d.address, static_cast<ir::ScalarType>(d.scalar), d.shape, d.strides, box,
+                             d.nanPadding);
   } catch (const std::invalid_argument &e) {
     throw py::value_error(label() + ": " + e.what());
+  }
+  if (wide) {
+    std::memset(d.map, 0, rt::kTensorMapBytes);
+    d.encoded = true;
+    return;
   }
   try {
     rt::encodeTensorMap(args, d.map, d.device >= 0 ? d.device : rt::kCurrentDevice);

@@ -60,9 +60,11 @@ def test_autotuned_runs_the_tma_kernels_with_every_config_timed(fake):
     assert last["kernel"] == "matmul_tma_epilogue_kernel"
     assert last["grid"] == (tessera.cdiv(M, best["BLOCK_M"]) * tessera.cdiv(N, best["BLOCK_N"]), 1, 1)
     assert last["block"] == (32 * tuner.best_config.num_warps, 1, 1)
-    # Two 128-byte descriptors, C, M, N, K, C's strides, then the bias (a row: strides 0, 1) and 9 zeros.
-    assert [size for size, _ in last["params"]] == [128, 128, 8, 4, 4, 4, 4, 4, 8] + [4] * 11
-    assert [value for _, value in last["params"][2:]] == [P + (2 << 26), M, N, K, N, 1, P + (3 << 26), 0, 1] + [0] * 9
+    # Two 128-byte descriptors, C, M, N, K, C's strides, then the bias (a row: strides 0, 1) and 9 zeros;
+    # then each descriptor's hidden parameters: base, shape (i32), the leading stride (i64), padding (i32).
+    assert [size for size, _ in last["params"]] == [128, 128, 8, 4, 4, 4, 4, 4, 8] + [4] * 11 + [8, 4, 4, 8, 4] * 2
+    assert [value for _, value in last["params"][2:20]] == [P + (2 << 26), M, N, K, N, 1, P + (3 << 26), 0, 1] + [0] * 9
+    assert [value for _, value in last["params"][20:]] == [P, M, K, K, 0, P + (1 << 26), K, N, N, 0]
     # The plain GEMM: matmul_tma_kernel, tuned the same way.
     tk.matmul(a, b, out)
     assert fake.last()["kernel"] == "matmul_tma_kernel"

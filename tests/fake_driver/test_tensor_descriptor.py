@@ -282,8 +282,10 @@ BAD = [
      r"strides\[0\] = 100 elements is 200 bytes, not a multiple of 16 bytes as TMA needs"),
     ("innermost stride", dict(strides=(512, 2)), ValueError,
      r"the innermost stride \(strides\[1\]\) is 2, not 1: TMA needs the innermost dimension contiguous"),
-    ("block over 256", dict(block=(512, 64)), ValueError,
-     r"block_shape\[0\] = 512 is out of range: TMA blocks have 1 to 256 elements per dimension"),
+    ("block over 256, misaligned", dict(block=(512, 64), ptr=P + 8), ValueError,
+     r"the base address 0x7f0000001008 is not 16-byte aligned"),
+    ("block over 256, not a power of two", dict(block=(768, 64)), ValueError,
+     r"block_shape\[0\] = 768 is out of range: TMA blocks have 1 to 256 elements per dimension"),
     ("block not a power of two", dict(block=(96, 64)), ValueError, r"block_shape\[0\] = 96 is not a power of two"),
     ("row under 16 bytes", dict(dtype=torch.float32, block=(64, 2)), ValueError,
      r"the innermost block dimension \(block_shape\[1\] = 2\) spans 8 bytes; TMA copies at least 16 bytes per row"),
@@ -326,11 +328,11 @@ def test_driver_errors_name_the_argument_and_the_cuda_error(fake):
     assert d.tensor_map is not None
 
 
-def test_interpret_mode_refuses_descriptors():
+def test_interpret_mode_refuses_descriptors_of_device_memory():
     k = fresh(K.int_then_desc)
     k.interpret = True
-    with pytest.raises(TypeError, match=r"argument 'desc' is a TensorDescriptor; interpret mode does not take tensor "
-                                        r"descriptors yet"):
+    with pytest.raises(TypeError, match=r"int_then_desc\(\): argument 'desc.base' is a cuda tensor; interpret mode "
+                                        r"runs on the host and needs CPU tensors or numpy arrays"):
         k[(1,)](3, desc())
 
 
@@ -379,7 +381,8 @@ def test_assigning_block_shape_re_encodes(fake):
 
 def test_compiled_desc_store_kernel_gets_both_descriptors(fake):
     """desc.store (the compiler's own code): a kernel reading through one descriptor and
-    writing through another gets both encoded maps, at offsets 0 and 128, and a scalar after."""
+    writing through another gets both encoded maps, at offsets 0 and 128, and a scalar after;
+    then each descriptor's hidden parameters (base, shape i32s, leading strides i64, padding i32)."""
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
     from tensor_descriptors import desc_store_scaled
@@ -389,6 +392,86 @@ def test_compiled_desc_store_kernel_gets_both_descriptors(fake):
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
     desc_store_scaled[(4, 4)](src, dst, 2.0, BLOCK_M=64, BLOCK_N=128)
     layout, block = fake.last_layout()
-    assert [entry[:3] for entry in layout] == [(0, 128, 64), (128, 128, 64), (256, 4, 4)]
+    hidden = [(264, 8, 8), (272, 4, 4), (276, 4, 4), (280, 8, 8), (288, 4, 4)]
+    hidden += [(o + 32, size, align) for o, size, align in hidden]
+    assert [entry[:3] for entry in layout] == [(0, 128, 64), (128, 128, 64), (256, 4, 4)] + hidden
     assert block[0:128] == src.tensor_map and block[128:256] == dst.tensor_map
     assert struct.unpack_from("<f", block, 256)[0] == 2.0
+    assert struct.unpack_from("<QiiqI", block, 264) == (P, 256, 512, 512, 0)
+    assert struct.unpack_from("<QiiqI", block, 296) == (P + (1 << 20), 256, 512, 512, 0)
+
+
+# ---- Triton's descriptors, padding, hidden parameters ----------------------------------------------------
+
+import dataclasses  # noqa: E402
+from typing import Any, List  # noqa: E402
+
+
+@dataclasses.dataclass
+class TritonDescriptor:
+    """Triton's triton.tools.tensor_descriptor.TensorDescriptor, field for field."""
+    base: Any
+    shape: List[int]
+    strides: List[int]
+    block_shape: List[int]
+    padding: str = "zero"
+
+
+TritonDescriptor.__name__ = "TensorDescriptor"
+
+
+def host_kernels():
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "lang_kernels"))
+    import host_descriptors
+    return host_descriptors
+
+
+def test_a_triton_descriptor_is_encoded_and_packed_with_its_hidden_parameters(fake):
+    """Triton's dataclass (the conformance harness passes the real one): encoded once from its
+    fields, the map at offset 0, then the kernel's own parameters, then base, shape (i32),
+    the leading stride (i64) and padding (i32); padding='nan' asks the TMA unit for NaN fill."""
+    k = host_kernels().host_desc_tile_copy
+    src = torch.Tensor(P, torch.float32, shape=(48, 48))
+    out = torch.Tensor(P + (1 << 20), torch.float32, shape=(64, 64))
+    d = TritonDescriptor(src, [48, 48], [48, 1], [32, 32], padding="nan")
+    encodes = fake.tensor_map_count
+    k[(2, 2)](d, out, 64, M_BLOCK=32, N_BLOCK=32)
+    assert fake.tensor_map_count == encodes + 1
+    t = fake.last_tensor_map()
+    assert t["oob_fill"] == 1 and t["box_dim"] == (32, 32)  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+    layout, block = fake.last_layout()
+    assert [entry[:2] for entry in layout] == [(0, 128), (128, 8), (136, 4), (144, 8), (152, 4), (156, 4),
+                                               (160, 8), (168, 4)]
+    assert block[0:128] == t["map"]
+    assert struct.unpack_from("<Qi", block, 128) == (P + (1 << 20), 64)
+    assert struct.unpack_from("<QiiqI", block, 144) == (P, 48, 48, 48, 1)
+    k[(2, 2)](d, out, 64, M_BLOCK=32, N_BLOCK=32)
+    assert fake.tensor_map_count == encodes + 1  # the adopted descriptor is kept on the dataclass
+    d.padding = "zero"  # a field changed: made and encoded again
+    k[(2, 2)](d, out, 64, M_BLOCK=32, N_BLOCK=32)
+    assert fake.tensor_map_count == encodes + 2 and fake.last_tensor_map()["oob_fill"] == 0
+    assert struct.unpack_from("<I", fake.last_layout()[1], 168) == (0,)
+
+
+def test_a_block_over_256_rows_is_not_encoded(fake):
+    """Triton takes any power-of-two block; one over TMA's 256 per dimension is read through
+    pointers in the kernel, so the launch passes a zero map and the hidden parameters."""
+    k = host_kernels().host_desc_tile_copy
+    src = torch.Tensor(P, torch.float32, shape=(1024, 32))
+    out = torch.Tensor(P + (1 << 20), torch.float32, shape=(1024, 32))
+    d = tessera.TensorDescriptor(src, [1024, 32], [32, 1], [512, 32])
+    encodes = fake.tensor_map_count
+    k[(2, 1)](d, out, 32, M_BLOCK=512, N_BLOCK=32)
+    assert fake.tensor_map_count == encodes
+    layout, block = fake.last_layout()
+    assert block[0:128] == bytes(128) and d.tensor_map == bytes(128)
+    assert struct.unpack_from("<QiiqI", block, 144) == (P, 1024, 32, 32, 0)
+    with pytest.raises(ValueError, match=r"host_desc_tile_copy\(\): tensor descriptor argument 'in_desc' "
+                                         r"\(parameter 1 of 5\): strides\[0\] = 34 elements is 136 bytes"):
+        k[(2, 1)](tessera.TensorDescriptor(src, [1024, 32], [34, 1], [512, 32]), out, 32, M_BLOCK=512, N_BLOCK=32)
+
+
+def test_nan_padding_needs_a_float_tensor():
+    with pytest.raises(ValueError, match=r"Padding option `nan` is only supported for floating point tensors"):
+        tessera.TensorDescriptor(torch.Tensor(P, torch.int32), [64, 64], [64, 1], [16, 16], padding="nan")

@@ -161,9 +161,8 @@ def test_triton_tools_tensor_descriptor_is_tesseras():
     assert list(d.shape) == [64, 128] and list(d.block_shape) == [16, 32]
 
 
-def test_tensor_descriptor_padding_nan_is_refused_not_ignored():
-    with pytest.raises(NotImplementedError, match="padding='nan'"):
-        tessera.TensorDescriptor.from_tensor(_FakeCudaTensor(), [16, 32], padding="nan")
+def test_tensor_descriptor_padding_is_kept_or_refused():
+    assert tessera.TensorDescriptor.from_tensor(_FakeCudaTensor(), [16, 32], padding="nan").padding == "nan"
     with pytest.raises(ValueError, match="Illegal value for padding"):
         tessera.TensorDescriptor(_FakeCudaTensor(), [64, 128], [128, 1], [16, 32], padding="inf")
 

@@ -160,9 +160,12 @@ TEST(TensorMap, DescriptorParametersTake128BytesInTheCppLaunch) {
     k.launch(rt::Grid{1, 1, 1}, nullptr, int64_t(0), int32_t(7)); // an 8-byte value where the map goes
     FAIL() << "a wrong-sized descriptor argument was accepted";
   } catch (const std::invalid_argument &e) {
-    EXPECT_STREQ(e.what(), "kernel 'k': argument 1 is 8 bytes but its parameter (tensordesc<128x64xbf16>) takes 128");
+    EXPECT_EQ(std::string(e.what()), "kernel 'k': argument 1 is 8 bytes but its parameter (tensordesc<128x64xbf16>) takes " +
+                                         std::to_string(sizeof(TensorDescriptor)));
   }
-  static_assert(sizeof(TensorDescriptor) == rt::kTensorMapBytes && alignof(TensorDescriptor) == rt::kTensorMapAlign);
+  // The map first (what the parameter copies), then the hidden parameters' fields.
+  static_assert(offsetof(TensorDescriptor, bytes) == 0 && alignof(TensorDescriptor) == rt::kTensorMapAlign);
+  static_assert(offsetof(TensorDescriptor, base) == rt::kTensorMapBytes);
 }
 
 TEST(TensorMap, TheCacheKeyHasTheBlockShape) {
