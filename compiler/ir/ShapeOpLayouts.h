@@ -14,7 +14,8 @@
 // bits read, from the lowest: registers, lanes, warps, registers (or lanes,
 // registers, warps, registers: an interleaved dim, as the wgmma accumulator's
 // rows), with each dim's lanes (warps) a consecutive run of the lane (warp)
-// id's bits. trans permutes the dims; split drops, and join adds, a last dim
+// id's bits. Lane and warp bits that give no index bit (threads holding
+// copies) are placed where a blocked dim wraps. trans permutes the dims; split drops, and join adds, a last dim
 // of 2 held in one thread's registers.
 #pragma once
 
@@ -42,7 +43,9 @@ registersInThread(const Operation &op, unsigned k, const std::vector<Distributed
 // Layouts for op's results (one per result) that make it a choice of
 // registers when its operands are in `operandLayout` (join: both operands);
 // empty when that layout allows none (slices, elements spread over threads
-// along a split dim, a reshape whose bits make no blocked layout, copies).
+// along a split dim, a reshape whose bits make no blocked layout). Threads
+// holding copies (a [1, N] row) keep them: the copies' lanes and warps go to
+// a dim of extent 1, else on top of a dim's own, where they wrap.
 // A 2-D result register-for-register equal to the wgmma accumulator is given
 // as that #mma layout.
 std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const LayoutRef &operandLayout,

@@ -1,6 +1,6 @@
 // Accelerate-dot (runs after remove-layout-conversions). For every
 // dot(a <MxK>, b <KxN>, acc <MxN>) that an mma.sync shape covers (mmaKStep:
-// f16/bf16 -> f32 in k-steps of 16, f32 with input_precision "tf32" -> f32
+// f16/bf16 -> f32 and f16 -> f16 in k-steps of 16, f32 with input_precision "tf32" -> f32
 // in k-steps of 8, i8 -> i32 in k-steps of 32), with M % 16 == 0,
 // N % 8 == 0, K a multiple of the k-step and warps that fit
 // (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:

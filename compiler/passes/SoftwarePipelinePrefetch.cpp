@@ -35,10 +35,28 @@ int64_t bytesPerThread(const Type &t, int64_t threads) {
   return t.isBlock() ? (t.numElements() * elementBytes + threads - 1) / threads : elementBytes;
 }
 
-// The kernel argument a pointer is computed from (addptr's base, through shape ops), or null.
+// The kernel argument a pointer is computed from (addptr's base, through shape ops and pointer
+// blocks a loop carries and advances, `b_ptrs += BLOCK_K * stride`), or null.
 const Value *rootArgument(const Value *ptr, const Block &kernelBody) {
+  const Value *carried = nullptr; // a loop's pointer argument being followed to its update
   for (int depth = 0; ptr && depth < 64; ++depth) {
-    if (ptr->ownerBlock) return ptr->ownerBlock == &kernelBody ? ptr : nullptr;
+    if (ptr->ownerBlock == &kernelBody) return ptr;
+    if (ptr->ownerBlock) {
+      const Operation *loop = ptr->ownerBlock->parentOp;
+      const Operation *yield = ptr->ownerBlock->terminator();
+      if (!loop || loop->code != OpCode::For || ptr->index == 0 || !yield || yield->code != OpCode::Yield)
+        return nullptr;
+      if (carried == ptr) { // its update advances it: the root is its init's
+        ptr = loop->operand(2 + ptr->index);
+        carried = nullptr;
+      } else if (!carried) {
+        carried = ptr;
+        ptr = yield->operand(ptr->index - 1);
+      } else {
+        return nullptr;
+      }
+      continue;
+    }
     const Operation *def = ptr->definingOp;
     if (!def) return nullptr;
     switch (def->code) {
@@ -85,8 +103,10 @@ static bool isDotOperand(const Value *v, Block &body) {
   return operand;
 }
 
-std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
+std::vector<Operation *> LoopPipeliner::findPrefetchLoads(const std::vector<Candidate> &staged) {
   std::vector<Operation *> found;
+  std::set<const Operation *> ringLoads; // copied into the cp.async ring (through trans too)
+  for (const Candidate &c : staged) ringLoads.insert(c.load);
   std::set<const Value *> written;
   bool unknownWrites = false;
   walk(*body_, [&](Operation &op) {
@@ -105,7 +125,8 @@ std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
   if (carried >= kCarriedBytes) return found;
   int64_t bytes = 0;
   for (auto &op : body_->ops) {
-    if (op->code != OpCode::Load || (op->hasAttr("volatile") && op->intAttr("volatile"))) continue;
+    if (op->code != OpCode::Load || ringLoads.count(op.get()) || (op->hasAttr("volatile") && op->intAttr("volatile")))
+      continue;
     Value *loaded = op->result();
     if (loaded->type.pointer || (loaded->type.isBlock() && !loaded->layout)) continue;
     const Value *root = rootArgument(op->operand(0), fn_.body);

@@ -1,0 +1,54 @@
+"""An int4 weight-only GEMM shaped as AWQ's Triton GEMM (tests/python/test_int4_gemm.py): the
+packed int32 words of B are widened eight-fold by a triple tl.interleave and unpacked with
+shifts in AWQ's nibble order, the zero row the same way from a [1, BN/8] block, and the dot
+accumulates in fp16 (out_dtype = the output's type); SPLIT_K > 1 adds the partial sums with
+atomic_add."""
+import tessera.language as tl
+from tessera import jit
+
+
+@jit
+def int4_gemm(a_ptr, qw_ptr, c_ptr, qz_ptr, s_ptr, M, N, K, group_size,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    tiles_n = tl.cdiv(N, BN)
+    pid_m, pid_n = pid // tiles_n, pid % tiles_n
+    acc_type = c_ptr.type.element_ty
+    acc = tl.zeros((BM, BN), dtype=acc_type)
+    # nibble j of each word is the column at position order[j] = [0, 4, 1, 5, 2, 6, 3, 7]
+    order = ((tl.arange(0, 2) * 4)[None, :] + tl.arange(0, 4)[:, None]).reshape(8)
+    shifts = tl.reshape(tl.broadcast_to((order * 4)[None, :], (BK * (BN // 8), 8)), (BK, BN))
+    rows = pid_m * BM + tl.arange(0, BM)
+    words = pid_n * (BN // 8) + tl.arange(0, BN // 8)
+    cols = pid_n * BN + tl.arange(0, BN)
+    ks = pid_k * BK + tl.arange(0, BK)
+    a_ptrs = a_ptr + K * rows[:, None] + ks[None, :]
+    q_ptrs = qw_ptr + (N // 8) * ks[:, None] + words[None, :]
+    for k in range(0, tl.cdiv(K, BK * SPLIT_K)):
+        a = tl.load(a_ptrs, mask=(rows < M)[:, None] & (ks < K)[None, :])
+        q = tl.load(q_ptrs, mask=(ks < K)[:, None] & (words < N // 8)[None, :])
+        q = tl.interleave(q, q)
+        q = tl.interleave(q, q)
+        q = tl.interleave(q, q)
+        group = (BK * SPLIT_K * k + pid_k * BK) // group_size + tl.arange(0, 1)
+        z = tl.load(qz_ptr + (N // 8) * group[:, None] + words[None, :],
+                    mask=(group < K // group_size)[:, None] & (words < N // 8)[None, :])
+        z = tl.interleave(z, z)
+        z = tl.interleave(z, z)
+        z = tl.interleave(z, z)
+        z = tl.broadcast_to(z, (BK, BN))
+        s = tl.load(s_ptr + N * group[:, None] + cols[None, :],
+                    mask=(group < K // group_size)[:, None] & (cols < N)[None, :])
+        s = tl.broadcast_to(s, (BK, BN))
+        b = ((((q >> shifts) & 0xF) - ((z >> shifts) & 0xF)) * s).to(acc_type)
+        acc = tl.dot(a, b, acc, out_dtype=acc_type)
+        ks += BK * SPLIT_K
+        a_ptrs += BK * SPLIT_K
+        q_ptrs += BK * SPLIT_K * (N // 8)
+    c_ptrs = c_ptr + N * rows[:, None] + cols[None, :]
+    c_mask = (rows < M)[:, None] & (cols < N)[None, :]
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(acc_type), mask=c_mask)
+    else:
+        tl.atomic_add(c_ptrs, acc.to(acc_type), mask=c_mask)

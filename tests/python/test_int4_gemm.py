@@ -1,0 +1,83 @@
+"""An int4 weight-only GEMM shaped as AWQ's (tests/python/lang_kernels/int4_gemm.py: 32 x 32 x 32
+blocks on 4 warps, B unpacked from packed words by a triple tl.interleave, the dot accumulating in
+fp16) compiles to what Triton makes of it:
+  * the fp16-accumulating dot runs on mma.sync m16n8k16 .f16 (compiler/codegen/MmaDot.cpp), not
+    the FMA lowering;
+  * the [1, BN/8] zero row keeps its copies in registers through join / reshape
+    (compiler/ir/ShapeOpLayouts.cpp), the loop-carried K offsets are carried once per layout their
+    masks want (compiler/passes/RemoveLayoutConversions.cpp), the packed B words are read one
+    iteration ahead (SoftwarePipelinePrefetch.cpp) and the unpacked B gets its own buffer
+    (SoftwarePipelineOperandBuffers.cpp): two barriers an iteration, as Triton's loop has;
+and its PTX, run by tests/python/ptx_emulator.py, agrees with numpy."""
+import re
+
+import numpy as np
+import pytest
+
+from lang_support import assemble, compile_kernel
+from ptx_emulator import GlobalMemory, run_kernel
+
+SIG = "*fp16:16,*i32:16,*fp16:16,*i32:16,*fp16:16,i32:16,i32:16,i32:16,i32:16"
+WARPS_STAGES = ["--num-warps", "4", "--num-stages", "3"]
+
+
+def gemm_ptx(split_k=1, arch="sm_90a", block=32):
+    cx = {"BM": block, "BN": block, "BK": block, "SPLIT_K": split_k}
+    return compile_kernel("int4_gemm.py", "int4_gemm", SIG, cx, arch=arch, extra=WARPS_STAGES)
+
+
+def main_loop(ptx):
+    """The PTX from the label a backward branch jumps to, to that branch."""
+    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, flags=re.M):
+        back = re.search(r"bra(?:\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx[m.end():])
+        if back:
+            return ptx[m.start():m.end() + back.end()]
+    raise AssertionError("no loop in the PTX")
+
+
+@pytest.mark.parametrize("split_k", [1, 8])
+def test_fp16_accumulating_dot_on_tensor_cores(split_k, tmp_path):
+    ptx = gemm_ptx(split_k)
+    loop = main_loop(ptx)
+    assert loop.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 4
+    assert "fma.rn.f32" not in loop and "cvt.f32.f16" not in loop
+    for arch in ("sm_80", "sm_90a"):
+        assemble(gemm_ptx(split_k, arch), arch, tmp_path)
+
+
+def test_loop_has_two_barriers_and_no_layout_conversions():
+    loop = main_loop(gemm_ptx())
+    # the ring's head and the B buffer's: no conversions of the K masks, of the zero row's
+    # interleaving, nor a barrier after the dot
+    assert loop.count("bar.sync") == 2, loop.count("bar.sync")
+    assert "ld.shared" not in loop  # shared memory is read by ldmatrix only
+    assert loop.count("st.shared") == 1  # the unpacked B, once
+    # the packed words, the zeros and the scales of the next iteration load after the dots
+    last_mma = loop.rindex("mma.sync")
+    assert loop.count("ld.global") == 3 and loop.index("ld.global") > last_mma
+
+
+def to_int32(words):
+    return np.where(words < 2**31, words, words - 2**32).astype(np.int32)
+
+
+@pytest.mark.parametrize("M, N, K, group", [(40, 64, 256, 128), (32, 32, 96, 32)])
+def test_emulated_ptx_matches_numpy(M, N, K, group):
+    ptx = gemm_ptx()
+    order = [0, 4, 1, 5, 2, 6, 3, 7]
+    rng = np.random.default_rng(M + K)
+    q, z = rng.integers(0, 16, (K, N)), rng.integers(0, 16, (K // group, N))
+    scales = (rng.random((K // group, N)) * 0.02 + 0.005).astype(np.float16)
+    pack = lambda t: sum(t[:, j::8] << (4 * order[j]) for j in range(8))  # noqa: E731
+    a = (rng.standard_normal((M, K)) * 0.5).astype(np.float16)
+    mem = GlobalMemory()
+    c = mem.alloc(np.full((M, N), np.nan, np.float16))
+    args = [mem.alloc(a), mem.alloc(to_int32(pack(q))), c, mem.alloc(to_int32(pack(z))), mem.alloc(scales),
+            M, N, K, group]
+    run_kernel(ptx, grid=(-(-M // 32) * (N // 32), 1), block=(128,), args=args, memory=mem,
+               shared_bytes=48 * 1024)
+    got = mem.read(c, np.float16, M * N).reshape(M, N).astype(np.float64)
+    w = ((q - np.repeat(z, group, 0)).astype(np.float16) * np.repeat(scales, group, 0)).astype(np.float16)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    # fp16 accumulation over K: a few units in the last place of the partial sums
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=2e-2)
