@@ -16,7 +16,7 @@ namespace {
 std::pair<unsigned, int64_t> sourceOf(const Operation &op, unsigned k, std::vector<int64_t> c) {
   const std::vector<int64_t> &srcShape = op.operand(0)->type.shape;
   switch (op.code) {
-  case OpCode::Reshape: // the row-major index is kept
+  case OpCode::Reshape: case OpCode::ConvertLayout: // the row-major index is kept
     return {0, linearIndex(c, op.result(k)->type.shape)};
   case OpCode::Trans: { // result dim i is operand dim order[i]
     const std::vector<int64_t> &order = op.arrayAttr("order");
@@ -126,7 +126,8 @@ bool consecutive(const std::vector<unsigned> &ids) {
 // Gives the copy lane / warp bits to one dim as its top lanes / warps, where
 // a blocked dim wraps (coordinates are taken modulo its extent): a dim of
 // extent 1 (as Triton keeps a [1, N] row's copies along its 1), else the dim
-// whose lanes (warps) end just below them and that holds nothing above.
+// whose lanes (warps) end just below them and that holds nothing above, else a dim held in
+// registers alone.
 bool placeCopies(std::vector<DimParams> &dims, const std::vector<int64_t> &shape, const std::vector<unsigned> &lanes,
                  const std::vector<unsigned> &warps) {
   if (lanes.empty() && warps.empty()) return true;
@@ -145,6 +146,8 @@ bool placeCopies(std::vector<DimParams> &dims, const std::vector<int64_t> &shape
     if (shape[t] == 1 && fitsAbove(dims[t])) sink = static_cast<int>(t);
   for (size_t t = dims.size(); t-- > 0 && sink < 0;)
     if ((dims[t].tpw > 1 || dims[t].wpc > 1) && fitsAbove(dims[t])) sink = static_cast<int>(t);
+  for (size_t t = 0; t < dims.size() && sink < 0; ++t) // a dim held in registers: every thread has it all
+    if (dims[t].tpw == 1 && dims[t].wpc == 1 && fitsAbove(dims[t])) sink = static_cast<int>(t);
   if (sink < 0) return false;
   DimParams &p = dims[static_cast<size_t>(sink)];
   if (!lanes.empty()) {
@@ -282,7 +285,8 @@ LayoutRef reshapeLayout(const Layout &l, const std::vector<int64_t> &srcShape, c
 std::optional<std::vector<std::pair<unsigned, unsigned>>>
 registersInThread(const Operation &op, unsigned k, const std::vector<DistributedLayout> &operands,
                   const DistributedLayout &result) {
-  if (!isRegisterShapeOp(op.code) || operands.size() != op.operands.size()) return std::nullopt;
+  if (!(isRegisterShapeOp(op.code) || op.code == OpCode::ConvertLayout) || operands.size() != op.operands.size())
+    return std::nullopt;
   const unsigned threads = kWarpSize * result.numWarps();
   for (const DistributedLayout &l : operands)
     if (l.numWarps() != result.numWarps()) return std::nullopt;
@@ -345,12 +349,29 @@ std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const Layout
 }
 
 LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps) {
-  LayoutRef out = asBlocked(result);
+  // A slice of a blocked layout reads as one too (its sliced dim's threads hold copies): a row of
+  // shifts a broadcast spreads over a block, every thread holding all of it.
+  LayoutRef out = result && result->kind == Layout::Kind::Slice && asBlocked(result->parent) ? result : asBlocked(result);
   if (!out || reshape.code != OpCode::Reshape || !reshape.operand(0)->type.isBlock()) return nullptr;
   const auto &srcShape = reshape.operand(0)->type.shape, &dstShape = reshape.result()->type.shape;
   try {
     LayoutRef in = reshapeLayout(*out, dstShape, srcShape, numWarps);
     if (!in || !registersInThread(reshape, 0, {DistributedLayout(*in, srcShape)}, DistributedLayout(*result, dstShape)))
+      return nullptr;
+    return in;
+  } catch (const std::invalid_argument &) {
+    return nullptr;
+  }
+}
+
+LayoutRef inRegisterJoinOperandLayout(const Operation &join, const LayoutRef &result) {
+  LayoutRef out = asBlocked(result);
+  if (!out || join.code != OpCode::Join || join.operands.size() != 2 || !join.operand(0)->type.isBlock()) return nullptr;
+  try {
+    LayoutRef in = splitLayout(*out);
+    if (!in) return nullptr;
+    DistributedLayout operand(*in, join.operand(0)->type.shape);
+    if (!registersInThread(join, 0, {operand, operand}, DistributedLayout(*result, join.result()->type.shape)))
       return nullptr;
     return in;
   } catch (const std::invalid_argument &) {

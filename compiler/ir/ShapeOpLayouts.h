@@ -32,7 +32,8 @@ namespace tessera::ir {
 // True for the ops this file handles.
 bool isRegisterShapeOp(OpCode code);
 
-// For result `k` of shape op `op` (reshape, trans, split, join) in layout
+// For result `k` of shape op `op` (reshape, trans, split, join; or a
+// convert_layout, whose result holds the same elements) in layout
 // `result`, its operands in `operands`: the (operand, register) that holds
 // each result register's element, the same in every thread; nullopt when
 // some thread would need an element another thread holds.
@@ -56,5 +57,9 @@ std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const Layout
 // when there is none. Lets an index block built as tl.arange(0, N).reshape(...)
 // be recomputed in another layout instead of converted.
 LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps);
+
+// Likewise for a join: the layout both operands need for the join to give `result` in registers
+// (the result's with its last dim, two registers of a thread, dropped); nullptr when there is none.
+LayoutRef inRegisterJoinOperandLayout(const Operation &join, const LayoutRef &result);
 
 } // namespace tessera::ir

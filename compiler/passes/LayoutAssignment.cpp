@@ -385,7 +385,7 @@ private:
   // Reshape, trans, split and join choose registers where the operand's
   // layout lets them (compiler/ir/ShapeOpLayouts.h), as Triton's layout
   // propagation does; otherwise their results take the anchor and codegen
-  // moves them through shared memory.
+  // moves them through shared memory (a reshape: a conversion of its operand).
   void assignShapeOp(Operation &op) {
     std::vector<LayoutRef> layouts;
     // A tile read from shared memory (a descriptor load) may be read in any
@@ -397,6 +397,13 @@ private:
     if (op.operand(0)->type.isBlock() && !readFromSharedMemory)
       layouts = inRegisterResultLayouts(op, op.operand(0)->layout, fn_.numWarps);
     if (layouts.empty()) {
+      // A reshape whose operand can be converted to where it gives the anchor in registers is: the
+      // data moves the same (a conversion instead of codegen's round trip), and the conversion of
+      // index math (AWQ's shifts: a broadcast row reshaped) is then recomputed instead.
+      LayoutRef in = op.code == OpCode::Reshape && op.operand(0)->type.isBlock() && !readFromSharedMemory
+                         ? inRegisterReshapeOperandLayout(op, anchor(op.result()->type.rank()), fn_.numWarps)
+                         : nullptr;
+      if (in) convertOperand(op, 0, in);
       for (unsigned i = 0; i < op.results.size(); ++i)
         if (op.result(i)->type.isBlock()) // (split of a <2> block: two scalars)
           setResultLayout(op, i, anchor(op.result(i)->type.rank()));

@@ -193,12 +193,24 @@ public:
         seen.clear();
         if (costWithNarrowLeaves(convert->operand(0), convert->operand(0)->type.numElements(), seen) < 0) {
           seen.clear();
-          if (costInLayout(convert->operand(0), convert->result()->layout, seen) < 0) continue;
+          narrowLeaves_.clear();
+          if (costInLayout(convert->operand(0), convert->result()->layout, seen,
+                           convert->operand(0)->type.numElements()) < 0)
+            continue;
         }
       }
-      Builder b(convert->parent);
-      b.setInsertionPoint(convert->parent, positionOf(*convert));
-      block_ = convert->parent;
+      // A value from before a loop is recomputed before it, once (AWQ's shifts, read in the K loop).
+      Operation *at = convert;
+      Value *source = convert->operand(0);
+      while (Operation *loop = at->parent->parentOp) {
+        if (loop->code != OpCode::For || (source->definingOp ? isInside(source->definingOp, loop)
+                                                             : source->ownerBlock == loop->region(0)))
+          break;
+        at = loop;
+      }
+      Builder b(at->parent);
+      b.setInsertionPoint(at->parent, positionOf(*at));
+      block_ = at->parent;
       Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, candidates);
       replaceAllUsesWith(fn_.body, convert->result(), replacement);
       candidates.insert(convert);
@@ -250,25 +262,30 @@ private:
     return cost <= kMaxRematOps ? cost : -1;
   }
 
-  // rematerialisationCost with the layout each value is wanted in, so that a reshape whose
-  // operand can be put where the reshape only renumbers registers is recomputed too (pointers
-  // built from tl.arange(0, N).reshape(...): converting them would move 8 bytes an element).
-  int costInLayout(Value *v, const LayoutRef &layout, std::set<Value *> &seen) {
+  // rematerialisationCost with the layout each value is wanted in, so that a reshape or join
+  // whose operands can be put where it only renumbers registers is recomputed too (pointers built
+  // from tl.arange(0, N).reshape(...): converting them would move 8 bytes an element; AWQ's shifts,
+  // a broadcast [BY * BX, 8] row reshaped to [BY, 8 * BX], and its zero row widened by
+  // interleaving). As in costWithNarrowLeaves, a value that cannot be recomputed there but is
+  // narrow next to the converted one (`wide` elements: a loaded row) is converted instead.
+  int costInLayout(Value *v, const LayoutRef &layout, std::set<Value *> &seen, int64_t wide) {
     if (!v->type.isBlock() || seen.count(v)) return 0;
     Operation *def = v->definingOp;
-    const bool reshape = def && def->code == OpCode::Reshape;
-    if (isRecarriable(v)) {
-      seen.insert(v);
-      return 2;
-    }
-    if (!def || !(reshape || isRematerialisable(def->code))) return -1;
     seen.insert(v);
-    if (def->code == OpCode::ConvertLayout) return costInLayout(def->operand(0), layout, seen);
-    int cost = 1;
+    if (isRecarriable(v)) return 2;
+    const bool narrow = v->type.numElements() * kNarrowLeafRatio <= wide && v->layout;
+    auto leaf = [&] {
+      narrowLeaves_.insert(v);
+      return 4;
+    };
+    const bool shapeOp = def && (def->code == OpCode::Reshape || def->code == OpCode::Join);
+    if (!def || !(shapeOp || isRematerialisable(def->code))) return narrow ? leaf() : -1;
+    if (def->code == OpCode::ConvertLayout) return costInLayout(def->operand(0), layout, seen, wide);
+    LayoutRef wanted = operandLayout(*def, layout, fn_.numWarps);
+    if (!wanted) return narrow ? leaf() : -1;
+    int cost = v->type.numElements() * kNarrowLeafRatio > wide ? 1 : 0;
     for (Value *operand : def->operands) {
-      LayoutRef wanted = operandLayout(*def, layout, fn_.numWarps);
-      if (!wanted) return -1;
-      int c = costInLayout(operand, wanted, seen);
+      int c = costInLayout(operand, wanted, seen, wide);
       if (c < 0) return -1;
       cost += c;
     }
@@ -297,6 +314,7 @@ private:
     if (def.code == OpCode::ExpandDims)
       return Layout::slice(static_cast<unsigned>(def.intAttr("axis")), layout);
     if (def.code == OpCode::Reshape) return inRegisterReshapeOperandLayout(def, layout, numWarps);
+    if (def.code == OpCode::Join) return inRegisterJoinOperandLayout(def, layout);
     return layout; // elementwise and broadcast: the result's
   }
 
