@@ -281,7 +281,7 @@ private:
       setResultLayout(op, 0, Layout::slice(static_cast<unsigned>(op.intAttr("axis")),
                                            op.operand(0)->layout));
       return;
-    case OpCode::Load: case OpCode::Store:
+    case OpCode::Load: case OpCode::Store: case OpCode::AtomicRMW: // (atomics: seeded by coalesce)
       if (const LayoutRef *l = seed(op)) {
         for (unsigned i = 0; i < op.operands.size(); ++i)
           convertOperand(op, i, *l);
@@ -303,7 +303,7 @@ private:
     // in their operands' layout (as elementwise ops, the default below); data
     // movement and dot (through shared memory) give the anchor; reduce_combine/scan
     // follow operand 0, like reduce.
-    case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
+    case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
     case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
     case OpCode::InlineAsm:  // per element (pack elements of one thread's registers at a time)

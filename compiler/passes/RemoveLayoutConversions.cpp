@@ -439,7 +439,7 @@ void removeLayoutConversions(Function &fn) {
   walk(fn.body, [&](Operation &op) {
     if (op.code == OpCode::Load && op.result()->layout)
       seeds[&op] = op.result()->layout;
-    else if (op.code == OpCode::Store && op.operand(0)->layout)
+    else if ((op.code == OpCode::Store || op.code == OpCode::AtomicRMW) && op.operand(0)->layout)
       seeds[&op] = op.operand(0)->layout;
   });
   assignLayouts(fn, seeds); // drops every conversion, propagates, rematerialises, folds

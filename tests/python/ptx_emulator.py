@@ -10,7 +10,8 @@ is reported as an error.
 Covered: the integer / logic / compare / select / conversion / f16 / f32 / f64 arithmetic of element-wise and
 layout-converting kernels, ld/st on .param / .global / .shared (scalar and vector, predicated, cache hints and
 createpolicy as no-ops), bra, shfl.sync, bar.sync, ret; and for mma.sync GEMMs: cp.async (copied at once, with
-its zero fill; commit_group / wait_group are no-ops in lockstep), ldmatrix (x1/x2/x4, .trans) and
+its zero fill; commit_group / wait_group are no-ops in lockstep), atom.global.add (lane after lane),
+ldmatrix (x1/x2/x4, .trans) and
 mma.sync.aligned.m16n8k16.row.col with f16/bf16 operands into f32 or f16 (computed in float64, rounded once;
 the hardware's f16 accumulation may round in between). Anything else raises NotImplementedError naming the
 instruction, so a kernel is never half-run silently. fma.f32 is computed in float64 and rounded once (exact for
@@ -1010,6 +1011,45 @@ class Executor:
                 lo = _bits(D[:, g + 8 * i, 2 * t].astype(np.float16).reshape(n), "f16")
                 hi = _bits(D[:, g + 8 * i, 2 * t + 1].astype(np.float16).reshape(n), "f16")
                 self.write(tok, lo | (hi << np.uint64(16)), "b32", sel)
+
+    def op_atom(self, ins, m):
+        """atom.add on .global (f32, f16 / bf16 scalars, pairs and vectors, 32-bit integers): the lanes' adds
+        land one after another in lane order, each rounded, as the hardware serialises them."""
+        if "add" not in ins.mods or "global" not in ins.mods:
+            raise NotImplementedError(ins.text)
+        st = self.st
+        ty = self._ty(ins.mods)
+        nvec = self._vec(ins.mods)
+        d, addr_tok, src = ins.args
+        srcs = self._regs_list(src) if src.strip().startswith("{") else [src]
+        dsts = self._regs_list(d) if d.strip().startswith("{") else [d]
+        lanes = 2 if ty in ("f16x2", "bf16x2") else 1
+        elem = {"f16x2": "f16", "bf16x2": "bf16"}.get(ty, ty)
+        width = _TYPES[elem][0] // 8  # bytes of one element
+        kind = _TYPES[elem][1]
+        addrs, _ = self.address(addr_tok)
+        sel = np.ones(st.n, bool) if m is None else m
+        olds = np.zeros((len(dsts), st.n), np.uint64)
+        values = [self.read(x, ty) for x in srcs]
+        for i in np.nonzero(sel)[0]:
+            for k in range(nvec * lanes):
+                bits = (values[k // lanes][i] >> np.uint64(16 * (k % lanes))) & np.uint64(0xFFFF) if lanes == 2 \
+                    else values[k][i]
+                off = st.memory.offsets(np.array([int(addrs[i]) + k * width]), width)[0]
+                cur = np.zeros(1, np.uint64)
+                for b in range(width):
+                    cur |= np.uint64(st.memory.data[off + b]) << np.uint64(8 * b)
+                if kind in ("f", "bf"):
+                    total = _as(cur, elem).astype(np.float64) + _as(np.array([bits]), elem).astype(np.float64)
+                    new = _round_half(total, elem) if width == 2 else _bits(total.astype(np.float32 if width == 4 else np.float64), elem)
+                else:
+                    new = (cur + np.uint64(bits)) & np.uint64((1 << (8 * width)) - 1)
+                for b in range(width):
+                    st.memory.data[off + b] = np.uint8((int(new[0]) >> (8 * b)) & 0xFF)
+                olds[k // lanes, i] |= cur[0] << np.uint64(16 * (k % lanes)) if lanes == 2 else cur[0]
+        for j, dname in enumerate(dsts):
+            if dname != "_":
+                self.write(dname, olds[j], "b%d" % (8 * width * lanes), m)
 
     def op_cvta(self, ins, m):
         d, a = ins.args

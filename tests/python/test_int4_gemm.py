@@ -8,6 +8,7 @@ fp16) compiles to what Triton makes of it:
     masks want (compiler/passes/RemoveLayoutConversions.cpp), the packed B words are read one
     iteration ahead (SoftwarePipelinePrefetch.cpp) and the unpacked B gets its own buffer
     (SoftwarePipelineOperandBuffers.cpp): two barriers an iteration, as Triton's loop has;
+  * split-K partial sums go out as one 16-byte atomic add a thread (Coalesce.cpp, Atomics.cpp);
 and its PTX, run by tests/python/ptx_emulator.py, agrees with numpy."""
 import re
 
@@ -61,9 +62,20 @@ def to_int32(words):
     return np.where(words < 2**31, words, words - 2**32).astype(np.int32)
 
 
-@pytest.mark.parametrize("M, N, K, group", [(40, 64, 256, 128), (32, 32, 96, 32)])
-def test_emulated_ptx_matches_numpy(M, N, K, group):
-    ptx = gemm_ptx()
+def test_split_k_partial_sums_add_a_vector_at_a_time():
+    # the atomic takes the store's coalesced layout (8 consecutive halves a thread) and goes as one
+    # 16-byte vector atomic on sm_90 (PTX 8.1), a pair at a time before
+    ptx = gemm_ptx(8)
+    assert re.search(r"atom\.acq_rel\.gpu\.global\.add\.noftz\.v8\.f16 ", ptx) and ".version 8.1" in ptx
+    assert ptx.count("atom.") == 1
+    ptx80 = gemm_ptx(8, arch="sm_80")
+    assert ptx80.count("atom.acq_rel.gpu.global.add.noftz.f16x2 ") == 4 and ".version 8.0" in ptx80
+
+
+@pytest.mark.parametrize("M, N, K, group, split_k, arch", [(40, 64, 256, 128, 1, "sm_90a"), (32, 32, 96, 32, 1, "sm_90a"),
+                                                          (16, 64, 512, 128, 8, "sm_90a"), (16, 32, 512, 64, 4, "sm_80")])
+def test_emulated_ptx_matches_numpy(M, N, K, group, split_k, arch):
+    ptx = gemm_ptx(split_k, arch)
     order = [0, 4, 1, 5, 2, 6, 3, 7]
     rng = np.random.default_rng(M + K)
     q, z = rng.integers(0, 16, (K, N)), rng.integers(0, 16, (K // group, N))
@@ -71,10 +83,10 @@ def test_emulated_ptx_matches_numpy(M, N, K, group):
     pack = lambda t: sum(t[:, j::8] << (4 * order[j]) for j in range(8))  # noqa: E731
     a = (rng.standard_normal((M, K)) * 0.5).astype(np.float16)
     mem = GlobalMemory()
-    c = mem.alloc(np.full((M, N), np.nan, np.float16))
+    c = mem.alloc(np.full((M, N), np.nan if split_k == 1 else 0, np.float16))
     args = [mem.alloc(a), mem.alloc(to_int32(pack(q))), c, mem.alloc(to_int32(pack(z))), mem.alloc(scales),
             M, N, K, group]
-    run_kernel(ptx, grid=(-(-M // 32) * (N // 32), 1), block=(128,), args=args, memory=mem,
+    run_kernel(ptx, grid=(-(-M // 32) * (N // 32), split_k), block=(128,), args=args, memory=mem,
                shared_bytes=48 * 1024)
     got = mem.read(c, np.float16, M * N).reshape(M, N).astype(np.float64)
     w = ((q - np.repeat(z, group, 0)).astype(np.float16) * np.repeat(scales, group, 0)).astype(np.float16)
