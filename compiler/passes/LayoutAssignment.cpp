@@ -357,18 +357,33 @@ private:
   // Elementwise ops (and load/store) run in the layout of their first block
   // operand that is expensive to recompute, else of their first block
   // operand; the others are converted (index math gets recomputed later).
+  // v is a broadcast of a value with at most a quarter of its elements (a [K, 1] column spread over
+  // [K, N]): converting that value is cheaper than converting another operand.
+  static bool broadcastOfNarrow(const Value *v) {
+    const Operation *def = v->definingOp;
+    return def && def->code == OpCode::Broadcast && def->operand(0)->type.isBlock() &&
+           def->operand(0)->type.numElements() * 4 <= v->type.numElements();
+  }
+
   void assignElementwise(Operation &op) {
     LayoutRef layout;
-    for (Value *v : op.operands) {
-      if (!v->type.isBlock())
-        continue;
-      if (!layout)
-        layout = v->layout;
-      std::set<Value *> seen;
-      if (rematerialisationCost(v, seen) < 0 && !flexible(v)) {
-        layout = v->layout;
-        break;
+    bool found = false;
+    // The layout of an operand that cannot be recomputed, one not broadcast from a narrow value
+    // first (gemlite's GEMV: a * b, with a [K, 1] column of the activations: b keeps its layout).
+    for (bool narrowToo : {false, true}) {
+      for (Value *v : op.operands) {
+        if (!v->type.isBlock() || (!narrowToo && broadcastOfNarrow(v)))
+          continue;
+        if (!layout)
+          layout = v->layout;
+        std::set<Value *> seen;
+        if (rematerialisationCost(v, seen) < 0 && !flexible(v)) {
+          layout = v->layout;
+          found = true;
+          break;
+        }
       }
+      if (found) break;
     }
     if (!layout) { // all-scalar op
       for (auto &r : op.results)

@@ -136,7 +136,7 @@ def parse_entry(ptx, name=None):
                 break
             labels[m.group(1)] = len(instrs)
             stmt = stmt[m.end():]
-        stmt = stmt.strip().lstrip("{}").strip()  # braces of a nested scope ({ .reg .b16 tmp; ... })
+        stmt = stmt.strip().lstrip("{} \t\n")  # braces of nested scopes ({ .reg .b16 tmp; ... }), a closing one too
         while True:
             m = re.match(r"^([$\w]+):\s*", stmt)
             if not m:

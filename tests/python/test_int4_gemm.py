@@ -9,6 +9,9 @@ fp16) compiles to what Triton makes of it:
     iteration ahead (SoftwarePipelinePrefetch.cpp) and the unpacked B gets its own buffer
     (SoftwarePipelineOperandBuffers.cpp): two barriers an iteration, as Triton's loop has;
   * split-K partial sums go out as one 16-byte atomic add a thread (Coalesce.cpp, Atomics.cpp);
+  * a GEMV shaped as gemlite's (a [BK, 1] activation column times the unpacked [BK, BN] weights,
+    summed over K) keeps the weights' layout: the column is converted, not the block, and the sum
+    stays in each thread's registers instead of 320 shuffles (LayoutAssignment.cpp);
 and its PTX, run by tests/python/ptx_emulator.py, agrees with numpy."""
 import re
 
@@ -93,3 +96,36 @@ def test_emulated_ptx_matches_numpy(M, N, K, group, split_k, arch):
     want = a.astype(np.float64) @ w.astype(np.float64)
     # fp16 accumulation over K: a few units in the last place of the partial sums
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=2e-2)
+
+
+GEMV_SIG = "*fp16:16,*i32:16,*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16"
+
+
+def gemv_ptx(arch="sm_90a"):
+    return compile_kernel("int4_gemm.py", "int4_gemv", GEMV_SIG, {"group_size": 128, "BN": 64, "BK": 32}, arch=arch,
+                          extra=["--num-warps", "1", "--num-stages", "1"])
+
+
+def test_gemv_sums_in_registers(tmp_path):
+    ptx = gemv_ptx()
+    assert ptx.count("shfl.sync") <= 8, ptx.count("shfl.sync")  # (the column's layout: 320 before)
+    assert ptx.count("st.shared") <= 2  # at most the [1, BN] sum's conversion for the atomic
+    for arch in ("sm_80", "sm_90a"):
+        assemble(gemv_ptx(arch), arch, tmp_path)
+
+
+@pytest.mark.parametrize("N, K", [(128, 256)])
+def test_emulated_gemv_matches_numpy(N, K):
+    group = 128
+    rng = np.random.default_rng(N + K)
+    q, z = rng.integers(0, 16, (K, N)), rng.integers(0, 16, (K // group, N)).astype(np.float16)
+    scales = (rng.random((K // group, N)) * 0.02 + 0.005).astype(np.float16)
+    packed = sum(q[i::8] << (4 * i) for i in range(8))
+    a = (rng.standard_normal(K) * 0.5).astype(np.float16)
+    mem = GlobalMemory()
+    c = mem.alloc(np.zeros(N, np.float16))
+    args = [mem.alloc(a), mem.alloc(to_int32(packed)), c, mem.alloc(scales), mem.alloc(z), N, K]
+    run_kernel(gemv_ptx(), grid=(N // 64, K // 32), block=(32,), args=args, memory=mem, shared_bytes=48 * 1024)
+    w = ((q.astype(np.float16) - np.repeat(z, group, 0)) * np.repeat(scales, group, 0)).astype(np.float16)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(mem.read(c, np.float16, N).astype(np.float64), want, rtol=1e-2, atol=2e-2)

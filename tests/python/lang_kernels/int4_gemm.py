@@ -52,3 +52,22 @@ def int4_gemm(a_ptr, qw_ptr, c_ptr, qz_ptr, s_ptr, M, N, K, group_size,
         tl.store(c_ptrs, acc.to(acc_type), mask=c_mask)
     else:
         tl.atomic_add(c_ptrs, acc.to(acc_type), mask=c_mask)
+
+
+@jit
+def int4_gemv(a_ptr, qw_ptr, c_ptr, s_ptr, z_ptr, N, K, group_size: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr):
+    """gemlite's GEMV shape: one program per (N block, K block), eight 4-bit values a word along K,
+    the activations a [BK, 1] column, the partial dot a sum over K added to c with atomic_add."""
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    ks = pid_k * BK + tl.arange(0, BK)
+    cols = pid_n * BN + tl.arange(0, BN)
+    a = tl.load(a_ptr + ks[None, :]).reshape((BK, 1))
+    q = tl.load(qw_ptr + (ks[:, None] // 8) * N + cols[None, :])
+    group = pid_k * BK // group_size
+    s = tl.load(s_ptr + group * N + cols[None, :])
+    z = tl.load(z_ptr + group * N + cols[None, :])
+    b = (((q >> ((ks % 8) * 4)[:, None]) & 0xF).to(tl.float16) - z) * s
+    acc = tl.sum(a.to(tl.float32) * b.to(tl.float32), axis=0, keep_dims=True)
+    tl.atomic_add(c_ptr + cols[None, :], acc.to(tl.float16), sem="relaxed")
