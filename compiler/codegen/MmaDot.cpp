@@ -155,9 +155,14 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     unsupported(op, "the accumulator must have the result's layout");
   DistributedLayout out = layoutOf(result, op);
   const unsigned wm = result->layout->warpsPerCTA[0], wn = result->layout->warpsPerCTA[1];
-  if (M % (16 * wm) || N % (8 * wn) || K % kStep)
+  // More warps than 16 x 8 tiles along a dim (a 16 x 16 block on 4 warps, as Triton's [2, 2]):
+  // the extra warps repeat the tiles of the first ones (the layout wraps there, Layout.h).
+  auto fitsWith = [](int64_t extent, int64_t tile, int64_t warps) {
+    return extent % tile == 0 && (extent % (tile * warps) == 0 || (tile * warps) % extent == 0);
+  };
+  if (!fitsWith(M, 16, wm) || !fitsWith(N, 8, wn) || K % kStep)
     unsupported(op, "block shape does not fit mma.sync with these warps");
-  const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
+  const int64_t mTiles = std::max<int64_t>(1, M / (16 * wm)), nTiles = std::max<int64_t>(1, N / (8 * wn));
   const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
   const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8 || fp8; // int8: byte fragments
 
@@ -176,6 +181,8 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
 
   // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
+  if (M < 16 * int64_t{wm}) warpM = b_.CreateAnd(warpM, i32(M / 16 - 1)); // repeating warps
+  if (N < 8 * int64_t{wn}) warpN = b_.CreateAnd(warpN, i32(N / 8 - 1));
   Value *l7 = b_.CreateAnd(lane_, 7), *bit3 = b_.CreateAnd(b_.CreateLShr(lane_, 3), 1);
   Value *bit4 = b_.CreateLShr(lane_, 4);
   Value *g = b_.CreateLShr(lane_, 2), *t = b_.CreateAnd(lane_, 3); // the fragment's (group, thread in group)
