@@ -12,6 +12,10 @@ fp16) compiles to what Triton makes of it:
   * a GEMV shaped as gemlite's (a [BK, 1] activation column times the unpacked [BK, BN] weights,
     summed over K) keeps the weights' layout: the column is converted, not the block, and the sum
     stays in each thread's registers instead of 320 shuffles (LayoutAssignment.cpp);
+  * a small-M GEMM shaped as GPTQ's (16 x 16 blocks on 4 warps, weights gathered through g_idx)
+    runs on mma.sync (warps repeating tiles) and reads the next iteration's g_idx, weight words,
+    zero words and scales while this one computes (SoftwarePipelinePrefetch.cpp: loads whose
+    addresses read a prefetched load, a larger budget where the carried state is small);
 and its PTX, run by tests/python/ptx_emulator.py, agrees with numpy."""
 import re
 
@@ -129,3 +133,43 @@ def test_emulated_gemv_matches_numpy(N, K):
     w = ((q.astype(np.float16) - np.repeat(z, group, 0)) * np.repeat(scales, group, 0)).astype(np.float16)
     want = a.astype(np.float64) @ w.astype(np.float64)
     np.testing.assert_allclose(mem.read(c, np.float16, N).astype(np.float64), want, rtol=1e-2, atol=2e-2)
+
+
+SMALL_M_SIG = "*fp16:16,*i32:16,*fp16:16,*i32:16,*i32:16,*fp16:16,i32"
+
+
+def small_m_ptx(K, N, arch="sm_90a"):
+    cx = {"K": K, "N": N, "GROUPS": K // 128, "BM": 16, "BN": 16, "BK": 256}
+    return compile_kernel("int4_gemm.py", "int4_gemm_small_m", SMALL_M_SIG, cx, arch=arch,
+                          extra=["--num-warps", "4", "--num-stages", "2"])
+
+
+def test_small_m_gemm_reads_ahead_on_tensor_cores(tmp_path):
+    ptx = small_m_ptx(4096, 4096)
+    loop = main_loop(ptx)
+    assert loop.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 16
+    # every global load of the loop (the next iteration's) comes after its last dot
+    assert loop.index("ld.global") > loop.rindex("mma.sync")
+    for arch in ("sm_80", "sm_90a"):
+        assemble(small_m_ptx(4096, 4096, arch), arch, tmp_path)
+
+
+@pytest.mark.parametrize("m", [3, 16])
+def test_emulated_small_m_gemm_matches_numpy(m):
+    K, N, group = 512, 32, 128
+    ng = K // group
+    rng = np.random.default_rng(m)
+    q, z = rng.integers(0, 16, (K, N)), rng.integers(0, 16, (ng, N))
+    scales = (rng.random((ng, N)) * 0.02 + 0.005).astype(np.float16)
+    g_idx = (np.arange(K) // group).astype(np.int32)[rng.permutation(K)]
+    qw = sum(q[i::8] << (4 * i) for i in range(8))
+    qz = sum(z[:, i::8] << (4 * i) for i in range(8))
+    x = (rng.standard_normal((m, K)) * 0.5).astype(np.float16)
+    mem = GlobalMemory()
+    out = mem.alloc(np.full((m, N), np.nan, np.float16))
+    args = [mem.alloc(x), mem.alloc(to_int32(qw)), mem.alloc(scales), mem.alloc(to_int32(qz)), mem.alloc(g_idx), out, m]
+    run_kernel(small_m_ptx(K, N), grid=(1, N // 16), block=(128,), args=args, memory=mem, shared_bytes=96 * 1024)
+    w = ((q - z[g_idx]).astype(np.float32) * scales[g_idx].astype(np.float32)).astype(np.float16)
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(mem.read(out, np.float16, m * N).reshape(m, N).astype(np.float64), want,
+                               rtol=1e-2, atol=1e-2)

@@ -71,3 +71,26 @@ def int4_gemv(a_ptr, qw_ptr, c_ptr, s_ptr, z_ptr, N, K, group_size: tl.constexpr
     b = (((q >> ((ks % 8) * 4)[:, None]) & 0xF).to(tl.float16) - z) * s
     acc = tl.sum(a.to(tl.float32) * b.to(tl.float32), axis=0, keep_dims=True)
     tl.atomic_add(c_ptr + cols[None, :], acc.to(tl.float16), sem="relaxed")
+
+
+@jit
+def int4_gemm_small_m(x_ptr, qw_ptr, s_ptr, qz_ptr, g_idx_ptr, out_ptr, m, K: tl.constexpr, N: tl.constexpr,
+                      GROUPS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """GPTQ's small-M GEMM shape: act-order groups read per K row (g_idx), weight words, zero words
+    and scales gathered by them, one BM x BN block of a few rows (16 x 16 on 4 warps)."""
+    rows_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for chunk in range(tl.cdiv(K, BK)):
+        ks = chunk * BK + tl.arange(0, BK)
+        g = tl.load(g_idx_ptr + ks, ks < K, other=0)
+        wmask = (ks < K)[:, None] & (cols < N)[None, :]
+        words = tl.load(qw_ptr + (ks[:, None] // 8) * N + cols[None, :], wmask, other=0)
+        zwords = tl.load(qz_ptr + g[:, None] * (N // 8) + cols[None, :] // 8, wmask, other=0)
+        s = tl.load(s_ptr + g[:, None] * N + cols[None, :], wmask, other=0).to(tl.float32)
+        codes = (words >> ((ks[:, None] % 8) * 4)) & 15
+        zeros = (zwords >> ((cols[None, :] % 8) * 4)) & 15
+        w = ((codes - zeros).to(tl.float32) * s).to(tl.float16)
+        x = tl.load(x_ptr + rows_m[:, None] * K + ks[None, :], (rows_m < m)[:, None] & (ks < K)[None, :], other=0)
+        acc = tl.dot(x, w, acc)
+    tl.store(out_ptr + rows_m[:, None] * N + cols[None, :], acc.to(tl.float16), (rows_m < m)[:, None] & (cols < N)[None, :])
