@@ -27,6 +27,7 @@
 #include "compiler/ir/ShapeOpLayouts.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -412,10 +413,11 @@ private:
     if (op.operand(0)->type.isBlock() && !readFromSharedMemory)
       layouts = inRegisterResultLayouts(op, op.operand(0)->layout, fn_.numWarps);
     if (layouts.empty()) {
-      // A reshape whose operand can be converted to where it gives the anchor in registers is: the
-      // data moves the same (a conversion instead of codegen's round trip), and the conversion of
-      // index math (AWQ's shifts: a broadcast row reshaped) is then recomputed instead.
-      LayoutRef in = op.code == OpCode::Reshape && op.operand(0)->type.isBlock() && !readFromSharedMemory
+      // A reshape of index math (AWQ's shifts: a broadcast row reshaped) whose operand can be
+      // converted to where it gives the anchor in registers is: the conversion is then recomputed
+      // instead (of other values, codegen's round trip stays: no padded conversion buffer).
+      LayoutRef in = op.code == OpCode::Reshape && op.operand(0)->type.isBlock() && !readFromSharedMemory &&
+                             isIndexMath(op.operand(0))
                          ? inRegisterReshapeOperandLayout(op, anchor(op.result()->type.rank()), fn_.numWarps)
                          : nullptr;
       if (in) convertOperand(op, 0, in);
@@ -429,6 +431,30 @@ private:
     for (unsigned i = 0; i < op.results.size(); ++i)
       if (op.result(i)->type.isBlock())
         setResultLayout(op, i, layouts[i]);
+  }
+
+  // v is computed from ranges and constants alone by a few cheap ops, shape ops among them (AWQ's
+  // shifts), with no memory read: a conversion of it can be recomputed instead.
+  static bool isIndexMath(Value *v) {
+    std::set<Value *> seen;
+    std::function<bool(Value *)> cheap = [&](Value *x) {
+      if (!x->type.isBlock() || !seen.insert(x).second) return true;
+      const Operation *def = x->definingOp;
+      if (!def || seen.size() > 32) return false;
+      switch (def->code) {
+      case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Broadcast:
+      case OpCode::ExpandDims: case OpCode::ConvertLayout: case OpCode::Reshape: case OpCode::Join:
+      case OpCode::Trans: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Shl:
+      case OpCode::Shr: case OpCode::And: case OpCode::Or:
+        break;
+      default:
+        return false;
+      }
+      for (Value *operand : def->operands)
+        if (!cheap(operand)) return false;
+      return true;
+    };
+    return cheap(v);
   }
 
   void assignExpandDims(Operation &op) {
