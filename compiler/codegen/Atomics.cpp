@@ -4,6 +4,10 @@
 // value then reaches every thread that holds a copy through shared memory
 // (skipped when no thread holds copies or the result is unused).
 //   @p atom.<sem>.<scope>.global.<op>.<type> old, [ptr], val (, cmp)
+// A float atomic add whose old values nobody reads (a split-K GEMM's partial
+// sums) goes a vector of a thread's consecutive elements at a time, as
+// Triton's: f16x2 / bf16x2 pairs, on sm_90 up to 16 bytes (.v8.f16, .v4.f32;
+// PTX 8.1).
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -82,6 +86,10 @@ void KernelLowering::lowerAtomic(ir::Operation &op) {
     layout.emplace(layoutOf(ptrValue, op));
   auto raw = [&](Value *v) { return v->getType() == bitsTy ? v : b_.CreateBitCast(v, bitsTy); };
 
+  if (!cas && layout && op.stringAttr("kind") == "add" && elem.isFloatElement() && bits <= 32 &&
+      !valueIsUsed(op.result()) && lowerVectorAtomicAdd(op, *layout, ptrs, vals, masks))
+    return;
+
   Regs old(ptrs.size(), nullptr);
   bool copies = !layout; // a scalar: thread 0 does it, everyone needs it
   for (unsigned r = 0; r < ptrs.size(); ++r) {
@@ -139,6 +147,61 @@ void KernelLowering::lowerAtomic(ir::Operation &op) {
     out.push_back(b_.CreateLoad(valueTy, b_.CreateGEP(valueTy, base, index[r])));
   barrier();
   define(op.result(), std::move(out));
+}
+
+bool KernelLowering::lowerVectorAtomicAdd(ir::Operation &op, const DistributedLayout &layout, const Regs &ptrs,
+                                          const Regs &vals, const Regs *masks) {
+  const ir::Type elem = op.result()->type.element();
+  const unsigned bits = ir::bitWidth(elem.scalar);
+  const bool hopper = arch_ == "sm_90" || arch_ == "sm_90a";
+  unsigned vec = vectorWidth(op, layout, bits, masks != nullptr);
+  vec = std::min(vec, hopper ? 128 / bits : bits == 16 ? 2u : 1u);
+  if (vec < 2) return false;
+  const bool half = bits == 16;
+  const std::string type = elem.scalar == ir::ScalarType::F16 ? "f16" : elem.scalar == ir::ScalarType::BF16 ? "bf16" : "f32";
+  // Before sm_90 only the packed pair: one .b32 of two halves.
+  const bool packed = half && !hopper;
+  const unsigned operands = packed ? 1 : vec;
+  const std::string sem = op.stringAttr("sem"), scope = op.stringAttr("scope");
+  const std::string reg = half && !packed ? "b16" : "b32";
+  std::string text = "{\n\t.reg ." + reg + " old<" + std::to_string(operands) + ">;\n\t@$" +
+                     std::to_string(operands + 1) + " atom." + sem + "." + scope + ".global.add" +
+                     (half ? ".noftz" : "") + (packed ? "." + type + "x2" : ".v" + std::to_string(vec) + "." + type) + " ";
+  std::string olds, news;
+  for (unsigned i = 0; i < operands; ++i) {
+    olds += (i ? ", old" : "old") + std::to_string(i);
+    news += (i ? ", $" : "$") + std::to_string(i + 1);
+  }
+  text += operands == 1 ? olds + ", [$0], " + news + ";\n\t}" : "{" + olds + "}, [$0], {" + news + "};\n\t}";
+  Type *unitTy = packed ? b_.getInt32Ty() : b_.getIntNTy(bits);
+  std::vector<Type *> params = {PointerType::get(ctx_, 1)};
+  std::string constraints = "l";
+  for (unsigned i = 0; i < operands; ++i) {
+    params.push_back(unitTy);
+    constraints += half && !packed ? ",h" : ",r";
+  }
+  params.push_back(b_.getInt1Ty());
+  constraints += ",b,~{memory}";
+  InlineAsm *atom = InlineAsm::get(FunctionType::get(b_.getVoidTy(), params, false), text, constraints, true);
+  for (unsigned r = 0; r < ptrs.size(); r += vec) {
+    if (layout.isDuplicateRegister(r)) continue; // a vector is all copies or all owned (vectorWidth)
+    Value *pred = ownerPredicate(layout, r);
+    if (masks) pred = andPredicates(pred, (*masks)[r]);
+    std::vector<Value *> args = {ptrs[r]};
+    auto raw = [&](Value *v) { return b_.CreateBitCast(v, b_.getIntNTy(bits)); };
+    if (packed) {
+      Value *pair = b_.CreateOr(b_.CreateZExt(raw(vals[r]), b_.getInt32Ty()),
+                                b_.CreateShl(b_.CreateZExt(raw(vals[r + 1]), b_.getInt32Ty()), 16));
+      args.push_back(pair);
+    } else {
+      for (unsigned i = 0; i < vec; ++i) args.push_back(raw(vals[r + i]));
+    }
+    args.push_back(pred ? pred : b_.getTrue());
+    b_.CreateCall(atom, args);
+  }
+  Type *valueTy = elementType(elem, &op);
+  define(op.result(), Regs(ptrs.size(), UndefValue::get(valueTy)));
+  return true;
 }
 
 } // namespace tessera::codegen

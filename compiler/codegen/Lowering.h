@@ -288,6 +288,8 @@ private:
   void waitMbarrier(llvm::Value *bar, llvm::Value *parity); // spins on try_wait.parity
   // Atomics.cpp
   void lowerAtomic(ir::Operation &op);
+  bool lowerVectorAtomicAdd(ir::Operation &op, const DistributedLayout &layout, const Regs &ptrs, const Regs &vals,
+                            const Regs *masks);
   // DebugOps.cpp: print, assert, assume, barrier
   void lowerDebugOp(ir::Operation &op);
   llvm::Value *formatString(const std::string &text);

@@ -1,6 +1,6 @@
 // Tensor-core dot (docs/tensor-cores.md): dot(a <MxK>, b <KxN>, acc <MxN>)
 // whose result has an #mma<version=2, wpc=[wm, wn]> layout (set by
-// compiler/passes/AccelerateDot.cpp): mma.sync m16n8k16 (f16/bf16), m16n8k8
+// compiler/passes/AccelerateDot.cpp): mma.sync m16n8k16 (f16/bf16; f16 also into f16), m16n8k8
 // (tf32) or m16n8k32 (int8; fp8 e4m3/e5m2 on sm_89+, PTX 8.4).
 //
 //  1. the operand tiles: straight from the pipeline's shared buffers
@@ -155,9 +155,14 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
     unsupported(op, "the accumulator must have the result's layout");
   DistributedLayout out = layoutOf(result, op);
   const unsigned wm = result->layout->warpsPerCTA[0], wn = result->layout->warpsPerCTA[1];
-  if (M % (16 * wm) || N % (8 * wn) || K % kStep)
+  // More warps than 16 x 8 tiles along a dim (a 16 x 16 block on 4 warps, as Triton's [2, 2]):
+  // the extra warps repeat the tiles of the first ones (the layout wraps there, Layout.h).
+  auto fitsWith = [](int64_t extent, int64_t tile, int64_t warps) {
+    return extent % tile == 0 && (extent % (tile * warps) == 0 || (tile * warps) % extent == 0);
+  };
+  if (!fitsWith(M, 16, wm) || !fitsWith(N, 8, wn) || K % kStep)
     unsupported(op, "block shape does not fit mma.sync with these warps");
-  const int64_t mTiles = M / (16 * wm), nTiles = N / (8 * wn);
+  const int64_t mTiles = std::max<int64_t>(1, M / (16 * wm)), nTiles = std::max<int64_t>(1, N / (8 * wn));
   const unsigned elemBits = bitWidth(in), elemBytes = elemBits / 8;
   const bool tf32 = in == ir::ScalarType::F32, int8 = in == ir::ScalarType::I8 || fp8; // int8: byte fragments
 
@@ -176,6 +181,8 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
 
   // Per-lane ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8).
   Value *warpM = warpIndex(out.dim(0)), *warpN = warpIndex(out.dim(1));
+  if (M < 16 * int64_t{wm}) warpM = b_.CreateAnd(warpM, i32(M / 16 - 1)); // repeating warps
+  if (N < 8 * int64_t{wn}) warpN = b_.CreateAnd(warpN, i32(N / 8 - 1));
   Value *l7 = b_.CreateAnd(lane_, 7), *bit3 = b_.CreateAnd(b_.CreateLShr(lane_, 3), 1);
   Value *bit4 = b_.CreateLShr(lane_, 4);
   Value *g = b_.CreateLShr(lane_, 2), *t = b_.CreateAnd(lane_, 3); // the fragment's (group, thread in group)
@@ -227,22 +234,45 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
   };
 
   // The instruction: m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 s8; A is 4
-  // .b32 registers and B 2 in each, C/D 4 f32 or s32.
+  // .b32 registers and B 2 in each, C/D 4 f32 or s32, or for an f16
+  // accumulator (out_dtype=tl.float16) 2 .b32 holding f16 pairs (c0 c1, c2 c3).
+  const bool f16Acc = outType == ir::ScalarType::F16;
   std::string shape = "m16n8k" + std::to_string(kStep), types;
   if (tf32) types = "f32.tf32.tf32.f32";
   else if (fp8)
     types = std::string("f32.") + (in == ir::ScalarType::F8E4M3 ? "e4m3." : "e5m2.") +
             (inB == ir::ScalarType::F8E4M3 ? "e4m3" : "e5m2") + ".f32";
   else if (int8) types = "s32.s8.s8.s32";
+  else if (f16Acc) types = "f16.f16.f16.f16";
   else types = std::string("f32.") + (in == ir::ScalarType::F16 ? "f16.f16" : "bf16.bf16") + ".f32";
   const bool intAcc = int8 && !fp8;
-  Type *accTy = intAcc ? i32Ty : f32Ty;
-  const char *accCons = intAcc ? "=r,=r,=r,=r" : "=f,=f,=f,=f";
-  FunctionType *mmaTy = FunctionType::get(StructType::get(ctx_, {accTy, accTy, accTy, accTy}),
-                                          {i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, i32Ty, accTy, accTy, accTy, accTy}, false);
-  InlineAsm *mma = InlineAsm::get(mmaTy, "mma.sync.aligned." + shape + ".row.col." + types +
-                                             " {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
-                                  std::string(accCons) + ",r,r,r,r,r,r,0,1,2,3", /*hasSideEffects=*/false);
+  Type *accTy = intAcc || f16Acc ? i32Ty : f32Ty;
+  const unsigned accWords = f16Acc ? 2 : 4;
+  std::vector<Type *> accTys(accWords, accTy);
+  std::vector<Type *> argTys(6, i32Ty);
+  argTys.insert(argTys.end(), accWords, accTy);
+  std::string text = "mma.sync.aligned." + shape + ".row.col." + types + " {", cons;
+  for (unsigned i = 0; i < accWords; ++i) {
+    text += (i ? ",$" : "$") + std::to_string(i);
+    cons += std::string(accTy == f32Ty ? "=f" : "=r") + ",";
+  }
+  const unsigned a0 = accWords;
+  text += "}, {$" + std::to_string(a0) + ",$" + std::to_string(a0 + 1) + ",$" + std::to_string(a0 + 2) + ",$" +
+          std::to_string(a0 + 3) + "}, {$" + std::to_string(a0 + 4) + ",$" + std::to_string(a0 + 5) + "}, {";
+  cons += "r,r,r,r,r,r";
+  for (unsigned i = 0; i < accWords; ++i) {
+    text += (i ? ",$" : "$") + std::to_string(a0 + 6 + i);
+    cons += "," + std::to_string(i);
+  }
+  text += "};";
+  InlineAsm *mma = InlineAsm::get(FunctionType::get(StructType::get(ctx_, accTys), argTys, false), text, cons,
+                                  /*hasSideEffects=*/false);
+  // f16 accumulator registers <-> the instruction's f16x2 words.
+  Type *halfPairTy = FixedVectorType::get(b_.getHalfTy(), 2);
+  auto packHalves = [&](Value *lo, Value *hi) {
+    Value *v = b_.CreateInsertElement(PoisonValue::get(halfPairTy), lo, uint64_t{0});
+    return b_.CreateBitCast(b_.CreateInsertElement(v, hi, uint64_t{1}), i32Ty);
+  };
 
   // C fragment register c (h = c / 2, j = c % 2) of tile (mi, ni).
   auto regOf = [&](int64_t mi, int64_t ni, unsigned c) {
@@ -313,6 +343,17 @@ void KernelLowering::lowerMmaDot(ir::Operation &op) {
       for (int64_t ni = 0; ni < nTiles; ++ni) {
         std::vector<Value *> args(aFrag[mi].begin(), aFrag[mi].end());
         args.insert(args.end(), bFrag[ni].begin(), bFrag[ni].end());
+        if (f16Acc) {
+          for (unsigned c = 0; c < 4; c += 2)
+            args.push_back(packHalves(accRegs[regOf(mi, ni, c)], accRegs[regOf(mi, ni, c + 1)]));
+          Value *d = b_.CreateCall(mma, args);
+          for (unsigned c = 0; c < 4; c += 2) {
+            Value *pair = b_.CreateBitCast(b_.CreateExtractValue(d, c / 2), halfPairTy);
+            accRegs[regOf(mi, ni, c)] = b_.CreateExtractElement(pair, uint64_t{0});
+            accRegs[regOf(mi, ni, c + 1)] = b_.CreateExtractElement(pair, uint64_t{1});
+          }
+          continue;
+        }
         for (unsigned c = 0; c < 4; ++c)
           args.push_back(accRegs[regOf(mi, ni, c)]);
         Value *d = b_.CreateCall(mma, args);

@@ -196,6 +196,9 @@ std::string emitPTX(llvm::Module &module, llvm::TargetMachine &machine) {
   const std::string oldVersion = ".version 8.0\n";
   if (text.find("mma.sync.aligned.m16n8k32.row.col.f32.e") != std::string::npos)
     if (size_t at = text.find(oldVersion); at != std::string::npos) text.replace(at, oldVersion.size(), ".version 8.4\n");
+  // Vector atomics (Atomics.cpp, sm_90) came with PTX 8.1.
+  if (text.find(".global.add.noftz.v") != std::string::npos || text.find(".global.add.v") != std::string::npos)
+    if (size_t at = text.find(oldVersion); at != std::string::npos) text.replace(at, oldVersion.size(), ".version 8.1\n");
   return text;
 }
 

@@ -7,6 +7,7 @@
 // runs along the last dim as vectors), a barrier, every thread loads the
 // elements its new layout wants, and a barrier before the space is reused.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/ir/ShapeOpLayouts.h"
 
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -84,6 +85,15 @@ void KernelLowering::lowerThroughSharedMemory(ir::Operation &op) {
     return;
   }
   DistributedLayout from = layoutOf(src, op), to = layoutOf(dst, op);
+  // Every thread already holds the elements it wants (a row that both layouts keep whole in each
+  // thread, in another register order): a choice of registers.
+  if (op.code == ir::OpCode::ConvertLayout)
+    if (auto picks = ir::registersInThread(op, 0, {from}, to)) {
+      Regs out;
+      for (auto [operand, reg] : *picks) out.push_back(in[reg]);
+      define(dst, std::move(out));
+      return;
+    }
   const ir::Type elem = src->type.element();
   Type *memTy = memoryType(elem, &op);
   const unsigned elemBytes = memTy->isPointerTy() ? 8 : memTy->getPrimitiveSizeInBits() / 8;

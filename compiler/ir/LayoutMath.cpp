@@ -198,6 +198,7 @@ std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLa
 
 int64_t mmaKStep(ScalarType in, ScalarType out, const std::string &inputPrecision) {
   if ((in == ScalarType::F16 || in == ScalarType::BF16) && out == ScalarType::F32) return 16; // m16n8k16
+  if (in == ScalarType::F16 && out == ScalarType::F16) return 16;                             // m16n8k16 f16 acc
   if (in == ScalarType::F32 && out == ScalarType::F32 && inputPrecision == "tf32") return 8;   // m16n8k8 tf32
   if (in == ScalarType::I8 && out == ScalarType::I32) return 32;                               // m16n8k32 s8
   return 0;

@@ -118,7 +118,7 @@ std::array<std::array<unsigned, 2>, 4> mmaAFragmentRegisters(const DistributedLa
                                                              int64_t ks);
 
 // The k extent of one mma.sync for inputs `in` accumulating into `out`
-// (16 for f16/bf16 -> f32, 8 for tf32, 32 for i8 -> i32), or 0 when no
+// (16 for f16/bf16 -> f32 and f16 -> f16, 8 for tf32, 32 for i8 -> i32), or 0 when no
 // tensor-core instruction fits. input_precision "ieee"/"tf32x3" keep f32
 // dots exact (FMA lowering). Accelerate-dot picks dots by it; codegen
 // issues that instruction.

@@ -16,7 +16,7 @@ namespace {
 std::pair<unsigned, int64_t> sourceOf(const Operation &op, unsigned k, std::vector<int64_t> c) {
   const std::vector<int64_t> &srcShape = op.operand(0)->type.shape;
   switch (op.code) {
-  case OpCode::Reshape: // the row-major index is kept
+  case OpCode::Reshape: case OpCode::ConvertLayout: // the row-major index is kept
     return {0, linearIndex(c, op.result(k)->type.shape)};
   case OpCode::Trans: { // result dim i is operand dim order[i]
     const std::vector<int64_t> &order = op.arrayAttr("order");
@@ -116,6 +116,51 @@ LayoutRef joinLayout(const Layout &l) {
   return makeBlocked(spt, tpw, wpc, order, inter);
 }
 
+// Consecutive id bits starting at `first` (an empty list is).
+bool consecutive(const std::vector<unsigned> &ids) {
+  for (size_t i = 1; i < ids.size(); ++i)
+    if (ids[i] != ids[i - 1] + 1) return false;
+  return true;
+}
+
+// Gives the copy lane / warp bits to one dim as its top lanes / warps, where
+// a blocked dim wraps (coordinates are taken modulo its extent): a dim of
+// extent 1 (as Triton keeps a [1, N] row's copies along its 1), else the dim
+// whose lanes (warps) end just below them and that holds nothing above, else a dim held in
+// registers alone.
+bool placeCopies(std::vector<DimParams> &dims, const std::vector<int64_t> &shape, const std::vector<unsigned> &lanes,
+                 const std::vector<unsigned> &warps) {
+  if (lanes.empty() && warps.empty()) return true;
+  if (!consecutive(lanes) || !consecutive(warps)) return false;
+  auto fitsAbove = [&](const DimParams &p) {
+    if (p.interleave) return false;
+    if (!lanes.empty() && p.tpw > 1 && p.laneStart + static_cast<int>(log2Exact(p.tpw)) != static_cast<int>(lanes[0]))
+      return false;
+    if (!lanes.empty() && p.wpc > 1) return false; // lanes would go above its warps
+    if (!warps.empty() && p.wpc > 1 && p.warpStart + static_cast<int>(log2Exact(p.wpc)) != static_cast<int>(warps[0]))
+      return false;
+    return true;
+  };
+  int sink = -1;
+  for (size_t t = 0; t < dims.size() && sink < 0; ++t)
+    if (shape[t] == 1 && fitsAbove(dims[t])) sink = static_cast<int>(t);
+  for (size_t t = dims.size(); t-- > 0 && sink < 0;)
+    if ((dims[t].tpw > 1 || dims[t].wpc > 1) && fitsAbove(dims[t])) sink = static_cast<int>(t);
+  for (size_t t = 0; t < dims.size() && sink < 0; ++t) // a dim held in registers: every thread has it all
+    if (dims[t].tpw == 1 && dims[t].wpc == 1 && fitsAbove(dims[t])) sink = static_cast<int>(t);
+  if (sink < 0) return false;
+  DimParams &p = dims[static_cast<size_t>(sink)];
+  if (!lanes.empty()) {
+    if (p.tpw == 1) p.laneStart = static_cast<int>(lanes[0]);
+    p.tpw <<= lanes.size();
+  }
+  if (!warps.empty()) {
+    if (p.wpc == 1) p.warpStart = static_cast<int>(warps[0]);
+    p.wpc <<= warps.size();
+  }
+  return true;
+}
+
 // See the header: read the operand layout as a map from (register, lane,
 // warp) bits to row-major index bits, cut the index bits into the result's
 // dims and read each dim's bits as a blocked dim.
@@ -129,10 +174,18 @@ LayoutRef reshapeLayout(const Layout &l, const std::vector<int64_t> &srcShape, c
   enum class Role { None, Reg, Lane, Warp };
   std::vector<Role> role(bits, Role::None);
   std::vector<unsigned> which(bits, 0); // the lane / warp id bit
+  // Lane and warp id bits that set no index bit: those threads hold copies
+  // (a [1, N] row on threads along both dims). Copied registers are left out.
+  std::vector<unsigned> copyLanes, copyWarps;
   // One input bit: the index bit it sets (it must set exactly one, not yet taken).
   auto place = [&](unsigned tid, unsigned reg, Role r, unsigned bit) {
     const int64_t index = linearIndex(src.coordinates(tid, reg), srcShape);
-    if (!isPowerOfTwo(index)) return false; // a copy (0) or not a single bit
+    if (index == 0) {
+      if (r == Role::Lane) copyLanes.push_back(bit);
+      if (r == Role::Warp) copyWarps.push_back(bit);
+      return true;
+    }
+    if (!isPowerOfTwo(index)) return false; // not a single bit
     const unsigned b = log2Exact(index);
     if (role[b] != Role::None) return false;
     role[b] = r;
@@ -194,6 +247,7 @@ LayoutRef reshapeLayout(const Layout &l, const std::vector<int64_t> &srcShape, c
     }
     lo = hi;
   }
+  if (!placeCopies(dims, dstShape, copyLanes, copyWarps)) return nullptr;
 
   // One order numbers both lanes and warps: each dim's lanes (warps) start
   // where the dims before it in the order end.
@@ -231,7 +285,8 @@ LayoutRef reshapeLayout(const Layout &l, const std::vector<int64_t> &srcShape, c
 std::optional<std::vector<std::pair<unsigned, unsigned>>>
 registersInThread(const Operation &op, unsigned k, const std::vector<DistributedLayout> &operands,
                   const DistributedLayout &result) {
-  if (!isRegisterShapeOp(op.code) || operands.size() != op.operands.size()) return std::nullopt;
+  if (!(isRegisterShapeOp(op.code) || op.code == OpCode::ConvertLayout) || operands.size() != op.operands.size())
+    return std::nullopt;
   const unsigned threads = kWarpSize * result.numWarps();
   for (const DistributedLayout &l : operands)
     if (l.numWarps() != result.numWarps()) return std::nullopt;
@@ -294,12 +349,29 @@ std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const Layout
 }
 
 LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps) {
-  LayoutRef out = asBlocked(result);
+  // A slice of a blocked layout reads as one too (its sliced dim's threads hold copies): a row of
+  // shifts a broadcast spreads over a block, every thread holding all of it.
+  LayoutRef out = result && result->kind == Layout::Kind::Slice && asBlocked(result->parent) ? result : asBlocked(result);
   if (!out || reshape.code != OpCode::Reshape || !reshape.operand(0)->type.isBlock()) return nullptr;
   const auto &srcShape = reshape.operand(0)->type.shape, &dstShape = reshape.result()->type.shape;
   try {
     LayoutRef in = reshapeLayout(*out, dstShape, srcShape, numWarps);
     if (!in || !registersInThread(reshape, 0, {DistributedLayout(*in, srcShape)}, DistributedLayout(*result, dstShape)))
+      return nullptr;
+    return in;
+  } catch (const std::invalid_argument &) {
+    return nullptr;
+  }
+}
+
+LayoutRef inRegisterJoinOperandLayout(const Operation &join, const LayoutRef &result) {
+  LayoutRef out = asBlocked(result);
+  if (!out || join.code != OpCode::Join || join.operands.size() != 2 || !join.operand(0)->type.isBlock()) return nullptr;
+  try {
+    LayoutRef in = splitLayout(*out);
+    if (!in) return nullptr;
+    DistributedLayout operand(*in, join.operand(0)->type.shape);
+    if (!registersInThread(join, 0, {operand, operand}, DistributedLayout(*result, join.result()->type.shape)))
       return nullptr;
     return in;
   } catch (const std::invalid_argument &) {

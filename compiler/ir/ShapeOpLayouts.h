@@ -14,7 +14,8 @@
 // bits read, from the lowest: registers, lanes, warps, registers (or lanes,
 // registers, warps, registers: an interleaved dim, as the wgmma accumulator's
 // rows), with each dim's lanes (warps) a consecutive run of the lane (warp)
-// id's bits. trans permutes the dims; split drops, and join adds, a last dim
+// id's bits. Lane and warp bits that give no index bit (threads holding
+// copies) are placed where a blocked dim wraps. trans permutes the dims; split drops, and join adds, a last dim
 // of 2 held in one thread's registers.
 #pragma once
 
@@ -31,7 +32,8 @@ namespace tessera::ir {
 // True for the ops this file handles.
 bool isRegisterShapeOp(OpCode code);
 
-// For result `k` of shape op `op` (reshape, trans, split, join) in layout
+// For result `k` of shape op `op` (reshape, trans, split, join; or a
+// convert_layout, whose result holds the same elements) in layout
 // `result`, its operands in `operands`: the (operand, register) that holds
 // each result register's element, the same in every thread; nullopt when
 // some thread would need an element another thread holds.
@@ -42,7 +44,9 @@ registersInThread(const Operation &op, unsigned k, const std::vector<Distributed
 // Layouts for op's results (one per result) that make it a choice of
 // registers when its operands are in `operandLayout` (join: both operands);
 // empty when that layout allows none (slices, elements spread over threads
-// along a split dim, a reshape whose bits make no blocked layout, copies).
+// along a split dim, a reshape whose bits make no blocked layout). Threads
+// holding copies (a [1, N] row) keep them: the copies' lanes and warps go to
+// a dim of extent 1, else on top of a dim's own, where they wrap.
 // A 2-D result register-for-register equal to the wgmma accumulator is given
 // as that #mma layout.
 std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const LayoutRef &operandLayout,
@@ -53,5 +57,9 @@ std::vector<LayoutRef> inRegisterResultLayouts(const Operation &op, const Layout
 // when there is none. Lets an index block built as tl.arange(0, N).reshape(...)
 // be recomputed in another layout instead of converted.
 LayoutRef inRegisterReshapeOperandLayout(const Operation &reshape, const LayoutRef &result, unsigned numWarps);
+
+// Likewise for a join: the layout both operands need for the join to give `result` in registers
+// (the result's with its last dim, two registers of a thread, dropped); nullptr when there is none.
+LayoutRef inRegisterJoinOperandLayout(const Operation &join, const LayoutRef &result);
 
 } // namespace tessera::ir

@@ -1,9 +1,10 @@
 // Accelerate-dot (runs after remove-layout-conversions). For every
 // dot(a <MxK>, b <KxN>, acc <MxN>) that an mma.sync shape covers (mmaKStep:
-// f16/bf16 -> f32 in k-steps of 16, f32 with input_precision "tf32" -> f32
+// f16/bf16 -> f32 and f16 -> f16 in k-steps of 16, f32 with input_precision "tf32" -> f32
 // in k-steps of 8, i8 -> i32 in k-steps of 32), with M % 16 == 0,
-// N % 8 == 0, K a multiple of the k-step and warps that fit
-// (16 * wpc[0] <= M, 8 * wpc[1] <= N), on sm_80+:
+// N % 8 == 0, K a multiple of the k-step, on sm_80+ (warps split M and N
+// into 16 x 8 tiles; where there are fewer tiles than warps, the extra warps
+// repeat tiles, as Triton's do: a 16 x 16 block on 4 warps is wpc = [2, 2]):
 //   * the result gets #mma<version=2, wpc=[wm, wn]> (mma.sync m16n8k16
 //     accumulator fragments, compiler/ir/Layout.h);
 //   * `x + dot(a, b, 0)` (`acc += tl.dot(a, b)`, `acc * alpha + tl.dot(p, v)`)
@@ -74,13 +75,21 @@ int archNumber(const std::string &arch) {
 
 // Warps over [M, N]: split the dim whose per-warp extent (in mma tiles of
 // 16 x 8 elements, counted in elements) is larger, while it still fits.
+// When the block has fewer 16 x 8 tiles than warps (GPTQ's 16 x 16 small-M GEMM on 4 warps), the
+// extra warps repeat tiles, along M first, then N (Triton's [2, 2] there); codegen (MmaDot.cpp)
+// wraps their tile indices.
 bool chooseWarps(int64_t M, int64_t N, unsigned numWarps, unsigned &wm, unsigned &wn) {
   wm = wn = 1;
   while (wm * wn < numWarps) {
     bool canM = M % (16 * int64_t{wm} * 2) == 0, canN = N % (8 * int64_t{wn} * 2) == 0;
     if (canM && (M / wm >= N / wn || !canN)) wm *= 2;
     else if (canN) wn *= 2;
-    else return false;
+    else break;
+  }
+  for (bool alongM = true; wm * wn < numWarps; alongM = !alongM) {
+    if (M % 16 || N % 8) return false;
+    if (alongM) wm *= 2;
+    else wn *= 2;
   }
   return true;
 }

@@ -1,5 +1,6 @@
 // Axis analysis: the axis info of the kernel's values (compiler/ir/AxisInfo.h)
-// that later stages need, written as attributes of block loads and stores so
+// that later stages need, written as attributes of block loads, stores and
+// atomic read-modify-writes (codegen vectorises atomic adds by them) so
 // the printer (and the golden tests) show them:
 //   contiguity = [..]      of the pointer, in elements
 //   alignment = [..]       the pointer's divisibility, in bytes
@@ -31,7 +32,7 @@ void annotate(Operation &op, const AxisInfoAnalysis &axes) {
 void analyzeAxes(Function &fn) {
   const AxisInfoAnalysis axes(fn);
   walk(fn.body, [&](Operation &op) {
-    if (op.code == OpCode::Load || op.code == OpCode::Store) annotate(op, axes);
+    if (op.code == OpCode::Load || op.code == OpCode::Store || op.code == OpCode::AtomicRMW) annotate(op, axes);
   });
 }
 

@@ -1,10 +1,11 @@
-// Coalesce (Triton's pass of that name): gives every block load and store a
-// blocked layout made for the memory system. Its fastest dim (order[0]) is
+// Coalesce (Triton's pass of that name): gives every block load, store and
+// atomic read-modify-write a blocked layout made for the memory system. Its fastest dim (order[0]) is
 // the pointer's most contiguous dim, so the lanes of a warp touch
 // consecutive addresses; along it each thread holds as many consecutive
 // elements as the axis analysis proves contiguous and aligned, up to 16
 // bytes (4 x fp32, 8 x bf16/fp16), so codegen can emit one 128-bit access
-// per thread (ld.global.v4.b32).
+// per thread (ld.global.v4.b32; for a float atomic add on sm_90,
+// atom.global.add.noftz.v8.f16). An atomic is sized as a store is.
 //
 // Accesses of one shape and order share the widest such vector (a bf16
 // load and the fp32 store of the same tile then agree), but never more than
@@ -66,7 +67,8 @@ public:
   void run() {
     std::vector<Access> accesses;
     walk(fn_.body, [&](Operation &op) {
-      if ((op.code != OpCode::Load && op.code != OpCode::Store) || !op.operand(0)->type.isBlock() ||
+      const bool access = op.code == OpCode::Load || op.code == OpCode::Store || op.code == OpCode::AtomicRMW;
+      if (!access || !op.operand(0)->type.isBlock() ||
           !op.hasAttr("contiguity") || !op.hasAttr("alignment"))
         return;
       const std::vector<int64_t> &shape = op.operand(0)->type.shape;
@@ -81,7 +83,7 @@ public:
       int64_t elements = Type(ScalarType::I32).withShape(a.shape).numElements();
       int64_t threads = int64_t{ir::kWarpSize} * fn_.numWarps;
       perThread = static_cast<unsigned>(std::min<int64_t>(perThread, std::max<int64_t>(1, elements / threads)));
-      if (a.op->code == OpCode::Store)
+      if (a.op->code != OpCode::Load)
         perThread = std::min(perThread, a.vector);
       std::vector<unsigned> spt(a.shape.size(), 1);
       spt[a.order[0]] = perThread;
@@ -106,7 +108,7 @@ private:
     const LayoutRef &current = op.code == OpCode::Load ? op.result()->layout : op.operand(0)->layout;
     if (!current || sameLayout(current, layout)) return; // (no layouts: nothing to refine)
     for (Value *&v : op.operands) v = convertBefore(op, v, layout);
-    if (op.code != OpCode::Load) return;
+    if (op.code == OpCode::Store) return;
     // Users keep the old layout for now, through a conversion.
     Value *result = op.result();
     LayoutRef old = result->layout;

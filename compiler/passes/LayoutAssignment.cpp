@@ -27,6 +27,7 @@
 #include "compiler/ir/ShapeOpLayouts.h"
 #include "compiler/passes/RemoveLayoutConversions.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -281,7 +282,7 @@ private:
       setResultLayout(op, 0, Layout::slice(static_cast<unsigned>(op.intAttr("axis")),
                                            op.operand(0)->layout));
       return;
-    case OpCode::Load: case OpCode::Store:
+    case OpCode::Load: case OpCode::Store: case OpCode::AtomicRMW: // (atomics: seeded by coalesce)
       if (const LayoutRef *l = seed(op)) {
         for (unsigned i = 0; i < op.operands.size(); ++i)
           convertOperand(op, i, *l);
@@ -303,7 +304,7 @@ private:
     // in their operands' layout (as elementwise ops, the default below); data
     // movement and dot (through shared memory) give the anchor; reduce_combine/scan
     // follow operand 0, like reduce.
-    case OpCode::AtomicRMW: case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
+    case OpCode::AtomicCAS: case OpCode::Print: case OpCode::Assert:
     case OpCode::Assume: case OpCode::Barrier:
     case OpCode::DescStore: // written to shared memory (codegen): the value's layout will do
     case OpCode::InlineAsm:  // per element (pack elements of one thread's registers at a time)
@@ -357,18 +358,33 @@ private:
   // Elementwise ops (and load/store) run in the layout of their first block
   // operand that is expensive to recompute, else of their first block
   // operand; the others are converted (index math gets recomputed later).
+  // v is a broadcast of a value with at most a quarter of its elements (a [K, 1] column spread over
+  // [K, N]): converting that value is cheaper than converting another operand.
+  static bool broadcastOfNarrow(const Value *v) {
+    const Operation *def = v->definingOp;
+    return def && def->code == OpCode::Broadcast && def->operand(0)->type.isBlock() &&
+           def->operand(0)->type.numElements() * 4 <= v->type.numElements();
+  }
+
   void assignElementwise(Operation &op) {
     LayoutRef layout;
-    for (Value *v : op.operands) {
-      if (!v->type.isBlock())
-        continue;
-      if (!layout)
-        layout = v->layout;
-      std::set<Value *> seen;
-      if (rematerialisationCost(v, seen) < 0 && !flexible(v)) {
-        layout = v->layout;
-        break;
+    bool found = false;
+    // The layout of an operand that cannot be recomputed, one not broadcast from a narrow value
+    // first (gemlite's GEMV: a * b, with a [K, 1] column of the activations: b keeps its layout).
+    for (bool narrowToo : {false, true}) {
+      for (Value *v : op.operands) {
+        if (!v->type.isBlock() || (!narrowToo && broadcastOfNarrow(v)))
+          continue;
+        if (!layout)
+          layout = v->layout;
+        std::set<Value *> seen;
+        if (rematerialisationCost(v, seen) < 0 && !flexible(v)) {
+          layout = v->layout;
+          found = true;
+          break;
+        }
       }
+      if (found) break;
     }
     if (!layout) { // all-scalar op
       for (auto &r : op.results)
@@ -385,7 +401,7 @@ private:
   // Reshape, trans, split and join choose registers where the operand's
   // layout lets them (compiler/ir/ShapeOpLayouts.h), as Triton's layout
   // propagation does; otherwise their results take the anchor and codegen
-  // moves them through shared memory.
+  // moves them through shared memory (a reshape: a conversion of its operand).
   void assignShapeOp(Operation &op) {
     std::vector<LayoutRef> layouts;
     // A tile read from shared memory (a descriptor load) may be read in any
@@ -397,6 +413,14 @@ private:
     if (op.operand(0)->type.isBlock() && !readFromSharedMemory)
       layouts = inRegisterResultLayouts(op, op.operand(0)->layout, fn_.numWarps);
     if (layouts.empty()) {
+      // A reshape of index math (AWQ's shifts: a broadcast row reshaped) whose operand can be
+      // converted to where it gives the anchor in registers is: the conversion is then recomputed
+      // instead (of other values, codegen's round trip stays: no padded conversion buffer).
+      LayoutRef in = op.code == OpCode::Reshape && op.operand(0)->type.isBlock() && !readFromSharedMemory &&
+                             isIndexMath(op.operand(0))
+                         ? inRegisterReshapeOperandLayout(op, anchor(op.result()->type.rank()), fn_.numWarps)
+                         : nullptr;
+      if (in) convertOperand(op, 0, in);
       for (unsigned i = 0; i < op.results.size(); ++i)
         if (op.result(i)->type.isBlock()) // (split of a <2> block: two scalars)
           setResultLayout(op, i, anchor(op.result(i)->type.rank()));
@@ -407,6 +431,30 @@ private:
     for (unsigned i = 0; i < op.results.size(); ++i)
       if (op.result(i)->type.isBlock())
         setResultLayout(op, i, layouts[i]);
+  }
+
+  // v is computed from ranges and constants alone by a few cheap ops, shape ops among them (AWQ's
+  // shifts), with no memory read: a conversion of it can be recomputed instead.
+  static bool isIndexMath(Value *v) {
+    std::set<Value *> seen;
+    std::function<bool(Value *)> cheap = [&](Value *x) {
+      if (!x->type.isBlock() || !seen.insert(x).second) return true;
+      const Operation *def = x->definingOp;
+      if (!def || seen.size() > 32) return false;
+      switch (def->code) {
+      case OpCode::Constant: case OpCode::MakeRange: case OpCode::Splat: case OpCode::Broadcast:
+      case OpCode::ExpandDims: case OpCode::ConvertLayout: case OpCode::Reshape: case OpCode::Join:
+      case OpCode::Trans: case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Shl:
+      case OpCode::Shr: case OpCode::And: case OpCode::Or:
+        break;
+      default:
+        return false;
+      }
+      for (Value *operand : def->operands)
+        if (!cheap(operand)) return false;
+      return true;
+    };
+    return cheap(v);
   }
 
   void assignExpandDims(Operation &op) {

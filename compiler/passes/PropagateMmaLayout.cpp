@@ -251,7 +251,7 @@ void propagateMmaLayout(Function &fn) {
   walk(fn.body, [&](Operation &op) {
     if (op.code == OpCode::Load && op.result()->layout)
       seeds[&op] = op.result()->layout;
-    else if (op.code == OpCode::Store && op.operand(0)->layout)
+    else if ((op.code == OpCode::Store || op.code == OpCode::AtomicRMW) && op.operand(0)->layout)
       seeds[&op] = op.operand(0)->layout;
     else if (op.code == OpCode::Dot && op.result()->layout && op.result()->layout->kind == Layout::Kind::Mma) {
       seeds[&op] = op.result()->layout;

@@ -14,6 +14,11 @@
 //     a 2-D pointer block is built from) is recomputed too, those values
 //     converted instead: a conversion of 64 elements, not of 128 x 64
 //     pointers;
+//     A block a loop carries and advances by such math of itself
+//     (`offs_k += BLOCK_K`) is carried a second time in the wanted layout,
+//     from its init converted once before the loop, as Triton rematerialises
+//     through loop arguments; the copy it replaces goes when nothing else
+//     reads it;
 //  3. folds what is left: conversions to the layout a value already has and
 //     chains of conversions.
 // What remains is a real data exchange (e.g. two loads whose layouts
@@ -23,6 +28,7 @@
 #include "compiler/ir/ShapeOpLayouts.h"
 #include "compiler/passes/LayoutAssignment.h"
 
+#include <functional>
 #include <map>
 
 namespace tessera::passes {
@@ -35,6 +41,7 @@ constexpr int kMaxRematOps = 32; // integer ops per element: cheaper than a shar
 // A value that cannot be recomputed is converted in place of the value built from it when it has at
 // most 1/kNarrowLeafRatio of its elements (a row or column of a 2-D block).
 constexpr int64_t kNarrowLeafRatio = 4;
+constexpr int kMaxCarriedUpdateOps = 8; // the math advancing a carried block that is carried again
 
 // Whether an op has effects is Ops.def's (opIsPure); this list only says which pure
 // ops are cheap enough to recompute in another layout.
@@ -79,9 +86,97 @@ void eraseDead(Function &fn, std::set<Operation *> candidates) {
   }
 }
 
+// op is in loop's body or in a region nested in it.
+bool isInside(const Operation *op, const Operation *loop) {
+  for (const Block *b = op ? op->parent : nullptr; b && b->parentOp; b = b->parentOp->parent)
+    if (b->parentOp == loop) return true;
+  return false;
+}
+
+// A block that a for loop carries (body argument v) and that its yield computes from v itself and
+// values from before the loop by a few cheap ops in the body (`offs_k += BLOCK_K`): the loop can
+// carry it in a second layout, advanced by the same math.
+bool isRecarriable(Value *v) {
+  if (v->definingOp || !v->ownerBlock || !v->type.isBlock() || v->index == 0) return false;
+  Operation *loop = v->ownerBlock->parentOp, *yield = v->ownerBlock->terminator();
+  if (!loop || loop->code != OpCode::For || !yield || yield->code != OpCode::Yield ||
+      yield->operands.size() < v->index || yield->operand(v->index - 1) == v)
+    return false;
+  int ops = 0;
+  std::set<Value *> seen;
+  std::function<bool(Value *)> cheap = [&](Value *x) {
+    if (x == v || !x->type.isBlock() || !seen.insert(x).second) return true;
+    Operation *def = x->definingOp;
+    if (!def || !isRematerialisable(def->code) || ++ops > kMaxCarriedUpdateOps) return false;
+    if (def->parent != v->ownerBlock && isInside(def, loop)) return false; // in a branch of the body
+    for (Value *operand : def->operands)
+      if (!cheap(operand)) return false;
+    return true;
+  };
+  return cheap(yield->operand(v->index - 1));
+}
+
+// The carried blocks among `carried` (body arguments that were carried again in other layouts) that
+// now only advance themselves (their loop result unread, their body argument read only by the math
+// computing their next value) are dropped with that math.
+void dropUnreadCarriedBlocks(Function &fn, const std::set<Value *> &carried) {
+  std::set<Operation *> loops;
+  for (Value *arg : carried) loops.insert(arg->ownerBlock->parentOp);
+  for (Operation *loop : loops) {
+    Block &body = *loop->region(0);
+    Operation *yield = body.terminator();
+    if (!yield || yield->code != OpCode::Yield) continue;
+    bool dropped = false;
+    for (size_t i = loop->results.size(); i-- > 0;) {
+      Value *arg = body.args.at(i + 1).get();
+      if (!carried.count(arg) || countUses(fn.body, loop->result(static_cast<unsigned>(i))) != 0) continue;
+      // The body ops computing the yielded value, read by nothing else.
+      std::set<Operation *> chain;
+      std::vector<Value *> work = {yield->operand(static_cast<unsigned>(i))};
+      while (!work.empty()) {
+        Value *x = work.back();
+        work.pop_back();
+        Operation *def = x->definingOp;
+        if (!def || def->parent != &body || !opIsPure(def->code) || !chain.insert(def).second) continue;
+        for (Value *operand : def->operands) work.push_back(operand);
+      }
+      for (bool changed = true; changed;) {
+        changed = false;
+        walk(fn.body, [&](Operation &user) {
+          for (unsigned k = 0; k < user.operands.size(); ++k) {
+            Operation *def = user.operands[k]->definingOp;
+            if (!def || !chain.count(def) || chain.count(&user) || (&user == yield && k == i)) continue;
+            chain.erase(def);
+            changed = true;
+          }
+        });
+      }
+      bool onlyChain = true;
+      walk(fn.body, [&](Operation &user) {
+        for (unsigned k = 0; k < user.operands.size(); ++k)
+          if (user.operands[k] == arg && !chain.count(&user) && !(&user == yield && k == i)) onlyChain = false;
+      });
+      if (!onlyChain) continue;
+      yield->operands.erase(yield->operands.begin() + static_cast<std::ptrdiff_t>(i));
+      for (auto it = body.ops.begin(); it != body.ops.end();)
+        it = chain.count(it->get()) ? body.ops.erase(it) : std::next(it);
+      loop->operands.erase(loop->operands.begin() + static_cast<std::ptrdiff_t>(3 + i));
+      body.args.erase(body.args.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      loop->results.erase(loop->results.begin() + static_cast<std::ptrdiff_t>(i));
+      dropped = true;
+    }
+    if (!dropped) continue;
+    for (size_t j = 0; j < body.args.size(); ++j) body.args[j]->index = static_cast<unsigned>(j);
+    for (size_t j = 0; j < loop->results.size(); ++j) loop->results[j]->index = static_cast<unsigned>(j);
+  }
+}
+
 class Rematerialiser {
 public:
   explicit Rematerialiser(Function &fn) : fn_(fn) {}
+
+  // The loop arguments carried again in another layout (recarry).
+  const std::set<Value *> &recarried() const { return recarried_; }
 
   void run() {
     std::vector<Operation *> converts;
@@ -98,12 +193,24 @@ public:
         seen.clear();
         if (costWithNarrowLeaves(convert->operand(0), convert->operand(0)->type.numElements(), seen) < 0) {
           seen.clear();
-          if (costInLayout(convert->operand(0), convert->result()->layout, seen) < 0) continue;
+          narrowLeaves_.clear();
+          if (costInLayout(convert->operand(0), convert->result()->layout, seen,
+                           convert->operand(0)->type.numElements()) < 0)
+            continue;
         }
       }
-      Builder b(convert->parent);
-      b.setInsertionPoint(convert->parent, positionOf(*convert));
-      block_ = convert->parent;
+      // A value from before a loop is recomputed before it, once (AWQ's shifts, read in the K loop).
+      Operation *at = convert;
+      Value *source = convert->operand(0);
+      while (Operation *loop = at->parent->parentOp) {
+        if (loop->code != OpCode::For || (source->definingOp ? isInside(source->definingOp, loop)
+                                                             : source->ownerBlock == loop->region(0)))
+          break;
+        at = loop;
+      }
+      Builder b(at->parent);
+      b.setInsertionPoint(at->parent, positionOf(*at));
+      block_ = at->parent;
       Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, candidates);
       replaceAllUsesWith(fn_.body, convert->result(), replacement);
       candidates.insert(convert);
@@ -126,6 +233,7 @@ private:
   }
 
   std::set<Value *> narrowLeaves_; // values the current conversion converts instead of recomputing
+  std::set<Value *> recarried_;
 
   // rematerialisationCost, where a value that cannot be recomputed but is narrow next to the
   // converted one (`wide` elements) costs one conversion (counted as 4 ops) instead of failing, and
@@ -135,6 +243,7 @@ private:
     if (!v->type.isBlock() || seen.count(v)) return 0;
     seen.insert(v);
     Operation *def = v->definingOp;
+    if (isRecarriable(v)) return 2;
     const bool narrow = v->type.numElements() * kNarrowLeafRatio <= wide && v->layout;
     // Narrow math with an integer division (`offs_d // x` by a runtime x) is converted too: in the
     // wide value's layout a thread may hold many more of its elements than in its own.
@@ -153,21 +262,30 @@ private:
     return cost <= kMaxRematOps ? cost : -1;
   }
 
-  // rematerialisationCost with the layout each value is wanted in, so that a reshape whose
-  // operand can be put where the reshape only renumbers registers is recomputed too (pointers
-  // built from tl.arange(0, N).reshape(...): converting them would move 8 bytes an element).
-  int costInLayout(Value *v, const LayoutRef &layout, std::set<Value *> &seen) {
+  // rematerialisationCost with the layout each value is wanted in, so that a reshape or join
+  // whose operands can be put where it only renumbers registers is recomputed too (pointers built
+  // from tl.arange(0, N).reshape(...): converting them would move 8 bytes an element; AWQ's shifts,
+  // a broadcast [BY * BX, 8] row reshaped to [BY, 8 * BX], and its zero row widened by
+  // interleaving). As in costWithNarrowLeaves, a value that cannot be recomputed there but is
+  // narrow next to the converted one (`wide` elements: a loaded row) is converted instead.
+  int costInLayout(Value *v, const LayoutRef &layout, std::set<Value *> &seen, int64_t wide) {
     if (!v->type.isBlock() || seen.count(v)) return 0;
     Operation *def = v->definingOp;
-    const bool reshape = def && def->code == OpCode::Reshape;
-    if (!def || !(reshape || isRematerialisable(def->code))) return -1;
     seen.insert(v);
-    if (def->code == OpCode::ConvertLayout) return costInLayout(def->operand(0), layout, seen);
-    int cost = 1;
+    if (isRecarriable(v)) return 2;
+    const bool narrow = v->type.numElements() * kNarrowLeafRatio <= wide && v->layout;
+    auto leaf = [&] {
+      narrowLeaves_.insert(v);
+      return 4;
+    };
+    const bool shapeOp = def && (def->code == OpCode::Reshape || def->code == OpCode::Join);
+    if (!def || !(shapeOp || isRematerialisable(def->code))) return narrow ? leaf() : -1;
+    if (def->code == OpCode::ConvertLayout) return costInLayout(def->operand(0), layout, seen, wide);
+    LayoutRef wanted = operandLayout(*def, layout, fn_.numWarps);
+    if (!wanted) return narrow ? leaf() : -1;
+    int cost = v->type.numElements() * kNarrowLeafRatio > wide ? 1 : 0;
     for (Value *operand : def->operands) {
-      LayoutRef wanted = operandLayout(*def, layout, fn_.numWarps);
-      if (!wanted) return -1;
-      int c = costInLayout(operand, wanted, seen);
+      int c = costInLayout(operand, wanted, seen, wide);
       if (c < 0) return -1;
       cost += c;
     }
@@ -196,6 +314,7 @@ private:
     if (def.code == OpCode::ExpandDims)
       return Layout::slice(static_cast<unsigned>(def.intAttr("axis")), layout);
     if (def.code == OpCode::Reshape) return inRegisterReshapeOperandLayout(def, layout, numWarps);
+    if (def.code == OpCode::Join) return inRegisterJoinOperandLayout(def, layout);
     return layout; // elementwise and broadcast: the result's
   }
 
@@ -211,6 +330,10 @@ private:
       converted->layout = layout;
       return cloned_[key] = converted;
     }
+    if (!def) {
+      if (sameLayout(v->layout, layout)) return cloned_[key] = v;
+      return recarry(v, layout, key, replaced);
+    }
     replaced.insert(def);
     if (def->code == OpCode::ConvertLayout) return cloned_[key] = cloneIn(def->operand(0), layout, b, replaced);
     if (sameLayout(v->layout, layout)) return cloned_[key] = v;
@@ -223,6 +346,48 @@ private:
     Operation *copy = b.create(def->code, operands, types, def->attrs);
     copy->result()->layout = layout;
     return cloned_[key] = copy->result();
+  }
+
+  // The recarriable block argument `arg` carried again in `layout`: its init recomputed (or
+  // converted) before the loop, its update recomputed before the yield from the new argument.
+  Value *recarry(Value *arg, const LayoutRef &layout, const std::pair<Value *, std::string> &key,
+                 std::set<Operation *> &replaced) {
+    recarried_.insert(arg);
+    Block *body = arg->ownerBlock, *saved = block_;
+    Operation *loop = body->parentOp, *yield = body->terminator();
+    Value *init = loop->operand(2 + arg->index);
+    Builder before(loop->parent);
+    before.setInsertionPoint(loop->parent, positionOf(*loop));
+    before.setLoc(loop->loc);
+    block_ = loop->parent;
+    std::set<Value *> seen;
+    Value *initCopy;
+    if (sameLayout(init->layout, layout)) {
+      initCopy = init;
+    } else if (rematerialisationCost(init, seen) >= 0) {
+      initCopy = cloneIn(init, layout, before, replaced);
+    } else {
+      initCopy = before.op(OpCode::ConvertLayout, {init}, init->type);
+      initCopy->layout = layout;
+    }
+    loop->operands.push_back(initCopy);
+    Value *copy = body->addArgument(arg->type, arg->nameHint);
+    copy->layout = layout;
+    auto result = std::make_unique<Value>();
+    result->type = arg->type;
+    result->layout = layout;
+    result->definingOp = loop;
+    result->index = static_cast<unsigned>(loop->results.size());
+    loop->results.push_back(std::move(result));
+    cloned_[key] = copy;
+    Builder atYield(body);
+    atYield.setInsertionPoint(body, positionOf(*yield));
+    atYield.setLoc(yield->loc);
+    block_ = body;
+    Value *next = cloneIn(yield->operand(arg->index - 1), layout, atYield, replaced);
+    yield->operands.push_back(next);
+    block_ = saved;
+    return copy;
   }
 };
 
@@ -263,8 +428,10 @@ int rematerialisationCost(Value *v, std::set<Value *> &seen) {
 }
 
 void rematerialiseConversions(Function &fn) {
-  Rematerialiser(fn).run();
+  Rematerialiser rematerialiser(fn);
+  rematerialiser.run();
   foldConversions(fn);
+  dropUnreadCarriedBlocks(fn, rematerialiser.recarried());
 }
 
 void removeLayoutConversions(Function &fn) {
@@ -272,7 +439,7 @@ void removeLayoutConversions(Function &fn) {
   walk(fn.body, [&](Operation &op) {
     if (op.code == OpCode::Load && op.result()->layout)
       seeds[&op] = op.result()->layout;
-    else if (op.code == OpCode::Store && op.operand(0)->layout)
+    else if ((op.code == OpCode::Store || op.code == OpCode::AtomicRMW) && op.operand(0)->layout)
       seeds[&op] = op.operand(0)->layout;
   });
   assignLayouts(fn, seeds); // drops every conversion, propagates, rematerialises, folds

@@ -144,7 +144,7 @@ bool LoopPipeliner::run() {
   specialize_ = wantsProducer() && candidates.empty() && !tma.empty() && producerCanCompute(tma);
   // Decided on the body as written (the copies added below store to shared memory only).
   std::vector<Operation *> prefetched =
-      step && !specialize_ && !(candidates.empty() && tma.empty()) ? findPrefetchLoads() : std::vector<Operation *>{};
+      step && !specialize_ && !(candidates.empty() && tma.empty()) ? findPrefetchLoads(candidates) : std::vector<Operation *>{};
   stageInvariants(invariants);
   std::vector<Operation *> asyncDots;
   if (stages_ >= 3 && !(candidates.empty() && tma.empty())) asyncDots = findAsyncDots();

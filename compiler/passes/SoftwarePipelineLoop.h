@@ -162,7 +162,7 @@ private:
 
   // Loads read one iteration ahead into registers (SoftwarePipelinePrefetch.cpp).
   bool feedsDot(Value *v);
-  std::vector<Operation *> findPrefetchLoads();
+  std::vector<Operation *> findPrefetchLoads(const std::vector<Candidate> &staged);
   void prefetchIntoRegisters(const std::vector<Operation *> &loads);
 
   // wgmma B operands computed in the body, each in its own buffer (SoftwarePipelineOperandBuffers.cpp).

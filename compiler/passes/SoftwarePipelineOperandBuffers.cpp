@@ -1,5 +1,6 @@
 // The pipeline pass's buffers for B operands computed in the loop (SoftwarePipeline.cpp
-// describes the pass). A wgmma dot reads B from shared memory; a B computed in the body (fla's
+// describes the pass). A tensor-core dot (wgmma, or mma.sync through ldmatrix) reads B from
+// shared memory; a B computed in the body (fla's
 // chunk_gated_delta_rule_fwd_h: the state h.to(bf16) for v = w @ h, and v.to(bf16) read by two
 // dots, h1 += k1^T @ v and h2 += k2^T @ v) is otherwise staged by each dot into the one scratch
 // area of the dots: a barrier before each dot and one after it, and a B that two dots read is
@@ -16,7 +17,8 @@
 //     dot(a, local_load(buf_x), acc)
 //
 // so that the stores of several operands share one barrier, a B read by several dots is stored
-// once, and no barrier follows the dots. Every dot reading a buffer has waited for its wgmmas
+// once, and no barrier follows the dots (mma.sync dots need no fence: their ldmatrix reads
+// through the generic proxy; AWQ's and GPTQ's dequantised weights, 32 x 32 blocks on 4 warps). Every dot reading a buffer has waited for its wgmmas
 // before the iteration ends (async dots are left out), and the loop head's barrier orders those
 // reads before the next iteration's stores into the buffer.
 #include "compiler/passes/SoftwarePipelineLoop.h"
@@ -29,14 +31,20 @@ namespace tessera::passes::software_pipeline {
 
 namespace {
 
-// The wgmma dots reading `v` as operand B, or empty when something else reads it.
-std::vector<Operation *> wgmmaReadersAsB(Block &body, const Value *v) {
+// A tensor-core dot: wgmma, or mma.sync (#mma version 2).
+bool isMmaDot(const Operation &op) {
+  const Value *r = op.results.empty() ? nullptr : op.result();
+  return op.code == OpCode::Dot && r && r->layout && r->layout->kind == Layout::Kind::Mma;
+}
+
+// The tensor-core dots reading `v` as operand B, or empty when something else reads it.
+std::vector<Operation *> mmaReadersAsB(Block &body, const Value *v) {
   std::vector<Operation *> readers;
   bool other = false;
   walk(body, [&](Operation &op) {
     for (unsigned i = 0; i < op.operands.size(); ++i) {
       if (op.operand(i) != v) continue;
-      const bool asB = isWgmmaDot(op) && i == 1 && op.parent == &body &&
+      const bool asB = isMmaDot(op) && i == 1 && op.parent == &body &&
                        !(op.hasAttr("async") && op.intAttr("async"));
       if (asB) readers.push_back(&op);
       else other = true;
@@ -68,16 +76,18 @@ void LoopPipeliner::bufferRegisterOperands() {
         x->layout->kind == Layout::Kind::Shared || x->definingOp->code == OpCode::Load ||
         x->definingOp->code == OpCode::LocalLoad)
       continue;
-    if (wgmmaReadersAsB(*body_, op->result()).empty()) continue;
+    if (mmaReadersAsB(*body_, op->result()).empty()) continue;
     converts.push_back(op.get());
   }
   // The buffer stores each warpgroup's columns together as the dot splits N (columnGroups); a value
   // read by dots that split N differently keeps its staging.
-  auto columnGroupsOf = [](Operation *convert) { return columnGroups({nullptr, convert, 1, 3}); };
-  std::map<const Value *, std::set<unsigned>> groupsOf;
-  for (Operation *convert : converts) groupsOf[convert->operand(0)].insert(columnGroupsOf(convert));
+  auto versionOf = [](Operation *convert) { return convert->result()->layout->parent->mmaVersion; };
+  auto columnGroupsOf = [&](Operation *convert) { return columnGroups({nullptr, convert, 1, versionOf(convert)}); };
+  // So does a value read by both wgmma and mma.sync dots (their tiles differ).
+  std::map<const Value *, std::set<std::pair<unsigned, unsigned>>> formsOf;
+  for (Operation *convert : converts) formsOf[convert->operand(0)].insert({versionOf(convert), columnGroupsOf(convert)});
   converts.erase(std::remove_if(converts.begin(), converts.end(),
-                                [&](Operation *c) { return groupsOf[c->operand(0)].size() != 1; }),
+                                [&](Operation *c) { return formsOf[c->operand(0)].size() != 1; }),
                  converts.end());
   if (converts.empty()) return;
 
@@ -85,7 +95,7 @@ void LoopPipeliner::bufferRegisterOperands() {
   outside.setInsertionPoint(loop_.parent, positionOf(loop_));
   outside.setLoc(loop_.loc);
   Value *zero = outside.intConstant(0, Type(ScalarType::I32));
-  std::set<const Value *> buffers;
+  std::set<const Value *> buffers, wgmmaRead; // (those that wgmma dots read)
   std::map<const Value *, Value *> bufferOf; // x -> its buffer (one per value, whatever reads it)
   for (Operation *convert : converts) {
     Value *x = convert->operand(0);
@@ -94,9 +104,11 @@ void LoopPipeliner::bufferRegisterOperands() {
     if (!buffer) {
       outside.setLoc(convert->loc);
       buffer = outside.op(OpCode::LocalAlloc, {}, t.withShape({1, t.shape[0], t.shape[1]}));
-      buffer->layout = Layout::sharedOperandTile(3, 1, t.shape[1], bitWidth(t.scalar), false, columnGroupsOf(convert));
+      buffer->layout =
+          Layout::sharedOperandTile(versionOf(convert), 1, t.shape[1], bitWidth(t.scalar), false, columnGroupsOf(convert));
       allocations_.push_back(buffer);
       buffers.insert(buffer);
+      if (versionOf(convert) == 3) wgmmaRead.insert(buffer);
       // Stored as soon as x exists (and the loop head's barrier has passed).
       Operation *def = x->definingOp;
       Builder store(body_);
@@ -113,19 +125,23 @@ void LoopPipeliner::bufferRegisterOperands() {
     body_->ops.erase(positionOf(*convert));
   }
 
-  // One fence and barrier before the first read of a buffer stored since the last barrier.
+  // One barrier before the first read of a buffer stored since the last barrier, after a fence
+  // where wgmma (the async proxy) reads it.
   std::set<const Value *> stored;
   for (auto it = body_->ops.begin(); it != body_->ops.end(); ++it) {
     Operation &op = **it;
     if (op.code == OpCode::LocalStore && buffers.count(op.operand(1))) stored.insert(op.operand(1));
-    if (op.code == OpCode::Barrier && it != body_->ops.begin() &&
-        (*std::prev(it))->code == OpCode::FenceAsyncShared)
-      stored.clear();
+    if (op.code == OpCode::Barrier) { // publishes the stores before it (wgmma's: after a fence)
+      const bool fenced = it != body_->ops.begin() && (*std::prev(it))->code == OpCode::FenceAsyncShared;
+      for (auto s = stored.begin(); s != stored.end();)
+        s = fenced || !wgmmaRead.count(*s) ? stored.erase(s) : std::next(s);
+    }
     if (op.code == OpCode::LocalLoad && stored.count(op.operand(0))) {
       Builder b(body_);
       b.setInsertionPoint(body_, it);
       b.setLoc(op.loc);
-      b.create(OpCode::FenceAsyncShared, {}, {});
+      if (std::any_of(stored.begin(), stored.end(), [&](const Value *s) { return wgmmaRead.count(s); }))
+        b.create(OpCode::FenceAsyncShared, {}, {});
       b.create(OpCode::Barrier, {}, {});
       stored.clear();
     }

@@ -14,7 +14,8 @@
 // start (its copies' wait, stores and first dot) instead of stalling it where they are read.
 // The load moves ahead of the stores of the iteration that reads it (as Triton's staged loads
 // do): only a load from a kernel argument that nothing in the loop writes through is moved,
-// and only small ones (kPrefetchBytes a thread in all), in loops whose carried blocks (the
+// and only small ones (kPrefetchBytes a thread in all; more where the carried state is small), in
+// loops whose carried blocks (the
 // accumulators) take less than kCarriedBytes a thread: the attention backward's dK/dV loop
 // (two 64 x 64 f32 accumulators over 4 warps) spilled with its LSE and delta rows carried.
 #include "compiler/passes/SoftwarePipelineLoop.h"
@@ -27,6 +28,11 @@ namespace {
 
 // Bytes a thread may hold for the prefetched values of one loop.
 constexpr int64_t kPrefetchBytes = 64;
+// ... and in a loop whose carried blocks take at most kSmallStateBytes a thread (a small-M GEMM's
+// 16 x 16 accumulator), where the registers are free: GPTQ's small-M GEMM reads 256 x 16 blocks of
+// weight words, zero words and scales (320 bytes a thread), which Triton stages with cp.async.
+constexpr int64_t kSmallStateBytes = 64;
+constexpr int64_t kPrefetchBytesSmallState = 384;
 // Bytes a thread holds for the loop's carried blocks, from which on nothing is prefetched.
 constexpr int64_t kCarriedBytes = 256;
 
@@ -35,10 +41,28 @@ int64_t bytesPerThread(const Type &t, int64_t threads) {
   return t.isBlock() ? (t.numElements() * elementBytes + threads - 1) / threads : elementBytes;
 }
 
-// The kernel argument a pointer is computed from (addptr's base, through shape ops), or null.
+// The kernel argument a pointer is computed from (addptr's base, through shape ops and pointer
+// blocks a loop carries and advances, `b_ptrs += BLOCK_K * stride`), or null.
 const Value *rootArgument(const Value *ptr, const Block &kernelBody) {
+  const Value *carried = nullptr; // a loop's pointer argument being followed to its update
   for (int depth = 0; ptr && depth < 64; ++depth) {
-    if (ptr->ownerBlock) return ptr->ownerBlock == &kernelBody ? ptr : nullptr;
+    if (ptr->ownerBlock == &kernelBody) return ptr;
+    if (ptr->ownerBlock) {
+      const Operation *loop = ptr->ownerBlock->parentOp;
+      const Operation *yield = ptr->ownerBlock->terminator();
+      if (!loop || loop->code != OpCode::For || ptr->index == 0 || !yield || yield->code != OpCode::Yield)
+        return nullptr;
+      if (carried == ptr) { // its update advances it: the root is its init's
+        ptr = loop->operand(2 + ptr->index);
+        carried = nullptr;
+      } else if (!carried) {
+        carried = ptr;
+        ptr = yield->operand(ptr->index - 1);
+      } else {
+        return nullptr;
+      }
+      continue;
+    }
     const Operation *def = ptr->definingOp;
     if (!def) return nullptr;
     switch (def->code) {
@@ -85,8 +109,10 @@ static bool isDotOperand(const Value *v, Block &body) {
   return operand;
 }
 
-std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
+std::vector<Operation *> LoopPipeliner::findPrefetchLoads(const std::vector<Candidate> &staged) {
   std::vector<Operation *> found;
+  std::set<const Operation *> ringLoads; // copied into the cp.async ring (through trans too)
+  for (const Candidate &c : staged) ringLoads.insert(c.load);
   std::set<const Value *> written;
   bool unknownWrites = false;
   walk(*body_, [&](Operation &op) {
@@ -103,9 +129,14 @@ std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
     if (body_->args[i]->type.isBlock() && !body_->args[i]->type.pointer)
       carried += bytesPerThread(body_->args[i]->type, threads);
   if (carried >= kCarriedBytes) return found;
+  // The address math may read memory (GPTQ's weights at rows of the g_idx just read): the loop
+  // writes none, checked above.
+  cloneLoads_ = true;
+  clonable_.clear();
   int64_t bytes = 0;
   for (auto &op : body_->ops) {
-    if (op->code != OpCode::Load || (op->hasAttr("volatile") && op->intAttr("volatile"))) continue;
+    if (op->code != OpCode::Load || ringLoads.count(op.get()) || (op->hasAttr("volatile") && op->intAttr("volatile")))
+      continue;
     Value *loaded = op->result();
     if (loaded->type.pointer || (loaded->type.isBlock() && !loaded->layout)) continue;
     const Value *root = rootArgument(op->operand(0), fn_.body);
@@ -117,10 +148,12 @@ std::vector<Operation *> LoopPipeliner::findPrefetchLoads() {
     }
     if (!clonable || invariant || isDotOperand(loaded, *body_) || !feedsDot(loaded)) continue;
     const int64_t perThread = bytesPerThread(loaded->type, threads);
-    if (bytes + perThread > kPrefetchBytes) continue;
+    if (bytes + perThread > (carried <= kSmallStateBytes ? kPrefetchBytesSmallState : kPrefetchBytes)) continue;
     bytes += perThread;
     found.push_back(op.get());
   }
+  cloneLoads_ = false;
+  clonable_.clear();
   return found;
 }
 
@@ -146,7 +179,11 @@ void LoopPipeliner::prefetchIntoRegisters(const std::vector<Operation *> &loads)
     carried->layout = loaded->layout;
     loop_.results.back()->layout = loaded->layout;
     replaceAllUsesWith(fn_.body, loaded, carried);
-    yield->operands.push_back(clone(loaded, end, next, nextMemo));
+    Value *ahead = clone(loaded, end, next, nextMemo);
+    yield->operands.push_back(ahead);
+    // Later prefetched loads whose addresses read this one read its copies.
+    firstMemo[carried] = initial;
+    nextMemo[carried] = ahead;
   }
 }
 

@@ -9,7 +9,11 @@ is reported as an error.
 
 Covered: the integer / logic / compare / select / conversion / f16 / f32 / f64 arithmetic of element-wise and
 layout-converting kernels, ld/st on .param / .global / .shared (scalar and vector, predicated, cache hints and
-createpolicy as no-ops), bra, shfl.sync, bar.sync, ret. Anything else raises NotImplementedError naming the
+createpolicy as no-ops), bra, shfl.sync, bar.sync, ret; and for mma.sync GEMMs: cp.async (copied at once, with
+its zero fill; commit_group / wait_group are no-ops in lockstep), atom.global.add (lane after lane),
+ldmatrix (x1/x2/x4, .trans) and
+mma.sync.aligned.m16n8k16.row.col with f16/bf16 operands into f32 or f16 (computed in float64, rounded once;
+the hardware's f16 accumulation may round in between). Anything else raises NotImplementedError naming the
 instruction, so a kernel is never half-run silently. fma.f32 is computed in float64 and rounded once (exact for
 the product; the sum may round twice in rare ties).
 
@@ -132,7 +136,7 @@ def parse_entry(ptx, name=None):
                 break
             labels[m.group(1)] = len(instrs)
             stmt = stmt[m.end():]
-        stmt = stmt.strip().lstrip("{}").strip()  # braces of a nested scope ({ .reg .b16 tmp; ... })
+        stmt = stmt.strip().lstrip("{} \t\n")  # braces of nested scopes ({ .reg .b16 tmp; ... }), a closing one too
         while True:
             m = re.match(r"^([$\w]+):\s*", stmt)
             if not m:
@@ -908,6 +912,144 @@ class Executor:
                 self.write(d, _f32_to_bf16_bits(x.astype(np.float32)), dty, m)
             return
         raise NotImplementedError(ins.text)
+
+    # warp-collective tensor-core instructions (every lane of a warp active: lockstep)
+
+    def _regs_list(self, tok):
+        return [x.strip() for x in tok.strip()[1:-1].split(",")]
+
+    def _whole_warps(self, ins, m):
+        if m is not None and not np.all(m.reshape(-1, 32).all(axis=1) | ~m.reshape(-1, 32).any(axis=1)):
+            raise RuntimeError(f"{ins.text}: reached by part of a warp")
+        return np.ones(self.st.n, bool) if m is None else m
+
+    def op_cp(self, ins, m):
+        if "commit_group" in ins.mods or "wait_group" in ins.mods or "wait_all" in ins.mods:
+            return
+        if "async" not in ins.mods or "shared" not in ins.mods:
+            raise NotImplementedError(ins.text)
+        st = self.st
+        dst, src, size = ins.args[0], ins.args[1], int(ins.args[2], 0)
+        fill = self.read(ins.args[3], "u32").astype(np.int64) if len(ins.args) > 3 else np.full(st.n, size)
+        sel = np.ones(st.n, bool) if m is None else m
+        daddr, _ = self.address(dst)
+        saddr, _ = self.address(src)
+        idx = np.nonzero(sel)[0]
+        raw = np.zeros((idx.size, size), np.uint8)
+        reads = idx[fill[idx] > 0]  # src-size 0: nothing is read (the address may be out of bounds)
+        if reads.size:
+            got = self._gather("global", saddr[reads], reads, size)
+            keep = np.arange(size)[None, :] < fill[reads][:, None]
+            raw[np.isin(idx, reads)] = np.where(keep, got, 0)
+        off = self._shared_offsets(daddr[idx], idx, size)
+        st.shared[off[:, None] + np.arange(size)] = raw
+
+    def op_ldmatrix(self, ins, m):
+        sel = self._whole_warps(ins, m)
+        count = int([x for x in ins.mods if x.startswith("x")][0][1:])
+        trans = "trans" in ins.mods
+        dsts = self._regs_list(ins.args[0])
+        addrs, _ = self.address(ins.args[1])
+        n = self.st.n
+        lane = np.arange(n) % 32
+        base = np.arange(n) - lane
+        # matrix i, row r: the 16 bytes at the address lane 8i + r gives
+        rows = np.zeros((n, count, 8, 8), np.uint16)
+        for i in range(count):
+            for r in range(8):
+                src = base + 8 * i + r
+                raw = self._gather("shared", addrs[src], src, 16)
+                rows[:, i, r, :] = raw.view(np.uint16).reshape(n, 8)
+        g, t = lane // 4, lane % 4
+        for i, d in enumerate(dsts):
+            if trans:
+                lo, hi = rows[np.arange(n), i, 2 * t, g], rows[np.arange(n), i, 2 * t + 1, g]
+            else:
+                lo, hi = rows[np.arange(n), i, g, 2 * t], rows[np.arange(n), i, g, 2 * t + 1]
+            self.write(d, lo.astype(np.uint64) | (hi.astype(np.uint64) << np.uint64(16)), "b32", sel)
+
+    def op_mma(self, ins, m):
+        sel = self._whole_warps(ins, m)
+        if "m16n8k16" not in ins.mods or "row" not in ins.mods:
+            raise NotImplementedError(ins.text)
+        dty, aty, bty, cty = ins.mods[-4:]
+        if aty not in ("f16", "bf16") or bty != aty or dty not in ("f32", "f16") or cty != dty:
+            raise NotImplementedError(ins.text)
+        d, a, b, c = (self._regs_list(x) for x in ins.args)
+        n = self.st.n
+        warps = n // 32
+        half = lambda bits: _as(bits, aty).astype(np.float64)  # noqa: E731
+        g, t = np.arange(32) // 4, np.arange(32) % 4
+
+        def halves(tok):
+            v = self.read(tok, "b32").reshape(warps, 32)
+            return half(v & np.uint64(0xFFFF)), half(v >> np.uint64(16))
+        A = np.zeros((warps, 16, 16))
+        for i, tok in enumerate(a):  # a0: (g, 2t..) a1: (g+8, 2t..) a2: (g, 2t+8..) a3: (g+8, 2t+8..)
+            lo, hi = halves(tok)
+            r, k = g + 8 * (i % 2), 2 * t + 8 * (i // 2)
+            A[:, r, k], A[:, r, k + 1] = lo, hi
+        B = np.zeros((warps, 16, 8))
+        for i, tok in enumerate(b):  # b0: (k 2t, 2t+1; n g) b1: (k 2t+8, ..)
+            lo, hi = halves(tok)
+            B[:, 2 * t + 8 * i, g], B[:, 2 * t + 8 * i + 1, g] = lo, hi
+        C = np.zeros((warps, 16, 8))
+        if dty == "f32":  # c0: (g, 2t) c1: (g, 2t+1) c2: (g+8, 2t) c3: (g+8, 2t+1)
+            for i, tok in enumerate(c):
+                C[:, g + 8 * (i // 2), 2 * t + i % 2] = _as(self.read(tok, "b32"), "f32").astype(np.float64).reshape(warps, 32)
+        else:  # c0: f16 pair (g, 2t..), c1: (g+8, 2t..)
+            for i, tok in enumerate(c):
+                v = self.read(tok, "b32").reshape(warps, 32)
+                C[:, g + 8 * i, 2 * t] = _as(v & np.uint64(0xFFFF), "f16").astype(np.float64)
+                C[:, g + 8 * i, 2 * t + 1] = _as(v >> np.uint64(16), "f16").astype(np.float64)
+        D = A @ B + C
+        if dty == "f32":
+            for i, tok in enumerate(d):
+                self.write(tok, _bits(D[:, g + 8 * (i // 2), 2 * t + i % 2].astype(np.float32).reshape(n), "f32"), "b32", sel)
+        else:
+            for i, tok in enumerate(d):
+                lo = _bits(D[:, g + 8 * i, 2 * t].astype(np.float16).reshape(n), "f16")
+                hi = _bits(D[:, g + 8 * i, 2 * t + 1].astype(np.float16).reshape(n), "f16")
+                self.write(tok, lo | (hi << np.uint64(16)), "b32", sel)
+
+    def op_atom(self, ins, m):
+        """atom.add on .global (f32, f16 / bf16 scalars, pairs and vectors, 32-bit integers): the lanes' adds
+        land one after another in lane order, each rounded, as the hardware serialises them."""
+        if "add" not in ins.mods or "global" not in ins.mods:
+            raise NotImplementedError(ins.text)
+        st = self.st
+        ty = self._ty(ins.mods)
+        nvec = self._vec(ins.mods)
+        d, addr_tok, src = ins.args
+        srcs = self._regs_list(src) if src.strip().startswith("{") else [src]
+        dsts = self._regs_list(d) if d.strip().startswith("{") else [d]
+        lanes = 2 if ty in ("f16x2", "bf16x2") else 1
+        elem = {"f16x2": "f16", "bf16x2": "bf16"}.get(ty, ty)
+        width = _TYPES[elem][0] // 8  # bytes of one element
+        kind = _TYPES[elem][1]
+        addrs, _ = self.address(addr_tok)
+        sel = np.ones(st.n, bool) if m is None else m
+        olds = np.zeros((len(dsts), st.n), np.uint64)
+        values = [self.read(x, ty) for x in srcs]
+        for i in np.nonzero(sel)[0]:
+            for k in range(nvec * lanes):
+                bits = (values[k // lanes][i] >> np.uint64(16 * (k % lanes))) & np.uint64(0xFFFF) if lanes == 2 \
+                    else values[k][i]
+                off = st.memory.offsets(np.array([int(addrs[i]) + k * width]), width)[0]
+                cur = np.zeros(1, np.uint64)
+                for b in range(width):
+                    cur |= np.uint64(st.memory.data[off + b]) << np.uint64(8 * b)
+                if kind in ("f", "bf"):
+                    total = _as(cur, elem).astype(np.float64) + _as(np.array([bits]), elem).astype(np.float64)
+                    new = _round_half(total, elem) if width == 2 else _bits(total.astype(np.float32 if width == 4 else np.float64), elem)
+                else:
+                    new = (cur + np.uint64(bits)) & np.uint64((1 << (8 * width)) - 1)
+                for b in range(width):
+                    st.memory.data[off + b] = np.uint8((int(new[0]) >> (8 * b)) & 0xFF)
+                olds[k // lanes, i] |= cur[0] << np.uint64(16 * (k % lanes)) if lanes == 2 else cur[0]
+        for j, dname in enumerate(dsts):
+            if dname != "_":
+                self.write(dname, olds[j], "b%d" % (8 * width * lanes), m)
 
     def op_cvta(self, ins, m):
         d, a = ins.args

@@ -39,11 +39,11 @@ def test_dot(tmp_path, arch, dtype, bm, bn, bk):
     ptx = compile_and_assemble(tmp_path, "dot.py", "matmul_kernel", DOT_SIG.format(dtype),
                                {"BM": bm, "BN": bn, "BK": bk}, arch)
     # fp16/bf16 (m16n8k16) and fp32 as tf32 (m16n8k8, tl.dot's default
-    # input_precision) with block dims that are multiples of the tile, and at
-    # least one 16x8 tile for each of the 4 warps, run on tensor cores.
+    # input_precision) with block dims that are multiples of the tile run on
+    # tensor cores (with fewer 16x8 tiles than the 4 warps, warps repeat tiles
+    # as Triton's: 16x16 on [2, 2]).
     k_step = {"fp16": 16, "bf16": 16, "fp32": 8}.get(dtype)
-    on_tensor_cores = (k_step is not None and bm % 16 == 0 and bn % 8 == 0 and bk % k_step == 0
-                       and (bm // 16) * (bn // 8) >= 4)
+    on_tensor_cores = k_step is not None and bm % 16 == 0 and bn % 8 == 0 and bk % k_step == 0
     # sm_90a: 16-bit dots whose 64-row slabs fit the 4 warps take wgmma instead.
     wgmma = arch == "sm_90a" and dtype in ("fp16", "bf16") and bm % 64 == 0 and bk % 16 == 0 and bn in (16, 32) + tuple(range(64, 257, 64))
     assert ("wgmma.mma_async" if on_tensor_cores and wgmma else "mma.sync" if on_tensor_cores

@@ -1,4 +1,4 @@
-"""wgmma B operands computed in a pipelined loop (fla's chunk_gated_delta_rule_fwd_h: the state
+"""wgmma (and mma.sync) B operands computed in a pipelined loop (fla's chunk_gated_delta_rule_fwd_h: the state
 halves h1, h2 for v = w1 @ h1 + w2 @ h2, and v for h1 += k1^T @ v, h2 += k2^T @ v) are stored
 into their own one-stage buffers right after they are computed, with one fence and barrier before
 the first dot reading them (compiler/passes/SoftwarePipelineOperandBuffers.cpp): v, read by two
@@ -65,10 +65,20 @@ def test_b_operand_buffers_ptx(tmp_path):
 
 
 @pytest.mark.parametrize("warps", [2, 8])  # 8: M = 64 fits no two warpgroups
-def test_no_buffers_with_mma_sync(warps):
+def test_mma_sync_b_operands_get_buffers_without_fences(warps, tmp_path):
+    # mma.sync reads B with ldmatrix (the generic proxy): a barrier publishes the stores
+    extra = ["--num-warps", str(warps), "--num-stages", "2"]
     ir = compile_kernel("gated_state_loop.py", "gated_state_halves", SIG, {"BV": 32, "BT": 64}, emit="ir-opt",
-                        extra=["--num-warps", str(warps), "--num-stages", "2"])
-    assert "local_store" not in "\n".join(first_loop(ir)[1])
+                        extra=extra)
+    body = first_loop(ir)[1]
+    assert "#mma<version=2" in ir
+    assert sum("local_store" in line for line in body) == 3
+    assert sum(line.strip() == "barrier" for line in body) == 3, body
+    assert not any("fence_async_shared" in line for line in body)
+    ptx = compile_and_assemble(tmp_path, "gated_state_loop.py", "gated_state_halves", SIG, {"BV": 32, "BT": 64},
+                               extra=extra)
+    loop = ptx[ptx.index("cp.async.wait_group"):]
+    assert "fence.proxy.async" not in loop and loop.count("mma.sync") > 0
 
 
 def reference(k, v, w, g, h0, T, BT):
@@ -86,8 +96,8 @@ def reference(k, v, w, g, h0, T, BT):
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
-@pytest.mark.parametrize("T, stages", [(256, 2), (200, 3)])
-def test_interpreted_after_all_passes(monkeypatch, T, stages):
+@pytest.mark.parametrize("T, stages, warps", [(256, 2, 4), (200, 3, 4), (200, 2, 2)])  # 2 warps: mma.sync
+def test_interpreted_after_all_passes(monkeypatch, T, stages, warps):
     monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
     kernel = tessera.jit(gated_state_halves.fn, interpret=True)
     BV, BT = 32, 64
@@ -99,7 +109,7 @@ def test_interpreted_after_all_passes(monkeypatch, T, stages):
     h0 = rng.standard_normal((128, BV)).astype(np.float32)
     h = np.full((-(-T // BT), 128, BV), np.nan, np.float16)
     ht = np.full((128, BV), np.nan, np.float32)
-    kernel[(1,)](k, v, w, g, h0, h, ht, T, BV=BV, BT=BT, num_warps=4, num_stages=stages)
+    kernel[(1,)](k, v, w, g, h0, h, ht, T, BV=BV, BT=BT, num_warps=warps, num_stages=stages)
     assert kernel._interpreter.ir().count("local_store") == 3
     states, final = reference(k, v, w, g, h0, T, BT)
     np.testing.assert_allclose(h.astype(np.float64), states, rtol=2e-3, atol=2e-3)

@@ -157,16 +157,50 @@ TEST(ShapeOpLayouts, NoLayoutWhereElementsLiveInOtherThreads) {
   Value *s = k.input({64}, slice);
   Value *r = k.b.op(OpCode::Reshape, {s}, f32({8, 8}));
   EXPECT_TRUE(inRegisterResultLayouts(*r->definingOp, slice, 4).empty());
-  // A layout with copies (16 elements over 128 threads).
-  LayoutRef copies = Layout::blocked({1}, {32}, {4}, {0});
-  Value *c = k.input({16}, copies);
-  Value *rc = k.b.op(OpCode::Reshape, {c}, f32({4, 4}));
-  EXPECT_TRUE(inRegisterResultLayouts(*rc->definingOp, copies, 4).empty());
   // Codegen's check refuses layouts that do not fit, e.g. the anchor of a reshape.
   Value *y = k.input({64, 64}, Layout::blocked({1, 4}, {2, 16}, {4, 1}, {1, 0}));
   Value *ry = k.b.op(OpCode::Reshape, {y}, f32({64, 2, 32}));
   DistributedLayout in(*y->layout, {64, 64}), anchor(*Layout::blocked({1, 1, 4}, {1, 4, 8}, {4, 1, 1}, {2, 1, 0}), {64, 2, 32});
   EXPECT_FALSE(registersInThread(*ry->definingOp, 0, {in}, anchor).has_value());
+}
+
+// Layouts with copies: threads along a dim of extent 1 (the packed int4 zeros
+// row of AWQ's GEMM, [1, 4] interleaved three times with join + reshape), or
+// more threads than elements. The copies stay where they are and the op is
+// a choice of registers; the [1, N] rows keep Triton's layouts (threads along
+// the 1), so the broadcast to the [K, N] tile that follows needs no conversion.
+TEST(ShapeOpLayouts, CopiesStayInRegisters) {
+  Kernel k;
+  Value *row = k.input({1, 4}, Layout::blocked({1, 1}, {8, 4}, {4, 1}, {1, 0}));
+  std::vector<int64_t> n = {1, 4};
+  for (int i = 0; i < 3; ++i) {
+    Operation *join = k.b.create(OpCode::Join, {row, row}, {f32({1, n[1], 2})});
+    expectInRegisters(*join, 4);
+    n[1] *= 2;
+    Value *r = k.b.op(OpCode::Reshape, {join->result()}, f32(n));
+    std::vector<LayoutRef> l = expectInRegisters(*r->definingOp, 4);
+    ASSERT_EQ(l.size(), 1u);
+    row = r;
+  }
+  // [1, 32] as Triton's #blocked<[1,8],[8,4],[4,1]>: the [32, 32] tile's layout, copies along dim 0.
+  EXPECT_EQ(row->layout->str(), Layout::blocked({1, 8}, {8, 4}, {4, 1}, {1, 0})->str());
+
+  // 16 elements over 128 threads, reshaped and flattened again.
+  LayoutRef copies = Layout::blocked({1}, {32}, {4}, {0});
+  Value *c = k.input({16}, copies);
+  Value *rc = k.b.op(OpCode::Reshape, {c}, f32({4, 4}));
+  expectInRegisters(*rc->definingOp, 4);
+  Value *flat = k.b.op(OpCode::Reshape, {rc}, f32({16}));
+  expectInRegisters(*flat->definingOp, 4);
+  // A reshape read backwards through a [1, 8] row with copies.
+  Value *src = k.input({8}, nullptr);
+  Value *r8 = k.b.op(OpCode::Reshape, {src}, f32({1, 8}));
+  LayoutRef want = Layout::blocked({1, 2}, {8, 4}, {4, 1}, {1, 0});
+  r8->layout = want;
+  LayoutRef in = inRegisterReshapeOperandLayout(*r8->definingOp, want, 4);
+  ASSERT_NE(in, nullptr);
+  src->layout = in;
+  EXPECT_TRUE(registersInThread(*r8->definingOp, 0, {DistributedLayout(*in, {8})}, DistributedLayout(*want, {1, 8})));
 }
 
 // A reshape read backwards: the operand layout that makes a reshape give a wanted result layout in

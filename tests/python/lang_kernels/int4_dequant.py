@@ -1,7 +1,7 @@
 """Two int4 dequantisation kernels shaped as GPTQ's and AWQ's (tests/python/test_ptx_emulator.py runs their PTX
 in tests/python/ptx_emulator.py): act-order 4-bit unpacking over a flat index (g_idx gather, zeros from a packed
 row, fp32 arithmetic, fp16 store), and an 8-way unpack built from a triple tl.interleave with shifts made by
-reshape / broadcast (layout conversions through shared memory)."""
+reshape / broadcast (all in registers, as Triton compiles it)."""
 import tessera.language as tl
 from tessera import jit
 
