@@ -161,6 +161,7 @@ public:
   }
   void setInsertionPointToEnd(Block *block) { block_ = block; insertBefore_ = block->ops.end(); }
   Block *block() const { return block_; }
+  std::list<std::unique_ptr<Operation>>::iterator insertionPoint() const { return insertBefore_; }
   void setLoc(SourceLoc loc) { loc_ = loc; }
   SourceLoc loc() const { return loc_; }
 

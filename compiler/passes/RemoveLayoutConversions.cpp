@@ -225,6 +225,16 @@ private:
   Block *block_ = nullptr; // where the current conversion is
 
   // Copies made earlier in this block or an enclosing one come before it.
+  // v is not defined after b's insertion point in b's block (values of enclosing blocks are: the
+  // op holding b's block comes after them).
+  static bool definedBefore(Value *v, const Builder &b) {
+    const Operation *def = v->definingOp;
+    if (!def || def->parent != b.block()) return true;
+    for (auto it = b.block()->ops.begin(); it != b.insertionPoint(); ++it)
+      if (it->get() == def) return true;
+    return false;
+  }
+
   bool dominates(Value *copy) const {
     const Block *where = copy->definingOp ? copy->definingOp->parent : copy->ownerBlock;
     for (const Block *b = block_; b; b = b->parentOp ? b->parentOp->parent : nullptr)
@@ -321,7 +331,8 @@ private:
   Value *cloneIn(Value *v, const LayoutRef &layout, Builder &b, std::set<Operation *> &replaced) {
     if (!v->type.isBlock()) return v;
     auto key = std::make_pair(v, layout->str());
-    if (auto it = cloned_.find(key); it != cloned_.end() && dominates(it->second)) return it->second;
+    if (auto it = cloned_.find(key); it != cloned_.end() && dominates(it->second) && definedBefore(it->second, b))
+      return it->second;
     Operation *def = v->definingOp;
     if (narrowLeaves_.count(v)) {
       if (sameLayout(v->layout, layout)) return cloned_[key] = v;
@@ -336,7 +347,9 @@ private:
     }
     replaced.insert(def);
     if (def->code == OpCode::ConvertLayout) return cloned_[key] = cloneIn(def->operand(0), layout, b, replaced);
-    if (sameLayout(v->layout, layout)) return cloned_[key] = v;
+    // (reused where it is defined before the copy goes: recarry's update is built before the yield, and
+    // a splat that the body makes after the value it advances was read before its definition)
+    if (sameLayout(v->layout, layout) && definedBefore(v, b)) return cloned_[key] = v;
     std::vector<Value *> operands;
     for (Value *operand : def->operands)
       operands.push_back(cloneIn(operand, operandLayout(*def, layout, fn_.numWarps), b, replaced));

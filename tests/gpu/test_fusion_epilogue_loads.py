@@ -105,7 +105,13 @@ def test_tk_matmul_residual_fp32_and_transposed(M, N, K):
         for config in [None] + hopper_config_names():
             out = poisoned((M, N), torch.float16)
             kw = {} if config is None else {"config": config}
-            tk.matmul(a, b, out=out, epilogue=ep_residual, epilogue_args=(res, 0.5), **kw)
+            try:
+                tk.matmul(a, b, out=out, epilogue=ep_residual, epilogue_args=(res, 0.5), **kw)
+            except tessera.OutOfResources as e:
+                # A persistent form keeps its ring while the epilogue converts the fp32 tile: forced,
+                # it may not fit (the autotuner skips it), and says so.
+                assert config and config.endswith("/persistent") and "shared memory" in str(e), (config, e)
+                continue
             assert_rel_err(out, p * 0.5 + res.double(), 4e-3, f"residual {res.dtype} {res.stride()} {config}")
 
 
