@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import tessera
+import tessera.language as tl
 import kernels as K
 from fake_cuda import TENSOR_MAP_MAGIC, unpack_tensor_map
 
@@ -475,3 +476,20 @@ def test_a_block_over_256_rows_is_not_encoded(fake):
 def test_nan_padding_needs_a_float_tensor():
     with pytest.raises(ValueError, match=r"Padding option `nan` is only supported for floating point tensors"):
         tessera.TensorDescriptor(torch.Tensor(P, torch.int32), [64, 64], [64, 1], [16, 16], padding="nan")
+
+
+@tessera.jit
+def _first_of_pair(pair, out):
+    v = pair[0].load([0, 0])
+    tl.store(out + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :], v)
+
+
+def test_a_descriptor_inside_a_tuple_argument_is_a_located_error(fake):
+    """A descriptor's fields are hidden parameters after the kernel's own: inside a tuple argument
+    it is refused where the parameter is declared (pass it as an argument of its own)."""
+    x = torch.Tensor(P, torch.float16, shape=(64, 64))
+    out = torch.Tensor(P + (1 << 20), torch.float16, shape=(16, 16))
+    desc = tessera.TensorDescriptor.from_tensor(x, block_shape=[16, 16])
+    with pytest.raises(tessera.CompilationError, match=r"test_tensor_descriptor\.py:\d+:\d+: error: argument "
+                       r"'pair_0': a tensor descriptor inside a tuple argument is not supported"):
+        _first_of_pair[(1,)]((desc, 3), out)
