@@ -493,3 +493,23 @@ def test_a_descriptor_inside_a_tuple_argument_is_a_located_error(fake):
     with pytest.raises(tessera.CompilationError, match=r"test_tensor_descriptor\.py:\d+:\d+: error: argument "
                        r"'pair_0': a tensor descriptor inside a tuple argument is not supported"):
         _first_of_pair[(1,)]((desc, 3), out)
+
+
+@tessera.jit
+def _desc_none_tuple(d, bias, pair, n):
+    v = d.load([0, 0])
+    if bias is not None:
+        v += tl.load(bias)
+    tl.store(pair[0] + tl.arange(0, 16)[:, None] * pair[1] + tl.arange(0, 16)[None, :], v, mask=n > 0)
+
+
+def test_hidden_fields_follow_the_slots_taken(fake):
+    """The descriptor's hidden parameters (base, shape, the strides but the last, padding) come right
+    after the slots the arguments took: a None argument takes none, a tuple one per leaf."""
+    x = torch.Tensor(P, torch.float16, shape=(64, 48))
+    out = torch.Tensor(P + (1 << 20), torch.float16, shape=(16, 16))
+    desc = tessera.TensorDescriptor.from_tensor(x, block_shape=[16, 16])
+    _desc_none_tuple[(1,)](desc, None, (out, 16), 5)
+    params = fake.last()["params"]
+    assert [size for size, _ in params] == [128, 8, 4, 4, 8, 4, 4, 8, 4]
+    assert [value for _, value in params[1:]] == [P + (1 << 20), 16, 5, P, 64, 48, 48, 0]
