@@ -210,7 +210,6 @@ public:
       }
       Builder b(at->parent);
       b.setInsertionPoint(at->parent, positionOf(*at));
-      block_ = at->parent;
       Value *replacement = cloneIn(convert->operand(0), convert->result()->layout, b, candidates);
       replaceAllUsesWith(fn_.body, convert->result(), replacement);
       candidates.insert(convert);
@@ -222,23 +221,18 @@ private:
   Function &fn_;
   // (value, layout) -> its copy, reused by later conversions the copy dominates.
   std::map<std::pair<Value *, std::string>, Value *> cloned_;
-  Block *block_ = nullptr; // where the current conversion is
-
-  // Copies made earlier in this block or an enclosing one come before it.
-  // v is not defined after b's insertion point in b's block (values of enclosing blocks are: the
-  // op holding b's block comes after them).
-  static bool definedBefore(Value *v, const Builder &b) {
-    const Operation *def = v->definingOp;
-    if (!def || def->parent != b.block()) return true;
-    for (auto it = b.block()->ops.begin(); it != b.insertionPoint(); ++it)
-      if (it->get() == def) return true;
-    return false;
-  }
-
-  bool dominates(Value *copy) const {
-    const Block *where = copy->definingOp ? copy->definingOp->parent : copy->ownerBlock;
-    for (const Block *b = block_; b; b = b->parentOp ? b->parentOp->parent : nullptr)
-      if (b == where) return true;
+  // v can be read at b's insertion point: defined in b's block before that point, or in an enclosing
+  // block (whose op holding b's block comes after it). Recarry's update is built before the yield,
+  // after which the body may define a value (a splat) the update reads: that one is recomputed.
+  static bool availableAt(Value *v, const Builder &b) {
+    const Block *where = v->definingOp ? v->definingOp->parent : v->ownerBlock;
+    if (where == b.block() && v->definingOp) {
+      for (auto it = b.block()->ops.begin(); it != b.insertionPoint(); ++it)
+        if (it->get() == v->definingOp) return true;
+      return false;
+    }
+    for (const Block *in = b.block(); in; in = in->parentOp ? in->parentOp->parent : nullptr)
+      if (in == where) return true;
     return false;
   }
 
@@ -331,8 +325,7 @@ private:
   Value *cloneIn(Value *v, const LayoutRef &layout, Builder &b, std::set<Operation *> &replaced) {
     if (!v->type.isBlock()) return v;
     auto key = std::make_pair(v, layout->str());
-    if (auto it = cloned_.find(key); it != cloned_.end() && dominates(it->second) && definedBefore(it->second, b))
-      return it->second;
+    if (auto it = cloned_.find(key); it != cloned_.end() && availableAt(it->second, b)) return it->second;
     Operation *def = v->definingOp;
     if (narrowLeaves_.count(v)) {
       if (sameLayout(v->layout, layout)) return cloned_[key] = v;
@@ -347,9 +340,7 @@ private:
     }
     replaced.insert(def);
     if (def->code == OpCode::ConvertLayout) return cloned_[key] = cloneIn(def->operand(0), layout, b, replaced);
-    // (reused where it is defined before the copy goes: recarry's update is built before the yield, and
-    // a splat that the body makes after the value it advances was read before its definition)
-    if (sameLayout(v->layout, layout) && definedBefore(v, b)) return cloned_[key] = v;
+    if (sameLayout(v->layout, layout) && availableAt(v, b)) return cloned_[key] = v;
     std::vector<Value *> operands;
     for (Value *operand : def->operands)
       operands.push_back(cloneIn(operand, operandLayout(*def, layout, fn_.numWarps), b, replaced));
@@ -366,13 +357,12 @@ private:
   Value *recarry(Value *arg, const LayoutRef &layout, const std::pair<Value *, std::string> &key,
                  std::set<Operation *> &replaced) {
     recarried_.insert(arg);
-    Block *body = arg->ownerBlock, *saved = block_;
+    Block *body = arg->ownerBlock;
     Operation *loop = body->parentOp, *yield = body->terminator();
     Value *init = loop->operand(2 + arg->index);
     Builder before(loop->parent);
     before.setInsertionPoint(loop->parent, positionOf(*loop));
     before.setLoc(loop->loc);
-    block_ = loop->parent;
     std::set<Value *> seen;
     Value *initCopy;
     if (sameLayout(init->layout, layout)) {
@@ -396,10 +386,8 @@ private:
     Builder atYield(body);
     atYield.setInsertionPoint(body, positionOf(*yield));
     atYield.setLoc(yield->loc);
-    block_ = body;
     Value *next = cloneIn(yield->operand(arg->index - 1), layout, atYield, replaced);
     yield->operands.push_back(next);
-    block_ = saved;
     return copy;
   }
 };
