@@ -3,34 +3,22 @@ reads k as [K, T] with K contiguous) is staged by the pipeline as a transposed t
 the wgmma swizzle) and read with the instruction's "transpose A" (compiler/codegen/WgmmaDot.cpp).
 Against torch, for one and two warpgroups, several slabs, masked tails and a loop-carried
 value the body does not change (the canonicalize fix that let the pipeliner in)."""
+import importlib.util
+import pathlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import tessera  # noqa: E402
-import tessera.language as tl  # noqa: E402
 from gpu_helpers import poisoned  # noqa: E402
 
 
-@tessera.jit
-def m_major_a_matmul(a_ptr, b_ptr, c_ptr, M, N, K, USE_G: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                     BK: tl.constexpr):
-    # a: [K, M] row-major, i.e. A = a.T is read down its columns
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        if USE_G:
-            offs_k = (offs_k + BK) % BK
-        rk = k + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] + rk[None, :] * M, mask=(offs_m[:, None] < M) & (rk[None, :] < K),
-                    other=0.0)
-        b = tl.load(b_ptr + rk[:, None] * N + offs_n[None, :], mask=(rk[:, None] < K) & (offs_n[None, :] < N),
-                    other=0.0)
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+# The kernel is tests/python/lang_kernels/m_major_a.py's (its CPU tests: test_recarried_loop_values.py).
+_spec = importlib.util.spec_from_file_location(
+    "lang_m_major_a", pathlib.Path(__file__).resolve().parents[1] / "python" / "lang_kernels" / "m_major_a.py")
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+m_major_a_matmul = _module.m_major_a_matmul
 
 
 @pytest.mark.parametrize("use_g", [False, True])

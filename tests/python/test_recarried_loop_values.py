@@ -1,4 +1,5 @@
-"""A loop-carried block advanced by cheap math (`offs_k = (offs_k + BK) % BK`) and read in two
+"""A loop-carried block advanced by cheap math (`offs_k = (offs_k + BK) % BK`, lang_kernels/m_major_a.py
+with USE_G, which tests/gpu/test_wgmma_m_major_a.py runs on the GPU) and read in two
 layouts is carried a second time in the other layout (remove-layout-conversions' recarry). The
 recomputed update must not read a value the body defines later: the splat of BK that the
 original update reads came after the reads of offs_k, and reusing it there left an undefined
@@ -13,7 +14,7 @@ SIG = "*bf16:16,*bf16:16,*fp32:16,i32:16,i32:16,i32:16"
 
 
 def ptx_for(arch, bm=32, bn=32, bk=32):
-    return compile_kernel("recarried_offsets.py", "rotating_k_matmul", SIG, {"BM": bm, "BN": bn, "BK": bk},
+    return compile_kernel("m_major_a.py", "m_major_a_matmul", SIG, {"USE_G": True, "BM": bm, "BN": bn, "BK": bk},
                           arch=arch, extra=["--num-warps", "4", "--num-stages", "3"])
 
 
