@@ -68,6 +68,8 @@ struct SValue {
 // Whether fn is decorated @jit / @triton.jit / @tessera.jit(...), or with fusionDecorators also
 // @tessera.elementwise / @tessera.fuse, which make @jit functions too (Specializer.cpp).
 bool isJitFunction(const ast::FunctionDef &fn, bool fusionDecorators = true);
+// `p: tl.constexpr` (also `constexpr`, or a string annotation naming it): SpecializerParameters.cpp.
+bool isConstexprAnnotation(const ast::Expr *e);
 
 // "$retval" before a `return`: where one path of a function returns a value and another falls
 // off its end, that path returns an unspecified value of the same type (Triton: poison).
