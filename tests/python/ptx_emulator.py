@@ -481,15 +481,24 @@ class Executor:
                 return s
         return "generic"
 
+    def _access(self, ins, regs_tok):
+        """A ld's or st's element type, state space, element width in bytes and registers."""
+        ty, nvec = self._ty(ins.mods), self._vec(ins.mods)
+        regs = self._regs_list(regs_tok) if regs_tok.startswith("{") else [regs_tok]
+        assert len(regs) == nvec, ins.text
+        return ty, self._space(ins.mods), _TYPES[ty][0] // 8, regs
+
+    def _active_addresses(self, addr_tok, m):
+        """The active lanes (indices) and their addresses."""
+        addrs, _ = self.address(addr_tok)
+        idx = np.nonzero(np.ones(self.st.n, bool) if m is None else m)[0]
+        return idx, addrs[idx]
+
     def _ld(self, ins, m):
         st = self.st
-        ty = self._ty(ins.mods)
-        space = self._space(ins.mods)
-        nvec = self._vec(ins.mods)
-        dst, addr_tok = ins.args[0], ins.args[1]
-        dsts = [x.strip() for x in dst[1:-1].split(",")] if dst.startswith("{") else [dst]
-        assert len(dsts) == nvec, ins.text
-        width = _TYPES[ty][0] // 8
+        addr_tok = ins.args[1]
+        ty, space, width, dsts = self._access(ins, ins.args[0])
+        nvec = len(dsts)
         if space == "param":
             name, off = self.address(addr_tok)
             assert off == 0 and nvec == 1, ins.text
@@ -500,10 +509,7 @@ class Executor:
                 bits = np.uint64(int(v) & ((1 << 64) - 1))
             self.write(dsts[0], np.full(st.n, bits, np.uint64), ty, m)
             return
-        addrs, _ = self.address(addr_tok)
-        sel = np.ones(st.n, bool) if m is None else m
-        idx = np.nonzero(sel)[0]
-        a = addrs[idx]
+        idx, a = self._active_addresses(addr_tok, m)
         raw = self._gather(space, a, idx, width * nvec)
         for k, dname in enumerate(dsts):
             if dname == "_":
@@ -539,17 +545,9 @@ class Executor:
 
     def _st(self, ins, m):
         st = self.st
-        ty = self._ty(ins.mods)
-        space = self._space(ins.mods)
-        nvec = self._vec(ins.mods)
-        addr_tok, src = ins.args[0], ins.args[1]
-        srcs = [x.strip() for x in src[1:-1].split(",")] if src.startswith("{") else [src]
-        assert len(srcs) == nvec, ins.text
-        width = _TYPES[ty][0] // 8
-        addrs, _ = self.address(addr_tok)
-        sel = np.ones(st.n, bool) if m is None else m
-        idx = np.nonzero(sel)[0]
-        a = addrs[idx]
+        ty, space, width, srcs = self._access(ins, ins.args[1])
+        nvec = len(srcs)
+        idx, a = self._active_addresses(ins.args[0], m)
         raw = np.zeros((idx.size, width * nvec), np.uint8)
         for k, s in enumerate(srcs):
             v = self.read(s, ty)[idx]
@@ -931,17 +929,15 @@ class Executor:
         st = self.st
         dst, src, size = ins.args[0], ins.args[1], int(ins.args[2], 0)
         fill = self.read(ins.args[3], "u32").astype(np.int64) if len(ins.args) > 3 else np.full(st.n, size)
-        sel = np.ones(st.n, bool) if m is None else m
-        daddr, _ = self.address(dst)
+        idx, daddr = self._active_addresses(dst, m)
         saddr, _ = self.address(src)
-        idx = np.nonzero(sel)[0]
         raw = np.zeros((idx.size, size), np.uint8)
         reads = idx[fill[idx] > 0]  # src-size 0: nothing is read (the address may be out of bounds)
         if reads.size:
             got = self._gather("global", saddr[reads], reads, size)
             keep = np.arange(size)[None, :] < fill[reads][:, None]
             raw[np.isin(idx, reads)] = np.where(keep, got, 0)
-        off = self._shared_offsets(daddr[idx], idx, size)
+        off = self._shared_offsets(daddr, idx, size)
         st.shared[off[:, None] + np.arange(size)] = raw
 
     def op_ldmatrix(self, ins, m):
