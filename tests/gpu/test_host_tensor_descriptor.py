@@ -6,7 +6,7 @@ descriptor matmul (test_host_tensor_descriptor_matmul), NaN padding
 variant) and a store with a downcast (test_tensor_descriptor_store_downcast); both
 tessera.TensorDescriptor and a Triton-style dataclass. On sm_90 loads and stores go through
 the TMA unit, elsewhere (and the atomics) through masked pointers.
-Written 2026-11-28, not yet run on a GPU."""
+Passed on an H100 on 2026-11-28."""
 import dataclasses
 import os
 import sys

@@ -1,8 +1,7 @@
 """wgmma with warpgroups split over N (#mma<version=3, wpc=[4, 2]>: a 64-row block on 8 warps,
 Unsloth's MoE grouped GEMM's 64 x 128 x 64 tiles; compiler/ir/Layout.h): B's tile stores each
 warpgroup's columns together, staged by cp.async (K-major B of a @ w.T, N-major B of a @ b) or
-by the dot itself. Against torch, with masked tails. (Written 2026-11-27 on a machine without
-a GPU: not yet run there.)"""
+by the dot itself. Against torch, with masked tails. (Passed on an H100 on 2026-11-28.)"""
 import os
 import sys
 
