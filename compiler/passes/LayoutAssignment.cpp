@@ -258,6 +258,23 @@ private:
     r->layout = r->type.isBlock() ? std::move(layout) : nullptr;
   }
 
+  // A broadcast keeps its operand's layout, unless that layout would give each thread more of the
+  // result than the anchor does: a [1, 1] load laid out with its lanes along dim 0 would hand
+  // every thread a whole [1, 1024] row (Inductor's cross-entropy backward: each thread then sums
+  // all 1024 columns alone). The small operand is converted instead.
+  void assignBroadcast(Operation &op) {
+    const LayoutRef &from = op.operand(0)->layout;
+    const LayoutRef to = anchor(op.result()->type.rank());
+    if (from->kind == Layout::Kind::Blocked && to->kind == Layout::Kind::Blocked && !sameLayout(from, to)) {
+      const std::vector<int64_t> &shape = op.result()->type.shape;
+      if (ir::DistributedLayout(*from, shape).numRegs() > ir::DistributedLayout(*to, shape).numRegs()) {
+        convertOperand(op, 0, to);
+        return setResultLayout(op, 0, to);
+      }
+    }
+    setResultLayout(op, 0, from);
+  }
+
   void assignOp(Operation &op) {
     for (Value *v : op.operands)
       if (v->type.isBlock() && !v->layout)
@@ -274,8 +291,7 @@ private:
         setResultLayout(op, 0, anchor(op.result()->type.rank()));
       return;
     case OpCode::Broadcast:
-      setResultLayout(op, 0, op.operand(0)->layout);
-      return;
+      return assignBroadcast(op);
     case OpCode::ExpandDims:
       return assignExpandDims(op);
     case OpCode::Reduce:

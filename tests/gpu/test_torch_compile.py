@@ -1,6 +1,7 @@
 """torch.compile on tessera (docs/torch-compile.md) on a real GPU: a small MLP (bias, GELU,
 LayerNorm) compiled forward + backward in the process-wide compatibility mode, with Inductor's
-compile workers and without them, and with CUDA graphs; the results against eager, every kernel
+compile workers and without them, and with CUDA graphs, and an AdamW training step with workers
+(the optimizer's foreach kernels); the results against eager, every kernel
 compiled by tessera, nothing imported from the installed Triton and nothing in Triton's cache.
 Each case runs in a process of its own (the mode must be on before torch imports triton).
 bench/torch_compile.py measures bigger models against stock torch.compile."""
@@ -62,10 +63,26 @@ def run(fn):
     out = fn(x)
     out.backward(g)
     return [out.detach().clone(), x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
-want = run(m)
-cm = torch.compile(m, mode=None if MODE == "default" else MODE)
-for _ in range(3):
-    got = run(cm)
+if MODE == "train":  # an AdamW training step: Inductor's foreach (combo) kernels for the optimizer
+    import copy
+    twin = copy.deepcopy(m)
+    opts = [torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1) for model in (m, twin)]
+    def step(model, opt):
+        loss = F.mse_loss(model(x.detach()), g)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    compiled_step = torch.compile(lambda: step(twin, opts[1]))
+    for _ in range(3):
+        step(m, opts[0])
+        compiled_step()
+    want, got = [p.detach() for p in m.parameters()], [p.detach() for p in twin.parameters()]
+else:
+    want = run(m)
+    cm = torch.compile(m, mode=None if MODE == "default" else MODE)
+    for _ in range(3):
+        got = run(cm)
 torch.cuda.synchronize()
 err = max(((a - b).abs() / (1e-3 + 1e-3 * b.abs())).max().item() for a, b in zip(got, want))
 leaked = [n for n, mod in list(sys.modules.items()) if real and str(getattr(mod, "__file__", None) or "").startswith(real)]
@@ -90,7 +107,7 @@ def run_case(tmp_path, mode, threads):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode,threads", [("default", 1), ("default", 4), ("reduce-overhead", 1)])
+@pytest.mark.parametrize("mode,threads", [("default", 1), ("default", 4), ("reduce-overhead", 1), ("train", 4)])
 def test_torch_compile_runs_on_tessera(tmp_path, mode, threads):
     pytest.importorskip("torch._inductor")
     r = run_case(tmp_path, mode, threads)

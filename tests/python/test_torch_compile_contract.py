@@ -183,6 +183,21 @@ def test_set_driver_to_gpu_as_triton_helpers_does_it(triton):
         driver.reset_active()
 
 
+def test_is_active_asks_torch_first_as_triton_does(triton, monkeypatch):
+    """In Inductor's forked compile workers cuInit can fail although torch sees the GPU: Triton's
+    is_active() is torch.cuda.is_available() (not ROCm); tessera's says yes there too, else the
+    worker raises "Could not find an active GPU backend" (seen on an H200 with an AdamW step)."""
+    import types
+    driver_class = triton.backends.backends["nvidia"].driver
+    for available, hip, expected in ((True, None, True), (True, "6.0", None), (False, None, None)):
+        fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda a=available: a),
+                                     version=types.SimpleNamespace(hip=hip))
+        monkeypatch.setitem(sys.modules, "torch", fake)
+        # None: torch says no, so the answer is the driver's own (no GPU on CI: False)
+        want = expected if expected is not None else bool(tessera._C.driver_available())
+        assert driver_class.is_active() is want
+
+
 def test_the_config_inductor_builds(triton):
     """InductorConfig(Config) with dynamic_scale_rblock; Config(..., maxnreg=, pre_hook=)."""
     class InductorConfig(triton.Config):

@@ -30,7 +30,15 @@ class CudaDriver:
     @staticmethod
     def is_active():
         """Whether this back-end drives the GPU of this process (Triton's class check, which torch's
-        Inductor makes through triton.backends.backends[...].driver.is_active())."""
+        Inductor makes through triton.backends.backends[...].driver.is_active()). As Triton's, it asks
+        torch first: Inductor's compile workers are forked from a process that may hold a CUDA
+        context, where cuInit fails although the device is there (and compiling needs no driver)."""
+        try:
+            import torch
+            if torch.cuda.is_available() and getattr(getattr(torch, "version", None), "hip", None) is None:
+                return True
+        except ImportError:
+            pass
         try:
             return bool(_ext.require().driver_available())
         except ImportError:
