@@ -350,7 +350,7 @@ def child_main(job):
         if phases is not None:
             out["tessera_phases_s"] = dict(phases)
         if measure in ("warm", "graphs"):
-            rounds, iters = (3, 10) if job["quick"] else (7, 30)
+            rounds, iters = (5, 20) if job["quick"] else (7, 30)
             times = []
             for _ in range(rounds):
                 _zero_grads(module, inputs)
