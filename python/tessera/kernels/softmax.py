@@ -18,7 +18,9 @@ The rows its first sweep leaves in L2 for the second must fit there: 16-bit
 rows of 32768 (64 KiB) on 8192 blocks were ~40 MB of rows at five programs
 per SM, and read back from DRAM. They take 16384 blocks on 16 warps with the
 last block kept in registers (KEEP_LAST) under a 64-register cap: two
-programs per SM, 32 KiB of each row waiting in L2 (8.5 MB in all).
+programs per SM, 32 KiB of each row waiting in L2 (8.5 MB in all). Fused
+functions keep the cap (a causal mask and a column scale spill 16 bytes a
+thread: cheaper than one program per SM).
 """
 from .. import next_power_of_2
 from . import _files
