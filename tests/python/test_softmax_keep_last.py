@@ -106,3 +106,34 @@ def test_shipped_bf16_config_compiles_to_two_programs_per_sm(tmp_path):
     # 32 bf16 a thread a block: 4 vectors kept (evict_first, loaded first), 4 a block in each sweep
     assert loads[:4] == ["LDG.E.EF.128"] * 4 and loads[4:8] == ["LDG.E.EL.128"] * 4, loads
     assert len(loads) == 12 and len(stores) == 8, (loads, stores)
+
+
+@pytest.mark.parametrize("cols", [300, 256, 100])
+def test_compiled_keep_last_bf16_in_the_ptx_emulator(cols):
+    """The compiled bf16 kernel (KEEP_LAST, 128-element blocks on one warp: the emulator runs a CTA's
+    lanes in lockstep and refuses the shared-memory exchange of several warps inside this loop nest; the
+    64-register cap), run by the PTX emulator against float64: a ragged last block, an exact one, and
+    one block only."""
+    from ptx_emulator import GlobalMemory, run_kernel
+    rows, block = 5, 128
+    k = tessera.compile(_files.load("softmax").softmax_online_kernel, signature=BF16_SIG,
+                        constexprs={"BLOCK_SIZE": block, "KEEP_LAST": True}, num_warps=1, maxnreg=64,
+                        target="sm_90a", backend="llvm")
+    x = (np.random.default_rng(cols).standard_normal((rows, cols)) * 4).astype(np.float32)
+    x[1, -1] = 30.0
+    bits = x.view(np.uint32).astype(np.uint64)
+    xb = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    stride = (cols + 15) // 16 * 16  # rows 16-element aligned, as the signature promises
+    padded = np.zeros((rows, stride), np.uint16)
+    padded[:, :cols] = xb
+    mem = GlobalMemory()
+    x_addr = mem.alloc(padded.reshape(-1))
+    y_addr = mem.alloc(np.full(rows * stride, 0x7FC0, np.uint16))
+    for cta in range(3):  # one at a time: their row loops run different trip counts
+        run_kernel(k.asm["ptx"], grid=(3,), block=(32,), args=[y_addr, x_addr, stride, stride, rows, cols],
+                   memory=mem, ctas=np.array([cta]), shared_bytes=max(k.metadata.shared, 1024))
+    y = mem.read(y_addr, np.uint16, rows * stride).reshape(rows, stride)[:, :cols]
+    got = (y.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    ref = reference((xb.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, ref, rtol=8e-3, atol=1e-30)
