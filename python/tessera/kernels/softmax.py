@@ -15,8 +15,9 @@ per SM (limited by registers). 16-bit rows want ~32 elements per thread,
 fp32 rows ~16; from 32 KiB rows on, the two-sweep kernel wins for bf16,
 and at 64 KiB for fp32 (its registers hold one block, not the whole row).
 The rows its first sweep leaves in L2 for the second must fit there: 16-bit
-rows of 32768 (64 KiB) on 8192 blocks were ~40 MB of rows at five programs
-per SM, and read back from DRAM. They take 16384 blocks on 16 warps with the
+rows of 32768 (64 KiB) on 8192 blocks at five programs per SM leave up to
+~42 MB waiting, near the whole 50 MB L2 (the likely cause of their 0.80x
+copy bandwidth: the second sweep then reads from DRAM). They take 16384 blocks on 16 warps with the
 last block kept in registers (KEEP_LAST) under a 64-register cap: two
 programs per SM, 32 KiB of each row waiting in L2 (8.5 MB in all). Fused
 functions keep the cap (a causal mask and a column scale spill 16 bytes a
