@@ -36,6 +36,24 @@ def test_config_of_long_16_bit_rows():
                                                  "KEEP_LAST": False, "maxnreg": None}
     assert softmax_config(32768, np.dtype("float32"))["kernel"] == "register"
     assert not softmax_config(65536, np.dtype("float16"))["KEEP_LAST"]
+    # NVRTC's PTX would spill under the cap: the plain online kernel on the same blocks
+    assert softmax_config(32768, np.dtype("float16"), "nvrtc") == {
+        "kernel": "online", "BLOCK_SIZE": 16384, "num_warps": 16, "KEEP_LAST": False, "maxnreg": None}
+
+
+@pytest.mark.parametrize("backend", ["llvm", "nvrtc"])
+def test_shipped_configs_do_not_spill(backend):
+    """Each back-end's config for 16-bit rows of 32768 (and 16384) compiles without spills, within
+    64 registers (two programs of 16 warps per SM)."""
+    for cols in (16384, 32768):
+        config = softmax_config(cols, np.dtype("float16"), backend)
+        meta = {"BLOCK_SIZE": config["BLOCK_SIZE"]}
+        if config["KEEP_LAST"]:
+            meta["KEEP_LAST"] = True
+        k = tessera.compile(_files.load("softmax").softmax_online_kernel, signature=BF16_SIG, constexprs=meta,
+                            num_warps=config["num_warps"], maxnreg=config["maxnreg"], target="sm_90a", backend=backend)
+        assert k.n_spills == 0, (backend, cols, config, k.n_regs, k.n_spills)
+        assert k.n_regs * 32 * config["num_warps"] <= (32768 if cols == 32768 else 65536 // 5), (k.n_regs, config)
 
 
 def online_kernel():

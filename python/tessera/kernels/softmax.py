@@ -35,18 +35,24 @@ _TABLE = {
         16384: ("online", 8, 8192), 32768: ("online", 16, 16384, True, 64)},
 }
 _LONG = {4: ("online", 16, 16384), 2: ("online", 8, 8192)}  # rows longer than 32768
+# NVRTC's PTX for KEEP_LAST needs more registers (52 bytes of spills in the sweep under the cap): its
+# 16-bit rows of 32768 take the plain online kernel on 16384 blocks (64 registers, two programs per SM).
+_NVRTC = {2: {32768: ("online", 16, 16384)}}
 ONLINE_BLOCK = 8192  # for online=True without a block size
 
 
-def softmax_config(n_cols, dtype=None):
+def softmax_config(n_cols, dtype=None, backend="llvm"):
     """{'kernel': 'register'|'online', 'BLOCK_SIZE', 'num_warps', 'KEEP_LAST', 'maxnreg'} for rows of
-    n_cols elements (KEEP_LAST and maxnreg: the online kernel's, None for ptxas's choice)."""
+    n_cols elements (KEEP_LAST and maxnreg: the online kernel's, None for ptxas's choice) compiled by
+    backend ("llvm" or "nvrtc")."""
     size = 4 if dtype is None else max(2, min(4, _element_size(dtype)))
     block = max(1024, next_power_of_2(max(1, n_cols)))
     if next_power_of_2(max(1, n_cols)) < 1024:
         return {"kernel": "register", "BLOCK_SIZE": next_power_of_2(max(1, n_cols)),
                 "num_warps": max(1, min(4, n_cols // 256)), "KEEP_LAST": False, "maxnreg": None}
     entry = _TABLE[size].get(block, _LONG[size])
+    if backend == "nvrtc":
+        entry = _NVRTC.get(size, {}).get(block, entry)
     if entry[0] == "online":
         keep_last, maxnreg = entry[3:] if len(entry) > 3 else (False, None)
         return {"kernel": "online", "BLOCK_SIZE": entry[2], "num_warps": entry[1], "KEEP_LAST": keep_last,
@@ -81,7 +87,8 @@ def softmax(x, out=None, *, prologue=None, epilogue=None, block_size=None, num_w
                                                                       device=x.device)
     if n_rows == 0 or n_cols == 0:
         return y.view(shape)
-    config = softmax_config(n_cols, x.dtype)
+    from .. import _C
+    config = softmax_config(n_cols, x.dtype, backend or (_C.default_backend() if _C is not None else "llvm"))
     if online is not None and online != (config["kernel"] == "online"):
         config.update(kernel="online" if online else "register", KEEP_LAST=False, maxnreg=None,
                       BLOCK_SIZE=min(ONLINE_BLOCK, next_power_of_2(n_cols)) if online else next_power_of_2(n_cols))
