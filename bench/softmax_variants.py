@@ -14,7 +14,7 @@ The variants (candidate kernels at the end of kernels/softmax.py; "persistent" =
 P given or from the compiled kernel's registers: "occ"):
 
   shipped        tessera.kernels.softmax today (register kernel, one program per row; online
-                 two-sweep kernel with 8192 blocks on 8 warps for bf16 rows of 16384/32768).
+                 two-sweep kernel for bf16 rows of 16384 and 32768: python/tessera/kernels/softmax.py).
   persist        (b) kernels/softmax.py's register kernel on a persistent grid, no prefetch.
   prefetch       (a) persistent register kernel that issues the NEXT row's load (kept in the
                  input dtype, i.e. bf16, in registers) before the current row's reductions,
@@ -28,6 +28,10 @@ P given or from the compiled kernel's registers: "occ"):
   online-pf      (c) the online two-sweep kernel with the next column block's load issued
                  before the current block is reduced (both sweeps), one program per row.
   online-pf-p    (c) the same on a persistent grid.
+  online         kernels/softmax.py's online kernel with other blocks and warps, one program per row.
+  online-keep    the online kernel with KEEP_LAST: the row's last block is loaded first, kept in
+                 registers and written from them, so only the blocks before it are read back from L2
+                 (rNN: a register cap, maxnreg). What bf16 rows of 32768 ship with (b16384 w16 r64).
 
 Set-up on the GPU machine (after tests/gpu/run.sh built the extension), from the repository root:
 
@@ -91,6 +95,19 @@ def configs(n_cols, dtype):
         out.append(("prefetch-fma", "prefetch", {"BLOCK_SIZE": n_cols, "FMA_EXP": True, "STREAM": True}, w, "occ"))
         if size == 2:
             out.append(("packed", "packed", {"BLOCK_SIZE": n_cols}, w, "occ"))
+    if n_cols >= 16384:
+        # the shipped online kernel with other blocks, warps and register caps; "online-keep": its last
+        # block kept in registers between the sweeps (KEEP_LAST, what bf16 rows of 32768 ship with)
+        for block, w in ((8192, 8), (16384, 16)):
+            if block <= n_cols and (size == 2 or block == 16384):
+                out.append(("online", "online", {"BLOCK_SIZE": block}, w, "rows"))
+        for block, w, maxnreg in ((8192, 8, None), (8192, 8, 64), (8192, 16, None), (16384, 16, 64),
+                                  (16384, 16, None)):
+            if block < n_cols and (size == 2 or block == 16384):
+                meta = {"BLOCK_SIZE": block, "KEEP_LAST": True}
+                if maxnreg is not None:
+                    meta["maxnreg"] = maxnreg
+                out.append(("online-keep", "online", meta, w, "rows"))
     if n_cols >= 8192:
         for block, w in ((4096, 4), (4096, 8), (8192, 8), (8192, 16)):
             if block < n_cols and (size == 2 or block == 8192):
@@ -104,7 +121,8 @@ def config_name(cfg):
     variant, _, meta, warps, programs = cfg
     block = meta["BLOCK_SIZE"]
     blk = "" if variant in ("persist", "prefetch", "prefetch2", "prefetch-fma", "packed") else f" b{block}"
-    return f"{variant}{blk} w{warps} p{programs}"
+    cap = f" r{meta['maxnreg']}" if "maxnreg" in meta else ""
+    return f"{variant}{blk} w{warps}{cap} p{programs}"
 
 
 def signature(dtype):
@@ -115,8 +133,10 @@ def signature(dtype):
 def compile_config(cfg, dtype, target=""):
     """tessera.compile of one config (target "" = the current GPU; "sm_90a" works without one)."""
     _, kname, meta, warps, _ = cfg
+    meta = dict(meta)
+    maxnreg = meta.pop("maxnreg", None)  # a launch option, not a constexpr
     return tessera.compile(KERNELS[kname](), signature=signature(dtype), constexprs=meta, num_warps=warps,
-                           target=target)
+                           target=target, maxnreg=maxnreg)
 
 
 def programs_per_sm(compiled, warps, props):

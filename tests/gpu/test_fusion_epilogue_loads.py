@@ -151,8 +151,10 @@ def erf_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_half_precision_erf_every_input(dtype):
     """Every one of the 65536 bit patterns: the 16-bit erf equals float32 erf rounded to the type
-    (torch: erff, then the rounding), NaN where the input is NaN, +-1 at +-inf. The polynomials were
-    fitted so that none differs; ex2.approx's own error may move a rare tie by one ulp: at most 4."""
+    (torch: erff, then the rounding), NaN where the input is NaN, +-1 at +-inf. Where they differ
+    (one ulp), the true erf (float64) must lie within 3e-7 of the midpoint between the two results,
+    where float32 (erff's 2 ulps, ex2.approx's) cannot decide: f16 +-0.21436 on the host, a few more
+    with the hardware's ex2.approx (tests/python/test_half_precision_erf.py: the same PTX emulated)."""
     t = DT[dtype]
     x = torch.arange(-32768, 32768, device="cuda", dtype=torch.int32).to(torch.int16).view(t)
     y = torch.empty_like(x)
@@ -162,10 +164,15 @@ def test_half_precision_erf_every_input(dtype):
     assert torch.isnan(y[nan]).all()
     ok = ~nan
     differ = (y[ok] != ref[ok]).nonzero().flatten()
-    assert differ.numel() <= 4, (x[ok][differ][:8], y[ok][differ][:8], ref[ok][differ][:8])
+    assert differ.numel() <= 8, (x[ok][differ][:8], y[ok][differ][:8], ref[ok][differ][:8])
     if differ.numel():
         ulps = (y[ok][differ].view(torch.int16).int() - ref[ok][differ].view(torch.int16).int()).abs()
         assert ulps.max().item() <= 1
+        xs = x[ok][differ].double()
+        midpoint = (y[ok][differ].double() + ref[ok][differ].double()) / 2
+        exact = torch.erf(xs)  # float64
+        near = ((exact - midpoint).abs() / exact.abs()).max().item()
+        assert near < 3e-7, (xs, y[ok][differ], ref[ok][differ], near)
     assert (y[torch.isinf(x)] == torch.sign(x[torch.isinf(x)].float()).to(t)).all()
 
 

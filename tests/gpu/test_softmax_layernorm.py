@@ -1,7 +1,8 @@
 """tessera.kernels.softmax and tessera.kernels.layer_norm against torch in
 float64, on the benchmark shapes (bench/softmax.py, bench/layernorm.py),
 ragged rows (N = 1000, 3000: no 16-element alignment, so scalar accesses),
-rows longer than a register block (the online / looped kernels), and both
+rows longer than a register block (the online / looped kernels; 16-bit rows of
+16385..32768 with the last block kept in registers), and both
 kernels forced on every shape. ||out - ref|| / ||ref||: fp32 <= 1e-5,
 bf16/fp16 <= 1e-2 (outputs rounded to 8/11 bits)."""
 import pytest
@@ -14,6 +15,8 @@ from gpu_helpers import assert_rel_err  # noqa: E402
 BENCH_SHAPES = [(16384, 1024), (8192, 4096), (4096, 16384), (2048, 32768)]
 RAGGED_SHAPES = [(4096, 1000), (1031, 3000), (7, 1)]
 LONG_SHAPES = [(64, 50000), (5, 131072 + 3)]
+# 16-bit rows of 16385..32768: the online kernel keeps its last (here ragged) block in registers
+KEEP_LAST_SHAPES = [(33, 16385), (64, 20000), (16, 32767)]
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
 
@@ -31,7 +34,7 @@ def random_input(shape, dtype, scale=4.0):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("shape", BENCH_SHAPES + RAGGED_SHAPES + LONG_SHAPES, ids=ids)
+@pytest.mark.parametrize("shape", BENCH_SHAPES + RAGGED_SHAPES + LONG_SHAPES + KEEP_LAST_SHAPES, ids=ids)
 def test_softmax(shape, dtype):
     x = random_input(shape, dtype)
     out = tk.softmax(x)

@@ -85,6 +85,7 @@ KERNEL_CASES = [
     ("online_prefetch", {}),
     ("register", {}),
     ("online", {}),
+    ("online", {"KEEP_LAST": True}),
 ]
 
 
@@ -140,7 +141,8 @@ def test_configs_cover_every_variant_and_case():
             for _, kname, meta, warps, programs in cfgs:
                 assert kname in bench.KERNELS and 1 <= warps <= 32
                 assert programs in ("rows", "occ") or isinstance(programs, int)
-    assert {"persist", "prefetch", "prefetch2", "prefetch-fma", "online-pf", "online-pf-p"} <= names
+    assert {"persist", "prefetch", "prefetch2", "prefetch-fma", "online-pf", "online-pf-p", "online",
+            "online-keep"} <= names
 
 
 def _unique_configs():
