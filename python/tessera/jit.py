@@ -252,8 +252,11 @@ class JITFunction(_ext.JitFunctionBase):
         if self._handle is None:
             C = _ext.require()
             handle = self._new_handle(C)
-            handle.backend = self._backend
-            handle.compiled_kernel_factory = _compiled_kernel_factory(self.options.get("repr"), handle.params)
+            if self._backend:  # a new handle's is "" (TESSERA_BACKEND)
+                handle.backend = self._backend
+            name_of = self.options.get("repr")
+            handle.compiled_kernel_factory = CompiledKernel if name_of is None else \
+                _compiled_kernel_factory(name_of, handle.params)
             self._handle = handle
             self._launch = C.launch
             # kernel[grid](...) without Python in between: a vectorcall object (bindings/FastLaunch.cpp).
