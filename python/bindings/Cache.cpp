@@ -103,6 +103,10 @@ void registerCache(py::module_ &m) {
       "What the kernel cache keys carry besides the kernel's inputs.");
   // A warm start needs the build id alone (the compiler fingerprint costs tens of microseconds).
   m.attr("BUILD_ID") = cache::buildId();
+  // A process's first BLAKE3 digest detects the CPU's SIMD extensions (cpuid: ~25 us in a VM, where
+  // cpuid traps). Every launch path digests (the kernel's key, its source entry), so that one-time
+  // cost is paid here, where the extension loads, not on a warm start's first launch.
+  (void)cache::digestHex("");
   m.def(
       "cache_usage",
       [] {

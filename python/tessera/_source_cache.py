@@ -36,16 +36,12 @@ import os
 
 _MAGIC = b"tessera-source-4\n"
 _RULES = ("_source.py", "_compose.py", "_function_args.py")
-_rule_files = None
+# The files of the reduction's rules, which name an entry by their size and mtime (stat'ed by the
+# extension with the lookup: no need to import them). Joined once, at import.
+_rule_files = [os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in _RULES]
 
 
 def _rules():
-    """The files of the reduction's rules, which name an entry by their size and mtime (stat'ed by
-    the extension with the lookup: no need to import them)."""
-    global _rule_files
-    if _rule_files is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        _rule_files = [os.path.join(here, name) for name in _RULES]
     return _rule_files
 
 
@@ -90,7 +86,7 @@ def lookup(C, fn):
     import json
     try:
         end = data.index(b"\n", len(_MAGIC))
-        header = json.loads(data[len(_MAGIC):end])
+        header = json.loads(data[len(_MAGIC):end].decode())  # str: json need not guess the encoding
         reads = header["reads"]
         if header["params"] is not None and (reads is None or _reads_hold(C, fn, reads, header["text_files"])):
             entry.params = [tuple(p) for p in header["params"]]
