@@ -370,7 +370,8 @@ def test_a_kernel_that_may_take_functions_launches_plain_arguments_without_pytho
     calls, subscripts = [], []
     fallback, subscript = jit_module._launch_in_python, jit_module.JITFunction._subscript
     monkeypatch.setattr(jit_module, "_launch_in_python", lambda *a, **k: calls.append(a[1]) or fallback(*a, **k))
-    monkeypatch.setattr(jit_module.JITFunction, "_subscript", lambda self, g: self is fresh and subscripts.append(g) or subscript(self, g))
+    monkeypatch.setattr(jit_module.JITFunction, "_subscript",
+                        lambda self, g: self is fresh and subscripts.append(g) or subscript(self, g))
     x, out = tensors(2)
     for launch in (lambda n: fresh[(2,)](x, out, n, BLOCK=64), lambda n: fresh[(2,)](x, out, n, 64, None),
                    lambda n: fresh.run(x, out, n, grid=(2,), BLOCK=64, FN=None),

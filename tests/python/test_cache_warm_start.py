@@ -230,7 +230,8 @@ C = tessera._C
 digests, events = [], []
 real_digest = C.digest_hex
 C.digest_hex = lambda data: digests.append(len(data)) or real_digest(data)
-sys.addaudithook(lambda event, args: events.append((event, str(args[0])[:200])) if event in ("open", "import", "os.stat", "subprocess.Popen", "os.posix_spawn") else None)
+WATCHED = ("open", "import", "os.stat", "subprocess.Popen", "os.posix_spawn")
+sys.addaudithook(lambda event, args: events.append((event, str(args[0])[:200])) if event in WATCHED else None)
 C.step_times(reset=True)
 x, y = torch.empty((64, 128)), torch.empty((64, 128))
 k[(64,)](y, x, 128, 128, 64, 128, BLOCK_SIZE=128)
