@@ -238,7 +238,7 @@ private:
                      const std::function<void(Env &)> &enter, const std::function<void(Env &)> &latch);
   void mergeBranches(ir::Operation *ifOp, const Env &thenEnv, const Env &elseEnv, SourceLoc loc);
   // The language prelude: its module, its globals, and whether they are current.
-  std::unique_ptr<ast::Module> prelude_;
+  std::shared_ptr<const ast::Module> prelude_; // parsed once a process (BuiltinsLanguage.cpp)
   Env preludeGlobals_;
   bool inPrelude_ = false;
   void loadPrelude();

@@ -548,6 +548,41 @@ std::optional<Entry> DiskCache::load(const Key &key) {
   return entry;
 }
 
+std::optional<SourceEntry> readSourceEntry(const std::string &sourcePath, std::string_view head,
+                                           const std::vector<std::string> &ruleFiles) {
+  const Config config = configFromEnvironment();
+  if (!config.enabled) return std::nullopt;
+  std::string text;
+  for (const std::string &rule : ruleFiles) {
+    struct stat st{};
+    if (::stat(rule.c_str(), &st) != 0) return std::nullopt;
+    const uint64_t mtimeNs = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
+    const size_t slash = rule.rfind('/'); // its name (not std::filesystem: its first use costs a warm start ~50 us)
+    text.append(rule, slash == std::string::npos ? 0 : slash + 1);
+    text += " " + std::to_string(st.st_size) + " " + std::to_string(mtimeNs) + "\n";
+  }
+  text += head;
+  {
+    const int fd = ::open(sourcePath.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string source;
+    const bool read = readWholeFile(fd, source);
+    ::close(fd);
+    if (!read || source.empty()) return std::nullopt;
+    text += source;
+  }
+  const std::string digest = digestHex(text);
+  SourceEntry out;
+  out.path = kernelsDir(config) + "/" + digest.substr(0, 2) + "/" + digest + ".src";
+  const int fd = ::open(out.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::string bytes;
+  if (readWholeFile(fd, bytes)) out.bytes = std::move(bytes);
+  (void)::futimens(fd, nullptr); // last used: now; fails harmlessly when read-only
+  ::close(fd);
+  return out;
+}
+
 bool DiskCache::store(const Key &key, const Entry &entry, const Stages *stages) {
   if (!config_.enabled || !key) return false;
   {

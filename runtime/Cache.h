@@ -181,6 +181,19 @@ private:
   Config config_;
 };
 
+// A kernel's source entry (python/tessera/_source_cache.py), read in one call (a warm start's
+// first step): DIR/kernels/<2 hex>/<digest>.src, the digest that of a line "<file name> <size>
+// <mtime in ns>" per file of `ruleFiles` (the reduction's rules, stat'ed, not read), then `head`,
+// then the bytes of the kernel's file `sourcePath`. `bytes` is nullopt when the entry is not there;
+// a found entry's last-used time is refreshed (LRU eviction). nullopt: the cache is off, or a rule
+// file or the kernel's file is unreadable (or empty).
+struct SourceEntry {
+  std::string path;
+  std::optional<std::string> bytes;
+};
+std::optional<SourceEntry> readSourceEntry(const std::string &sourcePath, std::string_view head,
+                                           const std::vector<std::string> &ruleFiles);
+
 // Writes `bytes` to `path` through a temporary file in the same directory
 // and rename(2), creating directories. False (errno kept) on failure.
 bool writeFileAtomically(const std::string &path, std::string_view bytes);

@@ -97,20 +97,29 @@ Exit run(const std::vector<std::string> &argv, const std::string &outputPath) {
   return exit;
 }
 
-bool executable(const fs::path &path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+// Plain stat(2) and access(2), no std::filesystem: this runs on a warm start's first launch (the JIT
+// plan), where std::filesystem's first use in the process costs tens of microseconds.
+bool executable(const std::string &path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// "dir/rest", one slash between them (as fs::path's operator/ joins them).
+std::string joined(std::string dir, const char *rest) {
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();
+  return dir + "/" + rest;
 }
 
 std::optional<std::string> searchDefaultPlaces() {
   for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char *home = std::getenv(var); home && *home)
-      if (executable(fs::path(home) / "bin" / "ptxas")) return (fs::path(home) / "bin" / "ptxas").string();
+      if (std::string path = joined(home, "bin/ptxas"); executable(path)) return path;
   if (executable("/usr/local/cuda/bin/ptxas")) return std::string("/usr/local/cuda/bin/ptxas");
   if (const char *path = std::getenv("PATH")) {
     std::stringstream dirs(path);
     for (std::string dir; std::getline(dirs, dir, ':');)
-      if (!dir.empty() && executable(fs::path(dir) / "ptxas")) return (fs::path(dir) / "ptxas").string();
+      if (!dir.empty())
+        if (std::string candidate = joined(dir, "ptxas"); executable(candidate)) return candidate;
   }
   return std::nullopt;
 }

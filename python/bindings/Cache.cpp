@@ -78,6 +78,17 @@ void registerCache(py::module_ &m) {
   m.def(
       "digest_hex", [](py::bytes data) { return cache::digestHex(std::string_view(data)); }, py::arg("data"),
       "The BLAKE3-256 of `data` in hex: the disk cache's digest (runtime/Cache.h).");
+  m.def(
+      "source_entry_read",
+      [](const std::string &sourcePath, const py::bytes &head, const std::vector<std::string> &ruleFiles) -> py::object {
+        std::optional<cache::SourceEntry> e = cache::readSourceEntry(sourcePath, std::string_view(head), ruleFiles);
+        if (!e) return py::none();
+        return py::make_tuple(e->path, e->bytes ? py::object(py::bytes(*e->bytes)) : py::object(py::none()));
+      },
+      py::arg("source_path"), py::arg("head"), py::arg("rule_files"),
+      "A kernel's source entry (tessera/_source_cache.py), in one call: (its path, its bytes or None), the "
+      "path named by the digest of the rule files' names, sizes and mtimes, `head` and the kernel file's bytes; "
+      "None with the cache off or a file unreadable (runtime/Cache.h, readSourceEntry).");
   m.def("cache_config", [] { return configDict(cache::configFromEnvironment()); },
         "The disk cache's settings from the environment: {enabled, dir, max_bytes, keep_stages}.");
   m.def(
@@ -92,6 +103,10 @@ void registerCache(py::module_ &m) {
       "What the kernel cache keys carry besides the kernel's inputs.");
   // A warm start needs the build id alone (the compiler fingerprint costs tens of microseconds).
   m.attr("BUILD_ID") = cache::buildId();
+  // A process's first BLAKE3 digest detects the CPU's SIMD extensions (cpuid: ~25 us in a VM, where
+  // cpuid traps). Every launch path digests (the kernel's key, its source entry), so that one-time
+  // cost is paid here, where the extension loads, not on a warm start's first launch.
+  (void)cache::digestHex("");
   m.def(
       "cache_usage",
       [] {

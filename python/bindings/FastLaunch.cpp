@@ -9,10 +9,16 @@
 //
 // and JitFunctionBase, the C base class of tessera.JITFunction, whose
 // `kernel[grid]` is a C slot: once the Python side has set `kernel._direct`
-// to its KernelLauncher (a kernel that is neither interpreted nor takes
-// @jit functions), `kernel[grid]` runs no Python at all and hands out the
-// same BoundLaunch again for the same grid tuple; otherwise it calls
-// `kernel._subscript(grid)`.
+// to its KernelLauncher (a kernel that is not interpreted), `kernel[grid]`
+// runs no Python at all and hands out the same BoundLaunch again for the
+// same grid tuple; otherwise it calls `kernel._subscript(grid)`.
+//
+// A kernel whose constexprs may receive @jit functions (to compose it with:
+// jit.py) gets a guarded launcher, KernelLauncher(handle, fallback): a launch
+// whose arguments are all plain values (None, int, float, bool, str, torch
+// tensors), which no composition can change, goes straight to C++; any other
+// argument (a function, a tuple, an object of another type) makes it call
+// fallback(grid, *args, **kwargs), Python's own launch, instead.
 //
 // C++ exceptions are turned into Python ones by pybind11's registered
 // translators (Errors.cpp), through a pybind11 function that rethrows them.
@@ -29,6 +35,7 @@ struct LauncherObject {
   vectorcallfunc vectorcall;
   PyObject *handle; // the pybind11 JitKernel (owns the C++ object)
   JitKernel *kernel;
+  PyObject *fallback; // null, or what launches arguments that are not all plain values
 };
 
 struct BoundObject {
@@ -51,6 +58,30 @@ PyObject *raiseCurrent() {
   return nullptr;
 }
 
+// A value no composition with @jit functions looks into (jit.py's split_function_args leaves it as it is).
+bool plainValue(PyObject *o) {
+  if (o == Py_None || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) || PyUnicode_CheckExact(o))
+    return true;
+  return torchTensorType(Py_TYPE(o)) != nullptr;
+}
+
+// Whether a guarded launcher's arguments (positional, then kwnames' values) are all plain values.
+bool plainArguments(PyObject *const *args, size_t nargs, PyObject *kwnames) {
+  const size_t total = nargs + (kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0);
+  for (size_t i = 0; i < total; ++i)
+    if (!plainValue(args[i])) return false;
+  return true;
+}
+
+// fallback(grid, *args, **kwargs) (a new reference, or null with the error set).
+PyObject *callFallback(PyObject *fallback, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+  const size_t total = nargs + (kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0);
+  std::vector<PyObject *> all(total + 1);
+  all[0] = grid;
+  std::copy(args, args + total, all.begin() + 1);
+  return PyObject_Vectorcall(fallback, all.data(), nargs + 1, kwnames);
+}
+
 PyObject *launchOrRaise(JitKernel &k, PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
   try {
     return launchVector(k, grid, args, nargs, kwnames); // the specialisation's CompiledKernel, as Triton's run
@@ -64,7 +95,10 @@ PyObject *launchOrRaise(JitKernel &k, PyObject *grid, PyObject *const *args, siz
 
 PyObject *boundCall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
   auto *b = reinterpret_cast<BoundObject *>(self);
-  return launchOrRaise(*b->launcher->kernel, b->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
+  const size_t n = PyVectorcall_NARGS(nargsf);
+  if (PyObject *fallback = b->launcher->fallback; fallback && !plainArguments(args, n, kwnames)) [[unlikely]]
+    return callFallback(fallback, b->grid, args, n, kwnames);
+  return launchOrRaise(*b->launcher->kernel, b->grid, args, n, kwnames);
 }
 
 PyObject *launcherCall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -74,6 +108,8 @@ PyObject *launcherCall(PyObject *self, PyObject *const *args, size_t nargsf, PyO
     PyErr_SetString(PyExc_TypeError, "KernelLauncher(grid, *args, **kwargs) needs the grid first");
     return nullptr;
   }
+  if (l->fallback && !plainArguments(args + 1, n - 1, kwnames)) [[unlikely]]
+    return callFallback(l->fallback, args[0], args + 1, n - 1, kwnames);
   return launchOrRaise(*l->kernel, args[0], args + 1, n - 1, kwnames);
 }
 
@@ -87,6 +123,7 @@ void boundDealloc(PyObject *self) {
 void launcherDealloc(PyObject *self) {
   auto *l = reinterpret_cast<LauncherObject *>(self);
   Py_XDECREF(l->handle);
+  Py_XDECREF(l->fallback);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -116,10 +153,16 @@ PyObject *launcherSubscript(PyObject *self, PyObject *grid) {
 PyMappingMethods launcherMapping = {nullptr, launcherSubscript, nullptr};
 
 PyObject *launcherNew(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-  PyObject *handle = nullptr;
-  static const char *names[] = {"handle", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:KernelLauncher", const_cast<char **>(names), &handle))
+  PyObject *handle = nullptr, *fallback = nullptr;
+  static const char *names[] = {"handle", "fallback", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:KernelLauncher", const_cast<char **>(names), &handle,
+                                   &fallback))
     return nullptr;
+  if (fallback == Py_None) fallback = nullptr;
+  if (fallback && !PyCallable_Check(fallback)) {
+    PyErr_SetString(PyExc_TypeError, "KernelLauncher(handle, fallback): fallback must be callable");
+    return nullptr;
+  }
   JitKernel *kernel = nullptr;
   try {
     kernel = py::cast<JitKernel *>(py::handle(handle));
@@ -133,13 +176,16 @@ PyObject *launcherNew(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   Py_INCREF(handle);
   l->handle = handle;
   l->kernel = kernel;
+  l->fallback = Py_XNewRef(fallback);
   return reinterpret_cast<PyObject *>(l);
 }
 
 PyTypeObject LauncherType = [] {
   PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
   t.tp_name = "tessera._C.KernelLauncher";
-  t.tp_doc = "KernelLauncher(handle): launcher[grid](*args, **kwargs) launches handle's kernel.";
+  t.tp_doc = "KernelLauncher(handle, fallback=None): launcher[grid](*args, **kwargs) launches handle's kernel; "
+             "with a fallback, arguments that are not all None/int/float/bool/str/torch tensors go to "
+             "fallback(grid, *args, **kwargs) instead.";
   t.tp_basicsize = sizeof(LauncherObject);
   t.tp_dealloc = launcherDealloc;
   t.tp_vectorcall_offset = offsetof(LauncherObject, vectorcall);

@@ -12,7 +12,9 @@ are now, the function's name and first line, and what
 decides the answer besides them: the rules (the size and mtime of _source.py, _compose.py
 and _function_args.py, as Python's own .pyc files are checked) and libtessera's build
 (its parameter parser). So a kernel whose file changed, or a new tessera, misses; nothing
-is parsed to find that out. The entry itself:
+is parsed to find that out. The extension finds the entry in one call
+(tessera._C.source_entry_read: the rules' stat, the file, the digest and the entry's bytes), a
+warm start's first step. The entry itself:
 
     tessera-source-4\\n
     {"params": [[name, is_constexpr, has_default], ...] or null, "calls": [...] or null,
@@ -34,23 +36,13 @@ import os
 
 _MAGIC = b"tessera-source-4\n"
 _RULES = ("_source.py", "_compose.py", "_function_args.py")
-_rules = None
+# The files of the reduction's rules, which name an entry by their size and mtime (stat'ed by the
+# extension with the lookup: no need to import them). Joined once, at import.
+_rule_files = [os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in _RULES]
 
 
-def _rules_stamp():
-    """What the reduction's rules are, from their files' stat (no need to import them)."""
-    global _rules
-    if _rules is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        parts = []
-        try:
-            for name in _RULES:
-                st = os.stat(os.path.join(here, name))
-                parts.append(f"{name} {st.st_size} {st.st_mtime_ns}")
-        except OSError:
-            parts = []
-        _rules = "\n".join(parts)
-    return _rules
+def _rules():
+    return _rule_files
 
 
 def _read(path):
@@ -77,22 +69,24 @@ class Entry:
 
 
 def lookup(C, fn):
-    """The Entry for `fn` as its file is now (read once per JITFunction: jit.py keeps it)."""
+    """The Entry for `fn` as its file is now (read once per JITFunction: jit.py keeps it). The file,
+    the digest that names the entry and the entry itself are read in one call to the extension
+    (tessera._C.source_entry_read, which also refreshes the entry's last-used time)."""
     code = getattr(fn, "__code__", None)
-    source = _read(code.co_filename) if code is not None else None
-    config = C.cache_config()
-    if not source or not config["enabled"] or not _rules_stamp():
+    if code is None:
         return Entry(None)
-    head = f"{_MAGIC.decode()}{C.BUILD_ID}\n{_rules}\n{fn.__name__}\n{code.co_firstlineno}\n"
-    digest = C.digest_hex(head.encode() + source)
-    entry = Entry(os.path.join(config["dir"], "kernels", digest[:2], digest + ".src"))
-    data = _read(entry.path)
+    head = f"{_MAGIC.decode()}{C.BUILD_ID}\n{fn.__name__}\n{code.co_firstlineno}\n"
+    found = C.source_entry_read(code.co_filename, head.encode(), _rules())
+    if found is None:  # the cache is off, or a file is not there
+        return Entry(None)
+    entry = Entry(found[0])
+    data = found[1]
     if data is None or not data.startswith(_MAGIC):
         return entry
     import json
     try:
         end = data.index(b"\n", len(_MAGIC))
-        header = json.loads(data[len(_MAGIC):end])
+        header = json.loads(data[len(_MAGIC):end].decode())  # str: json need not guess the encoding
         reads = header["reads"]
         if header["params"] is not None and (reads is None or _reads_hold(C, fn, reads, header["text_files"])):
             entry.params = [tuple(p) for p in header["params"]]
@@ -102,8 +96,7 @@ def lookup(C, fn):
         if header["calls"] is not None and all(_file_digest(C, p) == d for p, d in files.items()):
             entry.calls = frozenset(header["calls"])
             entry.files = files
-        os.utime(entry.path)  # last used: now (the cache's LRU eviction)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         entry.text = entry.params = entry.calls = entry.reads = None
     return entry
 

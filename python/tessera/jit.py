@@ -252,12 +252,16 @@ class JITFunction(_ext.JitFunctionBase):
         if self._handle is None:
             C = _ext.require()
             handle = self._new_handle(C)
-            handle.backend = self._backend
-            handle.compiled_kernel_factory = _compiled_kernel_factory(self.options.get("repr"), handle.params)
+            if self._backend:  # a new handle's is "" (TESSERA_BACKEND)
+                handle.backend = self._backend
+            name_of = self.options.get("repr")
+            handle.compiled_kernel_factory = CompiledKernel if name_of is None else \
+                _compiled_kernel_factory(name_of, handle.params)
             self._handle = handle
             self._launch = C.launch
             # kernel[grid](...) without Python in between: a vectorcall object (bindings/FastLaunch.cpp).
             self._fast = C.KernelLauncher(self._handle)
+            self.__dict__.pop("_guarded", None)  # a launcher of an earlier handle
         return self._handle
 
     @property
@@ -319,31 +323,37 @@ class JITFunction(_ext.JitFunctionBase):
 
     def _subscript(self, grid):
         """kernel[grid] while self._direct is None (the C base class calls this)."""
-        if self.interpret or self._function_params():
+        if self.interpret:
             return _Launcher(self, grid)
+        self._direct = self._direct_launcher()  # from now on kernel[grid] is the C slot alone
+        return self._direct[grid]
+
+    def _direct_launcher(self):
+        """What kernel[grid] and run() launch through: the C++ launcher, guarded (FastLaunch.cpp) for a
+        kernel whose constexprs may receive @jit functions: a launch with only plain arguments (no
+        function among them) goes straight to C++, any other to _Launcher (composing the kernel)."""
         if self._handle is None:
             self._get_handle()
-        self._direct = self._fast  # from now on kernel[grid] is the C slot alone
-        return self._fast[grid]
+        if not self._function_params():
+            return self._fast
+        guarded = self.__dict__.get("_guarded")
+        if guarded is None:
+            # A weak reference: the launcher is held by this JITFunction (no cycle the GC cannot see).
+            fallback = functools.partial(_launch_in_python, weakref.ref(self))
+            guarded = self._guarded = _ext.require().KernelLauncher(self._handle, fallback)
+        return guarded
 
     def run(self, *args, grid, warmup=False, **kwargs):
         """Triton's spelling: kernel.run(*args, grid=grid, warmup=False, **kwargs)."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
-        direct = self._direct  # set when neither interpreted nor taking @jit functions (see _subscript)
+        direct = self._direct  # set when not interpreted (see _subscript)
         if direct is not None:
             return direct(grid, *args, **kwargs)  # KernelLauncher(grid, *args, **kwargs): vectorcall
-        if self._function_params():
-            kernel, args, kwargs = self._with_functions(args, kwargs)
-            if kernel is not self:
-                return kernel.run(*args, grid=grid, **kwargs)
         if self.interpret:
-            return self._interpret_launch(grid, args, kwargs)
-        if self._handle is None:
-            self._get_handle()
-        if not self._function_params():
-            self._direct = self._fast
-        return self._fast(grid, *args, **kwargs)
+            return _Launcher(self, grid)(*args, **kwargs)
+        self._direct = direct = self._direct_launcher()
+        return direct(grid, *args, **kwargs)
 
     def warmup(self, *args, grid=None, target="", **kwargs):
         """Compiles for these arguments without launching (needs no GPU: without one it
@@ -373,7 +383,7 @@ class JITFunction(_ext.JitFunctionBase):
 
     # What a JITFunction made for itself at run time (the extension's handles, the interpreter, locks):
     # not state. pickle and copy.copy() leave them out; the copy makes its own on first use.
-    _RUNTIME_STATE = ("_fast", "_params_of", "_fn_params", "_composed", "_hash_lock")
+    _RUNTIME_STATE = ("_fast", "_guarded", "_params_of", "_fn_params", "_composed", "_hash_lock")
     # Made again on first use (the reduced source too: a copy may be unpickled where the files differ).
     _RUNTIME_HANDLES = {"_handle": None, "_launch": None, "_interpreter": None, "_reduced": None}
 
@@ -618,6 +628,15 @@ def compose(kernel, functions):
     # Keep the functions alive so that id() stays unique for the cache entry.
     cache[key] = (composed, [jf.fn for jf in jfs.values()])
     return composed
+
+
+def _launch_in_python(fn_ref, grid, *args, **kwargs):
+    """A guarded launcher's fallback: kernel[grid](*args, **kwargs) through _Launcher (arguments that
+    may hold @jit functions)."""
+    fn = fn_ref()
+    if fn is None:
+        raise RuntimeError("the @jit function of this launcher no longer exists")
+    return _Launcher(fn, grid)(*args, **kwargs)
 
 
 class _Launcher:

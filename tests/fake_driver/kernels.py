@@ -57,6 +57,16 @@ def apply_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, FN(tl.load(x_ptr + offs, mask=mask)), mask=mask)
 
 
+@tessera.jit
+def maybe_apply(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FN: tl.constexpr = None):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if FN is not None:
+        x = FN(x)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
 @tessera.autotune(configs=[tessera.Config({"BLOCK_SIZE": 128}, num_warps=2),
                            tessera.Config({"BLOCK_SIZE": 256}, num_warps=8)],
                   key=["n_elements"], warmup=1, rep=1)

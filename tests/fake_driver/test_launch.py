@@ -5,6 +5,7 @@ launch path's fast cases (torch tensors, ints, floats, bools) and its slow ones
 that must stop a launch before the driver sees it."""
 import copy
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -356,6 +357,40 @@ def test_jit_function_as_constexpr(fake):
     assert last["params"] == [(8, P), (8, P + 4096), (4, 100)]
     K.apply_kernel[(3,)](x, out, 100, FN=K.double, BLOCK=64)
     assert fake.last()["grid"] == (3, 1, 1)
+
+
+def test_a_kernel_that_may_take_functions_launches_plain_arguments_without_python(fake, monkeypatch):
+    """A kernel whose constexpr may receive a @jit function (FN) gets a guarded C++ launcher: with only
+    plain arguments (tensors, ints, None, str) kernel[grid] and run() go straight to C++ after the first
+    kernel[grid]; a function (or a tuple, or another object) among them goes to Python, which composes."""
+    import gc
+    import weakref
+    jit_module = sys.modules["tessera.jit"]
+    fresh = tessera.jit(K.maybe_apply.fn)
+    calls, subscripts = [], []
+    fallback, subscript = jit_module._launch_in_python, jit_module.JITFunction._subscript
+    monkeypatch.setattr(jit_module, "_launch_in_python", lambda *a, **k: calls.append(a[1]) or fallback(*a, **k))
+    monkeypatch.setattr(jit_module.JITFunction, "_subscript",
+                        lambda self, g: self is fresh and subscripts.append(g) or subscript(self, g))
+    x, out = tensors(2)
+    for launch in (lambda n: fresh[(2,)](x, out, n, BLOCK=64), lambda n: fresh[(2,)](x, out, n, 64, None),
+                   lambda n: fresh.run(x, out, n, grid=(2,), BLOCK=64, FN=None),
+                   lambda n: fresh[(2,)](x, out, n, BLOCK=64, FN="double")):  # a name: plain
+        for n in (100, 101):
+            launch(n)
+            assert fake.last()["kernel"] == "maybe_apply" and fake.last()["params"] == [(8, P), (8, P + 4096), (4, n)]
+    assert calls == [] and subscripts == [(2,)]
+    fresh[(3,)](x, out, 102, BLOCK=64, FN=K.double)  # a function: Python composes the kernel with it
+    assert calls == [(3,)] and fake.last()["grid"] == (3, 1, 1) and fake.last()["params"][2] == (4, 102)
+    fresh.run(x, out, 103, grid=(4,), BLOCK=64, FN=K.double)
+    assert calls == [(3,), (4,)] and fake.last()["params"][2] == (4, 103)
+    with pytest.raises(TypeError):
+        fresh[(5,)](x, out, object(), BLOCK=64)  # not plain: Python's path, which refuses it as before
+    assert calls[-1] == (5,) and subscripts == [(2,)]
+    ref = weakref.ref(fresh)
+    del fresh
+    gc.collect()
+    assert ref() is None  # the guarded launcher's fallback holds its kernel weakly
 
 
 def test_autotuned_kernel_launches_the_winner(fake):

@@ -117,3 +117,45 @@ def test_concurrent_replacements_of_different_sizes_keep_the_total_exact(tmp_pat
         assert p.returncode == 0, err
     on_disk = sum(p.stat().st_size for p in (cache / "kernels").rglob("*") if p.is_file())
     assert int((cache / "kernels.usage").read_text()) == on_disk
+
+
+PRELUDE_WORKER = r"""
+import hashlib, sys, threading
+sys.path[:0] = [ROOT + "/python"]
+import tessera
+KERNEL = '''import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def uses_prelude(x_ptr, y_ptr, B: tl.constexpr):
+    o = tl.arange(0, B)
+    x = tl.load(x_ptr + o)
+    tl.store(y_ptr + o, tl.softmax(tl.sigmoid(x)) + tl.sum(x, axis=0) + tl.argmax(x, axis=0).to(tl.float32))
+'''
+FILE = TMP + "/uses_prelude.py"
+open(FILE, "w").write(KERNEL)
+def ptx(block):
+    k = tessera.compile(FILE, "*fp32:16,*fp32:16", {"B": block}, target="sm_90a", kernel="uses_prelude")
+    return hashlib.sha256(k.asm["ptx"].encode()).hexdigest()
+results = {}
+def work(t):
+    results[t] = [ptx(b) for b in (64, 128, 256)]
+threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+alone = [ptx(b) for b in (64, 128, 256)]
+assert all(r == alone for r in results.values()), results
+print("ok", len(set(alone)))
+"""
+
+
+def test_threads_share_the_prelude_parsed_once(tmp_path):
+    """The language prelude's AST is parsed once a process and read by every compile after that
+    (dsl/BuiltinsLanguage.cpp): six threads compiling prelude functions (softmax, sigmoid, sum,
+    argmax) at once, in a new process, each get the PTX a lone compile gets."""
+    env = {**os.environ, "TESSERA_CACHE": "off"}
+    code = f"ROOT = {str(ROOT)!r}; TMP = {str(tmp_path)!r}\n" + PRELUDE_WORKER
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ok", "3"]

@@ -5,6 +5,7 @@ start or other features need to their first use; the launch path's steps are tim
 (tessera._C.step_times) for bench/compile_time.py."""
 import importlib
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -56,9 +57,16 @@ def test_the_source_entry_is_named_by_every_input_that_decides_it(cache, tmp_pat
     assert edited != base
     path.write_text(KERNELS)
     assert entry_path(m.first) == base
-    monkeypatch.setattr(_source_cache, "_rules", "_source.py 1 2")  # another reduction
+    rule = _source_cache._rules()[-1]  # another reduction: a rule file with another mtime
+    stat = os.stat(rule)
+    try:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        assert entry_path(m.first) not in (base, edited)
+    finally:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert entry_path(m.first) == base
+    monkeypatch.setattr(_source_cache, "_rule_files", _source_cache._rules()[:-1])  # other rules
     assert entry_path(m.first) not in (base, edited)
-    monkeypatch.setattr(_source_cache, "_rules", None)
     monkeypatch.setattr(tessera._C, "BUILD_ID", "another build")
     assert entry_path(m.first) not in (base, edited)  # another parameter parser
     monkeypatch.undo()
@@ -212,3 +220,49 @@ def test_step_times_show_a_cold_and_a_warm_compile(cache):
     tessera.compile(add_kernel, signature=SIG, constexprs={"BLOCK_SIZE": 128}, target="sm_90a")
     warm = C.step_times()
     assert warm["compile"] == 0 and warm["entry_read"] > 0 and warm["entry_decode"] > 0 and warm["cache_key"] > 0
+
+
+WARM_LAUNCH = """import sys, json
+sys.path[:0] = [{root!r}]
+import torch, tessera
+from kernels.softmax import softmax_kernel as k
+C = tessera._C
+digests, events = [], []
+real_digest = C.digest_hex
+C.digest_hex = lambda data: digests.append(len(data)) or real_digest(data)
+WATCHED = ("open", "import", "os.stat", "subprocess.Popen", "os.posix_spawn")
+sys.addaudithook(lambda event, args: events.append((event, str(args[0])[:200])) if event in WATCHED else None)
+C.step_times(reset=True)
+x, y = torch.empty((64, 128)), torch.empty((64, 128))
+k[(64,)](y, x, 128, 128, 64, 128, BLOCK_SIZE=128)
+steps = C.step_times()
+sys.addaudithook(lambda *a: None)
+print(json.dumps({{"events": events, "digests": digests, "hits": C.cache_stats()["hits"],
+                  "compile": steps["compile"], "params": [p[0] for p in k._get_handle().params]}}))
+"""
+
+
+def test_a_warm_start_reads_the_kernel_once_in_cpp_and_runs_no_python_io(tmp_path):
+    """A new process whose kernel is in the disk cache (the fake driver: no GPU needed) finds the source
+    entry with one call into the extension (the rule files' stat, the kernel's file, its digest and the
+    entry, tessera._C.source_entry_read): on the way to the first launch Python opens no file, hashes
+    nothing, imports nothing and spawns nothing, and the compiler does not run."""
+    from conftest import BUILD
+    fake = BUILD / "lib" / "libtessera_fake_cuda.so"
+    env = {**os.environ, "TESSERA_LIBCUDA": str(fake), "TESSERA_CACHE_DIR": str(tmp_path / "cache"),
+           "TESSERA_JIT": "link", "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "tools" / "fake_torch"),
+                                                                 str(ROOT / "python")])}
+    env.pop("TESSERA_INTERPRET", None)
+    code = WARM_LAUNCH.format(root=str(ROOT))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(__import__("json").loads(proc.stdout.splitlines()[-1]))
+    cold, warm = runs
+    assert cold["hits"] == 0 and cold["compile"] > 0
+    assert warm["hits"] == 1 and warm["compile"] == 0
+    assert warm["params"] == cold["params"] and "PROLOGUE" in warm["params"]
+    assert warm["digests"] == [], warm["digests"]
+    assert [e for e in warm["events"] if e[0] != "import" or e[1] not in ("json",)] == [], warm["events"]

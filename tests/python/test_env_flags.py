@@ -111,3 +111,38 @@ def test_every_switch_is_read_through_env():
                 what = name or "a variable named by an expression (a rule of its own?)"
                 direct.append(f"{path.relative_to(ROOT)}:{line}: {what}")
     assert not direct, "switches read without tessera._env.flag():\n" + "\n".join(direct)
+
+
+def test_ptxas_is_found_under_cuda_home_and_on_path(tmp_path):
+    """The JIT plan's ptxas search (runtime/Ptxas.cpp, plain stat/access on a warm start's first launch):
+    CUDA_HOME/bin/ptxas first (trailing slashes or not: one path), else each PATH directory's."""
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    fake = tmp_path / "cuda" / "bin" / "ptxas"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.8, V12.8.93'\n")
+    fake.chmod(0o755)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "ptxas").write_text(fake.read_text().replace("12.8.93", "12.9.41"))
+    (other / "ptxas").chmod(0o755)
+    not_executable = tmp_path / "plain"
+    not_executable.mkdir()
+    (not_executable / "ptxas").write_text("")
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'python')!r}); import tessera; print(tessera._C.jit_mode())"
+    base = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "TESSERA_PTXAS", "TESSERA_JIT")}
+    base["TESSERA_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def mode(**env):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**base, **env})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert mode(CUDA_HOME=str(tmp_path / "cuda") + "//") == f"ptxas 12.8.93 ({fake})"
+    assert mode(CUDA_PATH=str(tmp_path / "cuda")) == f"ptxas 12.8.93 ({fake})"
+    if not os.path.exists("/usr/local/cuda/bin/ptxas"):  # else that one comes before PATH
+        path = f"{not_executable}:{other}/:{base.get('PATH', '')}"
+        assert mode(PATH=path) == f"ptxas 12.9.41 ({other / 'ptxas'})"
