@@ -249,8 +249,10 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA,
                                stride_ob, stride_oh, stride_on, stride_od,
                                stride_dob, stride_doh, stride_don, stride_dod,
                                H, N_Q,
-                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DQ_ACC=None):
+    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32; with DQ_ACC (fp32 [B, H,
+    N_Q, HEAD_DIM], contiguous: attn_bwd_fused_kernel's dQ sums) its rows zeroed, which spares
+    a memset. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
     pid_m = tl.program_id(0)
     off_bh = tl.program_id(1)
     off_b = (off_bh // H).to(tl.int64)
@@ -264,6 +266,9 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA,
                  + offs_d[None, :] * stride_dod, mask=row_ok[:, None], other=0.0).to(tl.float32)
     delta = tl.sum(o * do, axis=1)
     tl.store(DELTA + off_bh.to(tl.int64) * N_Q + offs_m, delta, mask=row_ok)
+    if DQ_ACC is not None:
+        tl.store(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+                 tl.zeros([BLOCK_M, HEAD_DIM], tl.float32), mask=row_ok[:, None])
 
 
 @tessera.jit
@@ -426,6 +431,118 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     dq = dq * sm_scale
     tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
              + offs_d[None, :] * stride_dqd, dq.to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+@tessera.jit
+def _fused_bwd_block_sweep(dk, dv, k, v, q_base, do_base, dq_base, LSE, DELTA, row_base, stride_qn, stride_qd,
+                           stride_don, stride_dod, offs_n, offs_d, lo, hi, N_Q, qk_scale,
+                           BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, DIAGONAL: tl.constexpr,
+                           MASK_KEYS: tl.constexpr, key_ok):
+    """Query rows lo..hi (hi may be ragged) into the dK, dV of the keys offs_n (keys as rows),
+    and their share of dQ added to the fp32 rows at dq_base (contiguous, HEAD_DIM wide).
+    Five dots a step: S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q, dQ += dS K.
+    Q and dO are read once each, as B of one dot as they are and of another through tl.trans.
+    DIAGONAL masks keys after the query; MASK_KEYS zeroes P of keys past N_KV (their K and V
+    are zeros, but exp2(-LSE) alone may overflow)."""
+    offs_mb = tl.arange(0, BLOCK_M)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + offs_mb
+        row_ok = offs_m < N_Q
+        q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None], other=0.0)
+        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
+        lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+        pt = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+        if DIAGONAL:
+            keep = offs_m[None, :] >= offs_n[:, None]
+            if MASK_KEYS:
+                keep = keep & key_ok[:, None]
+            pt = tl.where(keep, pt, 0.0)
+        elif MASK_KEYS:
+            pt = tl.where(key_ok[:, None], pt, 0.0)
+        do = tl.load(do_base + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                     mask=row_ok[:, None], other=0.0)
+        dv += tl.dot(pt.to(do.dtype), do)
+        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+        delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
+        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
+        dk += tl.dot(dst, q)
+        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
+        tl.atomic_add(dq_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None],
+                      sem="relaxed")
+    return dk, dv
+
+
+@tessera.jit
+def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
+                          stride_qb, stride_qh, stride_qn, stride_qd,
+                          stride_kb, stride_kh, stride_kn, stride_kd,
+                          stride_vb, stride_vh, stride_vn, stride_vd,
+                          stride_dob, stride_doh, stride_don, stride_dod,
+                          stride_dkb, stride_dkh, stride_dkn, stride_dkd,
+                          stride_dvb, stride_dvh, stride_dvn, stride_dvd,
+                          H, H_KV, N_Q, N_KV, sm_scale,
+                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          CAUSAL: tl.constexpr, MASK_KEYS: tl.constexpr):
+    """The backward in one pass (FlashAttention-3's): dK, dV of BLOCK_N keys of one (batch,
+    K/V head), summed over the query heads of its group, kept in registers, while dQ (unscaled)
+    is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed beforehand
+    (attn_bwd_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales and casts
+    it. P and dP are computed once: 5 dots a step, against the split kernels' 7.
+    MASK_KEYS: N_KV is not a multiple of BLOCK_N. Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
+    pid_n = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H_KV).to(tl.int64)
+    off_hkv = (off_bh % H_KV).to(tl.int64)
+    group = H // H_KV
+
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n < N_KV
+    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
+                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
+                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    qk_scale = sm_scale * LOG2E
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    # Causal: query rows before this key block see none of it.
+    lo = 0
+    if CAUSAL:
+        lo = start_n
+    for g in range(0, group):
+        off_h = off_hkv * group + g
+        q_base = Q + off_b * stride_qb + off_h * stride_qh
+        do_base = DO + off_b * stride_dob + off_h * stride_doh
+        row_base = (off_b * H + off_h) * N_Q
+        dq_base = DQ_ACC + row_base * HEAD_DIM
+        dk, dv = _fused_bwd_block_sweep(dk, dv, k, v, q_base, do_base, dq_base, LSE, DELTA, row_base, stride_qn,
+                                        stride_qd, stride_don, stride_dod, offs_n, offs_d, lo, N_Q, N_Q, qk_scale,
+                                        BLOCK_M, HEAD_DIM, CAUSAL, MASK_KEYS, key_ok)
+    dk = dk * sm_scale
+    tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
+             + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])
+    tl.store(DV + off_b * stride_dvb + off_hkv * stride_dvh + offs_n[:, None] * stride_dvn
+             + offs_d[None, :] * stride_dvd, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
+
+
+@tessera.jit
+def attn_bwd_dq_convert_kernel(DQ_ACC, DQ, stride_dqb, stride_dqh, stride_dqn, stride_dqd, H, N_Q, sm_scale,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """dQ = sm_scale * DQ_ACC (attn_bwd_fused_kernel's fp32 sums) in DQ's dtype and strides.
+    Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_Q
+    acc = tl.load(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+                  mask=row_ok[:, None], other=0.0)
+    tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
+             + offs_d[None, :] * stride_dqd, (acc * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
 # ------------------------------------------------------------------ attention modifiers
