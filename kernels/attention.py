@@ -434,46 +434,6 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
 
 
 @tessera.jit
-def _fused_bwd_block_sweep(dk, dv, k, v, q_base, do_base, dq_base, LSE, DELTA, row_base, stride_qn, stride_qd,
-                           stride_don, stride_dod, offs_n, offs_d, lo, hi, N_Q, qk_scale,
-                           BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, DIAGONAL: tl.constexpr,
-                           MASK_KEYS: tl.constexpr, key_ok):
-    """Query rows lo..hi (hi may be ragged) into the dK, dV of the keys offs_n (keys as rows),
-    and their share of dQ added to the fp32 rows at dq_base (contiguous, HEAD_DIM wide).
-    Five dots a step: S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q, dQ += dS K.
-    Q and dO are read once each, as B of one dot as they are and of another through tl.trans.
-    DIAGONAL masks keys after the query; MASK_KEYS zeroes P of keys past N_KV (their K and V
-    are zeros, but exp2(-LSE) alone may overflow)."""
-    offs_mb = tl.arange(0, BLOCK_M)
-    for start_m in range(lo, hi, BLOCK_M):
-        offs_m = start_m + offs_mb
-        row_ok = offs_m < N_Q
-        q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                    mask=row_ok[:, None], other=0.0)
-        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
-        lse2 = tl.load(LSE + row_base + offs_m, mask=row_ok, other=float("inf")) * LOG2E
-        pt = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
-        if DIAGONAL:
-            keep = offs_m[None, :] >= offs_n[:, None]
-            if MASK_KEYS:
-                keep = keep & key_ok[:, None]
-            pt = tl.where(keep, pt, 0.0)
-        elif MASK_KEYS:
-            pt = tl.where(key_ok[:, None], pt, 0.0)
-        do = tl.load(do_base + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
-                     mask=row_ok[:, None], other=0.0)
-        dv += tl.dot(pt.to(do.dtype), do)
-        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
-        delta = tl.load(DELTA + row_base + offs_m, mask=row_ok, other=0.0)
-        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
-        dk += tl.dot(dst, q)
-        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
-        tl.atomic_add(dq_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None],
-                      sem="relaxed")
-    return dk, dv
-
-
-@tessera.jit
 def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
                           stride_qb, stride_qh, stride_qn, stride_qd,
                           stride_kb, stride_kh, stride_kn, stride_kd,
@@ -485,11 +445,18 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
                           HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           CAUSAL: tl.constexpr, MASK_KEYS: tl.constexpr):
     """The backward in one pass (FlashAttention-3's): dK, dV of BLOCK_N keys of one (batch,
-    K/V head), summed over the query heads of its group, kept in registers, while dQ (unscaled)
-    is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed beforehand
-    (attn_bwd_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales and casts
-    it. P and dP are computed once: 5 dots a step, against the split kernels' 7.
-    MASK_KEYS: N_KV is not a multiple of BLOCK_N. Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
+    K/V head), summed over the query heads of its group, kept in registers (keys as rows), while
+    dQ (unscaled) is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed
+    beforehand (attn_bwd_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales
+    and casts it. P and dP are computed once: five dots a step, S^T = K Q^T, dV += P^T dO,
+    dP^T = V dO^T, dK += dS^T Q, dQ = dS K, against the split kernels' seven. Q and dO are read
+    once a step, each B of one dot as it is and of another through tl.trans.
+    One loop over (query head of the group, query block) pairs, so that K and V are staged in
+    shared memory once and the pipeline does not drain between heads. Causal: query rows before
+    the key block see none of it (each head's steps start at the key block, not at a multiple
+    of BLOCK_M) and every step is masked. MASK_KEYS (N_KV not a multiple of BLOCK_N): P of the
+    keys past N_KV is zeroed (their K and V are zeros, but exp2(-LSE) alone may overflow).
+    Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
     pid_n = tl.program_id(0)
     off_bh = tl.program_id(1)
     off_b = (off_bh // H_KV).to(tl.int64)
@@ -507,19 +474,40 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     qk_scale = sm_scale * LOG2E
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    # Causal: query rows before this key block see none of it.
     lo = 0
     if CAUSAL:
-        lo = start_n
-    for g in range(0, group):
-        off_h = off_hkv * group + g
-        q_base = Q + off_b * stride_qb + off_h * stride_qh
-        do_base = DO + off_b * stride_dob + off_h * stride_doh
-        row_base = (off_b * H + off_h) * N_Q
-        dq_base = DQ_ACC + row_base * HEAD_DIM
-        dk, dv = _fused_bwd_block_sweep(dk, dv, k, v, q_base, do_base, dq_base, LSE, DELTA, row_base, stride_qn,
-                                        stride_qd, stride_don, stride_dod, offs_n, offs_d, lo, N_Q, N_Q, qk_scale,
-                                        BLOCK_M, HEAD_DIM, CAUSAL, MASK_KEYS, key_ok)
+        lo = tl.minimum(start_n, N_Q)
+    steps = tl.cdiv(N_Q - lo, BLOCK_M)
+    head0 = off_b * H + off_hkv * group  # the group's first query head, as a (batch, head) row
+    q_base = Q + off_b * stride_qb + off_hkv * group * stride_qh
+    do_base = DO + off_b * stride_dob + off_hkv * group * stride_doh
+    offs_mb = tl.arange(0, BLOCK_M)
+    for step in range(0, group * steps):
+        g = step // steps
+        offs_m = lo + (step - g * steps) * BLOCK_M + offs_mb
+        row_ok = offs_m < N_Q
+        q = tl.load(q_base + g * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None], other=0.0)
+        rows = (head0 + g) * N_Q + offs_m
+        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
+        lse2 = tl.load(LSE + rows, mask=row_ok, other=float("inf")) * LOG2E
+        pt = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+        if CAUSAL:
+            keep = offs_m[None, :] >= offs_n[:, None]
+            if MASK_KEYS:
+                keep = keep & key_ok[:, None]
+            pt = tl.where(keep, pt, 0.0)
+        elif MASK_KEYS:
+            pt = tl.where(key_ok[:, None], pt, 0.0)
+        do = tl.load(do_base + g * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                     mask=row_ok[:, None], other=0.0)
+        dv += tl.dot(pt.to(do.dtype), do)
+        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
+        dk += tl.dot(dst, q)
+        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
+        tl.atomic_add(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None], sem="relaxed")
     dk = dk * sm_scale
     tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
              + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])
