@@ -501,7 +501,10 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
             pt = tl.where(key_ok[:, None], pt, 0.0)
         do = tl.load(do_base + g * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
                      mask=row_ok[:, None], other=0.0)
-        dv += tl.dot(pt.to(do.dtype), do)
+        # P in the inputs' type from here on, for dS too: the fp32 P held across the dP dot
+        # made the D = 128 kernel spill (dS is rounded to that type anyway).
+        pt = pt.to(do.dtype)
+        dv += tl.dot(pt, do)
         dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
         dst = (pt * (dpt - delta[None, :])).to(q.dtype)
