@@ -55,7 +55,7 @@ SWEEP_TRITON = [(64, 128, 4, 2), (64, 128, 4, 3), (128, 64, 8, 3), (128, 128, 8,
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
 # --sweep, backward in one pass (BWD_FUSED): (FUSED_BLOCK_M, FUSED_BLOCK_N, warps, stages).
-SWEEP_BWD_FUSED = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (32, 128, 8, 2)]
+SWEEP_BWD_FUSED = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (64, 64, 4, 3), (32, 128, 8, 2), (128, 128, 8, 2)]
 
 ONLY_HEAD_DIMS = None  # --head-dims 64,128: a subset of HEAD_DIMS
 ONLY_BF16 = False  # --bf16-only: the forward in bf16 only (the dtype issue 7 and 8 measure)
