@@ -434,6 +434,54 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
 
 
 @tessera.jit
+def _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps,
+                     stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok,
+                     N_Q, qk_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DIAGONAL: tl.constexpr,
+                     MASK_KEYS: tl.constexpr):
+    """`steps` query blocks from row lo (the last may be ragged) of each query head of the group
+    into dK, dV of the keys offs_n (keys as rows), their dQ added into DQ_ACC: one loop over
+    (head, block) pairs, so that the pipeline does not drain between heads. Five dots a step,
+    S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q, dQ = dS K; Q and dO are read once,
+    each B of one dot as it is and of another through tl.trans. DIAGONAL masks keys after the
+    query; MASK_KEYS zeroes P of the keys past N_KV (their K and V are zeros, but exp2(-LSE)
+    alone may overflow)."""
+    offs_mb = tl.arange(0, BLOCK_M)
+    for step in range(0, group * steps):
+        g = step // steps
+        offs_m = lo + (step - g * steps) * BLOCK_M + offs_mb
+        row_ok = offs_m < N_Q
+        q = tl.load(q_base + g * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None], other=0.0)
+        rows = (head0 + g) * N_Q + offs_m
+        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
+        lse2 = tl.load(LSE + rows, mask=row_ok, other=float("inf")) * LOG2E
+        do = tl.load(do_base + g * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                     mask=row_ok[:, None], other=0.0)
+        # Issue order is wgmma's completion order: S^T and dP^T go together, so P is computed
+        # while dP^T runs, dS while dV runs, and dQ's atomics while dK runs.
+        st = tl.dot(k, tl.trans(q))
+        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+        pt = tl.exp2(st * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+        if DIAGONAL:
+            keep = offs_m[None, :] >= offs_n[:, None]
+            if MASK_KEYS:
+                keep = keep & key_ok[:, None]
+            pt = tl.where(keep, pt, 0.0)
+        elif MASK_KEYS:
+            pt = tl.where(key_ok[:, None], pt, 0.0)
+        # P in the inputs' type from here on, for dS too (rounded to it anyway): an fp32 P
+        # held until dS made the D = 128 kernel spill.
+        pt = pt.to(do.dtype)
+        dv += tl.dot(pt, do)
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
+        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
+        dk += tl.dot(dst, q)
+        tl.atomic_add(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None], sem="relaxed")
+    return dk, dv
+
+
+@tessera.jit
 def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
                           stride_qb, stride_qh, stride_qn, stride_qd,
                           stride_kb, stride_kh, stride_kn, stride_kd,
@@ -449,13 +497,11 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     dQ (unscaled) is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed
     beforehand (attn_bwd_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales
     and casts it. P and dP are computed once: five dots a step, S^T = K Q^T, dV += P^T dO,
-    dP^T = V dO^T, dK += dS^T Q, dQ = dS K, against the split kernels' seven. Q and dO are read
-    once a step, each B of one dot as it is and of another through tl.trans.
-    One loop over (query head of the group, query block) pairs, so that K and V are staged in
-    shared memory once and the pipeline does not drain between heads. Causal: query rows before
-    the key block see none of it (each head's steps start at the key block, not at a multiple
-    of BLOCK_M) and every step is masked. MASK_KEYS (N_KV not a multiple of BLOCK_N): P of the
-    keys past N_KV is zeroed (their K and V are zeros, but exp2(-LSE) alone may overflow).
+    dP^T = V dO^T, dK += dS^T Q, dQ = dS K, against the split kernels' seven (_fused_bwd_steps).
+    K and V are staged in shared memory once for all steps. Causal: query rows before the key
+    block see none of it (each head's steps start at the key block, not at a multiple of
+    BLOCK_M); the steps the diagonal crosses are masked, the rest not. MASK_KEYS (N_KV not a
+    multiple of BLOCK_N): P of the keys past N_KV is zeroed.
     Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
     pid_n = tl.program_id(0)
     off_bh = tl.program_id(1)
@@ -474,43 +520,27 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     qk_scale = sm_scale * LOG2E
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    lo = 0
-    if CAUSAL:
-        lo = tl.minimum(start_n, N_Q)
-    steps = tl.cdiv(N_Q - lo, BLOCK_M)
     head0 = off_b * H + off_hkv * group  # the group's first query head, as a (batch, head) row
     q_base = Q + off_b * stride_qb + off_hkv * group * stride_qh
     do_base = DO + off_b * stride_dob + off_hkv * group * stride_doh
-    offs_mb = tl.arange(0, BLOCK_M)
-    for step in range(0, group * steps):
-        g = step // steps
-        offs_m = lo + (step - g * steps) * BLOCK_M + offs_mb
-        row_ok = offs_m < N_Q
-        q = tl.load(q_base + g * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                    mask=row_ok[:, None], other=0.0)
-        rows = (head0 + g) * N_Q + offs_m
-        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
-        lse2 = tl.load(LSE + rows, mask=row_ok, other=float("inf")) * LOG2E
-        pt = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
-        if CAUSAL:
-            keep = offs_m[None, :] >= offs_n[:, None]
-            if MASK_KEYS:
-                keep = keep & key_ok[:, None]
-            pt = tl.where(keep, pt, 0.0)
-        elif MASK_KEYS:
-            pt = tl.where(key_ok[:, None], pt, 0.0)
-        do = tl.load(do_base + g * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
-                     mask=row_ok[:, None], other=0.0)
-        # P in the inputs' type from here on, for dS too: the fp32 P held across the dP dot
-        # made the D = 128 kernel spill (dS is rounded to that type anyway).
-        pt = pt.to(do.dtype)
-        dv += tl.dot(pt, do)
-        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
-        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
-        dk += tl.dot(dst, q)
-        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
-        tl.atomic_add(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None], sem="relaxed")
+    if CAUSAL:
+        # The query blocks the diagonal crosses (from the key block's first key: rows before it
+        # see none of it), masked; then the rows that see every key of the block.
+        lo = tl.minimum(start_n, N_Q)
+        diagonal = tl.cdiv(tl.minimum(start_n + BLOCK_N, N_Q) - lo, BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, diagonal,
+                                  stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n,
+                                  offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, True, MASK_KEYS)
+        lo += diagonal * BLOCK_M
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo,
+                                  tl.cdiv(tl.maximum(N_Q - lo, 0), BLOCK_M), stride_qh, stride_qn, stride_qd,
+                                  stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale,
+                                  HEAD_DIM, BLOCK_M, False, MASK_KEYS)
+    else:
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, 0,
+                                  tl.cdiv(N_Q, BLOCK_M), stride_qh, stride_qn, stride_qd, stride_doh, stride_don,
+                                  stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, False,
+                                  MASK_KEYS)
     dk = dk * sm_scale
     tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
              + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])

@@ -87,7 +87,7 @@ HOPPER_BACKWARD = {
 # and elsewhere. Not yet timed on a GPU: bench/attention.py's provider tessera_fused runs it
 # beside the split kernels (provider tessera).
 HOPPER_BACKWARD_FUSED = {16: (64, 64, 4), 32: (64, 64, 4), 64: (64, 64, 4), 128: (64, 128, 8)}
-BACKWARD_FUSED = {16: (32, 64, 4), 32: (32, 64, 4), 64: (32, 64, 4), 128: (32, 64, 4)}
+BACKWARD_FUSED = {16: (32, 64, 4), 32: (32, 64, 4), 64: (32, 64, 4), 128: (32, 64, 8)}
 # The wrapper's default for BWD_FUSED.
 BWD_FUSED_DEFAULT = False
 
