@@ -501,9 +501,9 @@ FUSED_CASES = [(D, causal, mask) for D in (64, 128) for causal in (False, True) 
 @pytest.mark.parametrize("D, causal, mask_keys", FUSED_CASES,
                          ids=[f"D{d}-{'causal' if c else 'full'}-{'ragged' if m else 'whole'}" for d, c, m in FUSED_CASES])
 def test_fused_backward_on_wgmma(D, causal, mask_keys, dtype, tmp_path):
-    """attn_bwd_fused_kernel with attention_config's sm_90a blocks: all five dots of a step on
-    wgmma (dQ = dS K too: 64 query rows on 8 warps split along N, accelerate-dot, since its A,
-    dS^T transposed, is staged in shared memory anyway), dQ added from the dot's registers as
+    """attn_bwd_fused_kernel with attention_config's sm_90a blocks: the dots of a step on wgmma
+    (at D = 128 dQ = dS K too: 64 query rows on 8 warps split along N, accelerate-dot, since its
+    A, dS^T transposed, is staged in shared memory anyway), dQ added from the dot's registers as
     atom.add.v2.f32 (propagate-mma-layout: no conversion through shared memory). D = 128 (two
     128 x 128 fp32 accumulators on 8 warps, S^T and dP^T in flight together) runs at 255
     registers with a few loop-invariant values spilled, never in the unmasked steps' loop;
@@ -516,14 +516,20 @@ def test_fused_backward_on_wgmma(D, causal, mask_keys, dtype, tmp_path):
                         num_warps=c["fused_num_warps"], num_stages=c["bwd_num_stages"], target="sm_90a")
     ptx = k.asm["ptx"]
     ty = "f16" if dtype == "fp16" else "bf16"
-    assert "mma.sync" not in ptx
+    bm, bn, warps = c["FUSED_BLOCK_M"], c["FUSED_BLOCK_N"], c["fused_num_warps"]
+    # dQ: BLOCK_M rows; fewer than 64 a warpgroup, the warpgroups split its D columns in halves
+    # of 64 (D = 128), else it stays on mma.sync (D = 64 on 8 warps: 32 a thread).
+    dq_on_wgmma = bm % (16 * warps) == 0 or D % 128 == 0
+    assert ("mma.sync" in ptx) != dq_on_wgmma
     loops = key_loops(ptx)
     assert len(loops) == (2 if causal else 1)  # causal: the diagonal's masked steps, then the rest
     for body in loops:
         text = "\n".join(body)
         # per warpgroup and k-step of 16: S^T, dP^T (K = D), dV, dK (K = BLOCK_M), dQ (K = BLOCK_N)
-        steps = 2 * D // 16 + 2 * c["FUSED_BLOCK_M"] // 16 + c["FUSED_BLOCK_N"] // 16
+        steps = 2 * D // 16 + 2 * bm // 16 + (bn // 16 if dq_on_wgmma else 0)
         assert text.count("wgmma.mma_async") == steps and f"f32.{ty}.{ty}" in text, text
+        if not dq_on_wgmma:
+            assert text.count("mma.sync.aligned.m16n8k16") == bm * D * bn // (16 * 8 * 16) // warps
         atomics = re.findall(r"atom\.[\w.]+", text)
         assert atomics and set(atomics) == {"atom.relaxed.gpu.global.add.v2.f32"}, set(atomics)
         assert len(atomics) == c["FUSED_BLOCK_M"] * D // (32 * c["fused_num_warps"]) // 2

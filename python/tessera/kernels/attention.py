@@ -84,9 +84,12 @@ HOPPER_BACKWARD = {
 
 # The one-pass backward (BWD_FUSED=True: attn_bwd_fused_kernel, dQ by fp32 atomics) by head dim:
 # (FUSED_BLOCK_M queries a step, FUSED_BLOCK_N keys a program, warps), where dots run on wgmma
-# and elsewhere. Not yet timed on a GPU: bench/attention.py's provider tessera_fused runs it
-# beside the split kernels (provider tessera).
-HOPPER_BACKWARD_FUSED = {16: (64, 64, 4), 32: (64, 64, 4), 64: (64, 64, 4), 128: (64, 128, 8)}
+# and elsewhere. Not yet timed on a GPU: bench/attention.py's providers tessera_fused and
+# tessera_split run it beside the split kernels. 128 keys a program: the atomics move
+# 4 * N_Q * D bytes per head and key block, so per flop they shrink with BLOCK_N (FlashAttention-3
+# takes 128 too). At D <= 64 dQ's 64 rows x 64 columns stay on mma.sync (8 warps, no 64-column
+# halves to split along N); the other four dots are wgmma, and nothing spills.
+HOPPER_BACKWARD_FUSED = {16: (64, 128, 8), 32: (64, 128, 8), 64: (64, 128, 8), 128: (64, 128, 8)}
 BACKWARD_FUSED = {16: (32, 64, 4), 32: (32, 64, 4), 64: (32, 64, 4), 128: (32, 64, 8)}
 # The wrapper's default for BWD_FUSED.
 BWD_FUSED_DEFAULT = False
