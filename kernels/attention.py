@@ -245,14 +245,9 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
 
 
 @tessera.jit
-def attn_bwd_preprocess_kernel(O, DO, DELTA,
-                               stride_ob, stride_oh, stride_on, stride_od,
-                               stride_dob, stride_doh, stride_don, stride_dod,
-                               H, N_Q,
-                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DQ_ACC=None):
-    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32; with DQ_ACC (fp32 [B, H,
-    N_Q, HEAD_DIM], contiguous: attn_bwd_fused_kernel's dQ sums) its rows zeroed, which spares
-    a memset. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+def _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob, stride_doh, stride_don,
+               stride_dod, H, N_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta of the rows pid_m * BLOCK_M.. of (batch, head) program_id(1); returns (off_bh, offs_m, row_ok)."""
     pid_m = tl.program_id(0)
     off_bh = tl.program_id(1)
     off_b = (off_bh // H).to(tl.int64)
@@ -266,9 +261,34 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA,
                  + offs_d[None, :] * stride_dod, mask=row_ok[:, None], other=0.0).to(tl.float32)
     delta = tl.sum(o * do, axis=1)
     tl.store(DELTA + off_bh.to(tl.int64) * N_Q + offs_m, delta, mask=row_ok)
-    if DQ_ACC is not None:
-        tl.store(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
-                 tl.zeros([BLOCK_M, HEAD_DIM], tl.float32), mask=row_ok[:, None])
+    return off_bh, offs_m, row_ok
+
+
+@tessera.jit
+def attn_bwd_preprocess_kernel(O, DO, DELTA,
+                               stride_ob, stride_oh, stride_on, stride_od,
+                               stride_dob, stride_doh, stride_don, stride_dod,
+                               H, N_Q,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob, stride_doh, stride_don,
+               stride_dod, H, N_Q, HEAD_DIM, BLOCK_M)
+
+
+@tessera.jit
+def attn_bwd_fused_preprocess_kernel(O, DO, DELTA, DQ_ACC,
+                                     stride_ob, stride_oh, stride_on, stride_od,
+                                     stride_dob, stride_doh, stride_don, stride_dod,
+                                     H, N_Q,
+                                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """attn_bwd_preprocess_kernel's delta, and the same rows of DQ_ACC (fp32 [B, H, N_Q, HEAD_DIM],
+    contiguous: attn_bwd_fused_kernel's dQ sums) zeroed, which spares a memset.
+    Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    off_bh, offs_m, row_ok = _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob,
+                                        stride_doh, stride_don, stride_dod, H, N_Q, HEAD_DIM, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    tl.store(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+             tl.zeros([BLOCK_M, HEAD_DIM], tl.float32), mask=row_ok[:, None])
 
 
 @tessera.jit
@@ -495,7 +515,7 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     """The backward in one pass (FlashAttention-3's): dK, dV of BLOCK_N keys of one (batch,
     K/V head), summed over the query heads of its group, kept in registers (keys as rows), while
     dQ (unscaled) is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed
-    beforehand (attn_bwd_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales
+    beforehand (attn_bwd_fused_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales
     and casts it. P and dP are computed once: five dots a step, S^T = K Q^T, dV += P^T dO,
     dP^T = V dO^T, dK += dS^T Q, dQ = dS K, against the split kernels' seven (_fused_bwd_steps).
     K and V are staged in shared memory once for all steps. Causal: query rows before the key

@@ -192,7 +192,7 @@ def test_fused_backward(N, causal, Hk, layout, monkeypatch):
     launched = fused_launches(monkeypatch)
     run_case(B=2, H=2 if Hk == 2 else 4, Hk=Hk if Hk == 2 else 1, N=N, Nk=N, D=32, causal=causal,
              layout=layout, config=FUSED)
-    assert launched == ["attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_fused_kernel",
+    assert launched == ["attn_fwd_kernel", "attn_bwd_fused_preprocess_kernel", "attn_bwd_fused_kernel",
                         "attn_bwd_dq_convert_kernel"]
 
 

@@ -248,7 +248,8 @@ def _kernels(interpret):
     """The kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
     module = _files.load("attention")
     names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel",
-             "attn_fwd_mod_kernel", "attn_bwd_fused_kernel", "attn_bwd_dq_convert_kernel")
+             "attn_fwd_mod_kernel", "attn_bwd_fused_preprocess_kernel", "attn_bwd_fused_kernel",
+             "attn_bwd_dq_convert_kernel")
     if not interpret:
         return {n: getattr(module, n) for n in names}
     cache = module.__dict__.setdefault("_interpreted", {})
@@ -488,8 +489,8 @@ def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout=
         # One pass over (key block, query block) pairs; dQ summed in fp32 (zeroed by the
         # preprocess), then scaled and cast.
         dq_acc = _empty(q, (B, H, N, D), _fp32(q))
-        kern["attn_bwd_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
-            o, do, delta, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, DQ_ACC=dq_acc, num_warps=4)
+        kern["attn_bwd_fused_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
+            o, do, delta, dq_acc, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
         block_n = c["FUSED_BLOCK_N"]
         kern["attn_bwd_fused_kernel"][(_cdiv(Nk, block_n), B * Hk)](
             q, k, v, do, lse, delta, dq_acc, dk, dv, *sq, *sk, *sv, *sdo, *sdk, *sdv, H, Hk, N, Nk,
