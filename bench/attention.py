@@ -13,7 +13,10 @@ when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
 Backward providers tessera_split and tessera_fused: the split dK/dV + dQ kernels and the
-one-pass kernel (config BWD_FUSED False / True; "tessera" takes the table's default).
+one-pass kernel (config BWD_FUSED False / True; "tessera" takes the table's default);
+tessera_fused_stagger: the one-pass kernel with FUSED_STAGGER (each key block's program starts
+its query sweep at a different block, so that the dQ atomics of programs running together go
+to different rows).
 Provider tessera_autotuned: tk.attention_forward(..., autotune=True), tuned in its first
 (checking) call, so the timed runs launch the winner. Provider tessera_ws: the table's blocks
 with WARP_SPECIALIZE=True (a producer warpgroup issues the TMA copies, docs/tma.md; where the
@@ -150,7 +153,8 @@ def providers(sweep=False):
            "tessera_autotuned": tessera_provider(autotune=True),
            "tessera_ws": tessera_provider({"WARP_SPECIALIZE": True}),
            "tessera_split": tessera_provider({"BWD_FUSED": False}),
-           "tessera_fused": tessera_provider({"BWD_FUSED": True})}
+           "tessera_fused": tessera_provider({"BWD_FUSED": True}),
+           "tessera_fused_stagger": tessera_provider({"BWD_FUSED": True, "FUSED_STAGGER": True})}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),

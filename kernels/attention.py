@@ -454,19 +454,26 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
 
 
 @tessera.jit
-def _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps,
+def _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps, first,
                      stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok,
                      N_Q, qk_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DIAGONAL: tl.constexpr,
-                     MASK_KEYS: tl.constexpr):
+                     MASK_KEYS: tl.constexpr, STAGGER: tl.constexpr):
     """`steps` query blocks from row lo (the last may be ragged) of each query head of the group
     into dK, dV of the keys offs_n (keys as rows), their dQ added into DQ_ACC: one loop over
     (head, block) pairs, so that the pipeline does not drain between heads. Five dots a step,
     S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q, dQ = dS K; Q and dO are read once,
     each B of one dot as it is and of another through tl.trans. DIAGONAL masks keys after the
     query; MASK_KEYS zeroes P of the keys past N_KV (their K and V are zeros, but exp2(-LSE)
-    alone may overflow)."""
+    alone may overflow). STAGGER: the steps run from `first` on, wrapping around (any order
+    sums the same), so that programs of neighbouring key blocks, started together, add into
+    different rows of dQ instead of all into the same ones at once (a division more a step)."""
     offs_mb = tl.arange(0, BLOCK_M)
-    for step in range(0, group * steps):
+    total = group * steps
+    for i in range(0, total):
+        step = i
+        if STAGGER:
+            step = i + first
+            step = tl.where(step >= total, step - total, step)
         g = step // steps
         offs_m = lo + (step - g * steps) * BLOCK_M + offs_mb
         row_ok = offs_m < N_Q
@@ -511,7 +518,7 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
                           stride_dvb, stride_dvh, stride_dvn, stride_dvd,
                           H, H_KV, N_Q, N_KV, sm_scale,
                           HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                          CAUSAL: tl.constexpr, MASK_KEYS: tl.constexpr):
+                          CAUSAL: tl.constexpr, MASK_KEYS: tl.constexpr, STAGGER: tl.constexpr = False):
     """The backward in one pass (FlashAttention-3's): dK, dV of BLOCK_N keys of one (batch,
     K/V head), summed over the query heads of its group, kept in registers (keys as rows), while
     dQ (unscaled) is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed
@@ -521,7 +528,8 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     K and V are staged in shared memory once for all steps. Causal: query rows before the key
     block see none of it (each head's steps start at the key block, not at a multiple of
     BLOCK_M); the steps the diagonal crosses are masked, the rest not. MASK_KEYS (N_KV not a
-    multiple of BLOCK_N): P of the keys past N_KV is zeroed.
+    multiple of BLOCK_N): P of the keys past N_KV is zeroed. STAGGER: program pid_n starts its
+    (unmasked) steps at step pid_n (_fused_bwd_steps).
     Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
     pid_n = tl.program_id(0)
     off_bh = tl.program_id(1)
@@ -548,19 +556,21 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
         # see none of it), masked; then the rows that see every key of the block.
         lo = tl.minimum(start_n, N_Q)
         diagonal = tl.cdiv(tl.minimum(start_n + BLOCK_N, N_Q) - lo, BLOCK_M)
-        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, diagonal,
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, diagonal, 0,
                                   stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n,
-                                  offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, True, MASK_KEYS)
+                                  offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, True, MASK_KEYS, False)
         lo += diagonal * BLOCK_M
-        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo,
-                                  tl.cdiv(tl.maximum(N_Q - lo, 0), BLOCK_M), stride_qh, stride_qn, stride_qd,
+        steps = tl.cdiv(tl.maximum(N_Q - lo, 0), BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps,
+                                  pid_n % tl.maximum(group * steps, 1), stride_qh, stride_qn, stride_qd,
                                   stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale,
-                                  HEAD_DIM, BLOCK_M, False, MASK_KEYS)
+                                  HEAD_DIM, BLOCK_M, False, MASK_KEYS, STAGGER)
     else:
-        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, 0,
-                                  tl.cdiv(N_Q, BLOCK_M), stride_qh, stride_qn, stride_qd, stride_doh, stride_don,
+        steps = tl.cdiv(N_Q, BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, 0, steps,
+                                  pid_n % (group * steps), stride_qh, stride_qn, stride_qd, stride_doh, stride_don,
                                   stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, False,
-                                  MASK_KEYS)
+                                  MASK_KEYS, STAGGER)
     dk = dk * sm_scale
     tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
              + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])

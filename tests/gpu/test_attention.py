@@ -124,6 +124,18 @@ def test_fused_backward(N, D, causal, Hk, layout, dtype):
           config=FUSED)
 
 
+@pytest.mark.parametrize("Hk", [4, 1], ids=["mha", "mqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("N", [1000, 4096])
+def test_fused_backward_staggered(N, D, causal, Hk):
+    """FUSED_STAGGER: the key blocks' programs start their query sweeps at different blocks."""
+    seed = fresh_seed()
+    q, k, v, do = make_inputs(1, 4, Hk, N, D, torch.bfloat16, "bhnd")
+    check(q, k, v, do, causal, "bhnd", f"fused staggered N={N} D={D} causal={causal} Hk={Hk} seed={seed}",
+          config=dict(FUSED, FUSED_STAGGER=True))
+
+
 FUSED_BLOCKS = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (32, 128, 8, 2)]
 
 

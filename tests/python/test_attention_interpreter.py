@@ -203,6 +203,15 @@ def test_fused_backward_query_and_key_lengths(N, Nk, causal):
     run_case(B=1, H=2, Hk=1, N=N, Nk=Nk, D=16, causal=causal, config=FUSED)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("Hk", [2, 1], ids=["mha", "gqa"])
+def test_fused_backward_staggered(Hk, causal):
+    """FUSED_STAGGER: each key block's program starts its steps at its own (head, query block)
+    and wraps around; every step still runs once (GQA: across the group's heads)."""
+    run_case(B=1, H=2 if Hk == 2 else 4, Hk=Hk if Hk == 2 else 1, N=72, Nk=72, D=16, causal=causal,
+             config=dict(FUSED, FUSED_STAGGER=True))
+
+
 @pytest.mark.parametrize("blocks", [(32, 16), (16, 16), (16, 64)])
 def test_fused_backward_block_shapes(blocks):
     """Query steps wider than the key block (causal: they start at the key block, not at a

@@ -199,7 +199,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2],
             "BWD_FUSED": BWD_FUSED_DEFAULT, "FUSED_BLOCK_M": fused[0], "FUSED_BLOCK_N": fused[1],
-            "fused_num_warps": fused[2]}
+            "fused_num_warps": fused[2], "FUSED_STAGGER": False}
 
 
 # ------------------------------------------------------------------ arrays
@@ -495,7 +495,8 @@ def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout=
         kern["attn_bwd_fused_kernel"][(_cdiv(Nk, block_n), B * Hk)](
             q, k, v, do, lse, delta, dq_acc, dk, dv, *sq, *sk, *sv, *sdo, *sdk, *sdv, H, Hk, N, Nk,
             float(sm_scale), HEAD_DIM=D, BLOCK_M=c["FUSED_BLOCK_M"], BLOCK_N=block_n, CAUSAL=bool(causal),
-            MASK_KEYS=Nk % block_n != 0, num_warps=c["fused_num_warps"], num_stages=c["bwd_num_stages"])
+            MASK_KEYS=Nk % block_n != 0, STAGGER=bool(c["FUSED_STAGGER"]), num_warps=c["fused_num_warps"],
+            num_stages=c["bwd_num_stages"])
         kern["attn_bwd_dq_convert_kernel"][(_cdiv(N, pre_m), B * H)](
             dq_acc, dq, *sdq, H, N, float(sm_scale), HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
         return dq, dk, dv
