@@ -178,7 +178,8 @@ def fused_launches(monkeypatch):
             launched.append(self.name)
             return self.kernel[grid]
 
-    monkeypatch.setattr(module, "_kernels", lambda interpret: {n: Recorder(n, k) for n, k in kernels(interpret).items()})
+    monkeypatch.setattr(module, "_kernels",
+                        lambda interpret: {n: Recorder(n, k) for n, k in kernels(interpret).items()})
     return launched
 
 

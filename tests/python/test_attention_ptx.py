@@ -495,11 +495,11 @@ def test_tma_forward_v_ring_takes_a_stage_fewer_where_it_fits_another_program(D,
 
 
 FUSED_CASES = [(D, causal, mask) for D in (64, 128) for causal in (False, True) for mask in (False, True)]
+FUSED_IDS = [f"D{d}-{'causal' if c else 'full'}-{'ragged' if m else 'whole'}" for d, c, m in FUSED_CASES]
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("D, causal, mask_keys", FUSED_CASES,
-                         ids=[f"D{d}-{'causal' if c else 'full'}-{'ragged' if m else 'whole'}" for d, c, m in FUSED_CASES])
+@pytest.mark.parametrize("D, causal, mask_keys", FUSED_CASES, ids=FUSED_IDS)
 def test_fused_backward_on_wgmma(D, causal, mask_keys, dtype, tmp_path):
     """attn_bwd_fused_kernel with attention_config's sm_90a blocks: the dots of a step on wgmma
     (at D = 128 dQ = dS K too: 64 query rows on 8 warps split along N, accelerate-dot, since its
