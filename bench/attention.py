@@ -12,6 +12,11 @@ TFLOP/s: forward 4 * B * H * N^2 * D (two matmuls), backward 2.5x that, both hal
 when causal. Before timing, each provider's output is checked against torch's
 (||out - ref|| / ||ref|| <= 1e-2).
 
+Backward providers tessera_split and tessera_fused: the split dK/dV + dQ kernels and the
+one-pass kernel (config BWD_FUSED False / True; "tessera" takes the table's default);
+tessera_fused_stagger: the one-pass kernel with FUSED_STAGGER (each key block's program starts
+its query sweep at a different block, so that the dQ atomics of programs running together go
+to different rows).
 Provider tessera_autotuned: tk.attention_forward(..., autotune=True), tuned in its first
 (checking) call, so the timed runs launch the winner. Provider tessera_ws: the table's blocks
 with WARP_SPECIALIZE=True (a producer warpgroup issues the TMA copies, docs/tma.md; where the
@@ -52,6 +57,8 @@ SWEEP_TRITON = [(64, 128, 4, 2), (64, 128, 4, 3), (128, 64, 8, 3), (128, 128, 8,
 # --sweep, backward: (DKDV_BLOCK_M, DKDV_BLOCK_N, dkdv warps, DQ_BLOCK_M, DQ_BLOCK_N, dq warps, stages).
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
+# --sweep, backward in one pass (BWD_FUSED): (FUSED_BLOCK_M, FUSED_BLOCK_N, warps, stages).
+SWEEP_BWD_FUSED = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (64, 64, 4, 3), (32, 128, 8, 2), (128, 128, 8, 2)]
 
 ONLY_HEAD_DIMS = None  # --head-dims 64,128: a subset of HEAD_DIMS
 ONLY_BF16 = False  # --bf16-only: the forward in bf16 only (the dtype issue 7 and 8 measure)
@@ -144,7 +151,10 @@ def providers(sweep=False):
     out = {"tessera": tessera_provider(), "torch": torch_provider("FLASH_ATTENTION"),
            "cudnn": torch_provider("CUDNN_ATTENTION"), "triton": triton_provider(),
            "tessera_autotuned": tessera_provider(autotune=True),
-           "tessera_ws": tessera_provider({"WARP_SPECIALIZE": True})}
+           "tessera_ws": tessera_provider({"WARP_SPECIALIZE": True}),
+           "tessera_split": tessera_provider({"BWD_FUSED": False}),
+           "tessera_fused": tessera_provider({"BWD_FUSED": True}),
+           "tessera_fused_stagger": tessera_provider({"BWD_FUSED": True, "FUSED_STAGGER": True})}
     if sweep == "fwd":
         for prefix, table, schedule in (("tessera_", SWEEP, ()), ("tessera_ov_", SWEEP_OVERLAP, ("OVERLAP",)),
                                         ("tessera_pp_", SWEEP_PINGPONG, ("PINGPONG",)),
@@ -162,6 +172,10 @@ def providers(sweep=False):
         for bm, bn, w, st in SWEEP_TRITON:
             out[f"triton_{bm}x{bn}w{w}s{st}"] = triton_provider((bm, bn, w, st))
     if sweep == "bwd":
+        for bm, bn, w, st in SWEEP_BWD_FUSED:
+            out[f"tessera_fused{bm}x{bn}w{w}s{st}"] = tessera_provider({
+                "BWD_FUSED": True, "FUSED_BLOCK_M": bm, "FUSED_BLOCK_N": bn, "fused_num_warps": w,
+                "bwd_num_stages": st})
         for km, kn, kw, qm, qn, qw, st in SWEEP_BWD:
             out[f"tessera_kv{km}x{kn}w{kw}_q{qm}x{qn}w{qw}s{st}"] = tessera_provider({
                 "DKDV_BLOCK_M": km, "DKDV_BLOCK_N": kn, "dkdv_num_warps": kw, "DQ_BLOCK_M": qm, "DQ_BLOCK_N": qn,

@@ -245,12 +245,9 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
 
 
 @tessera.jit
-def attn_bwd_preprocess_kernel(O, DO, DELTA,
-                               stride_ob, stride_oh, stride_on, stride_od,
-                               stride_dob, stride_doh, stride_don, stride_dod,
-                               H, N_Q,
-                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+def _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob, stride_doh, stride_don,
+               stride_dod, H, N_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta of the rows pid_m * BLOCK_M.. of (batch, head) program_id(1); returns (off_bh, offs_m, row_ok)."""
     pid_m = tl.program_id(0)
     off_bh = tl.program_id(1)
     off_b = (off_bh // H).to(tl.int64)
@@ -264,6 +261,34 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA,
                  + offs_d[None, :] * stride_dod, mask=row_ok[:, None], other=0.0).to(tl.float32)
     delta = tl.sum(o * do, axis=1)
     tl.store(DELTA + off_bh.to(tl.int64) * N_Q + offs_m, delta, mask=row_ok)
+    return off_bh, offs_m, row_ok
+
+
+@tessera.jit
+def attn_bwd_preprocess_kernel(O, DO, DELTA,
+                               stride_ob, stride_oh, stride_on, stride_od,
+                               stride_dob, stride_doh, stride_don, stride_dod,
+                               H, N_Q,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d] in fp32. Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob, stride_doh, stride_don,
+               stride_dod, H, N_Q, HEAD_DIM, BLOCK_M)
+
+
+@tessera.jit
+def attn_bwd_fused_preprocess_kernel(O, DO, DELTA, DQ_ACC,
+                                     stride_ob, stride_oh, stride_on, stride_od,
+                                     stride_dob, stride_doh, stride_don, stride_dod,
+                                     H, N_Q,
+                                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """attn_bwd_preprocess_kernel's delta, and the same rows of DQ_ACC (fp32 [B, H, N_Q, HEAD_DIM],
+    contiguous: attn_bwd_fused_kernel's dQ sums) zeroed, which spares a memset.
+    Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    off_bh, offs_m, row_ok = _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob,
+                                        stride_doh, stride_don, stride_dod, H, N_Q, HEAD_DIM, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    tl.store(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+             tl.zeros([BLOCK_M, HEAD_DIM], tl.float32), mask=row_ok[:, None])
 
 
 @tessera.jit
@@ -426,6 +451,149 @@ def attn_bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     dq = dq * sm_scale
     tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
              + offs_d[None, :] * stride_dqd, dq.to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+@tessera.jit
+def _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps, first,
+                     stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok,
+                     N_Q, qk_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DIAGONAL: tl.constexpr,
+                     MASK_KEYS: tl.constexpr, STAGGER: tl.constexpr):
+    """`steps` query blocks from row lo (the last may be ragged) of each query head of the group
+    into dK, dV of the keys offs_n (keys as rows), their dQ added into DQ_ACC: one loop over
+    (head, block) pairs, so that the pipeline does not drain between heads. Five dots a step,
+    S^T = K Q^T, dV += P^T dO, dP^T = V dO^T, dK += dS^T Q, dQ = dS K; Q and dO are read once,
+    each B of one dot as it is and of another through tl.trans. DIAGONAL masks keys after the
+    query; MASK_KEYS zeroes P of the keys past N_KV (their K and V are zeros, but exp2(-LSE)
+    alone may overflow). STAGGER: the steps run from `first` on, wrapping around (any order
+    sums the same), so that programs of neighbouring key blocks, started together, add into
+    different rows of dQ instead of all into the same ones at once (a division more a step)."""
+    offs_mb = tl.arange(0, BLOCK_M)
+    total = group * steps
+    for i in range(0, total):
+        step = i
+        if STAGGER:
+            step = i + first
+            step = tl.where(step >= total, step - total, step)
+        g = step // steps
+        offs_m = lo + (step - g * steps) * BLOCK_M + offs_mb
+        row_ok = offs_m < N_Q
+        q = tl.load(q_base + g * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None], other=0.0)
+        rows = (head0 + g) * N_Q + offs_m
+        # Rows past N_Q get LSE = +inf, hence P = 0 (and no dQ).
+        lse2 = tl.load(LSE + rows, mask=row_ok, other=float("inf")) * LOG2E
+        do = tl.load(do_base + g * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :] * stride_dod,
+                     mask=row_ok[:, None], other=0.0)
+        # Issue order is wgmma's completion order: S^T and dP^T go together, so P is computed
+        # while dP^T runs, dS while dV runs, and dQ's atomics while dK runs.
+        st = tl.dot(k, tl.trans(q))
+        dpt = tl.dot(v, tl.trans(do))  # dP^T = V dO^T: [BLOCK_N, BLOCK_M]
+        pt = tl.exp2(st * qk_scale - lse2[None, :])  # P^T: [BLOCK_N, BLOCK_M]
+        if DIAGONAL:
+            keep = offs_m[None, :] >= offs_n[:, None]
+            if MASK_KEYS:
+                keep = keep & key_ok[:, None]
+            pt = tl.where(keep, pt, 0.0)
+        elif MASK_KEYS:
+            pt = tl.where(key_ok[:, None], pt, 0.0)
+        # P in the inputs' type from here on, for dS too (rounded to it anyway): an fp32 P
+        # held until dS made the D = 128 kernel spill.
+        pt = pt.to(do.dtype)
+        dv += tl.dot(pt, do)
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        dst = (pt * (dpt - delta[None, :])).to(q.dtype)
+        dq = tl.dot(tl.trans(dst), k)  # [BLOCK_M, HEAD_DIM], unscaled
+        dk += tl.dot(dst, q)
+        tl.atomic_add(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=row_ok[:, None], sem="relaxed")
+    return dk, dv
+
+
+@tessera.jit
+def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
+                          stride_qb, stride_qh, stride_qn, stride_qd,
+                          stride_kb, stride_kh, stride_kn, stride_kd,
+                          stride_vb, stride_vh, stride_vn, stride_vd,
+                          stride_dob, stride_doh, stride_don, stride_dod,
+                          stride_dkb, stride_dkh, stride_dkn, stride_dkd,
+                          stride_dvb, stride_dvh, stride_dvn, stride_dvd,
+                          H, H_KV, N_Q, N_KV, sm_scale,
+                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          CAUSAL: tl.constexpr, MASK_KEYS: tl.constexpr, STAGGER: tl.constexpr = False):
+    """The backward in one pass (FlashAttention-3's): dK, dV of BLOCK_N keys of one (batch,
+    K/V head), summed over the query heads of its group, kept in registers (keys as rows), while
+    dQ (unscaled) is added into DQ_ACC, fp32 [B, H, N_Q, HEAD_DIM] contiguous and zeroed
+    beforehand (attn_bwd_fused_preprocess_kernel does), by atomics; attn_bwd_dq_convert_kernel scales
+    and casts it. P and dP are computed once: five dots a step, S^T = K Q^T, dV += P^T dO,
+    dP^T = V dO^T, dK += dS^T Q, dQ = dS K, against the split kernels' seven (_fused_bwd_steps).
+    K and V are staged in shared memory once for all steps. Causal: query rows before the key
+    block see none of it (each head's steps start at the key block, not at a multiple of
+    BLOCK_M); the steps the diagonal crosses are masked, the rest not. MASK_KEYS (N_KV not a
+    multiple of BLOCK_N): P of the keys past N_KV is zeroed. STAGGER: program pid_n starts its
+    (unmasked) steps at step pid_n (_fused_bwd_steps).
+    Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
+    pid_n = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H_KV).to(tl.int64)
+    off_hkv = (off_bh % H_KV).to(tl.int64)
+    group = H // H_KV
+
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n < N_KV
+    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
+                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
+                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    qk_scale = sm_scale * LOG2E
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    head0 = off_b * H + off_hkv * group  # the group's first query head, as a (batch, head) row
+    q_base = Q + off_b * stride_qb + off_hkv * group * stride_qh
+    do_base = DO + off_b * stride_dob + off_hkv * group * stride_doh
+    if CAUSAL:
+        # The query blocks the diagonal crosses (from the key block's first key: rows before it
+        # see none of it), masked; then the rows that see every key of the block.
+        lo = tl.minimum(start_n, N_Q)
+        diagonal = tl.cdiv(tl.minimum(start_n + BLOCK_N, N_Q) - lo, BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, diagonal, 0,
+                                  stride_qh, stride_qn, stride_qd, stride_doh, stride_don, stride_dod, offs_n,
+                                  offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, True, MASK_KEYS, False)
+        lo += diagonal * BLOCK_M
+        steps = tl.cdiv(tl.maximum(N_Q - lo, 0), BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, lo, steps,
+                                  pid_n % tl.maximum(group * steps, 1), stride_qh, stride_qn, stride_qd,
+                                  stride_doh, stride_don, stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale,
+                                  HEAD_DIM, BLOCK_M, False, MASK_KEYS, STAGGER)
+    else:
+        steps = tl.cdiv(N_Q, BLOCK_M)
+        dk, dv = _fused_bwd_steps(dk, dv, k, v, q_base, do_base, LSE, DELTA, DQ_ACC, head0, group, 0, steps,
+                                  pid_n % (group * steps), stride_qh, stride_qn, stride_qd, stride_doh, stride_don,
+                                  stride_dod, offs_n, offs_d, key_ok, N_Q, qk_scale, HEAD_DIM, BLOCK_M, False,
+                                  MASK_KEYS, STAGGER)
+    dk = dk * sm_scale
+    tl.store(DK + off_b * stride_dkb + off_hkv * stride_dkh + offs_n[:, None] * stride_dkn
+             + offs_d[None, :] * stride_dkd, dk.to(DK.dtype.element_ty), mask=key_ok[:, None])
+    tl.store(DV + off_b * stride_dvb + off_hkv * stride_dvh + offs_n[:, None] * stride_dvn
+             + offs_d[None, :] * stride_dvd, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
+
+
+@tessera.jit
+def attn_bwd_dq_convert_kernel(DQ_ACC, DQ, stride_dqb, stride_dqh, stride_dqn, stride_dqd, H, N_Q, sm_scale,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """dQ = sm_scale * DQ_ACC (attn_bwd_fused_kernel's fp32 sums) in DQ's dtype and strides.
+    Grid: (cdiv(N_Q, BLOCK_M), B * H)."""
+    pid_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_Q
+    acc = tl.load(DQ_ACC + (off_bh.to(tl.int64) * N_Q + offs_m[:, None]) * HEAD_DIM + offs_d[None, :],
+                  mask=row_ok[:, None], other=0.0)
+    tl.store(DQ + off_b * stride_dqb + off_h * stride_dqh + offs_m[:, None] * stride_dqn
+             + offs_d[None, :] * stride_dqd, (acc * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
 # ------------------------------------------------------------------ attention modifiers

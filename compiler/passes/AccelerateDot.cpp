@@ -284,8 +284,8 @@ struct Accelerator {
   // warpsPerTileV3: all along M ([num_warps, 1]) where M has a 64-row slab for each warpgroup;
   // else (a 64-row block on 8 warps: Unsloth's MoE grouped GEMM) warpgroups along N too,
   // each taking whole 64-column line blocks of B (compiler/ir/Layout.h). Not for a dot in a
-  // chain (its A may come from registers of the [num_warps, 1] form) or one whose B the
-  // TMA unit writes (in its own column order; SoftwarePipelineTma.cpp).
+  // chain (its A may come from registers of the [num_warps, 1] form) unless A is a transpose,
+  // nor one whose B the TMA unit writes (in its own column order; SoftwarePipelineTma.cpp).
   bool wgmmaFits(Operation &dot, unsigned &wm, unsigned &wn) {
     Value *a = dot.operand(0), *b = dot.operand(1), *r = dot.result();
     const ScalarType in = a->type.element().scalar;
@@ -295,10 +295,19 @@ struct Accelerator {
       return false;
     wm = fn.numWarps, wn = 1;
     if (M % (16 * int64_t{fn.numWarps}) == 0) return true;
-    if (chainWarps.count(&dot) || writtenByTma(b)) return false;
+    if ((chainWarps.count(&dot) && !transposedOperand(a)) || writtenByTma(b)) return false;
     for (wm = fn.numWarps / 2, wn = 2; wm >= 4 && wm % 4 == 0; wm /= 2, wn *= 2)
       if (M % (16 * int64_t{wm}) == 0 && N % (64 * int64_t{wn}) == 0) return true;
     return false;
+  }
+
+  // v is a transpose (through layout conversions): as a dot's A it is staged in shared memory
+  // whatever the warps, so a chained dot with such an A (the attention backward's
+  // dQ = dS K, dS^T being in registers) may spread its warpgroups along N.
+  static bool transposedOperand(Value *v) {
+    Operation *def = v->definingOp;
+    while (def && def->code == OpCode::ConvertLayout) def = def->operand(0)->definingOp;
+    return def && def->code == OpCode::Trans;
   }
 
   // v is a descriptor load's block (through trans, reshape and layout conversions).

@@ -26,7 +26,9 @@
 // as b_g[:, None] beside v): the small load is made again in that layout.
 // Conversions remain where real data in two layouts meet: stores (after the
 // epilogue's cast, which the fusion pass then moves the conversion below)
-// and loaded operands of elementwise ops.
+// and loaded operands of elementwise ops. A float atomic add of a dot's result
+// whose old values nobody reads is seeded with the dot's #mma layout instead
+// (atomicAddOfDot: its addresses are computed there).
 #include "compiler/passes/PropagateMmaLayout.h"
 
 #include "compiler/ir/LayoutMath.h"
@@ -243,6 +245,24 @@ void narrowConversionsIntoMma(Function &fn) {
   if (changed) eliminateDeadCode(fn);
 }
 
+// The #mma layout of a tensor-core dot's result that a float atomic add (whose old values nobody
+// reads) sums into memory, or null: the add then runs in the dot's layout, its addresses
+// computed there, instead of the result going through shared memory into the pointers'
+// layout (the attention backward's dQ, a split-K GEMM's partial sums). Each thread's pairs of
+// adjacent columns still make vector adds (.v2.f32), and every row a warp touches is a whole
+// 32-byte sector.
+LayoutRef atomicAddOfDot(Function &fn, const Operation &op) {
+  if (op.code != OpCode::AtomicRMW || op.stringAttr("kind") != "add" || countUses(fn.body, op.result()) != 0)
+    return nullptr;
+  if (!op.result()->type.element().isFloatElement() || op.result()->type.rank() != 2) return nullptr;
+  const Value *value = op.operand(1);
+  const Operation *def = value->definingOp;
+  while (def && def->code == OpCode::ConvertLayout) def = def->operand(0)->definingOp;
+  if (!def || def->code != OpCode::Dot) return nullptr;
+  const LayoutRef &mma = def->result()->layout;
+  return mma && mma->kind == Layout::Kind::Mma ? mma : nullptr;
+}
+
 } // namespace
 
 void propagateMmaLayout(Function &fn) {
@@ -251,6 +271,8 @@ void propagateMmaLayout(Function &fn) {
   walk(fn.body, [&](Operation &op) {
     if (op.code == OpCode::Load && op.result()->layout)
       seeds[&op] = op.result()->layout;
+    else if (LayoutRef mma = atomicAddOfDot(fn, op))
+      seeds[&op] = mma;
     else if ((op.code == OpCode::Store || op.code == OpCode::AtomicRMW) && op.operand(0)->layout)
       seeds[&op] = op.operand(0)->layout;
     else if (op.code == OpCode::Dot && op.result()->layout && op.result()->layout->kind == Layout::Kind::Mma) {

@@ -78,10 +78,10 @@ def make_inputs(B, H, Hk, N, D, dtype, layout):
     return q, k, v, do
 
 
-def check(q, k, v, do, causal, layout, what, sm_scale=None):
+def check(q, k, v, do, causal, layout, what, sm_scale=None, config=None):
     D = q.shape[-1]
     scale = D ** -0.5 if sm_scale is None else sm_scale
-    o, lse = tk.attention(q, k, v, causal=causal, sm_scale=sm_scale, layout=layout, return_lse=True)
+    o, lse = tk.attention(q, k, v, causal=causal, sm_scale=sm_scale, layout=layout, return_lse=True, config=config)
     o.backward(do)
     torch.cuda.synchronize()
     ro, rlse, rdq, rdk, rdv = reference(q, k, v, do, causal, scale, layout)
@@ -103,6 +103,57 @@ def test_attention_forward_backward(N, D, causal, Hk, layout, dtype):
     B = 1 if N >= 4096 else 2
     q, k, v, do = make_inputs(B, 4, Hk, N, D, DTYPES[dtype], layout)
     check(q, k, v, do, causal, layout, f"N={N} D={D} causal={causal} H=4 Hk={Hk} {layout} {dtype} seed={seed}")
+
+
+FUSED = {"BWD_FUSED": True}
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
+@pytest.mark.parametrize("Hk", [4, 2, 1], ids=["mha", "gqa", "mqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("N", [128, 1000, 4096])
+def test_fused_backward(N, D, causal, Hk, layout, dtype):
+    """The one-pass backward (BWD_FUSED: attn_bwd_fused_kernel, dQ summed by fp32 atomics from
+    every key block and, with GQA, from every program of the group's K/V head)."""
+    seed = fresh_seed()
+    B = 1 if N >= 4096 else 2
+    q, k, v, do = make_inputs(B, 4, Hk, N, D, DTYPES[dtype], layout)
+    check(q, k, v, do, causal, layout, f"fused N={N} D={D} causal={causal} H=4 Hk={Hk} {layout} {dtype} seed={seed}",
+          config=FUSED)
+
+
+@pytest.mark.parametrize("Hk", [4, 1], ids=["mha", "mqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("N", [1000, 4096])
+def test_fused_backward_staggered(N, D, causal, Hk):
+    """FUSED_STAGGER: the key blocks' programs start their query sweeps at different blocks."""
+    seed = fresh_seed()
+    q, k, v, do = make_inputs(1, 4, Hk, N, D, torch.bfloat16, "bhnd")
+    check(q, k, v, do, causal, "bhnd", f"fused staggered N={N} D={D} causal={causal} Hk={Hk} seed={seed}",
+          config=dict(FUSED, FUSED_STAGGER=True))
+
+
+FUSED_BLOCKS = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (32, 128, 8, 2)]
+
+
+@pytest.mark.parametrize("blocks", FUSED_BLOCKS, ids=["x".join(map(str, b)) for b in FUSED_BLOCKS])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("NQ, NKV", [(1000, 1000), (300, 700), (700, 300), (17, 17)])
+def test_fused_backward_blocks(NQ, NKV, D, causal, blocks):
+    """The fused blocks bench/attention.py --sweep times (SWEEP_BWD_FUSED), ragged lengths,
+    N_Q != N_KV, fewer rows than one block; bf16, GQA."""
+    seed = fresh_seed()
+    bm, bn, w, st = blocks
+    q = torch.randn((2, 4, NQ, D), device="cuda").bfloat16().requires_grad_()
+    k, v = (torch.randn((2, 2, NKV, D), device="cuda").bfloat16().requires_grad_() for _ in range(2))
+    do = torch.randn_like(q)
+    config = dict(FUSED, FUSED_BLOCK_M=bm, FUSED_BLOCK_N=bn, fused_num_warps=w, bwd_num_stages=st)
+    check(q, k, v, do, causal, "bhnd", f"fused {blocks} NQ={NQ} NKV={NKV} D={D} causal={causal} seed={seed}",
+          config=config)
 
 
 OVERLAP_SHAPES = [(128, 128), (1000, 1000), (4096, 4096), (300, 700), (700, 300), (17, 17), (1000, 60)]
@@ -262,15 +313,16 @@ def test_default_forward_takes_the_by_keys_entries(causal):
         assert err <= TOL and lse_err <= 1e-2, f"N {n}: O rel err {err:.2e}, LSE err {lse_err:.2e} (seed {seed})"
 
 
+@pytest.mark.parametrize("config", [None, FUSED], ids=["default", "fused"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_strided_views_of_a_packed_qkv_buffer(causal):
+def test_strided_views_of_a_packed_qkv_buffer(causal, config):
     """q, k, v as views into one (B, N, 3, H, D) buffer (no copy); gradients flow back into it."""
     seed = fresh_seed()
     B, N, H, D = 2, 333, 4, 64
     packed = torch.randn((B, N, 3, H, D), device="cuda").half().requires_grad_()
     q, k, v = packed[:, :, 0], packed[:, :, 1], packed[:, :, 2]
     do = torch.randn((B, N, H, D), device="cuda").half()
-    o = tk.attention(q, k, v, causal=causal, layout="bnhd", sm_scale=0.1)
+    o = tk.attention(q, k, v, causal=causal, layout="bnhd", sm_scale=0.1, config=config)
     o.backward(do)
     ro, _, rdq, rdk, rdv = reference(q, k, v, do, causal, 0.1, "bnhd")
     what = f"packed qkv causal={causal} seed={seed}"
@@ -279,20 +331,22 @@ def test_strided_views_of_a_packed_qkv_buffer(causal):
         assert rel_err(packed.grad[:, :, i], ref) <= TOL, f"{what}: grad of {'qkv'[i]}"
 
 
-def test_different_query_and_key_lengths():
+@pytest.mark.parametrize("config", [None, FUSED], ids=["default", "fused"])
+def test_different_query_and_key_lengths(config):
     seed = fresh_seed()
     q = torch.randn((1, 4, 300, 64), device="cuda").half().requires_grad_()
     k = torch.randn((1, 2, 700, 64), device="cuda").half().requires_grad_()
     v = torch.randn((1, 2, 700, 64), device="cuda").half().requires_grad_()
     do = torch.randn_like(q)
-    check(q, k, v, do, False, "bhnd", f"N_Q=300 N_KV=700 seed={seed}")
+    check(q, k, v, do, False, "bhnd", f"N_Q=300 N_KV=700 seed={seed}", config=config)
 
 
-def test_backward_of_a_sum_gets_a_broadcast_gradient():
+@pytest.mark.parametrize("config", [None, FUSED], ids=["default", "fused"])
+def test_backward_of_a_sum_gets_a_broadcast_gradient(config):
     """o.sum().backward() hands the backward a dO of stride 0 everywhere (an expanded scalar)."""
     seed = fresh_seed()
     q, k, v = (torch.randn((2, 2, 200, 64), device="cuda").half().requires_grad_() for _ in range(3))
-    o = tk.attention(q, k, v, causal=True)
+    o = tk.attention(q, k, v, causal=True, config=config)
     o.float().sum().backward()
     ones = torch.ones_like(q)
     _, _, rdq, rdk, rdv = reference(q, k, v, ones, True, 64 ** -0.5, "bhnd")
@@ -334,6 +388,15 @@ def test_memory_is_linear_in_sequence_length():
     growth = torch.cuda.max_memory_allocated() - before
     assert growth < 112 * 2**20, f"backward at N={N} allocated {growth / 2**20:.1f} MiB"
     assert not any(torch.isnan(t).any() for t in (dq, dk, dv))
+    # The one-pass backward adds dQ's fp32 sums (32 MiB).
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    fused = tk.attention_backward(do, q, k, v, o, lse, causal=False, config=FUSED)
+    torch.cuda.synchronize()
+    growth = torch.cuda.max_memory_allocated() - before
+    assert growth < 144 * 2**20, f"fused backward at N={N} allocated {growth / 2**20:.1f} MiB"
+    for got, ref in zip(fused, (dq, dk, dv)):
+        assert rel_err(got, ref.double()) <= TOL, f"fused vs split, seed={seed}"
 
 
 def test_kernels_run_on_tensor_cores():

@@ -158,6 +158,111 @@ def test_key_steps_wider_than_the_query_block(causal, overlap):
         run_case(B=1, H=2, Hk=1, N=n, Nk=nk, D=16, causal=causal, config=config, backward=False)
 
 
+# The one-pass backward (attn_bwd_fused_kernel: dK, dV in registers, dQ by fp32 atomics, then
+# attn_bwd_dq_convert_kernel): 16 queries a step, 32 keys a program.
+FUSED = dict(SMALL, BWD_FUSED=True, FUSED_BLOCK_M=16, FUSED_BLOCK_N=32)
+
+
+def fused_launches(monkeypatch):
+    """The names of the kernels attention_backward launches from now on (interpreter)."""
+    import importlib
+    module = importlib.import_module("tessera.kernels.attention")
+    launched = []
+    kernels = module._kernels
+
+    class Recorder:
+        def __init__(self, name, kernel):
+            self.name, self.kernel = name, kernel
+
+        def __getitem__(self, grid):
+            launched.append(self.name)
+            return self.kernel[grid]
+
+    monkeypatch.setattr(module, "_kernels",
+                        lambda interpret: {n: Recorder(n, k) for n, k in kernels(interpret).items()})
+    return launched
+
+
+@pytest.mark.parametrize("layout", ["bhnd", "bnhd"])
+@pytest.mark.parametrize("Hk", [2, 1], ids=["mha", "gqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("N", [16, 40, 64])
+def test_fused_backward(N, causal, Hk, layout, monkeypatch):
+    """Ragged N (40: neither blocks' multiple), one key block (16), several whole ones (64);
+    GQA sums dK/dV over the group and each query head's dQ from every key block."""
+    launched = fused_launches(monkeypatch)
+    run_case(B=2, H=2 if Hk == 2 else 4, Hk=Hk if Hk == 2 else 1, N=N, Nk=N, D=32, causal=causal,
+             layout=layout, config=FUSED)
+    assert launched == ["attn_fwd_kernel", "attn_bwd_fused_preprocess_kernel", "attn_bwd_fused_kernel",
+                        "attn_bwd_dq_convert_kernel"]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("N, Nk", [(40, 24), (24, 56), (72, 40)])
+def test_fused_backward_query_and_key_lengths(N, Nk, causal):
+    """N_Q != N_KV: causal rows past the last key see them all, keys past the last row none."""
+    run_case(B=1, H=2, Hk=1, N=N, Nk=Nk, D=16, causal=causal, config=FUSED)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("Hk", [2, 1], ids=["mha", "gqa"])
+def test_fused_backward_staggered(Hk, causal):
+    """FUSED_STAGGER: each key block's program starts its steps at its own (head, query block)
+    and wraps around; every step still runs once (GQA: across the group's heads)."""
+    run_case(B=1, H=2 if Hk == 2 else 4, Hk=Hk if Hk == 2 else 1, N=72, Nk=72, D=16, causal=causal,
+             config=dict(FUSED, FUSED_STAGGER=True))
+
+
+@pytest.mark.parametrize("blocks", [(32, 16), (16, 16), (16, 64)])
+def test_fused_backward_block_shapes(blocks):
+    """Query steps wider than the key block (causal: they start at the key block, not at a
+    multiple of BLOCK_M), equal, and narrower."""
+    config = dict(FUSED, FUSED_BLOCK_M=blocks[0], FUSED_BLOCK_N=blocks[1])
+    for causal in (False, True):
+        run_case(B=1, H=2, Hk=1, N=72, Nk=72, D=16, causal=causal, config=config)
+
+
+def test_fused_backward_keys_past_the_end_add_nothing_to_dq():
+    """Scores far below zero make LSE very negative; a ragged key block's padding keys (K = 0,
+    score 0) would get P = exp(-LSE) = inf, and inf * 0 = NaN in dQ, unless masked."""
+    rng = np.random.default_rng(5)
+    B, H, N, D = 1, 1, 40, 16
+    q, k, v, do = (make(rng, (B, H, N, D)) for _ in range(4))
+    q[..., 0], k[..., 0] = 20.0, -20.0  # every score about -100
+    o, lse = tk.attention_forward(q, k, v, config=FUSED)
+    assert lse.max() < -89  # exp(-LSE) overflows fp32
+    dq, dk, dv = tk.attention_backward(do, q, k, v, o, lse, config=FUSED)
+    _, _, rdq, rdk, rdv = reference(q, k, v, do, False, 0.25)
+    for out, ref in ((dq, rdq), (dk, rdk), (dv, rdv)):
+        assert rel(out, ref) <= TOL
+
+
+def test_fused_backward_non_contiguous_views_and_scale():
+    rng = np.random.default_rng(3)
+    B, H, N, D = 1, 2, 40, 32
+    q = make(rng, (B, N, H, D)).transpose(0, 2, 1, 3)
+    kv = make(rng, (B, H, N, 2, D))
+    k, v = kv[:, :, :, 0, :], kv[:, :, :, 1, :]
+    do = make(rng, (B, H, D, N)).transpose(0, 1, 3, 2)
+    scale = 0.3
+    o, lse = tk.attention_forward(q, k, v, causal=True, sm_scale=scale, config=FUSED)
+    dq, dk, dv = tk.attention_backward(do, q, k, v, o, lse, causal=True, sm_scale=scale, config=FUSED)
+    _, _, rdq, rdk, rdv = reference(q, k, v, do, True, scale)
+    for out, ref in ((dq, rdq), (dk, rdk), (dv, rdv)):
+        assert rel(out, ref) <= TOL
+
+
+def test_fused_backward_bfloat16():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    run_case(B=1, H=2, Hk=1, N=40, Nk=40, D=32, causal=True, dtype=ml_dtypes.bfloat16, config=FUSED)
+
+
+@pytest.mark.parametrize("D", [32, 64])
+def test_fused_backward_default_gpu_blocks(D):
+    """attention_config's fused blocks (the interpreter's table), ragged."""
+    run_case(B=1, H=2, Hk=1, N=150, Nk=150, D=D, causal=True, config={"BWD_FUSED": True})
+
+
 @pytest.mark.parametrize("D", [32, 64])
 def test_default_gpu_blocks(D):
     """The configuration the GPU uses (attention_config), in the interpreter."""

@@ -18,7 +18,7 @@ from conftest import PTXAS, ROOT
 pytestmark = pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
 
 KERNEL_FILE = ROOT / "kernels" / "attention.py"
-FP32_POINTERS = {"LSE", "DELTA"}
+FP32_POINTERS = {"LSE", "DELTA", "DQ_ACC"}
 INT_SCALARS = {"H", "H_KV", "N_Q", "N_KV"}
 
 
@@ -492,3 +492,68 @@ def test_tma_forward_v_ring_takes_a_stage_fewer_where_it_fits_another_program(D,
         waits = [m.start() for m in re.finditer(r"mbarrier_wait", loop)]
         dots = [m.start() for m in re.finditer(r"= dot ", loop)]
         assert waits[0] < dots[0] < waits[1] < dots[1], "V's wait goes between the two dots"
+
+
+FUSED_CASES = [(D, causal, mask) for D in (64, 128) for causal in (False, True) for mask in (False, True)]
+FUSED_IDS = [f"D{d}-{'causal' if c else 'full'}-{'ragged' if m else 'whole'}" for d, c, m in FUSED_CASES]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("D, causal, mask_keys", FUSED_CASES, ids=FUSED_IDS)
+def test_fused_backward_on_wgmma(D, causal, mask_keys, dtype, tmp_path):
+    """attn_bwd_fused_kernel with attention_config's sm_90a blocks: the dots of a step on wgmma
+    (at D = 128 dQ = dS K too: 64 query rows on 8 warps split along N, accelerate-dot, since its
+    A, dS^T transposed, is staged in shared memory anyway), dQ added from the dot's registers as
+    atom.add.v2.f32 (propagate-mma-layout: no conversion through shared memory). D = 128 (two
+    128 x 128 fp32 accumulators on 8 warps, S^T and dP^T in flight together) runs at 255
+    registers with a few loop-invariant values spilled, never in the unmasked steps' loop;
+    D = 64 spills nothing."""
+    c = tk.attention_config(D, causal, wgmma=True)
+    constexprs = {"HEAD_DIM": D, "BLOCK_M": c["FUSED_BLOCK_M"], "BLOCK_N": c["FUSED_BLOCK_N"], "CAUSAL": causal,
+                  "MASK_KEYS": mask_keys}
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_bwd_fused_kernel",
+                        signature=signature("attn_bwd_fused_kernel", dtype), constexprs=constexprs,
+                        num_warps=c["fused_num_warps"], num_stages=c["bwd_num_stages"], target="sm_90a")
+    ptx = k.asm["ptx"]
+    ty = "f16" if dtype == "fp16" else "bf16"
+    bm, bn, warps = c["FUSED_BLOCK_M"], c["FUSED_BLOCK_N"], c["fused_num_warps"]
+    # dQ: BLOCK_M rows; fewer than 64 a warpgroup, the warpgroups split its D columns in halves
+    # of 64 (D = 128), else it stays on mma.sync (D = 64 on 8 warps: 32 a thread).
+    dq_on_wgmma = bm % (16 * warps) == 0 or D % 128 == 0
+    assert ("mma.sync" in ptx) != dq_on_wgmma
+    loops = key_loops(ptx)
+    assert len(loops) == (2 if causal else 1)  # causal: the diagonal's masked steps, then the rest
+    for body in loops:
+        text = "\n".join(body)
+        # per warpgroup and k-step of 16: S^T, dP^T (K = D), dV, dK (K = BLOCK_M), dQ (K = BLOCK_N)
+        steps = 2 * D // 16 + 2 * bm // 16 + (bn // 16 if dq_on_wgmma else 0)
+        assert text.count("wgmma.mma_async") == steps and f"f32.{ty}.{ty}" in text, text
+        if not dq_on_wgmma:
+            assert text.count("mma.sync.aligned.m16n8k16") == bm * D * bn // (16 * 8 * 16) // warps
+        atomics = re.findall(r"atom\.[\w.]+", text)
+        assert atomics and set(atomics) == {"atom.relaxed.gpu.global.add.v2.f32"}, set(atomics)
+        assert len(atomics) == c["FUSED_BLOCK_M"] * D // (32 * c["fused_num_warps"]) // 2
+    info = ptxas(ptx, "sm_90a", tmp_path)
+    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))
+    assert spilled <= (160 if D == 128 else 0), info
+    assert "C7514" not in info and "C7519" not in info, info
+    if D == 128:
+        # What ptxas spills stays out of the loop that runs the steps off the diagonal.
+        from test_vectorized_access import sass
+        path = tmp_path / "fused.ptx"
+        path.write_text(ptx)
+        loops = [body for body in sass_loops(sass(tmp_path, path)) if any("HGMMA" in t for t in body)]
+        assert len(loops) == len(key_loops(ptx))
+        assert not [t for t in loops[-1] if re.match(r"(@!?P\w+\s+)?(LDL|STL)", t)], loops[-1]
+
+
+def test_fused_backward_compiles_for_sm_80(tmp_path):
+    """The same kernel on mma.sync with the table's blocks for GPUs without wgmma."""
+    c = tk.attention_config(128, True, wgmma=False)
+    k = tessera.compile(str(KERNEL_FILE), kernel="attn_bwd_fused_kernel",
+                        signature=signature("attn_bwd_fused_kernel", "bf16"),
+                        constexprs={"HEAD_DIM": 128, "BLOCK_M": c["FUSED_BLOCK_M"], "BLOCK_N": c["FUSED_BLOCK_N"],
+                                    "CAUSAL": True, "MASK_KEYS": True},
+                        num_warps=c["fused_num_warps"], num_stages=c["bwd_num_stages"], target="sm_80")
+    assert "mma.sync.aligned.m16n8k16" in k.asm["ptx"]
+    ptxas(k.asm["ptx"], "sm_80", tmp_path)

@@ -82,6 +82,18 @@ HOPPER_BACKWARD = {
     64: ((64, 64, 4), (64, 64, 4)), 128: ((64, 128, 8), (128, 64, 8)),
 }
 
+# The one-pass backward (BWD_FUSED=True: attn_bwd_fused_kernel, dQ by fp32 atomics) by head dim:
+# (FUSED_BLOCK_M queries a step, FUSED_BLOCK_N keys a program, warps), where dots run on wgmma
+# and elsewhere. Not yet timed on a GPU: bench/attention.py's providers tessera_fused and
+# tessera_split run it beside the split kernels. 128 keys a program: the atomics move
+# 4 * N_Q * D bytes per head and key block, so per flop they shrink with BLOCK_N (FlashAttention-3
+# takes 128 too). At D <= 64 dQ's 64 rows x 64 columns stay on mma.sync (8 warps, no 64-column
+# halves to split along N); the other four dots are wgmma, and nothing spills.
+HOPPER_BACKWARD_FUSED = {16: (64, 128, 8), 32: (64, 128, 8), 64: (64, 128, 8), 128: (64, 128, 8)}
+BACKWARD_FUSED = {16: (32, 64, 4), 32: (32, 64, 4), 64: (32, 64, 4), 128: (32, 64, 8)}
+# The wrapper's default for BWD_FUSED.
+BWD_FUSED_DEFAULT = False
+
 
 # Other forward blocks where they measured faster for some numbers of keys (same sweep):
 # (D, causal): [((BLOCK_M, BLOCK_N, warps, stages, maxnreg, OVERLAP), from keys, up to keys)],
@@ -161,9 +173,11 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
     stages, overlap, maxnreg, use_tma = 2, False, None, False
+    fused = BACKWARD_FUSED[head_dim]
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
         dkdv, dq = HOPPER_BACKWARD[head_dim]
+        fused = HOPPER_BACKWARD_FUSED[head_dim]
         key = (head_dim, bool(causal))
         if not modifiers:
             *fwd, stages, maxnreg = HOPPER_FORWARD[key]
@@ -183,7 +197,9 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
             "maxnreg": maxnreg,
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
-            "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2]}
+            "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2],
+            "BWD_FUSED": BWD_FUSED_DEFAULT, "FUSED_BLOCK_M": fused[0], "FUSED_BLOCK_N": fused[1],
+            "fused_num_warps": fused[2], "FUSED_STAGGER": False}
 
 
 # ------------------------------------------------------------------ arrays
@@ -229,10 +245,11 @@ def _dims(x, layout):
 
 
 def _kernels(interpret):
-    """The four kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
+    """The kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
     module = _files.load("attention")
     names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel",
-             "attn_fwd_mod_kernel")
+             "attn_fwd_mod_kernel", "attn_bwd_fused_preprocess_kernel", "attn_bwd_fused_kernel",
+             "attn_bwd_dq_convert_kernel")
     if not interpret:
         return {n: getattr(module, n) for n in names}
     cache = module.__dict__.setdefault("_interpreted", {})
@@ -468,6 +485,21 @@ def attention_backward(do, q, k, v, o, lse, causal=False, sm_scale=None, layout=
     _, sdv = _dims(dv, layout)
     delta = _empty(q, (B, H, N), _fp32(q))
     pre_m = 64
+    if c["BWD_FUSED"]:
+        # One pass over (key block, query block) pairs; dQ summed in fp32 (zeroed by the
+        # preprocess), then scaled and cast.
+        dq_acc = _empty(q, (B, H, N, D), _fp32(q))
+        kern["attn_bwd_fused_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
+            o, do, delta, dq_acc, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
+        block_n = c["FUSED_BLOCK_N"]
+        kern["attn_bwd_fused_kernel"][(_cdiv(Nk, block_n), B * Hk)](
+            q, k, v, do, lse, delta, dq_acc, dk, dv, *sq, *sk, *sv, *sdo, *sdk, *sdv, H, Hk, N, Nk,
+            float(sm_scale), HEAD_DIM=D, BLOCK_M=c["FUSED_BLOCK_M"], BLOCK_N=block_n, CAUSAL=bool(causal),
+            MASK_KEYS=Nk % block_n != 0, STAGGER=bool(c["FUSED_STAGGER"]), num_warps=c["fused_num_warps"],
+            num_stages=c["bwd_num_stages"])
+        kern["attn_bwd_dq_convert_kernel"][(_cdiv(N, pre_m), B * H)](
+            dq_acc, dq, *sdq, H, N, float(sm_scale), HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
+        return dq, dk, dv
     kern["attn_bwd_preprocess_kernel"][(_cdiv(N, pre_m), B * H)](
         o, do, delta, *so, *sdo, H, N, HEAD_DIM=D, BLOCK_M=pre_m, num_warps=4)
     common = dict(HEAD_DIM=D, CAUSAL=bool(causal), num_stages=c["bwd_num_stages"])
