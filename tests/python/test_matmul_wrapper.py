@@ -587,6 +587,18 @@ def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
         "128x128x32/w4/s4/persistent"]
     assert len(kept) == len(table) + 4
     assert mm.parse_matmul_config("128x128x64/w4/s3/persistent").kwargs["PERSISTENT"]
+    # The ping-pong forms: two consumer warpgroups of 4 warps on alternate tiles (docs/tma.md),
+    # timed only with TESSERA_MATMUL_PINGPONG=1 so far.
+    pp = mm.parse_matmul_config("128x128x64/w4/s4/pingpong")
+    assert pp.kwargs["PINGPONG"] and pp.kwargs["PERSISTENT"] and pp.kwargs["WARP_SPECIALIZE"] and pp.num_warps == 4
+    assert mm.matmul_config_name(pp) == "128x128x64/w4/s4/pingpong"
+    assert mm.matmul_config_name(mm._one_tile_form(pp)) == "128x128x64/w4/s4"
+    with pytest.raises(ValueError, match="num_warps=4"):
+        mm.parse_matmul_config("128x128x64/w8/s3/pingpong")
+    monkeypatch.setenv("TESSERA_MATMUL_PINGPONG", "1")
+    assert [mm.matmul_config_name(c) for c in mm._epilogue_tma_configs() if c.kwargs.get("PINGPONG")] == [
+        "128x128x64/w4/s4/pingpong"]
+    monkeypatch.delenv("TESSERA_MATMUL_PINGPONG")
     # The plain TMA GEMM keeps the table alone.
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in mm.matmul_tma_autotuner().configs] == [
         (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS]

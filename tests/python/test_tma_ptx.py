@@ -295,17 +295,17 @@ def test_tma_epilogue_matmul_residual_and_column_operands(tmp_path):
 def persistent_epilogue_configs():
     import importlib
     mm = importlib.import_module("tessera.kernels.matmul")
-    return [c for c in mm._epilogue_tma_configs() if c.kwargs.get("PERSISTENT")]
+    return ([c for c in mm._epilogue_tma_configs() if c.kwargs.get("PERSISTENT") and not c.kwargs.get("PINGPONG")]
+            + [mm._pingpong_config(c, mm._tma_block_shapes) for c in mm.HOPPER_PINGPONG_CONFIGS])
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
-@pytest.mark.parametrize("config", persistent_epilogue_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(
-    **c.kwargs) + f"-w{c.num_warps}-s{c.num_stages}")
+@pytest.mark.parametrize("config", persistent_epilogue_configs(), ids=lambda c: c_name(c))
 def test_tma_epilogue_persistent_forms_run_one_ring_across_tiles(config, tmp_path):
     """The epilogue kernel's persistent configs (bias + GELU, fp16): a producer warpgroup (num_warps + 4
-    warps) walks the tile loop around the K loop, so its copies for the next tile go out while the
-    consumers run this tile's epilogue; the consumers' only copies are none, and ptxas neither
-    spills nor serialises the wgmmas."""
+    warps; with ping-pong two consumer groups of num_warps, 2 * num_warps + 4) walks the tile loop
+    around the K loop, so its copies for the next tile go out while the consumers run this tile's
+    epilogue; the consumers' only copies are none, and ptxas neither spills nor serialises the wgmmas."""
     text, ir, report = compile_tma_epilogue(config, "fp16", tmp_path,
                                             **{"NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132})
     start = ir.index("warp_specialize {")
@@ -316,11 +316,84 @@ def test_tma_epilogue_persistent_forms_run_one_ring_across_tiles(config, tmp_pat
             break
     producer = ir[start:end]
     assert producer.count("= for ") == 2 and producer.count("async_tma_copy") == 2
-    assert re.search(r"\.maxntid %d" % (32 * (config.num_warps + 4)), text) or \
-        re.search(r"\.reqntid %d" % (32 * (config.num_warps + 4)), text)
+    warps = config.num_warps * (2 if config.kwargs.get("PINGPONG") else 1) + 4
+    assert re.search(r"\.maxntid %d" % (32 * warps), text) or re.search(r"\.reqntid %d" % (32 * warps), text)
     assert "wgmma.mma_async" in text
     assert "C7514" not in report, report
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+    if config.kwargs.get("PINGPONG"):
+        assert_pingpong(text, ir)
+
+
+def c_name(config):
+    import importlib
+    return importlib.import_module("tessera.kernels.matmul").matmul_config_name(config).replace("/", "-")
+
+
+def assert_pingpong(text, ir):
+    """The ping-pong form (docs/tma.md): two consumer groups under one producer, taking turns at the
+    K loop (tl.pingpong_*'s barriers 1 and 2, 256 threads), each group's own CTA barrier (5 or 6,
+    128 threads) and scratch (group 1's above group 0's), registers moved to the consumers."""
+    assert "warp_specialize {consumer_groups = 2, producer_warps = 4}" in ir
+    assert ir.count("consumer_group : i32") == 1
+    for kind in ("start", "wait", "pass"):
+        assert 'barrier {pingpong = "%s"}' % kind in ir
+    assert re.search(r'barrier %\d+ {pingpong = "wait"}', ir)  # the last pass taken back
+    assert "@!p bar.sync 1, 256; @p bar.sync 2, 256;" in text
+    assert "@!p bar.arrive 2, 256; @p bar.arrive 1, 256;" in text
+    assert "@p bar.arrive 1, 256;" in text
+    assert "@!p bar.sync 5, 128; @p bar.sync 6, 128;" in text  # the epilogue's conversion, per group
+    assert "bar.sync 3, 256" not in text.split("bar.sync 4, 384")[0]  # no consumer-wide barrier before the join
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in text and "setmaxnreg.inc.sync.aligned.u32 232" in text
+    assert text.count("mbarrier.init.shared::cta.b64") == text.count("mbarrier.inval.shared::cta.b64")  # once, not per group
+    assert re.search(r"mbarrier.init.shared::cta.b64 \[%r\d+\], 128;", text)  # one group frees a stage
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("t", ["fp16", "bf16"])
+@pytest.mark.parametrize("blocks", [(128, 128, 64, 4), (128, 128, 64, 3), (64, 128, 64, 4)], ids=str)
+def test_pingpong_persistent_matmul(blocks, t, tmp_path):
+    """matmul_tma_persistent_kernel with PINGPONG (warp_specialize=True on the tile loop, 4 warps):
+    launched as 12 warps, the two consumer groups on alternate tiles (group g's loop starts g steps
+    of NUM_SMS on and steps 2 * NUM_SMS), each group's ring position skipping the other's tiles; no
+    spills, wgmma, the producer's two copies a step."""
+    bm, bn, bk, stages = blocks
+    from tessera.kernels import _files
+    k = tessera.compile(_files.load("matmul").matmul_tma_persistent_kernel, target="sm_90a",
+                        signature=TMA_MATMUL_SIG.format(t=t, bm=bm, bn=bn, bk=bk), num_warps=4, num_stages=stages,
+                        constexprs=dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, NUM_SMS=132,
+                                        WARP_SPECIALIZE=True, PINGPONG=True))
+    assert k.metadata.num_warps == 12
+    ptx = tmp_path / "pp.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "pp.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", proc.stderr), proc.stderr
+    assert "C7514" not in proc.stderr
+    text, ir = k.asm["ptx"], k.asm["ir-opt"]
+    assert ".maxntid 384" in text and "wgmma.mma_async" in text
+    assert_pingpong(text, ir)
+    assert text.count("cp.async.bulk.tensor.2d") == -(-bk // 64) + -(-bn // 64)  # the producer's copies, once
+    # The consumers' tile loop: lb + group * NUM_SMS, step 2 * NUM_SMS.
+    assert re.search(r"%(\d+) = consumer_group : i32", ir)
+    assert re.search(r"= mul %\d+, %\d+ : i32\n.*= add %\d+, %\d+ : i32\n.*constant {value = 2} : i32\n"
+                     r".*= mul %\d+, %\d+ : i32\n\s*barrier {pingpong = \"start\"}", ir)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_pingpong_needs_four_warps_and_stays_off_by_default(tmp_path):
+    """warp_specialize=True on the tile loop with 8 warps: no ping-pong (the groups are warpgroups),
+    the K loop's own producer as before; PINGPONG=False: no consumer groups."""
+    from tessera.kernels import _files
+    sig = TMA_MATMUL_SIG.format(t="fp16", bm=128, bn=256, bk=64)
+    kernel = _files.load("matmul").matmul_tma_persistent_kernel
+    base = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_SMS=132, WARP_SPECIALIZE=True)
+    for pingpong in (False, True):
+        k = tessera.compile(kernel, signature=sig, target="sm_90a", num_warps=8, num_stages=3,
+                            constexprs=dict(base, PINGPONG=pingpong))
+        assert k.metadata.num_warps == 12 and "consumer_group" not in k.asm["ir-opt"]
+        assert "producer_warps = 4}" in k.asm["ir-opt"] and "consumer_groups" not in k.asm["ir-opt"]
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
