@@ -112,3 +112,42 @@ def test_tk_matmul_epilogue_pingpong(epilogue, shape, dtype):
     torch.cuda.synchronize()
     assert_rel_err(out, ref_of(a.double() @ b.double()), 2e-2 if dtype == "bf16" else 4e-3,
                    f"{epilogue} {shape} {dtype} pingpong")
+
+
+@tessera.jit
+def user_persistent_matmul(a_desc, b_desc, c_ptr, M, N, K, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """A user's persistent TMA GEMM as Triton's tutorial 09 spells it (warp_specialize on the tile
+    loop): with 4 warps it takes the ping-pong form (tests/python/test_tma_ptx.py)."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
+            b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(tl.float16), mask=mask)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("programs", [1, 3, 132])
+def test_user_persistent_gemm_pingpong(shape, programs):
+    M, N, K = shape
+    torch.manual_seed(M + 2 * N + K)
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, N), device="cuda", dtype=torch.float16)
+    c = poisoned((M, N), torch.float16)
+    grid = max(1, min(tessera.cdiv(M, 128) * tessera.cdiv(N, 128), programs))
+    k = user_persistent_matmul[(grid,)](tessera.TensorDescriptor.from_tensor(a, [128, 64]),
+                                        tessera.TensorDescriptor.from_tensor(b, [64, 128]), c, M, N, K, c.stride(0),
+                                        BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, NUM_SMS=grid, WARP_SPECIALIZE=True,
+                                        num_warps=4, num_stages=4)
+    torch.cuda.synchronize()
+    assert k.metadata.num_warps == 12
+    assert_rel_err(c, a.double() @ b.double(), 1e-2, f"user pingpong {shape} on {grid}")
