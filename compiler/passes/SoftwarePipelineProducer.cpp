@@ -22,8 +22,9 @@ bool LoopPipeliner::wantsProducer() {
   if (taken) return false;
   outer_ = outer;
   pingpong_ = wantsPingpong();
-  if (!flagged(loop_) && !pingpong_) return false;
-  return true;
+  if (flagged(loop_) || pingpong_) return true;
+  outer_ = nullptr;
+  return false;
 }
 
 // Ping-pong (CUTLASS's and FlashAttention-3's): warp_specialize=True on a persistent kernel's
