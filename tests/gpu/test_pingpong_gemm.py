@@ -20,7 +20,10 @@ from kernels.matmul import matmul_tma_persistent_kernel  # noqa: E402
 
 MM = importlib.import_module("tessera.kernels.matmul")
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
-SHAPES = [(4096, 4096, 256), (1000, 777, 333), (129, 520, 72), (1, 300, 45), (2048, 1024, 4096), (384, 256, 64)]
+# TMA shapes (16-byte aligned rows of A and B): ragged against the 128 x 128 tiles and 64-wide K steps.
+SHAPES = [(4096, 4096, 256), (1000, 776, 328), (129, 520, 72), (1, 264, 40), (2048, 1024, 4096), (384, 256, 64)]
+# tk.matmul with an epilogue also takes rows TMA cannot read (the '/pingpong' config's tiles, one a program).
+EPILOGUE_SHAPES = SHAPES + [(1000, 777, 333), (1, 300, 45)]
 PINGPONG = "128x128x64/w4/s4/pingpong"
 
 
@@ -90,7 +93,7 @@ def ep_row_scale(acc, scale):
 
 
 @pytest.mark.parametrize("dtype", list(DT))
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", EPILOGUE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("epilogue", ["bias_gelu", "residual", "row_scale"])
 def test_tk_matmul_epilogue_pingpong(epilogue, shape, dtype):
     M, N, K = shape
