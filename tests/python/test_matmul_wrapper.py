@@ -485,6 +485,26 @@ def test_epilogue_takes_the_tma_kernel_on_hopper(hopper):
     assert launches(rec, epilogue_kernels) == {(True, "tuner"): 1, "tma_tuner": 1}
 
 
+def test_pingpong_forced_configs_on_hopper(hopper, monkeypatch):
+    """A '/pingpong' config: the epilogue kernel's persistent form with PINGPONG and 4 warps a group;
+    without an epilogue (persistent=True or the config alone) matmul_tma_persistent_kernel's."""
+    rec, epilogue_kernels = hopper
+    a, b, out, bias = gemm_operands()
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="128x128x64/w4/s4/pingpong")
+    assert epilogue_kernels[True][0].calls[0][2] == {
+        "EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128,
+        "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True, "PERSISTENT": True, "PINGPONG": True,
+        "num_warps": 4, "num_stages": 4}
+    persistent = Recorder()
+    monkeypatch.setattr(mm, "_kernel_module", lambda: type("FakeKernels", (), {
+        "matmul_tma_persistent_kernel": persistent, "matmul_tma_kernel": rec["tma_kernel"]}))
+    for kw in ({"persistent": True}, {}):
+        tk.matmul(a, b, out, config="128x128x64/w4/s4/pingpong", **kw)
+        grid, args, kwargs = persistent.calls.pop()
+        assert kwargs == {"NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8,
+                          "PINGPONG": True, "WARP_SPECIALIZE": True, "num_warps": 4, "num_stages": 4}, kw
+
+
 def test_epilogue_forced_configs_on_hopper(hopper):
     rec, epilogue_kernels = hopper
     a, b, out, bias = gemm_operands()
