@@ -618,6 +618,12 @@ def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
     monkeypatch.setenv("TESSERA_MATMUL_PINGPONG", "1")
     assert [mm.matmul_config_name(c) for c in mm._epilogue_tma_configs() if c.kwargs.get("PINGPONG")] == [
         "128x128x64/w4/s4/pingpong"]
+    saved = mm._state.pop("tma_persistent_autotuner", None)
+    last = mm.matmul_tma_persistent_autotuner().configs[-1]
+    assert mm.matmul_config_name(last) == "128x128x64/w4/s4/pingpong" and "PERSISTENT" not in last.kwargs
+    mm._state.pop("tma_persistent_autotuner")
+    if saved is not None:
+        mm._state["tma_persistent_autotuner"] = saved
     monkeypatch.delenv("TESSERA_MATMUL_PINGPONG")
     # The plain TMA GEMM keeps the table alone.
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in mm.matmul_tma_autotuner().configs] == [

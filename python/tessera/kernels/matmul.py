@@ -443,6 +443,11 @@ def matmul_tma_persistent_autotuner():
         for c in HOPPER_MATMUL_CONFIGS:
             p = _persistent_config(c, _tma_block_shapes)
             by_name.setdefault(matmul_config_name(p), p)
+        if _env.flag("TESSERA_MATMUL_PINGPONG", default=False):  # as _epilogue_tma_configs
+            for c in HOPPER_PINGPONG_CONFIGS:
+                p = _pingpong_config(c, _tma_block_shapes)
+                p.kwargs.pop("PERSISTENT")  # matmul_tma_persistent_kernel is persistent anyway
+                by_name.setdefault(matmul_config_name(p), p)
         _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel,
                                                         by_name.values())
     return _state["tma_persistent_autotuner"]
