@@ -504,3 +504,31 @@ def test_user_persistent_gemm_with_warp_specialize_on_the_tile_loop_pingpongs(tm
     plain = tessera.compile(user_persistent_matmul, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
                             constexprs=dict(consts, WARP_SPECIALIZE=False))
     assert plain.metadata.num_warps == 4 and "warp_specialize {" not in plain.asm["ir-opt"]
+
+
+@tessera.jit
+def user_triangular_matmul(a_desc, b_desc, c_ptr, M, N, K, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr):
+    """A persistent GEMM whose K loop's length depends on the tile (a lower-triangular A): the two
+    groups could not skip each other's ring stages."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=True):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(pid_m + 1):
+            acc = tl.dot(a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K]), b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N]), acc)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(tl.float16), mask=mask)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_no_pingpong_where_the_k_loop_depends_on_the_tile():
+    sig = "tensordesc<fp16[128,64]>,tensordesc<fp16[64,128]>,*fp16:16,i32,i32,i32,i32:16"
+    k = tessera.compile(user_triangular_matmul, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                        constexprs=dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, NUM_SMS=132))
+    assert k.metadata.num_warps == 4 and "warp_specialize {" not in k.asm["ir-opt"]
+    assert "async_tma_copy" in k.asm["ir-opt"]  # the K loop's ring, as without the flag
