@@ -532,3 +532,27 @@ def test_no_pingpong_where_the_k_loop_depends_on_the_tile():
                         constexprs=dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, NUM_SMS=132))
     assert k.metadata.num_warps == 4 and "warp_specialize {" not in k.asm["ir-opt"]
     assert "async_tma_copy" in k.asm["ir-opt"]  # the K loop's ring, as without the flag
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("residual", [False, True])
+def test_bench_user_persistent_gemm_pingpongs_without_spills(residual, tmp_path):
+    """bench/fusion.py's user-fused@pingpong / user-plain@pingpong kernel (tutorial 09's persistent
+    GEMM plus one residual line) as the bench launches it: the ping-pong form; no spills without the
+    residual, a few words with it (the fp16 residual tile beside the fp32 accumulator in 232
+    registers; tk.matmul's residual epilogue spills 28 bytes at 128x128x64/w4/s4/pingpong too, and
+    12 at 255 registers in the 128x128x64/w4/s4/persistent form)."""
+    from conftest import load_bench_module
+    kernel = load_bench_module("user_matmul.py", "user_matmul_bench").user_persistent_matmul_residual
+    sig = ("tensordesc<fp16[128,64]>,tensordesc<fp16[64,128]>,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32:1,"
+           "i32:16,i32:1")
+    k = tessera.compile(kernel, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                        constexprs=dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_SMS=132, RESIDUAL=residual))
+    assert k.metadata.num_warps == 12
+    assert_pingpong(k.asm["ptx"], k.asm["ir-opt"])
+    ptx = tmp_path / "u.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "u.cubin")],
+                          capture_output=True, text=True)
+    spills = re.search(r"\b(\d+) bytes spill stores", proc.stderr)
+    assert proc.returncode == 0 and spills and int(spills.group(1)) <= (32 if residual else 0), proc.stderr
