@@ -37,7 +37,11 @@ by an fp32 (M, 1) column; "bias" is a bias
 add alone: the GELU's share is bias_gelu - bias; "bias_gelu_tanh" is GELU's tanh form, torch's
 approximate="tanh" and cuBLASLt's GELU epilogue, with the hardware tanh). A config ending in
 "/persistent" is the epilogue kernel's persistent form for the fused GEMM and
-matmul_tma_persistent_kernel (persistent=True) for the plain one. --gemm-dtypes: fp16 (default) and/or bf16.
+matmul_tma_persistent_kernel (persistent=True) for the plain one; one ending in "/pingpong" (e.g.
+128x128x64/w4/s4/pingpong) their ping-pong forms (two consumer warpgroups on alternate tiles,
+docs/tma.md), and then also "user-fused@pingpong" / "user-plain@pingpong": a user's persistent
+GEMM written as Triton's tutorial 09 (bench/user_matmul.py user_persistent_matmul_residual, its
+residual line on or off) at 128x128x64, 4 warps, 4 stages. --gemm-dtypes: fp16 (default) and/or bf16.
 """
 import math
 import pathlib
@@ -249,12 +253,33 @@ def gemm_bench(options):
     def user_plain(x):
         return user_launch(x, False)
 
+    # The same user line in a persistent GEMM as Triton's tutorial 09 writes it (bench/user_matmul.py
+    # user_persistent_matmul_residual): at 128x128x64, 4 warps, 4 stages tessera runs it ping-pong.
+    from user_matmul import user_persistent_matmul_residual
+
+    def user_pingpong(x, residual):
+        if residual and x["ep"] != "residual":
+            raise ValueError("n/a (residual only)")
+        a, b, c, r = x["a"], x["b"], x["c"], x["res"]
+        M, K = a.shape
+        N = b.shape[1]
+        a_desc = tessera.TensorDescriptor.from_tensor(a, [128, 64])
+        b_desc = tessera.TensorDescriptor.from_tensor(b, [64, 128])
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        grid = (min(sms, triton_cdiv(M, 128) * triton_cdiv(N, 128)),)
+        return lambda: (user_persistent_matmul_residual[grid](
+            a_desc, b_desc, c, r, M, N, K, c.stride(0), c.stride(1), r.stride(0), r.stride(1), BLOCK_M=128,
+            BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_SMS=grid[0], RESIDUAL=residual, num_warps=4, num_stages=4), c)[1]
+
     def check(x, provider, fn):
         if provider.startswith("tessera-plain") or provider.startswith("plain@") or provider == "user-plain":
             return
         out = fn()
         torch.cuda.synchronize()
-        if provider == "user-fused":  # acc + residual (the epilogue's alpha is not in the user's line)
+        if provider == "user-plain@pingpong":
+            harness.check_close(out, x["a"].float() @ x["b"].float(), 1e-2, provider)
+            return
+        if provider in ("user-fused", "user-fused@pingpong"):  # acc + residual (no alpha in the user's line)
             harness.check_close(out, x["a"].float() @ x["b"].float() + x["res"].float(), 1e-2, provider)
             return
         ref = EPILOGUES[x["ep"]][3](x, x["a"].float() @ x["b"].float())
@@ -273,6 +298,9 @@ def gemm_bench(options):
                 tk.parse_matmul_config(c)  # a bad entry fails here, not per case
                 providers[f"fused@{c}"] = lambda x, c=c: fused(x, c)
                 providers[f"plain@{c}"] = lambda x, c=c: plain(x, c)
+        if any(c.endswith("/pingpong") for c in configs):  # the user's persistent GEMM beside them
+            providers["user-fused@pingpong"] = lambda x: user_pingpong(x, True)
+            providers["user-plain@pingpong"] = lambda x: user_pingpong(x, False)
         providers["torch"] = torch_p
     results = harness.run_benchmark("fusion_gemm", cases(), providers, flops, options, check)
     print("(fusion_gemm: the GB/s column above is GFLOP/s)")

@@ -75,3 +75,33 @@ def user_matmul_residual(a_ptr, b_ptr, c_ptr, r_ptr, M, N, K, s_am, s_ak, s_bk, 
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     acc += tl.load(r_ptr + rows[:, None] * s_rm + cols[None, :] * s_rn, mask=mask)
     tl.store(c_ptr + rows[:, None] * s_cm + cols[None, :] * s_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@tessera.jit
+def user_persistent_matmul_residual(a_desc, b_desc, c_ptr, r_ptr, M, N, K, s_cm, s_cn, s_rm, s_rn,
+                                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, RESIDUAL: tl.constexpr):
+    """A persistent GEMM as Triton's tutorial 09 writes one (TMA descriptors, warp_specialize on the
+    tile loop), plus one line for a residual (RESIDUAL): C = A @ B (+ R). With num_warps=4 tessera
+    runs it as two consumer warpgroups on alternate tiles and a producer (docs/tma.md, ping-pong)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=True):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
+            b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        if RESIDUAL:
+            acc += tl.load(r_ptr + rows[:, None] * s_rm + cols[None, :] * s_rn, mask=mask, other=0.0)
+        tl.store(c_ptr + rows[:, None] * s_cm + cols[None, :] * s_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)

@@ -194,14 +194,16 @@ def matmul_tma_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
 @tessera.jit
 def matmul_tma_persistent_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
                                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
+                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False,
+                                 PINGPONG: tl.constexpr = False):
     """matmul_tma_kernel as a persistent kernel (issue 8's option): launched with at most
     NUM_SMS programs (the device's SM count), each loops over the tiles pid, pid + NUM_SMS, ...
     in the grouped order; each tile's K loop is the pipelined TMA ring of _tma_accumulate.
     WARP_SPECIALIZE: a producer warpgroup walks every tile's K loop with one ring, so the next
-    tile's first blocks arrive while this tile is stored (docs/tma.md)."""
+    tile's first blocks arrive while this tile is stored (docs/tma.md). PINGPONG (num_warps=4):
+    two consumer warpgroups take alternate tiles, one's store beside the other's K loop."""
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=PINGPONG):
         pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
         _store_tile(acc.to(c_ptr.dtype.element_ty), c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
@@ -230,12 +232,14 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
                                E0_KIND: tl.constexpr = 0, E1_KIND: tl.constexpr = 0,
                                E2_KIND: tl.constexpr = 0, E3_KIND: tl.constexpr = 0,
                                PERSISTENT: tl.constexpr = False, NUM_SMS: tl.constexpr = 1,
-                               WARP_SPECIALIZE: tl.constexpr = False):
+                               WARP_SPECIALIZE: tl.constexpr = False, PINGPONG: tl.constexpr = False):
     """matmul_tma_kernel with matmul_epilogue_kernel's fused epilogue (docs/fusion.md, docs/tma.md):
     the TMA/mbarrier/wgmma K loop (_tma_accumulate), then C = EPILOGUE(acc, e0, ...) in the
     store stage (_store_with_epilogue). PERSISTENT: as matmul_tma_persistent_kernel
     (NUM_SMS programs looping over the tiles; WARP_SPECIALIZE: a producer warpgroup's ring runs
-    ahead into the next tile while this tile's epilogue computes and stores)."""
+    ahead into the next tile while this tile's epilogue computes and stores; PINGPONG, with
+    num_warps=4: two consumer warpgroups take alternate tiles, so one's epilogue runs beside the
+    other's wgmmas, docs/tma.md)."""
     if not PERSISTENT:
         pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
@@ -245,7 +249,7 @@ def matmul_tma_epilogue_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride
                              EPILOGUE, NUM_EPI, E0_KIND, E1_KIND, E2_KIND, E3_KIND)
     else:
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+        for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=PINGPONG):
             pid_m, pid_n = _tile_of(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
             acc = _tma_accumulate(a_desc, b_desc, pid_m, pid_n, K, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
             _store_with_epilogue(acc, c_ptr, stride_cm, stride_cn, pid_m, pid_n, M, N,

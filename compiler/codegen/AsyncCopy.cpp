@@ -91,7 +91,8 @@ KernelLowering::SharedBuffer KernelLowering::reserveShared(ir::Operation &op, ui
   sharedScratch(0, op); // creates the array
   reservedShared_ = offset + bytes;
   sharedBytes_ = static_cast<unsigned>(std::max<uint64_t>(sharedBytes_, reservedShared_));
-  return {b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, offset), offset};
+  if (group_) groupPeak_ = std::max(groupPeak_, reservedShared_);
+  return {groupShared(b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, offset), offset), offset};
 }
 
 void KernelLowering::lowerLocalDealloc(ir::Operation &op) {

@@ -33,7 +33,9 @@ static std::string printfFormat(const ir::Type &t, bool hex) {
 void KernelLowering::lowerDebugOp(ir::Operation &op) {
   switch (op.code) {
   case OpCode::Barrier:
-    if (op.hasAttr("pingpong"))
+    if (op.hasAttr("pingpong") && op.operands.size() == 1) // only where the predicate holds (warpgroup-uniform)
+      onlyWhere(lookup(op.operand(0))[0], [&] { pingpong(op.stringAttr("pingpong")); }, "pingpong.when");
+    else if (op.hasAttr("pingpong"))
       pingpong(op.stringAttr("pingpong"));
     else if (op.hasAttr("join_producer") && op.intAttr("join_producer"))
       joinProducer();

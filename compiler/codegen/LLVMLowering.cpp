@@ -234,7 +234,7 @@ Function *KernelLowering::run() {
     annotations->addOperand(MDNode::get(ctx_, ops));
   };
   annotate("kernel", 1);
-  annotate("maxntidx", kWarpSize * (fn_.numWarps + ir::producerWarps(fn_)));
+  annotate("maxntidx", kWarpSize * ir::launchedWarps(fn_));
   if (rebalancesRegisters()) annotate("minctasm", 1); // fixes the register count setmaxnreg starts from
   if (maxRegisters_)
     annotate("maxnreg", maxRegisters_);
@@ -266,6 +266,7 @@ Function *KernelLowering::run() {
   if (!b_.GetInsertBlock()->getTerminator())
     b_.CreateRetVoid();
   IRBuilder<>(entry_).CreateBr(body);
+  finishGroups();
   return kernel_;
 }
 
@@ -306,6 +307,7 @@ void KernelLowering::lowerOp(ir::Operation &op) {
   case OpCode::MbarrierWait: return lowerMbarrierWait(op);
   case OpCode::MbarrierArrive: return lowerMbarrierArrive(op);
   case OpCode::WarpSpecialize: return lowerWarpSpecialize(op);
+  case OpCode::ConsumerGroup: return lowerConsumerGroup(op);
   case OpCode::Store: return lowerStore(op);
   case OpCode::Reduce: return lowerReduce(op);
   case OpCode::LaneReduce: return lowerLaneReduce(op);

@@ -282,6 +282,17 @@ private:
   unsigned consumerThreads_ = 0; // nonzero after the split
   unsigned joinThreads_ = 0;     // consumers and producer, for joinProducer
   unsigned leaderThread_ = 0;    // the thread onLeaderThread runs in
+  // Ping-pong (consumer_groups = 2): after the split tid_ is the thread's index in its group,
+  // group_ the group (warp-uniform), and scratch shared memory above groupBase_ (the ring's
+  // end) is the group's own: group 1's lies groupStride_ bytes above group 0's, a placeholder
+  // until every op is lowered (finishGroups).
+  llvm::Value *group_ = nullptr, *fullTid_ = nullptr;
+  llvm::Instruction *groupStride_ = nullptr;
+  llvm::GlobalVariable *groupStrideSlot_ = nullptr;
+  uint64_t groupBase_ = 0, groupPeak_ = 0;
+  llvm::Value *groupShared(llvm::Value *base, uint64_t offset); // base, moved to this group's copy above groupBase_
+  void finishGroups();
+  void lowerConsumerGroup(ir::Operation &op);
   void lowerWarpSpecialize(ir::Operation &op);
   void joinProducer(); // a barrier of the consumers and the exiting producer
   bool rebalancesRegisters() const; // setmaxnreg between producer and consumers

@@ -27,7 +27,9 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
     smem_->setAlignment(Align(1024)); // wgmma's swizzle atoms (AsyncCopy.cpp)
   }
   // Above the buffers the pipeline pass keeps alive (AsyncCopy.cpp).
-  return reservedShared_ ? b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, reservedShared_) : smem_;
+  Value *base = reservedShared_ ? b_.CreateConstGEP1_64(b_.getInt8Ty(), smem_, reservedShared_) : smem_;
+  if (group_) groupPeak_ = std::max(groupPeak_, reservedShared_ + bytes);
+  return groupShared(base, reservedShared_);
 }
 
 // Two warpgroups take turns (FlashAttention-3's warp scheduler barriers): named barrier
@@ -36,8 +38,9 @@ Value *KernelLowering::sharedScratch(uint64_t bytes, const ir::Operation &op) {
 // under a predicate (a register id makes ptxas reserve all 16 barriers). Nothing to
 // order unless the program is exactly two warpgroups.
 void KernelLowering::pingpong(const std::string &kind) {
-  if (fn_.numWarps != 8) return;
-  Value *second = b_.CreateICmpUGE(tid_, i32(128)); // warp-uniform: this is warpgroup 1
+  if (fn_.numWarps != 8 && !group_) return;
+  // warp-uniform: this is warpgroup 1 (with consumer groups: group 1)
+  Value *second = group_ ? b_.CreateICmpNE(group_, i32(0)) : b_.CreateICmpUGE(tid_, i32(128));
   const auto predicated = [&](const std::string &ifFirst, const std::string &ifSecond) {
     std::string text = "{ .reg .pred p; setp.ne.b32 p, $0, 0;";
     if (!ifFirst.empty()) text += " @!p " + ifFirst;

@@ -264,7 +264,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   if (!options.stopAfterPass.empty() && stopAfter > Stage::IROpt)
     throw std::invalid_argument("--stop-after only goes with --emit ir-opt");
   out.irOpt = ir::print(*fn);
-  out.numWarps = options.numWarps + ir::producerWarps(*fn); // the warps launched
+  out.numWarps = ir::launchedWarps(*fn); // the warps launched (fn->numWarps is options.numWarps)
   if (stopAfter == Stage::IROpt) return out;
 
   codegen::CodegenOptions cg;

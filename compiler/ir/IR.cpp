@@ -137,6 +137,15 @@ unsigned producerWarps(const Function &fn) {
   return 0;
 }
 
+unsigned consumerGroups(const Function &fn) {
+  for (const auto &op : fn.body.ops)
+    if (op->code == OpCode::WarpSpecialize && op->hasAttr("consumer_groups"))
+      return static_cast<unsigned>(op->intAttr("consumer_groups"));
+  return 1;
+}
+
+unsigned launchedWarps(const Function &fn) { return fn.numWarps * consumerGroups(fn) + producerWarps(fn); }
+
 void walk(Block &block, const std::function<void(Operation &)> &fn) {
   for (auto &op : block.ops) {
     fn(*op);

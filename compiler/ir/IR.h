@@ -212,6 +212,11 @@ std::list<std::unique_ptr<Operation>>::iterator positionOf(Operation &op);
 int64_t inlineAsmElementsPerRegister(const Type &t, int64_t pack);
 // Warps the kernel runs besides fn.numWarps: a warp_specialize op's producer (0 without one).
 unsigned producerWarps(const Function &fn);
+// Consumer warpgroups of fn.numWarps each that take turns over a persistent kernel's tiles
+// (the warp_specialize op's consumer_groups, "ping-pong"; 1 without one).
+unsigned consumerGroups(const Function &fn);
+// The warps a launch runs: fn.numWarps per consumer group, and the producer's.
+unsigned launchedWarps(const Function &fn);
 
 // The canonical text form (stable: golden tests compare it).
 std::string print(const Function &fn);

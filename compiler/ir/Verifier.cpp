@@ -402,8 +402,12 @@ private:
         const std::string &kind = op.stringAttr("pingpong");
         if (kind != "start" && kind != "wait" && kind != "pass" && kind != "end")
           return fail(op, "pingpong must be start, wait, pass or end");
+        if (op.operands.size() == 1)
+          return nResults(0) && (op.operand(0)->type == Type(ScalarType::I1) || fail(op, "the predicate must be i1"));
       }
       return nOperands(0) && nResults(0);
+    case OpCode::ConsumerGroup:
+      return nOperands(0) && nResults(1) && (op.result()->type == Type(ScalarType::I32) || fail(op, "result must be i32"));
     case OpCode::AsyncCommit:
     case OpCode::FenceAsyncShared:
       return nOperands(0) && nResults(0);
@@ -418,6 +422,8 @@ private:
       if (op.regions.size() != 1) return fail(op, "needs one region (the producer's program)");
       if (!op.hasAttr("producer_warps") || op.intAttr("producer_warps") != 4)
         return fail(op, "producer_warps must be 4 (one warpgroup)");
+      if (op.hasAttr("consumer_groups") && op.intAttr("consumer_groups") != 1 && op.intAttr("consumer_groups") != 2)
+        return fail(op, "consumer_groups must be 1 or 2");
       return verifyRegion(op, *op.regions[0], OpCode::Yield, {});
     case OpCode::LocalAlloc:
       return nOperands(0) && nResults(1) &&

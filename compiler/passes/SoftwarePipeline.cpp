@@ -185,6 +185,7 @@ bool LoopPipeliner::run() {
   for (Operation *dot : asyncDots) waitAfterLoop(*dot);
   if (specialize_ && outer_) carryRingsAcrossOuterLoop(rings);
   if (specialize_) buildProducer(rings);
+  if (specialize_ && pingpong_) alternateTiles();
   return true;
 }
 

@@ -85,6 +85,8 @@ private:
   Operation *firstDot_ = nullptr;    // the body's first dot that reads a TMA-staged block
   bool specialize_ = false;          // a producer warpgroup issues the TMA copies (buildProducer)
   Operation *outer_ = nullptr;       // with a producer: the loop around this one, if any
+  bool pingpong_ = false;            // two consumer groups take turns over outer_'s tiles (alternateTiles)
+  Value *group_ = nullptr, *innerTrips_ = nullptr; // with pingpong_: the consumer group, the K loop's trip count
   Operation *loopBeingBuilt_ = nullptr; // buildProducerLoop's loop (outside values go before it)
   std::map<const Value *, bool> clonable_, invariant_;
   bool cloneLoads_ = false;                // canClone takes loads (the cp.async rings' address math)
@@ -176,6 +178,11 @@ private:
   Value *cloneOutside(Value *v, Builder &b, std::map<const Value *, Value *> &memo, Value *outerIv);
   void releaseStages(const std::vector<TmaRing> &rings);
   void carryRingsAcrossOuterLoop(const std::vector<TmaRing> &rings);
+  bool wantsPingpong();
+  bool dependsOnOuterIv(const Value *v) const;
+  std::pair<Value *, Value *> skipRing(Builder &b, Value *stage, Value *phase, Value *positions, unsigned stages);
+  Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step);
+  void alternateTiles();
   void buildProducer(const std::vector<TmaRing> &rings);
   Operation *buildProducerLoop(const std::vector<TmaRing> &rings, Builder &b, const std::vector<Value *> &inits,
                                std::map<const Value *, Value *> &outsideMemo, Value *outerIv);

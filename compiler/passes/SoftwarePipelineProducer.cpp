@@ -2,22 +2,52 @@
 // tl.range(..., warp_specialize=True) a producer warpgroup issues the TMA rings' copies.
 #include "compiler/passes/SoftwarePipelineLoop.h"
 
+#include <tuple>
+
 namespace tessera::passes::software_pipeline {
 
 // tl.range(..., warp_specialize=True) on a loop of the kernel's top level, or directly in
 // one loop of the top level (a persistent kernel's tile loop; the ring then runs across its
 // iterations): a producer runs from the kernel's start. The first such loop; the consumers
-// are whole warpgroups.
+// are whole warpgroups. warp_specialize=True on the tile loop itself asks for ping-pong
+// consumers (wantsPingpong), which need the producer too.
 bool LoopPipeliner::wantsProducer() {
-  if (!(loop_.hasAttr("warp_specialize") && loop_.intAttr("warp_specialize")) || fn_.numWarps % 4 != 0)
-    return false;
+  const auto flagged = [](const Operation &op) { return op.hasAttr("warp_specialize") && op.intAttr("warp_specialize"); };
+  if (fn_.numWarps % 4 != 0) return false;
   Operation *outer = loop_.parent == &fn_.body ? nullptr : loop_.parent->parentOp;
   if (loop_.parent != &fn_.body && (!outer || outer->code != OpCode::For || outer->parent != &fn_.body)) return false;
+  if (!flagged(loop_) && !(outer && flagged(*outer) && fn_.numWarps == 4)) return false;
   bool taken = false;
   walk(fn_.body, [&](Operation &op) { taken = taken || op.code == OpCode::WarpSpecialize; });
   if (taken) return false;
   outer_ = outer;
-  return true;
+  pingpong_ = wantsPingpong();
+  if (flagged(loop_) || pingpong_) return true;
+  outer_ = nullptr;
+  return false;
+}
+
+// Ping-pong (CUTLASS's and FlashAttention-3's): warp_specialize=True on a persistent kernel's
+// tile loop whose K loop takes a producer, with 4 warps: the program is compiled for one
+// consumer warpgroup and launched with two, which take alternate tiles (group g the tiles
+// lb + (2i + g) * step) and turns at the K loop, so one group's epilogue runs while the other's
+// wgmmas do (alternateTiles). Every tile's K loop must have the same trip count (each group
+// skips the other's stages of the ring), and the tile loop a constant positive step.
+bool LoopPipeliner::wantsPingpong() {
+  if (!outer_ || fn_.numWarps != 4 || !(outer_->hasAttr("warp_specialize") && outer_->intAttr("warp_specialize")))
+    return false;
+  const Operation *step = outer_->operand(2)->definingOp;
+  if (!step || step->code != OpCode::Constant || step->isFloatConstant() || step->intAttr("value") <= 0) return false;
+  for (unsigned i = 0; i < 2; ++i)
+    if (!computableOutside(loop_.operand(i)) || dependsOnOuterIv(loop_.operand(i))) return false;
+  return computableOutside(outer_->operand(0)) && computableOutside(outer_->operand(1));
+}
+
+bool LoopPipeliner::dependsOnOuterIv(const Value *v) const {
+  if (v->ownerBlock) return v->ownerBlock != &fn_.body;
+  for (const Value *o : v->definingOp->operands)
+    if (dependsOnOuterIv(o)) return true;
+  return false;
 }
 
 // v can be computed by the producer outside the loop: a parameter, the enclosing loop's
@@ -86,12 +116,31 @@ void LoopPipeliner::carryRingsAcrossOuterLoop(const std::vector<TmaRing> &rings)
   before.setLoc(outer_->loc);
   Operation *yield = outerBody()->terminator();
   const Type i32(ScalarType::I32);
-  for (const TmaRing &r : rings)
-    for (Value *counter : {r.stage, r.phase}) {
-      Value *carried = appendIterArg(*outer_, before.intConstant(0, i32), counter->nameHint);
-      loop_.operands[2 + counter->index] = carried;
-      yield->operands.push_back(loop_.result(counter->index - 1));
-    }
+  if (pingpong_) {
+    group_ = before.op(OpCode::ConsumerGroup, {}, i32);
+    std::map<const Value *, Value *> memo;
+    Value *lb = cloneOutside(loop_.operand(0), before, memo, nullptr);
+    Value *ub = cloneOutside(loop_.operand(1), before, memo, nullptr);
+    innerTrips_ = tripCount(before, lb, ub, cloneOutside(loop_.operand(2), before, memo, nullptr));
+  }
+  Builder atYield(outerBody());
+  atYield.setInsertionPoint(outerBody(), positionOf(*yield));
+  atYield.setLoc(loop_.loc);
+  for (const TmaRing &r : rings) {
+    // With ping-pong group 1 starts where group 0's first tile ends, and each group skips
+    // the other's tile after its own.
+    Value *stage0 = before.intConstant(0, i32), *phase0 = before.intConstant(0, i32);
+    if (pingpong_)
+      std::tie(stage0, phase0) = skipRing(before, stage0, phase0, before.op(OpCode::Mul, {group_, innerTrips_}, i32), r.stages);
+    Value *stage = appendIterArg(*outer_, stage0, r.stage->nameHint);
+    Value *phase = appendIterArg(*outer_, phase0, r.phase->nameHint);
+    loop_.operands[2 + r.stage->index] = stage;
+    loop_.operands[2 + r.phase->index] = phase;
+    Value *nextStage = loop_.result(r.stage->index - 1), *nextPhase = loop_.result(r.phase->index - 1);
+    if (pingpong_) std::tie(nextStage, nextPhase) = skipRing(atYield, nextStage, nextPhase, innerTrips_, r.stages);
+    yield->operands.push_back(nextStage);
+    yield->operands.push_back(nextPhase);
+  }
   auto at = std::next(positionOf(loop_));
   while (at != outerBody()->ops.end() && (*at)->code == OpCode::DotWait) ++at;
   after.setInsertionPoint(outerBody(), at);
@@ -103,6 +152,64 @@ void LoopPipeliner::carryRingsAcrossOuterLoop(const std::vector<TmaRing> &rings)
     Value *last = stageAhead(after, loop_.result(r.stage->index - 1), r.stages - 1, r.stages);
     after.create(OpCode::MbarrierArrive, {r.empty, last, ran}, {});
   }
+}
+
+// The ring's stage and phase `positions` copies further on (i32 values).
+std::pair<Value *, Value *> LoopPipeliner::skipRing(Builder &b, Value *stage, Value *phase, Value *positions,
+                                                    unsigned stages) {
+  const Type i32(ScalarType::I32);
+  Value *to = b.op(OpCode::Add, {stage, positions}, i32);
+  Value *wraps = b.op(OpCode::Div, {to, b.intConstant(stages, i32)}, i32);
+  Value *flip = b.op(OpCode::And, {wraps, b.intConstant(1, i32)}, i32);
+  return {b.op(OpCode::Rem, {to, b.intConstant(stages, i32)}, i32), b.op(OpCode::Xor, {phase, flip}, i32)};
+}
+
+// Iterations of `for iv in range(lb, ub, step)` (step > 0), as i32.
+Value *LoopPipeliner::tripCount(Builder &b, Value *lb, Value *ub, Value *step) {
+  const Type t = lb->type, i32(ScalarType::I32);
+  Value *span = b.op(OpCode::Sub, {ub, lb}, t);
+  Value *below = b.op(OpCode::Sub, {step, b.intConstant(1, t)}, t);
+  Value *trips = b.op(OpCode::Div, {b.op(OpCode::Add, {span, below}, t), step}, t);
+  Value *ran = b.op(OpCode::Cmp, {lb, ub}, Type(ScalarType::I1), {{"predicate", std::string("lt")}});
+  trips = b.op(OpCode::Select, {ran, trips, b.intConstant(0, t)}, t);
+  return t == i32 ? trips : b.op(OpCode::Cast, {trips}, i32);
+}
+
+// Ping-pong's consumers (wantsPingpong), after the producer is built from the tile loop as
+// written (it fetches every tile, in order): group g runs the tiles lb + g * step, lb + (g + 2)
+// * step, ... The groups take turns at the K loop with an ordered pair of named barriers
+// (tl.pingpong_*'s: wait before it, pass after it), so they read the ring in the producer's
+// order; group 1 lets group 0 go first, and the group that did not run the last K loop takes
+// back the last pass (tiles of this program even: group 0).
+void LoopPipeliner::alternateTiles() {
+  const Type i32(ScalarType::I32), i1(ScalarType::I1);
+  walk(fn_.body, [&](Operation &op) {
+    if (op.code == OpCode::WarpSpecialize) op.attrs["consumer_groups"] = int64_t{2};
+  });
+  Builder before(&fn_.body);
+  before.setInsertionPoint(&fn_.body, positionOf(*outer_));
+  before.setLoc(outer_->loc);
+  Value *lb = outer_->operand(0), *ub = outer_->operand(1), *step = outer_->operand(2);
+  const Type t = lb->type;
+  Value *tiles = tripCount(before, lb, ub, step);
+  Value *group = group_->type == t ? group_ : before.op(OpCode::Cast, {group_}, t);
+  outer_->operands[0] = before.op(OpCode::Add, {lb, before.op(OpCode::Mul, {group, step}, t)}, t);
+  outer_->operands[2] = before.op(OpCode::Mul, {step, before.intConstant(2, t)}, t);
+  before.create(OpCode::Barrier, {}, {}, {{"pingpong", std::string("start")}});
+
+  Builder turn(outerBody());
+  turn.setInsertionPoint(outerBody(), positionOf(loop_));
+  turn.setLoc(loop_.loc);
+  turn.create(OpCode::Barrier, {}, {}, {{"pingpong", std::string("wait")}});
+  turn.setInsertionPoint(outerBody(), std::next(positionOf(loop_)));
+  turn.create(OpCode::Barrier, {}, {}, {{"pingpong", std::string("pass")}});
+
+  Builder end(&fn_.body);
+  end.setInsertionPoint(&fn_.body, std::next(positionOf(*outer_)));
+  end.setLoc(outer_->loc);
+  Value *odd = end.op(OpCode::And, {tiles, end.intConstant(1, i32)}, i32);
+  Value *takesBack = end.op(OpCode::Cmp, {odd, group_}, i1, {{"predicate", std::string("eq")}});
+  end.create(OpCode::Barrier, {takesBack}, {}, {{"pingpong", std::string("wait")}});
 }
 
 // The producer's program, at the kernel's start (codegen runs it on one more warpgroup,

@@ -142,7 +142,7 @@ uint64_t LoopPipeliner::ringBytes(const TmaRing &r) const {
 // each program's kept by the driver; at most 64 warps).
 unsigned LoopPipeliner::programsPerSm(uint64_t bytes) const {
   const uint64_t bySharedMemory = 228 * 1024 / (bytes + 1024);
-  const unsigned warps = fn_.numWarps + (specialize_ ? kProducerWarps : 0);
+  const unsigned warps = fn_.numWarps * (specialize_ && pingpong_ ? 2 : 1) + (specialize_ ? kProducerWarps : 0);
   return static_cast<unsigned>(std::min<uint64_t>(bySharedMemory, 64 / std::max(1u, warps)));
 }
 

@@ -110,7 +110,7 @@ def test_tk_matmul_residual_fp32_and_transposed(M, N, K):
             except tessera.OutOfResources as e:
                 # A persistent form keeps its ring while the epilogue converts the fp32 tile: forced,
                 # it may not fit (the autotuner skips it), and says so.
-                assert config and config.endswith("/persistent") and "shared memory" in str(e), (config, e)
+                assert config and config.endswith(("/persistent", "/pingpong")) and "shared memory" in str(e), (config, e)
                 continue
             assert_rel_err(out, p * 0.5 + res.double(), 4e-3, f"residual {res.dtype} {res.stride()} {config}")
 

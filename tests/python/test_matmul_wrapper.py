@@ -485,6 +485,26 @@ def test_epilogue_takes_the_tma_kernel_on_hopper(hopper):
     assert launches(rec, epilogue_kernels) == {(True, "tuner"): 1, "tma_tuner": 1}
 
 
+def test_pingpong_forced_configs_on_hopper(hopper, monkeypatch):
+    """A '/pingpong' config: the epilogue kernel's persistent form with PINGPONG and 4 warps a group;
+    without an epilogue (persistent=True or the config alone) matmul_tma_persistent_kernel's."""
+    rec, epilogue_kernels = hopper
+    a, b, out, bias = gemm_operands()
+    tk.matmul(a, b, out, epilogue=ep_bias_gelu, epilogue_args=(bias,), config="128x128x64/w4/s4/pingpong")
+    assert epilogue_kernels[True][0].calls[0][2] == {
+        "EPILOGUE": "ep_bias_gelu", "NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128,
+        "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True, "PERSISTENT": True, "PINGPONG": True,
+        "num_warps": 4, "num_stages": 4}
+    persistent = Recorder()
+    monkeypatch.setattr(mm, "_kernel_module", lambda: type("FakeKernels", (), {
+        "matmul_tma_persistent_kernel": persistent, "matmul_tma_kernel": rec["tma_kernel"]}))
+    for kw in ({"persistent": True}, {}):
+        tk.matmul(a, b, out, config="128x128x64/w4/s4/pingpong", **kw)
+        grid, args, kwargs = persistent.calls.pop()
+        assert kwargs == {"NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8,
+                          "PINGPONG": True, "WARP_SPECIALIZE": True, "num_warps": 4, "num_stages": 4}, kw
+
+
 def test_epilogue_forced_configs_on_hopper(hopper):
     rec, epilogue_kernels = hopper
     a, b, out, bias = gemm_operands()
@@ -587,6 +607,24 @@ def test_the_tma_epilogue_kernel_and_its_autotuner(monkeypatch):
         "128x128x32/w4/s4/persistent"]
     assert len(kept) == len(table) + 4
     assert mm.parse_matmul_config("128x128x64/w4/s3/persistent").kwargs["PERSISTENT"]
+    # The ping-pong forms: two consumer warpgroups of 4 warps on alternate tiles (docs/tma.md),
+    # timed only with TESSERA_MATMUL_PINGPONG=1 so far.
+    pp = mm.parse_matmul_config("128x128x64/w4/s4/pingpong")
+    assert pp.kwargs["PINGPONG"] and pp.kwargs["PERSISTENT"] and pp.kwargs["WARP_SPECIALIZE"] and pp.num_warps == 4
+    assert mm.matmul_config_name(pp) == "128x128x64/w4/s4/pingpong"
+    assert mm.matmul_config_name(mm._one_tile_form(pp)) == "128x128x64/w4/s4"
+    with pytest.raises(ValueError, match="num_warps=4"):
+        mm.parse_matmul_config("128x128x64/w8/s3/pingpong")
+    monkeypatch.setenv("TESSERA_MATMUL_PINGPONG", "1")
+    assert [mm.matmul_config_name(c) for c in mm._epilogue_tma_configs() if c.kwargs.get("PINGPONG")] == [
+        "128x128x64/w4/s4/pingpong"]
+    saved = mm._state.pop("tma_persistent_autotuner", None)
+    last = mm.matmul_tma_persistent_autotuner().configs[-1]
+    assert mm.matmul_config_name(last) == "128x128x64/w4/s4/pingpong" and "PERSISTENT" not in last.kwargs
+    mm._state.pop("tma_persistent_autotuner")
+    if saved is not None:
+        mm._state["tma_persistent_autotuner"] = saved
+    monkeypatch.delenv("TESSERA_MATMUL_PINGPONG")
     # The plain TMA GEMM keeps the table alone.
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in mm.matmul_tma_autotuner().configs] == [
         (c.kwargs, c.num_warps, c.num_stages) for c in mm.HOPPER_MATMUL_CONFIGS]

@@ -295,17 +295,17 @@ def test_tma_epilogue_matmul_residual_and_column_operands(tmp_path):
 def persistent_epilogue_configs():
     import importlib
     mm = importlib.import_module("tessera.kernels.matmul")
-    return [c for c in mm._epilogue_tma_configs() if c.kwargs.get("PERSISTENT")]
+    return ([c for c in mm._epilogue_tma_configs() if c.kwargs.get("PERSISTENT") and not c.kwargs.get("PINGPONG")]
+            + [mm._pingpong_config(c, mm._tma_block_shapes) for c in mm.HOPPER_PINGPONG_CONFIGS])
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
-@pytest.mark.parametrize("config", persistent_epilogue_configs(), ids=lambda c: "{BLOCK_M}x{BLOCK_N}x{BLOCK_K}".format(
-    **c.kwargs) + f"-w{c.num_warps}-s{c.num_stages}")
+@pytest.mark.parametrize("config", persistent_epilogue_configs(), ids=lambda c: c_name(c))
 def test_tma_epilogue_persistent_forms_run_one_ring_across_tiles(config, tmp_path):
     """The epilogue kernel's persistent configs (bias + GELU, fp16): a producer warpgroup (num_warps + 4
-    warps) walks the tile loop around the K loop, so its copies for the next tile go out while the
-    consumers run this tile's epilogue; the consumers' only copies are none, and ptxas neither
-    spills nor serialises the wgmmas."""
+    warps; with ping-pong two consumer groups of num_warps, 2 * num_warps + 4) walks the tile loop
+    around the K loop, so its copies for the next tile go out while the consumers run this tile's
+    epilogue; the consumers' only copies are none, and ptxas neither spills nor serialises the wgmmas."""
     text, ir, report = compile_tma_epilogue(config, "fp16", tmp_path,
                                             **{"NUM_EPI": 1, "E0_KIND": 3, "NUM_SMS": 132})
     start = ir.index("warp_specialize {")
@@ -316,11 +316,84 @@ def test_tma_epilogue_persistent_forms_run_one_ring_across_tiles(config, tmp_pat
             break
     producer = ir[start:end]
     assert producer.count("= for ") == 2 and producer.count("async_tma_copy") == 2
-    assert re.search(r"\.maxntid %d" % (32 * (config.num_warps + 4)), text) or \
-        re.search(r"\.reqntid %d" % (32 * (config.num_warps + 4)), text)
+    warps = config.num_warps * (2 if config.kwargs.get("PINGPONG") else 1) + 4
+    assert re.search(r"\.maxntid %d" % (32 * warps), text) or re.search(r"\.reqntid %d" % (32 * warps), text)
     assert "wgmma.mma_async" in text
     assert "C7514" not in report, report
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
+    if config.kwargs.get("PINGPONG"):
+        assert_pingpong(text, ir)
+
+
+def c_name(config):
+    import importlib
+    return importlib.import_module("tessera.kernels.matmul").matmul_config_name(config).replace("/", "-")
+
+
+def assert_pingpong(text, ir):
+    """The ping-pong form (docs/tma.md): two consumer groups under one producer, taking turns at the
+    K loop (tl.pingpong_*'s barriers 1 and 2, 256 threads), each group's own CTA barrier (5 or 6,
+    128 threads) and scratch (group 1's above group 0's), registers moved to the consumers."""
+    assert "warp_specialize {consumer_groups = 2, producer_warps = 4}" in ir
+    assert ir.count("consumer_group : i32") == 1
+    for kind in ("start", "wait", "pass"):
+        assert 'barrier {pingpong = "%s"}' % kind in ir
+    assert re.search(r'barrier %\d+ {pingpong = "wait"}', ir)  # the last pass taken back
+    assert "@!p bar.sync 1, 256; @p bar.sync 2, 256;" in text
+    assert "@!p bar.arrive 2, 256; @p bar.arrive 1, 256;" in text
+    assert "@p bar.arrive 1, 256;" in text
+    assert "@!p bar.sync 5, 128; @p bar.sync 6, 128;" in text  # the epilogue's conversion, per group
+    assert "bar.sync 3, 256" not in text.split("bar.sync 4, 384")[0]  # no consumer-wide barrier before the join
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in text and "setmaxnreg.inc.sync.aligned.u32 232" in text
+    assert text.count("mbarrier.init.shared::cta.b64") == text.count("mbarrier.inval.shared::cta.b64")  # once, not per group
+    assert re.search(r"mbarrier.init.shared::cta.b64 \[%r\d+\], 128;", text)  # one group frees a stage
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("t", ["fp16", "bf16"])
+@pytest.mark.parametrize("blocks", [(128, 128, 64, 4), (128, 128, 64, 3), (64, 128, 64, 4)], ids=str)
+def test_pingpong_persistent_matmul(blocks, t, tmp_path):
+    """matmul_tma_persistent_kernel with PINGPONG (warp_specialize=True on the tile loop, 4 warps):
+    launched as 12 warps, the two consumer groups on alternate tiles (group g's loop starts g steps
+    of NUM_SMS on and steps 2 * NUM_SMS), each group's ring position skipping the other's tiles; no
+    spills, wgmma, the producer's two copies a step."""
+    bm, bn, bk, stages = blocks
+    from tessera.kernels import _files
+    k = tessera.compile(_files.load("matmul").matmul_tma_persistent_kernel, target="sm_90a",
+                        signature=TMA_MATMUL_SIG.format(t=t, bm=bm, bn=bn, bk=bk), num_warps=4, num_stages=stages,
+                        constexprs=dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, NUM_SMS=132,
+                                        WARP_SPECIALIZE=True, PINGPONG=True))
+    assert k.metadata.num_warps == 12
+    ptx = tmp_path / "pp.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "pp.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", proc.stderr), proc.stderr
+    assert "C7514" not in proc.stderr
+    text, ir = k.asm["ptx"], k.asm["ir-opt"]
+    assert ".maxntid 384" in text and "wgmma.mma_async" in text
+    assert_pingpong(text, ir)
+    assert text.count("cp.async.bulk.tensor.2d") == -(-bk // 64) + -(-bn // 64)  # the producer's copies, once
+    # The consumers' tile loop: lb + group * NUM_SMS, step 2 * NUM_SMS.
+    assert re.search(r"%(\d+) = consumer_group : i32", ir)
+    assert re.search(r"= mul %\d+, %\d+ : i32\n.*= add %\d+, %\d+ : i32\n.*constant {value = 2} : i32\n"
+                     r".*= mul %\d+, %\d+ : i32\n\s*barrier {pingpong = \"start\"}", ir)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_pingpong_needs_four_warps_and_stays_off_by_default(tmp_path):
+    """warp_specialize=True on the tile loop with 8 warps: no ping-pong (the groups are warpgroups),
+    the K loop's own producer as before; PINGPONG=False: no consumer groups."""
+    from tessera.kernels import _files
+    sig = TMA_MATMUL_SIG.format(t="fp16", bm=128, bn=256, bk=64)
+    kernel = _files.load("matmul").matmul_tma_persistent_kernel
+    base = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_SMS=132, WARP_SPECIALIZE=True)
+    for pingpong in (False, True):
+        k = tessera.compile(kernel, signature=sig, target="sm_90a", num_warps=8, num_stages=3,
+                            constexprs=dict(base, PINGPONG=pingpong))
+        assert k.metadata.num_warps == 12 and "consumer_group" not in k.asm["ir-opt"]
+        assert "producer_warps = 4}" in k.asm["ir-opt"] and "consumer_groups" not in k.asm["ir-opt"]
 
 
 @pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
@@ -390,3 +463,96 @@ def test_rank4_descriptor_block_with_leading_dims_compiles(tmp_path):
             "tensordesc<fp16[2,2,16,64]>,tensordesc<fp16[2,2,16,64]>"]
     text = compile_ptx(args, tmp_path, "sm_90a")
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.tile", text)) == 1
+
+
+@tessera.jit
+def user_persistent_matmul(a_desc, b_desc, c_ptr, M, N, K, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """A user's persistent TMA GEMM in the style of Triton's tutorial 09 (warp_specialize on the
+    tile loop, a plain K loop), with a fused residual-free store."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
+            b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(tl.float16), mask=mask)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_user_persistent_gemm_with_warp_specialize_on_the_tile_loop_pingpongs(tmp_path):
+    """Issue 35 item 3: a user's own persistent GEMM (tutorial 09's spelling) with 4 warps takes the
+    same ping-pong form as the bundled kernel; without the flag it stays as it was (no producer)."""
+    sig = "tensordesc<fp16[128,64]>,tensordesc<fp16[64,128]>,*fp16:16,i32,i32,i32,i32:16"
+    consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, NUM_SMS=132)
+    k = tessera.compile(user_persistent_matmul, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                        constexprs=dict(consts, WARP_SPECIALIZE=True))
+    assert k.metadata.num_warps == 12
+    assert_pingpong(k.asm["ptx"], k.asm["ir-opt"])
+    ptx = tmp_path / "user.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "user.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and re.search(r"\b0 bytes spill stores, 0 bytes spill loads", proc.stderr), proc.stderr
+    plain = tessera.compile(user_persistent_matmul, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                            constexprs=dict(consts, WARP_SPECIALIZE=False))
+    assert plain.metadata.num_warps == 4 and "warp_specialize {" not in plain.asm["ir-opt"]
+
+
+@tessera.jit
+def user_triangular_matmul(a_desc, b_desc, c_ptr, M, N, K, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr):
+    """A persistent GEMM whose K loop's length depends on the tile (a lower-triangular A): the two
+    groups could not skip each other's ring stages."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = tl.cdiv(M, BLOCK_M) * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, warp_specialize=True):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(pid_m + 1):
+            acc = tl.dot(a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K]), b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N]), acc)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(tl.float16), mask=mask)
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+def test_no_pingpong_where_the_k_loop_depends_on_the_tile():
+    sig = "tensordesc<fp16[128,64]>,tensordesc<fp16[64,128]>,*fp16:16,i32,i32,i32,i32:16"
+    k = tessera.compile(user_triangular_matmul, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                        constexprs=dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, NUM_SMS=132))
+    assert k.metadata.num_warps == 4 and "warp_specialize {" not in k.asm["ir-opt"]
+    assert "async_tma_copy" in k.asm["ir-opt"]  # the K loop's ring, as without the flag
+
+
+@pytest.mark.skipif(tessera._C is None, reason="tessera._C is not built")
+@pytest.mark.parametrize("residual", [False, True])
+def test_bench_user_persistent_gemm_pingpongs_without_spills(residual, tmp_path):
+    """bench/fusion.py's user-fused@pingpong / user-plain@pingpong kernel (tutorial 09's persistent
+    GEMM plus one residual line) as the bench launches it: the ping-pong form; no spills without the
+    residual, a few words with it (the fp16 residual tile beside the fp32 accumulator in 232
+    registers; tk.matmul's residual epilogue spills 28 bytes at 128x128x64/w4/s4/pingpong too, and
+    12 at 255 registers in the 128x128x64/w4/s4/persistent form)."""
+    from conftest import load_bench_module
+    kernel = load_bench_module("user_matmul.py", "user_matmul_bench").user_persistent_matmul_residual
+    sig = ("tensordesc<fp16[128,64]>,tensordesc<fp16[64,128]>,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32:1,"
+           "i32:16,i32:1")
+    k = tessera.compile(kernel, signature=sig, target="sm_90a", num_warps=4, num_stages=4,
+                        constexprs=dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_SMS=132, RESIDUAL=residual))
+    assert k.metadata.num_warps == 12
+    assert_pingpong(k.asm["ptx"], k.asm["ir-opt"])
+    ptx = tmp_path / "u.ptx"
+    ptx.write_text(k.asm["ptx"])
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "u.cubin")],
+                          capture_output=True, text=True)
+    spills = re.search(r"\b(\d+) bytes spill stores", proc.stderr)
+    assert proc.returncode == 0 and spills and int(spills.group(1)) <= (32 if residual else 0), proc.stderr

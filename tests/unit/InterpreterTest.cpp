@@ -97,12 +97,14 @@ TEST(InterpreterValues, IntegersWrapToTheirWidth) {
 }
 
 TEST(Interpreter, KnowsEveryOpOfOpsDef) {
-  // desc_load (and the TMA pipeline's ops made from it, the producer warpgroup's included) need a
+  // desc_load (and the TMA pipeline's ops made from it, the producer warpgroup's and ping-pong's
+  // consumer_group included) need a
   // tensor-descriptor argument kind in the interpreter (docs/tma.md, limits):
   // they stop with an error naming the op until then. inline_asm's PTX runs only on the GPU.
   auto expected = [](OpCode code) {
     return code != OpCode::InlineAsm && code != OpCode::DescLoad && code != OpCode::DescStore && code != OpCode::MbarrierAlloc && code != OpCode::AsyncTmaCopy &&
-           code != OpCode::MbarrierWait && code != OpCode::MbarrierArrive && code != OpCode::WarpSpecialize;
+           code != OpCode::MbarrierWait && code != OpCode::MbarrierArrive && code != OpCode::WarpSpecialize &&
+           code != OpCode::ConsumerGroup;
   };
 #define OP(name, text, traits) \
   EXPECT_EQ(interp::supports(OpCode::name), expected(OpCode::name)) << "the interpreter and '" << text << "'";

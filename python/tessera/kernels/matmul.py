@@ -129,13 +129,15 @@ def supported_dtypes():
     return [name for name, rule in MATMUL_DTYPES.items() if rule.enabled]
 
 
-_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?(/pair)?(/persistent)?$")
+_CONFIG_TEXT = re.compile(r"^(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)(?:/g(\d+))?(/pair)?(/persistent|/pingpong)?$")
 
 
 def parse_matmul_config(text):
     """'128x128x32/w4/s3' (optionally '/g8' for GROUP_M, default 8; '/pair': PAIR_K, the
     block-scaled GEMM's two K blocks a step, tk.scaled_matmul; '/persistent': the epilogue
-    kernel's persistent form, _persistent_epilogue_config, for this device) -> tessera.Config."""
+    kernel's persistent form, _persistent_epilogue_config, for this device; '/pingpong': that
+    form with two consumer warpgroups of num_warps = 4 on alternate tiles, _pingpong_config)
+    -> tessera.Config."""
     m = _CONFIG_TEXT.match(text.strip())
     if not m:
         raise ValueError(f"{_NAME}: config {text!r} is not of the form BMxBNxBK/wWARPS/sSTAGES[/gGROUP_M], "
@@ -144,8 +146,10 @@ def parse_matmul_config(text):
     config = _config(bm, bn, bk, warps, stages, int(m.group(6) or 8))
     if m.group(7):
         config.kwargs["PAIR_K"] = True
-    if m.group(8):
+    if m.group(8) == "/persistent":
         config = _persistent_epilogue_config(config)
+    elif m.group(8) == "/pingpong":
+        config = _pingpong_config(config)
     return config
 
 
@@ -155,7 +159,7 @@ def matmul_config_name(config):
     kw = config.kwargs
     text = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/w{config.num_warps}/s{config.num_stages}"
     return (text + (f"/g{kw['GROUP_M']}" if kw.get("GROUP_M", 8) != 8 else "") + ("/pair" if kw.get("PAIR_K") else "")
-            + ("/persistent" if kw.get("PERSISTENT") else ""))
+            + ("/pingpong" if kw.get("PINGPONG") else "/persistent" if kw.get("PERSISTENT") else ""))
 
 
 def _as_config(config):
@@ -386,9 +390,30 @@ def _persistent_epilogue_config(c, pre_hook=None):
     return p
 
 
+def _pingpong_config(c, pre_hook=None):
+    """c for the persistent kernels' ping-pong form (docs/tma.md): a producer warpgroup and two
+    consumer warpgroups of c's num_warps (which must be 4) taking alternate tiles, so that one's
+    epilogue runs while the other's wgmmas keep the tensor cores busy; launched with 12 warps.
+    Each group holds one BLOCK_M x BLOCK_N tile and has its own epilogue scratch, so 128 x 128
+    tiles (128 accumulator registers a thread) and 4 stages (128 KB of ring) fit."""
+    if c.num_warps != 4:
+        raise ValueError(f"{_NAME}: a '/pingpong' config has num_warps=4 (one consumer warpgroup a tile), "
+                         f"not {c.num_warps}")
+    p = _persistent_epilogue_config(c, pre_hook)
+    p.kwargs["PINGPONG"] = True
+    return p
+
+
+# The ping-pong forms the TMA epilogue autotuner also times (sm_90a; docs/tma.md).
+HOPPER_PINGPONG_CONFIGS = (
+    _config(128, 128, 64, 4, 4),
+)
+
+
 def _one_tile_form(c):
-    """c without _persistent_epilogue_config's additions (its tiles, warps and stages)."""
-    kw = {k: v for k, v in c.kwargs.items() if k not in ("PERSISTENT", "WARP_SPECIALIZE")}
+    """c without _persistent_epilogue_config's and _pingpong_config's additions (its tiles, warps
+    and stages)."""
+    kw = {k: v for k, v in c.kwargs.items() if k not in ("PERSISTENT", "WARP_SPECIALIZE", "PINGPONG")}
     return Config(kw, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=c.pre_hook)
 
 
@@ -402,7 +427,11 @@ def _epilogue_tma_configs():
         if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 128 * 128:
             p = _persistent_epilogue_config(c, _tma_block_shapes)
             persistent.setdefault(matmul_config_name(p), p)
-    return _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) + list(persistent.values())
+    # The ping-pong forms (HOPPER_PINGPONG_CONFIGS) only with TESSERA_MATMUL_PINGPONG=1 until they are
+    # measured and checked on a GPU (tests/gpu/test_pingpong_gemm.py); a '/pingpong' config works either way.
+    pingpong = [_pingpong_config(c, _tma_block_shapes) for c in HOPPER_PINGPONG_CONFIGS
+                if _env.flag("TESSERA_MATMUL_PINGPONG", default=False)]
+    return _tma_configs(HOPPER_EPILOGUE_EXTRA_CONFIGS) + list(persistent.values()) + pingpong
 
 
 def matmul_tma_persistent_autotuner():
@@ -414,6 +443,11 @@ def matmul_tma_persistent_autotuner():
         for c in HOPPER_MATMUL_CONFIGS:
             p = _persistent_config(c, _tma_block_shapes)
             by_name.setdefault(matmul_config_name(p), p)
+        if _env.flag("TESSERA_MATMUL_PINGPONG", default=False):  # as _epilogue_tma_configs
+            for c in HOPPER_PINGPONG_CONFIGS:
+                p = _pingpong_config(c, _tma_block_shapes)
+                p.kwargs.pop("PERSISTENT")  # matmul_tma_persistent_kernel is persistent anyway
+                by_name.setdefault(matmul_config_name(p), p)
         _state["tma_persistent_autotuner"] = _autotuner(_kernel_module().matmul_tma_persistent_kernel,
                                                         by_name.values())
     return _state["tma_persistent_autotuner"]
@@ -576,7 +610,11 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
         # A '/persistent' config: the epilogue kernel's persistent form needs the TMA path; without an
         # epilogue it names matmul_tma_persistent_kernel (persistent=True); else the same tiles, one a program.
         persistent = persistent or (epilogue is None and use_tma)
+        pingpong = persistent and chosen.kwargs.get("PINGPONG")
         chosen = _one_tile_form(chosen)
+        if pingpong:  # the plain persistent kernel's ping-pong form
+            chosen = Config(dict(chosen.kwargs, PINGPONG=True), num_warps=chosen.num_warps,
+                            num_stages=chosen.num_stages, pre_hook=chosen.pre_hook)
     if persistent and (not use_tma or epilogue is not None):
         raise ValueError(f"{_NAME}: persistent=True needs the TMA kernel (sm_90a, row-major 16-byte aligned "
                          "operands, K > 0, tma not False) and no epilogue")
@@ -617,6 +655,6 @@ def matmul(a, b, out=None, *, epilogue=None, epilogue_args=(), config=None, auto
     return out
 
 
-__all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "HOPPER_EPILOGUE_EXTRA_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
+__all__ = ["matmul", "MATMUL_CONFIGS", "HOPPER_MATMUL_CONFIGS", "HOPPER_EPILOGUE_EXTRA_CONFIGS", "HOPPER_PINGPONG_CONFIGS", "matmul_configs", "MATMUL_DTYPES", "supported_dtypes", "parse_matmul_config",
            "matmul_config_name", "matmul_autotuner", "matmul_tma_autotuner", "matmul_last_autotuner",
            "matmul_epilogue_autotuner", "matmul_tma_persistent_autotuner", "prune_matmul_configs"]
