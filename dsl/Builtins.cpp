@@ -150,7 +150,8 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
       if (!narrowing)
         error(b.locs[1], "fp_downcast_rounding should be set only for truncating fp conversions. Source scalar "
                          "type is " + x->type.element().str() + " and destination type is " + target.str());
-      if (mode == "rtz") return SValue::ir(castTowardZero(x, target));
+      // fp8e4b15 rounds its own way whatever the mode (Triton's convert_custom_types ignores it).
+      if (mode == "rtz" && target.scalar != ScalarType::F8E4B15) return SValue::ir(castTowardZero(x, target));
     }
     return SValue::ir(castElement(x, target));
   }
@@ -250,6 +251,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   // tl.math.exp and tl.exp are the same function.
   std::string name = name0;
   if (name.rfind("lang.math.", 0) == 0) name = "lang." + name.substr(10);
+  if (name.rfind("lang.extra.", 0) == 0) name = "lang." + name.substr(11); // from triton.language.extra.cuda import smid
   if (name == "top.cdiv") name = "lang.cdiv";
   SourceLoc loc = args.loc;
   auto constResult = [](ConstexprValue c) { return SValue::constant(std::move(c)); };
@@ -440,7 +442,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (n.kind == CK::String) {
       if (std::optional<ConstexprValue> d = ConstexprValue::ofDTypeName(n.stringValue))
         return SValue::dtypeOf(ir::Type(*ir::parseScalarType(d->stringValue)));
-      for (const char *other : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+      for (const char *other : {"fp8e4b8", "fp8e5b16"})
         if (n.stringValue == other) {
           SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
           d.path = other;
@@ -729,7 +731,8 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     ir::Value *x = toIR(b[0], b.locs[0]);
     if (x->type.pointer) error(b.locs[0], std::string(m.name) + "() needs numbers, got pointers");
     if (m.code != OpCode::Abs && x->type.isIntElement()) x = castElement(x, ir::Type(ScalarType::F32));
-    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2)) {
+    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2 ||
+                                  x->type.scalar == ScalarType::F8E4B15)) {
       // fp8 has no arithmetic; |x| clears the sign bit of the byte, as Triton's abs of fp8 does.
       ir::Value *bits = b_.op(OpCode::Bitcast, {x}, x->type.withElement(ir::Type(ScalarType::I8)));
       ir::Value *mask = b_.intConstant(0x7F, bits->type); // a block constant is a splat
