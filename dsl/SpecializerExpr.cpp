@@ -416,6 +416,9 @@ SValue Specializer::evalName(const ast::Name &e) {
     if (it != env_->end()) return it->second;
   }
   auto it = globals_.find(e.id);
+  if (it != globals_.end() && it->second.kind == SValue::Kind::Function && it->second.fn->skippedHostCode)
+    error(e.loc, "'" + e.id + "' is the class defined on line " + std::to_string(it->second.fn->loc.line) +
+                     ", host code that a kernel cannot use (pass its values as arguments or constexprs)");
   if (it != globals_.end()) return it->second;
   if (auto u = undecidedGlobals_.find(e.id); u != undecidedGlobals_.end() && !inPrelude_)
     error(e.loc, "name '" + e.id + "' is bound under the module-level statement on line " +
