@@ -15,6 +15,19 @@ using ir::OpCode;
 using ir::ScalarType;
 using CK = ConstexprValue::Kind;
 
+// Python's truth of an option's value (None, 0, "" and () are false; a runtime value is true).
+static bool pythonTruth(const SValue &v) {
+  if (v.kind == SValue::Kind::Tuple) return !v.elems.empty();
+  if (!v.isConst()) return true;
+  switch (v.c.kind) {
+  case CK::Int: case CK::Bool: return v.c.intValue != 0;
+  case CK::Float: return v.c.floatValue != 0;
+  case CK::None: return false;
+  case CK::String: return !v.c.stringValue.empty();
+  default: return true;
+  }
+}
+
 Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std::vector<ParamSpec> params) {
   Bound b;
   b.values.assign(params.size(), SValue::constant(ConstexprValue::none()));
@@ -630,7 +643,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     for (size_t i : {size_t(5), size_t(6)})
       if (b.has(i)) attrs[i == 5 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
     if (b.has(7) && requireInt(b[7], b.locs[7], "volatile")) attrs["volatile"] = int64_t(1);
-    if (b.has(3) || b.has(4)) error(b.locs[3], "boundary_check/padding_option need block pointers, which are not supported yet");
+    // semantic._load_legacy: `if padding or boundary_check` (Triton's defaults, () and "", pass).
+    for (size_t i : {size_t(3), size_t(4)})
+      if (b.has(i) && pythonTruth(b[i]))
+        error(b.locs[i], "`padding_option` or `boundary_check` argument is not supported for loading a tensor of "
+                         "pointers or loading a scalar. Because the compiler does not know the boundary; please use "
+                         "block pointers (defined by `make_block_ptr`) instead");
     return SValue::ir(b_.op(OpCode::Load, operands, ptr->type.withElement(ir::Type(ptr->type.scalar)), attrs));
   }
   if (name == "lang.store") {
@@ -666,7 +684,10 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (mask) operands.push_back(broadcastTo(mask, shape, b.locs[2]));
     for (size_t i : {size_t(4), size_t(5)})
       if (b.has(i)) attrs[i == 4 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
-    if (b.has(3)) error(b.locs[3], "boundary_check needs block pointers, which are not supported yet");
+    if (b.has(3) && pythonTruth(b[3]))
+      error(b.locs[3], "`boundary_check` argument is not supported for storing a tensor of pointers or storing a "
+                       "scalar. Because the compiler does not know the boundary; please use block pointers "
+                       "(defined by `make_block_ptr`) instead");
     b_.create(OpCode::Store, operands, {}, attrs);
     return SValue::constant(ConstexprValue::none());
   }

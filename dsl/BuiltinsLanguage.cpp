@@ -22,13 +22,14 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
   // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
-                                 "uint_to_uniform_float", "pair_uniform_to_normal"};
+                                 "uint_to_uniform_float", "pair_uniform_to_normal", "philox_impl"};
   for (const char *fn : random)
     if (name == std::string("lang.") + fn || name == std::string("lang.random.") + fn) {
       if (!args.args.empty() && !(args.args.size() > 1 && args.args[1].isIR()) && std::string(fn).rfind("rand", 0) == 0)
         error(args.loc, std::string("tl.") + fn + " needs a block (or scalar) of integer offsets as its second argument");
       return callPrelude(fn, args);
     }
+  if (name == "lang.add" || name == "lang.sub" || name == "lang.mul") return callPrelude(name.substr(5), args);
   if (name == "lang.to_tensor") {
     Bound b = bind(*this, args, "tl.to_tensor", {{"x", true}});
     return SValue::ir(toIR(b[0], b.locs[0]));
@@ -68,7 +69,7 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     return SValue::ir(castElement(x, to));
   }
   if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
-    Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
+    Bound b = bind(*this, args, "tl.condition", {{"arg1", true}, {"disable_licm", false}});
     return b[0];
   }
   if (name == "lang.pointer_type") {
