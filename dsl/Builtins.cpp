@@ -517,6 +517,9 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return b[0];
   }
   if (name == "lang.static_assert") {
+    // code_generator.execute_static_assert takes its arguments by position only.
+    if (args.args.empty() || args.args.size() > 2 || !args.keywords.empty())
+      error(loc, "`static_assert` requires one or two positional arguments only");
     Bound b = bind(*this, args, "tl.static_assert", {{"cond", true}, {"msg", false}});
     ConstexprValue c = requireConst(b[0], b.locs[0], "tl.static_assert's condition");
     bool ok = c.kind == CK::Float ? c.floatValue != 0 : c.intValue != 0;
