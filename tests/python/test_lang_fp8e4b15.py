@@ -166,3 +166,25 @@ def test_triton_conversion_functions_by_name():
     custom_float8_kernel[(1,)](e4b15(ALL_CODES), wide, e4b15(back), BLOCK=256)
     np.testing.assert_array_equal(wide, ref.widen_to_f16(ALL_CODES).astype(np.float32))
     np.testing.assert_array_equal(back, ref.narrow_f32(wide))
+
+
+def constants_expected(codes, n):
+    offs = np.arange(len(codes))
+    v = np.where(offs < n, codes, ref.narrow_f32(np.array([0.5], np.float32))[0])
+    return np.where(offs % 3 == 0, ref.narrow_f32(np.array([1.5], np.float32))[0], v).astype(np.uint8)
+
+
+def test_interpreted_constants_other_and_where():
+    out = np.zeros(128, np.uint8)
+    interpreted(kernels.constants)[(1,)](e4b15(ALL_CODES[:128]), e4b15(out), 100, BLOCK=128)
+    expect = constants_expected(ALL_CODES[:128], 100)
+    assert ref.narrow_f32(np.array([0.5, 1.5], np.float32)).tolist() == [0x70, 0x7C]
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_ptx_constants_other_and_where(arch, tmp_path):
+    ptx = compile_kernel("fp8e4b15.py", "constants", "*fp8e4b15,*fp8e4b15,i32", {"BLOCK": 128}, arch=arch)
+    assemble(ptx, arch, tmp_path)
+    mem, addrs = emulate(ptx, [ALL_CODES[:128].copy(), np.zeros(128, np.uint8), 100], grid=(1,))
+    np.testing.assert_array_equal(mem.read(addrs[1], np.uint8, 128), constants_expected(ALL_CODES[:128], 100))

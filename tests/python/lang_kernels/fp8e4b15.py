@@ -36,3 +36,14 @@ def dot(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     y = tl.load(b + rk[:, None] * N + rn[None, :])
     tl.static_assert(x.dtype == tl.float8e4b15 and x.dtype.is_fp8e4b15() and x.dtype.is_fp8())
     tl.store(c + rm[:, None] * N + rn[None, :], tl.dot(x, y))
+
+
+@tessera.jit
+def constants(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(src + offs, mask=m, other=0.5)  # `other` converted to fp8e4b15
+    z = tl.zeros([BLOCK], dtype=tl.float8e4b15)
+    f = tl.full([BLOCK], 1.5, tl.float8e4b15)
+    w = tl.where(offs % 3 == 0, f, v)
+    tl.store(dst + offs, (w.to(tl.float32) + z.to(tl.float16)).to(tl.float8e4b15))
