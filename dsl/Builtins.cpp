@@ -15,6 +15,19 @@ using ir::OpCode;
 using ir::ScalarType;
 using CK = ConstexprValue::Kind;
 
+// Python's truth of an option's value (None, 0, "" and () are false; a runtime value is true).
+static bool pythonTruth(const SValue &v) {
+  if (v.kind == SValue::Kind::Tuple) return !v.elems.empty();
+  if (!v.isConst()) return true;
+  switch (v.c.kind) {
+  case CK::Int: case CK::Bool: return v.c.intValue != 0;
+  case CK::Float: return v.c.floatValue != 0;
+  case CK::None: return false;
+  case CK::String: return !v.c.stringValue.empty();
+  default: return true;
+  }
+}
+
 Bound bind(const Specializer &sp, CallArgs &args, const std::string &fname, std::vector<ParamSpec> params) {
   Bound b;
   b.values.assign(params.size(), SValue::constant(ConstexprValue::none()));
@@ -150,7 +163,8 @@ SValue Specializer::callMethod(const SValue &self, const std::string &method, Ca
       if (!narrowing)
         error(b.locs[1], "fp_downcast_rounding should be set only for truncating fp conversions. Source scalar "
                          "type is " + x->type.element().str() + " and destination type is " + target.str());
-      if (mode == "rtz") return SValue::ir(castTowardZero(x, target));
+      // fp8e4b15 rounds its own way whatever the mode (Triton's convert_custom_types ignores it).
+      if (mode == "rtz" && target.scalar != ScalarType::F8E4B15) return SValue::ir(castTowardZero(x, target));
     }
     return SValue::ir(castElement(x, target));
   }
@@ -250,6 +264,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
   // tl.math.exp and tl.exp are the same function.
   std::string name = name0;
   if (name.rfind("lang.math.", 0) == 0) name = "lang." + name.substr(10);
+  if (name.rfind("lang.extra.", 0) == 0) name = "lang." + name.substr(11); // from triton.language.extra.cuda import smid
   if (name == "top.cdiv") name = "lang.cdiv";
   SourceLoc loc = args.loc;
   auto constResult = [](ConstexprValue c) { return SValue::constant(std::move(c)); };
@@ -440,7 +455,7 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (n.kind == CK::String) {
       if (std::optional<ConstexprValue> d = ConstexprValue::ofDTypeName(n.stringValue))
         return SValue::dtypeOf(ir::Type(*ir::parseScalarType(d->stringValue)));
-      for (const char *other : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+      for (const char *other : {"fp8e4b8", "fp8e5b16"})
         if (n.stringValue == other) {
           SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
           d.path = other;
@@ -502,6 +517,9 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     return b[0];
   }
   if (name == "lang.static_assert") {
+    // code_generator.execute_static_assert takes its arguments by position only.
+    if (args.args.empty() || args.args.size() > 2 || !args.keywords.empty())
+      error(loc, "`static_assert` requires one or two positional arguments only");
     Bound b = bind(*this, args, "tl.static_assert", {{"cond", true}, {"msg", false}});
     ConstexprValue c = requireConst(b[0], b.locs[0], "tl.static_assert's condition");
     bool ok = c.kind == CK::Float ? c.floatValue != 0 : c.intValue != 0;
@@ -628,7 +646,12 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     for (size_t i : {size_t(5), size_t(6)})
       if (b.has(i)) attrs[i == 5 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
     if (b.has(7) && requireInt(b[7], b.locs[7], "volatile")) attrs["volatile"] = int64_t(1);
-    if (b.has(3) || b.has(4)) error(b.locs[3], "boundary_check/padding_option need block pointers, which are not supported yet");
+    // semantic._load_legacy: `if padding or boundary_check` (Triton's defaults, () and "", pass).
+    for (size_t i : {size_t(3), size_t(4)})
+      if (b.has(i) && pythonTruth(b[i]))
+        error(b.locs[i], "`padding_option` or `boundary_check` argument is not supported for loading a tensor of "
+                         "pointers or loading a scalar. Because the compiler does not know the boundary; please use "
+                         "block pointers (defined by `make_block_ptr`) instead");
     return SValue::ir(b_.op(OpCode::Load, operands, ptr->type.withElement(ir::Type(ptr->type.scalar)), attrs));
   }
   if (name == "lang.store") {
@@ -664,7 +687,10 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     if (mask) operands.push_back(broadcastTo(mask, shape, b.locs[2]));
     for (size_t i : {size_t(4), size_t(5)})
       if (b.has(i)) attrs[i == 4 ? "cache" : "eviction"] = requireConst(b[i], b.locs[i], "the policy").stringValue;
-    if (b.has(3)) error(b.locs[3], "boundary_check needs block pointers, which are not supported yet");
+    if (b.has(3) && pythonTruth(b[3]))
+      error(b.locs[3], "`boundary_check` argument is not supported for storing a tensor of pointers or storing a "
+                       "scalar. Because the compiler does not know the boundary; please use block pointers "
+                       "(defined by `make_block_ptr`) instead");
     b_.create(OpCode::Store, operands, {}, attrs);
     return SValue::constant(ConstexprValue::none());
   }
@@ -729,7 +755,8 @@ SValue Specializer::callBuiltin(const std::string &name0, CallArgs &args) {
     ir::Value *x = toIR(b[0], b.locs[0]);
     if (x->type.pointer) error(b.locs[0], std::string(m.name) + "() needs numbers, got pointers");
     if (m.code != OpCode::Abs && x->type.isIntElement()) x = castElement(x, ir::Type(ScalarType::F32));
-    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2)) {
+    if (m.code == OpCode::Abs && (x->type.scalar == ScalarType::F8E4M3 || x->type.scalar == ScalarType::F8E5M2 ||
+                                  x->type.scalar == ScalarType::F8E4B15)) {
       // fp8 has no arithmetic; |x| clears the sign bit of the byte, as Triton's abs of fp8 does.
       ir::Value *bits = b_.op(OpCode::Bitcast, {x}, x->type.withElement(ir::Type(ScalarType::I8)));
       ir::Value *mask = b_.intConstant(0x7F, bits->type); // a block constant is a splat

@@ -100,6 +100,9 @@ std::optional<SValue> Specializer::callDotBuiltin(const std::string &name, CallA
       requireDType(b[6], b.locs[6], "tl.dot's out_dtype").scalar == ScalarType::BF16)
     error(b.locs[6], "out_dtype=bfloat16 is unsupported. Please use out_dtype=float32/float16 and cast with "
                      "`.to(tl.bfloat16)`");
+  // semantic.dot upcasts fp8e4b15 operands to fp16 (no MMA takes it; Triton warns that it is slow on sm_90).
+  if (a->type.scalar == ScalarType::F8E4B15) a = castElement(a, ir::Type(ScalarType::F16));
+  if (bb->type.scalar == ScalarType::F8E4B15) bb = castElement(bb, ir::Type(ScalarType::F16));
   auto isFp8 = [](const ir::Type &t) { return t.scalar == ScalarType::F8E4M3 || t.scalar == ScalarType::F8E5M2; };
   const bool fp8Operands = isFp8(a->type) && isFp8(bb->type); // any pair, mixed too, as Triton
   std::map<std::string, ir::Attribute> fp8Attrs;

@@ -22,13 +22,14 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
     if (std::optional<SValue> r = (this->*handler)(name, args)) return r;
   // tl.rand & co. are written in the language itself (the prelude).
   static const char *random[] = {"rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
-                                 "uint_to_uniform_float", "pair_uniform_to_normal"};
+                                 "uint_to_uniform_float", "pair_uniform_to_normal", "philox_impl"};
   for (const char *fn : random)
     if (name == std::string("lang.") + fn || name == std::string("lang.random.") + fn) {
       if (!args.args.empty() && !(args.args.size() > 1 && args.args[1].isIR()) && std::string(fn).rfind("rand", 0) == 0)
         error(args.loc, std::string("tl.") + fn + " needs a block (or scalar) of integer offsets as its second argument");
       return callPrelude(fn, args);
     }
+  if (name == "lang.add" || name == "lang.sub" || name == "lang.mul") return callPrelude(name.substr(5), args);
   if (name == "lang.to_tensor") {
     Bound b = bind(*this, args, "tl.to_tensor", {{"x", true}});
     return SValue::ir(toIR(b[0], b.locs[0]));
@@ -54,8 +55,21 @@ std::optional<SValue> Specializer::callLanguageBuiltin(const std::string &name, 
               {{"asm", text}, {"constraints", std::string("=r")}, {"pure", int64_t(0)}, {"pack", int64_t(1)}});
     return SValue::constant(ConstexprValue::none());
   }
+  if (name == "lang.convert_custom_float8_sm80" || name == "lang.convert_custom_float8_sm70") {
+    // tl.extra.cuda.convert_custom_float8_sm80(arg, dst_ty, fp_downcast_rounding=None): Triton's fp8e4b15
+    // conversion (to or from fp16 / fp32), which a cast to or from fp8e4b15 is here as well.
+    Bound b = bind(*this, args, "tl.extra.cuda." + name.substr(5),
+                   {{"arg", true}, {"dst_ty", true}, {"fp_downcast_rounding", false}});
+    ir::Value *x = toIR(b[0], b.locs[0]);
+    ir::Type to = requireDType(b[1], b.locs[1], "dst_ty").element();
+    if (x->type.scalar != ScalarType::F8E4B15 && to.scalar != ScalarType::F8E4B15)
+      error(args.loc, "tl.extra.cuda." + name.substr(5) + " converts to or from fp8e4b15, not " +
+                          x->type.element().str() + " to " + to.str());
+    requireCastable(x->type, to, args.loc);
+    return SValue::ir(castElement(x, to));
+  }
   if (name == "lang.condition") { // `while tl.condition(c, disable_licm=True)`: the hint is not used
-    Bound b = bind(*this, args, "tl.condition", {{"arg", true}, {"disable_licm", false}});
+    Bound b = bind(*this, args, "tl.condition", {{"arg1", true}, {"disable_licm", false}});
     return b[0];
   }
   if (name == "lang.pointer_type") {
@@ -85,14 +99,14 @@ static bool isTensorMember(const std::string &m) {
 std::string tritonDTypeName(const SValue &d) {
   if (!d.path.empty()) return d.path;
   static const char *names[] = {"int1",   "int8", "int16", "int32", "int64", "uint8",   "uint16", "uint32",
-                                "uint64", "fp16", "bf16",  "fp32",  "fp64",  "fp8e4nv", "fp8e5"};
+                                "uint64", "fp16", "bf16",  "fp32",  "fp64",  "fp8e4nv", "fp8e5", "fp8e4b15"};
   std::string scalar = names[size_t(d.dtype.scalar)];
   return d.dtype.pointer ? "pointer<" + scalar + ">" : scalar;
 }
 
 static std::optional<bool> dtypePredicate(const SValue &d, const std::string &m) {
   const ir::Type &t = d.dtype;
-  if (!d.path.empty()) { // fp8e4b15 & co.: floating-point, 8 bits
+  if (!d.path.empty()) { // fp8e4b8, fp8e5b16: floating-point, 8 bits
     if (m == "is_floating" || m == "is_fp8") return true;
     if (m == "is_" + d.path) return true;
     if (m.rfind("is_", 0) == 0) return false;
@@ -109,10 +123,11 @@ static std::optional<bool> dtypePredicate(const SValue &d, const std::string &m)
   if (m == "is_int_signed") return integer && ir::isSigned(s);
   if (m == "is_int_unsigned") return integer && !ir::isSigned(s);
   if (m == "is_bool" || m == "is_int1") return !ptr && s == ScalarType::I1;
-  if (m == "is_fp8") return !ptr && (s == ScalarType::F8E4M3 || s == ScalarType::F8E5M2);
+  if (m == "is_fp8") return !ptr && (s == ScalarType::F8E4M3 || s == ScalarType::F8E5M2 || s == ScalarType::F8E4B15);
   if (m == "is_fp8e4nv") return !ptr && s == ScalarType::F8E4M3;
   if (m == "is_fp8e5") return !ptr && s == ScalarType::F8E5M2;
-  if (m == "is_fp8e4b15" || m == "is_fp8e4b8" || m == "is_fp8e5b16") return false;
+  if (m == "is_fp8e4b15") return !ptr && s == ScalarType::F8E4B15;
+  if (m == "is_fp8e4b8" || m == "is_fp8e5b16") return false;
   if (m == "is_fp16") return !ptr && s == ScalarType::F16;
   if (m == "is_bf16") return !ptr && s == ScalarType::BF16;
   if (m == "is_fp32") return !ptr && s == ScalarType::F32;

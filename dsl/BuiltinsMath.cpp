@@ -37,9 +37,18 @@ const char *kLibdevice1[] = {"tanh", "sinh", "cosh", "tan", "asin", "acos", "ata
                              "nearbyint", "j0", "j1", "y0", "y1", "normcdf", "normcdfinv", "sinpi",
                              "cospi", "logb", "saturate", "fabs", "fast_expf", "fast_exp10f",
                              "fast_logf", "fast_log2f", "fast_log10f", "fast_sinf", "fast_cosf",
-                             "fast_tanf", "fast_tanhf", "cyl_bessel_i0", "cyl_bessel_i1"};
+                             "fast_tanf", "fast_tanhf", "cyl_bessel_i0", "cyl_bessel_i1", "rcp_rd", "rcp_ru",
+                             "rcp_rz", "sqrt_rd", "sqrt_ru", "sqrt_rz", "rsqrt_rn", "saturatef"};
 const char *kLibdevice2[] = {"pow", "atan2", "fmod", "hypot", "fmin", "fmax", "copysign", "nextafter",
-                             "fdim", "remainder", "rhypot", "fast_powf", "fast_dividef"};
+                             "fdim", "remainder", "rhypot", "fast_powf", "fast_dividef",
+                             "add_rd", "add_ru", "add_rz", "sub_rd", "sub_ru", "sub_rz", "mul_rd", "mul_ru",
+                             "mul_rz", "div_rd", "div_ru", "div_rz"};
+const char *kLibdevice3[] = {"fma_rd", "fma_ru", "fma_rz", "norm3d", "rnorm3d"};
+const char *kLibdevice4[] = {"norm4d", "rnorm4d"};
+// Arithmetic with a named rounding (libdevice's __nv_fadd_rd, __nv_dsqrt_ru, ...): f32 and f64 only.
+const char *kDirected[] = {"add_rd", "add_ru", "add_rz", "sub_rd", "sub_ru", "sub_rz", "mul_rd", "mul_ru",
+                           "mul_rz", "div_rd", "div_ru", "div_rz", "fma_rd", "fma_ru", "fma_rz", "rcp_rd",
+                           "rcp_ru", "rcp_rz", "sqrt_rd", "sqrt_ru", "sqrt_rz", "rsqrt_rn"};
 
 // libdevice functions written in the language (dsl/LanguagePrelude.cpp): classification, bit
 // reinterpretation, conversions with a named rounding, "_rn" arithmetic.
@@ -50,7 +59,8 @@ bool isPreludeLibdevice(const std::string &fn) {
                                 "ull2float_rn", "int2double_rn", "uint2double_rn", "ll2double_rn",
                                 "ull2double_rn", "double2float_rn", "llrint", "llround", "ilogb", "ldexp", "scalbn",
                                 "popc", "clz", "brev", "ffs", "mulhi", "hadd", "rhadd", "add_rn", "sub_rn",
-                                "mul_rn", "fma_rn", "rcp_rn"};
+                                "mul_rn", "fma_rn", "rcp_rn", "mul24", "sad", "byte_perm", "double2hiint",
+                                "double2loint", "hiloint2double", "rcp64h"};
   for (const char *n : names)
     if (fn == n) return true;
   // float2int_rn, double2ull_rz, ...: (float|double)2(int|uint|ll|ull)_(rn|rz|rd|ru)
@@ -58,6 +68,11 @@ bool isPreludeLibdevice(const std::string &fn) {
     for (const char *dst : {"int_", "uint_", "ll_", "ull_"})
       for (const char *r : {"rn", "rz", "rd", "ru"})
         if (fn == std::string(src) + dst + r) return true;
+  // int2float_rd, ull2double_rz, double2float_ru, ...: conversions with a directed rounding
+  for (const char *conversion : {"int2float_", "uint2float_", "ll2float_", "ull2float_", "ll2double_", "ull2double_",
+                                 "double2float_"})
+    for (const char *r : {"rz", "rd", "ru"})
+      if (fn == std::string(conversion) + r) return true;
   return false;
 }
 
@@ -210,11 +225,26 @@ std::optional<SValue> Specializer::callMathBuiltin(const std::string &name, Call
   if (fn == "swizzle2d") return callPrelude("swizzle2d", args);
   if (isPreludeLibdevice(fn)) return callPrelude(fn, args);
 
-  size_t arity = listed(kLibdevice1, std::size(kLibdevice1), fn) ? 1 : listed(kLibdevice2, std::size(kLibdevice2), fn) ? 2 : 0;
+  size_t arity = listed(kLibdevice1, std::size(kLibdevice1), fn)   ? 1
+                 : listed(kLibdevice2, std::size(kLibdevice2), fn) ? 2
+                 : listed(kLibdevice3, std::size(kLibdevice3), fn) ? 3
+                 : listed(kLibdevice4, std::size(kLibdevice4), fn) ? 4
+                                                                   : 0;
   if (arity == 0) return std::nullopt;
-  Bound b = arity == 1 ? bind(*this, args, "tl.math." + fn, {{"x", true}})
-                       : bind(*this, args, "tl.math." + fn, {{"x", true}, {"y", true}});
-  if (isNumber(b[0]) && (arity == 1 || isNumber(b[1]))) {
+  // libdevice's own parameter names (arg0, arg1, ...), as triton.language.extra.libdevice has them.
+  static const char *argNames[] = {"arg0", "arg1", "arg2", "arg3"};
+  std::vector<ParamSpec> params;
+  for (size_t i = 0; i < arity; ++i) params.push_back({argNames[i], true});
+  Bound b = spec::bind(*this, args, "tl.math." + fn, params);
+  if (listed(kDirected, std::size(kDirected), fn)) {
+    std::vector<ir::Value *> xs = elementwiseOperands(*this, b, arity, fn, Want::Floats, loc);
+    ScalarType s = xs[0]->type.scalar;
+    if (s != ScalarType::F32 && s != ScalarType::F64)
+      error(loc, "tl.math." + fn + " needs float32 or float64 operands, got " + xs[0]->type.element().str());
+    if (fn == "rsqrt_rn" && s == ScalarType::F64) error(loc, "tl.math.rsqrt_rn has no float64 version");
+    return SValue::ir(b_.op(OpCode::Libdevice, xs, xs[0]->type, {{"fn", fn}}));
+  }
+  if (arity <= 2 && isNumber(b[0]) && (arity == 1 || isNumber(b[1]))) {
     std::vector<double> values = {asDouble(b[0].c)};
     if (arity == 2) values.push_back(asDouble(b[1].c));
     bool ok = false;

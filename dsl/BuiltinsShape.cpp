@@ -45,6 +45,20 @@ std::vector<int64_t> intsAfterInput(Specializer &sp, CallArgs &args, const std::
   return out;
 }
 
+// `input=x` (Triton's parameter name of reshape, view, broadcast_to, trans and permute, whose other
+// parameter is *shape or *dims) as the first positional argument.
+void inputKeywordFirst(CallArgs &args) {
+  if (!args.args.empty()) return;
+  for (size_t k = 0; k < args.keywords.size(); ++k)
+    if (args.keywords[k].first == "input") {
+      args.args.push_back(args.keywords[k].second);
+      args.argLocs.push_back(args.keywordLocs[k]);
+      args.keywords.erase(args.keywords.begin() + k);
+      args.keywordLocs.erase(args.keywordLocs.begin() + k);
+      return;
+    }
+}
+
 ir::Value *inputBlock(Specializer &sp, CallArgs &args, const std::string &fname) {
   if (args.args.empty()) sp.error(args.loc, fname + "() missing required argument 'input'");
   const SValue &x = args.args[0];
@@ -72,6 +86,8 @@ std::optional<SValue> Specializer::callShapeBuiltin(const std::string &name, Cal
   const std::string fn = name.substr(5);
   const std::string tlName = "tl." + fn;
   SourceLoc loc = args.loc;
+  if (fn == "broadcast_to" || fn == "reshape" || fn == "view" || fn == "trans" || fn == "permute")
+    inputKeywordFirst(args);
 
   if (fn == "broadcast") {
     Bound b = bind(*this, args, tlName, {{"input", true}, {"other", true}});

@@ -632,6 +632,204 @@ def rcp_rn(x):
     return tl.div_rn(1.0, x)
 
 
+# Integer to float and double to float with a directed rounding ("rd", "ru", "rz"): the nearest value,
+# moved one step where it lies on the wrong side of the exact one (compared exactly: the nearest value of an
+# integer is an integer, checked against the type's range first; a double holds every float).
+@jit
+def _convert_directed(x, src: tl.constexpr, dst: tl.constexpr, rounding: tl.constexpr, fn: tl.constexpr):
+    tl.static_assert(x.dtype == src, fn)
+    r = x.to(dst)
+    if src == tl.float64:
+        above = r.to(tl.float64) > x
+        below = r.to(tl.float64) < x
+    else:
+        if src == tl.uint64:
+            limit: tl.constexpr = 18446744073709551616.0
+        elif src == tl.int64:
+            limit: tl.constexpr = 9223372036854775808.0
+        elif src == tl.uint32:
+            limit: tl.constexpr = 4294967296.0
+        else:
+            limit: tl.constexpr = 2147483648.0
+        past = r >= limit  # rounded up past the largest integer of src: above x
+        back = tl.where(past, 0.0, r).to(src)
+        above = past | (back > x)
+        below = (~past) & (back < x)
+    inf = float("inf")
+    if rounding == "rd":
+        r = tl.where(above, tl.math.nextafter(r, tl.full(r.shape, -inf, dst)), r)
+    elif rounding == "ru":
+        r = tl.where(below, tl.math.nextafter(r, tl.full(r.shape, inf, dst)), r)
+    else:
+        r = tl.where((above & (r > 0)) | (below & (r < 0)), tl.math.nextafter(r, tl.zeros(r.shape, dst)), r)
+    return r
+
+
+@jit
+def int2float_rz(x):
+    return _convert_directed(x, tl.int32, tl.float32, "rz", "int2float_rz needs int32 operands")
+
+
+@jit
+def int2float_rd(x):
+    return _convert_directed(x, tl.int32, tl.float32, "rd", "int2float_rd needs int32 operands")
+
+
+@jit
+def int2float_ru(x):
+    return _convert_directed(x, tl.int32, tl.float32, "ru", "int2float_ru needs int32 operands")
+
+
+@jit
+def uint2float_rz(x):
+    return _convert_directed(x, tl.uint32, tl.float32, "rz", "uint2float_rz needs uint32 operands")
+
+
+@jit
+def uint2float_rd(x):
+    return _convert_directed(x, tl.uint32, tl.float32, "rd", "uint2float_rd needs uint32 operands")
+
+
+@jit
+def uint2float_ru(x):
+    return _convert_directed(x, tl.uint32, tl.float32, "ru", "uint2float_ru needs uint32 operands")
+
+
+@jit
+def ll2float_rz(x):
+    return _convert_directed(x, tl.int64, tl.float32, "rz", "ll2float_rz needs int64 operands")
+
+
+@jit
+def ll2float_rd(x):
+    return _convert_directed(x, tl.int64, tl.float32, "rd", "ll2float_rd needs int64 operands")
+
+
+@jit
+def ll2float_ru(x):
+    return _convert_directed(x, tl.int64, tl.float32, "ru", "ll2float_ru needs int64 operands")
+
+
+@jit
+def ull2float_rz(x):
+    return _convert_directed(x, tl.uint64, tl.float32, "rz", "ull2float_rz needs uint64 operands")
+
+
+@jit
+def ull2float_rd(x):
+    return _convert_directed(x, tl.uint64, tl.float32, "rd", "ull2float_rd needs uint64 operands")
+
+
+@jit
+def ull2float_ru(x):
+    return _convert_directed(x, tl.uint64, tl.float32, "ru", "ull2float_ru needs uint64 operands")
+
+
+@jit
+def ll2double_rz(x):
+    return _convert_directed(x, tl.int64, tl.float64, "rz", "ll2double_rz needs int64 operands")
+
+
+@jit
+def ll2double_rd(x):
+    return _convert_directed(x, tl.int64, tl.float64, "rd", "ll2double_rd needs int64 operands")
+
+
+@jit
+def ll2double_ru(x):
+    return _convert_directed(x, tl.int64, tl.float64, "ru", "ll2double_ru needs int64 operands")
+
+
+@jit
+def ull2double_rz(x):
+    return _convert_directed(x, tl.uint64, tl.float64, "rz", "ull2double_rz needs uint64 operands")
+
+
+@jit
+def ull2double_rd(x):
+    return _convert_directed(x, tl.uint64, tl.float64, "rd", "ull2double_rd needs uint64 operands")
+
+
+@jit
+def ull2double_ru(x):
+    return _convert_directed(x, tl.uint64, tl.float64, "ru", "ull2double_ru needs uint64 operands")
+
+
+@jit
+def double2float_rz(x):
+    return _convert_directed(x, tl.float64, tl.float32, "rz", "double2float_rz needs float64 operands")
+
+
+@jit
+def double2float_rd(x):
+    return _convert_directed(x, tl.float64, tl.float32, "rd", "double2float_rd needs float64 operands")
+
+
+@jit
+def double2float_ru(x):
+    return _convert_directed(x, tl.float64, tl.float32, "ru", "double2float_ru needs float64 operands")
+
+
+# mul24: the low 32 bits of the product of the low 24 bits (sign-extended for int32, as PTX mul24.lo.s32).
+@jit
+def mul24(x, y):
+    tl.static_assert(x.dtype == y.dtype and (x.dtype == tl.int32 or x.dtype == tl.uint32),
+                     "mul24 needs two int32 or two uint32 operands")
+    if x.dtype == tl.int32:
+        return ((x << 8) >> 8) * ((y << 8) >> 8)
+    return (x & 0xFFFFFF) * (y & 0xFFFFFF)
+
+
+# sad: |x - y| + z (int32, int32, uint32 -> int32; or all uint32).
+@jit
+def sad(x, y, z):
+    tl.static_assert(x.dtype == y.dtype and (x.dtype == tl.int32 or x.dtype == tl.uint32), "sad needs int32 or uint32 operands")
+    if x.dtype == tl.int32:
+        d = x.to(tl.int64) - y.to(tl.int64)
+        return (tl.where(d < 0, -d, d) + z.to(tl.int64)).to(tl.int32)
+    return tl.where(x > y, x - y, y - x) + z.to(tl.uint32)
+
+
+# byte_perm(x, y, s): byte i of the result is byte (s >> 4i) & 7 of the 8 bytes {y, x} (x the low four).
+@jit
+def byte_perm(x, y, s):
+    tl.static_assert(x.dtype == tl.int32 and y.dtype == tl.int32 and s.dtype == tl.int32, "byte_perm needs int32 operands")
+    both = (y.to(tl.uint32, bitcast=True).to(tl.uint64) << 32) | x.to(tl.uint32, bitcast=True).to(tl.uint64)
+    sel = s.to(tl.uint32, bitcast=True)
+    r = (both >> ((sel & 7) * 8).to(tl.uint64)) & 0xFF
+    r = r | (((both >> (((sel >> 4) & 7) * 8).to(tl.uint64)) & 0xFF) << 8)
+    r = r | (((both >> (((sel >> 8) & 7) * 8).to(tl.uint64)) & 0xFF) << 16)
+    r = r | (((both >> (((sel >> 12) & 7) * 8).to(tl.uint64)) & 0xFF) << 24)
+    return r.to(tl.uint32).to(tl.int32, bitcast=True)
+
+
+@jit
+def double2hiint(x):
+    tl.static_assert(x.dtype == tl.float64, "double2hiint needs float64 operands")
+    return (x.to(tl.uint64, bitcast=True) >> 32).to(tl.uint32).to(tl.int32, bitcast=True)
+
+
+@jit
+def double2loint(x):
+    tl.static_assert(x.dtype == tl.float64, "double2loint needs float64 operands")
+    return x.to(tl.uint64, bitcast=True).to(tl.uint32).to(tl.int32, bitcast=True)
+
+
+@jit
+def hiloint2double(hi, lo):
+    tl.static_assert(hi.dtype == tl.int32 and lo.dtype == tl.int32, "hiloint2double needs int32 operands")
+    bits = (hi.to(tl.uint32, bitcast=True).to(tl.uint64) << 32) | lo.to(tl.uint32, bitcast=True).to(tl.uint64)
+    return bits.to(tl.float64, bitcast=True)
+
+
+# rcp64h (PTX rcp.approx.ftz.f64): 1/x from the high 32 bits of x, the low 32 bits of the result zero.
+@jit
+def rcp64h(x):
+    tl.static_assert(x.dtype == tl.float64, "rcp64h needs float64 operands")
+    high = (x.to(tl.uint64, bitcast=True) & 0xFFFFFFFF00000000).to(tl.float64, bitcast=True)
+    return ((1.0 / high).to(tl.uint64, bitcast=True) & 0xFFFFFFFF00000000).to(tl.float64, bitcast=True)
+
+
 # ------------------------------------------------------------------ dot_scaled
 
 # tl.dot_scaled, called by dsl/BuiltinsDotScaled.cpp with checked arguments (formats as
@@ -852,6 +1050,33 @@ def randn4x(seed, offset, n_rounds: tl.constexpr = PHILOX_ROUNDS):
     n0, n1 = pair_uniform_to_normal(u0, u1)
     n2, n3 = pair_uniform_to_normal(u2, u3)
     return n0, n1, n2, n3
+
+
+# tl.philox_impl (random.py): rounds of Philox on counters (c0..c3, all uint32 or all uint64) with the key
+# (k0, k1), which Triton's arithmetic brings into the counters' type.
+@jit
+def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: tl.constexpr = PHILOX_ROUNDS):
+    tl.static_assert(c0.dtype == tl.uint32 or c0.dtype == tl.uint64, "dtype not supported in philox_impl")
+    k0 = tl.to_tensor(k0).to(c0.dtype)
+    k1 = tl.to_tensor(k1).to(c0.dtype)
+    return _philox_rounds(c0, c1.to(c0.dtype), c2.to(c0.dtype), c3.to(c0.dtype), k0, k1, n_rounds)
+
+
+# tl.add / tl.sub / tl.mul (core.py): the operators; sanitize_overflow only adds checks under debug,
+# which tessera's debug mode does not make for these.
+@jit
+def add(x, y, sanitize_overflow: tl.constexpr = True):
+    return x + y
+
+
+@jit
+def sub(x, y, sanitize_overflow: tl.constexpr = True):
+    return x - y
+
+
+@jit
+def mul(x, y, sanitize_overflow: tl.constexpr = True):
+    return x * y
 )PY";
 }
 

@@ -168,7 +168,7 @@ void Parser::parseStatement(Body &out) {
       return;
     }
     if (t.text == "class" || t.text == "with" || t.text == "try" || t.text == "async") {
-      if (recoverFunctionBodies_ && functionDepth_ == 0 && blockDepth_ == 0) {
+      if (recoverFunctionBodies_ && functionDepth_ == 0) { // module level, in an `if` or `try` too
         out.push_back(skipHostStatement());
         return;
       }
@@ -571,8 +571,12 @@ StmtPtr Parser::parseDecorated() {
     take();
   }
   const Token &t = tok();
-  if (t.isKeyword("class") || t.isKeyword("async"))
+  if (t.isKeyword("class") || t.isKeyword("async")) {
+    // A decorated class at module level (a @dataclass, a @triton_op wrapper's class): host code, skipped
+    // as an undecorated one is.
+    if (recoverFunctionBodies_ && functionDepth_ == 0) return skipHostStatement();
     unsupported(t.loc, "'" + t.text + "'");
+  }
   if (!t.isKeyword("def"))
     error(t.loc, "expected 'def' after decorator");
   return parseFunctionDef(std::move(decorators));
@@ -608,9 +612,10 @@ StmtPtr Parser::parseFunctionDef(std::vector<ExprPtr> decorators) {
   return node;
 }
 
-// A top-level class, with or async statement (a library's host code beside its kernels, as
-// GPTQModel's autograd Function): kept as an empty FunctionDef of the name it defines, if any,
-// whose error is raised where a kernel uses that name, and skipped.
+// A module-level class, with or async statement (a library's host code beside its kernels, as
+// GPTQModel's autograd Function, or a dataclass in the kernel's own file), at the top or inside a
+// module-level `if` / `try`: kept as an empty FunctionDef of the name it defines, if any, whose
+// error is raised where a kernel uses that name, and skipped (its header line and indented block).
 StmtPtr Parser::skipHostStatement() {
   const Token kw = take();
   auto node = std::make_unique<FunctionDef>(kw.loc);
@@ -622,7 +627,15 @@ StmtPtr Parser::skipHostStatement() {
     node->parseError = e.what();
     node->parseErrorLoc = e.loc();
   }
-  skipToTopLevelStatement();
+  while (tok().kind != TokenKind::Newline && tok().kind != TokenKind::End) take();
+  if (tok().kind == TokenKind::Newline) take();
+  if (tok().kind != TokenKind::Indent) return node; // `class A: pass`
+  take();
+  for (unsigned depth = 1; depth > 0 && tok().kind != TokenKind::End;) {
+    if (tok().kind == TokenKind::Indent) ++depth;
+    else if (tok().kind == TokenKind::Dedent) --depth;
+    take();
+  }
   return node;
 }
 

@@ -73,8 +73,8 @@ ConstexprValue ConstexprValue::parse(const std::string &text) {
 
 ConstexprValue ConstexprValue::ofDType(ir::ScalarType type) {
   static const char *names[] = {"int1",   "int8",    "int16",    "int32",   "int64",      "uint8",   "uint16", "uint32",
-                                "uint64", "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"};
-  static_assert(sizeof names / sizeof names[0] == size_t(ir::ScalarType::F8E5M2) + 1);
+                                "uint64", "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15"};
+  static_assert(sizeof names / sizeof names[0] == size_t(ir::ScalarType::F8E4B15) + 1);
   ConstexprValue c;
   c.kind = Kind::DType;
   c.stringValue = names[size_t(type)];
@@ -347,6 +347,8 @@ bool Specializer::collectModuleStatements(const ast::Body &body, bool inTry) {
           bind(local, SValue::module(path == "top" ? "lang" : path + ".language"));
         else if (alias.name == "libdevice" || (alias.name == "math" && path == "lang"))
           bind(local, SValue::module("lang.math")); // from triton.language.extra.cuda import libdevice
+        else if (alias.name == "cuda" && path == "lang.extra")
+          bind(local, SValue::module("lang.math")); // from triton.language.extra import cuda (as tl.extra.cuda)
         else if ((alias.name == "core" || alias.name == "standard") && path == "lang")
           bind(local, SValue::module("lang")); // from triton.language import core
         else if (alias.name != "*")

@@ -453,18 +453,24 @@ Specializer::Flow Specializer::execFor(const ast::For &s) {
   std::vector<SValue> bounds;
   std::vector<SourceLoc> boundLocs;
   evalPositionalArguments(call->args, bounds, boundLocs);
-  if (bounds.empty() || bounds.size() > 3)
-    error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
   std::optional<SValue> stepKeyword; // tl.range / tl.static_range(start, end, step=...)
   for (const auto &kw : call->keywords) {
     if (kw.name == "step" && kind != "range" && bounds.size() < 3) {
       stepKeyword = eval(*kw.value);
       continue;
     }
+    // Triton's parameter names of range / static_range (arg1, arg2): the first two bounds.
+    if (kind != "range" && ((kw.name == "arg1" && bounds.empty()) || (kw.name == "arg2" && bounds.size() == 1))) {
+      bounds.push_back(eval(*kw.value));
+      boundLocs.push_back(kw.value->loc);
+      continue;
+    }
     if (kw.name != "num_stages" && kw.name != "loop_unroll_factor" && kw.name != "warp_specialize" &&
         kw.name != "disallow_acc_multi_buffer" && kw.name != "flatten" && kw.name != "disable_licm")
       error(kw.loc, "unexpected keyword argument '" + kw.name + "' to range");
   }
+  if (bounds.empty() || bounds.size() > 3)
+    error(call->loc, "range() takes 1 to 3 positional arguments, got " + std::to_string(bounds.size()));
   SValue lb = bounds.size() >= 2 ? bounds[0] : SValue::constant(ConstexprValue::ofInt(0));
   SValue ub = bounds.size() >= 2 ? bounds[1] : bounds[0];
   SValue step = bounds.size() == 3 ? bounds[2] : stepKeyword ? *stepKeyword : SValue::constant(ConstexprValue::ofInt(1));

@@ -184,7 +184,44 @@ ir::Value *Specializer::comparisonOperand(const SValue &literal, SourceLoc loc, 
 ir::Value *Specializer::castElement(ir::Value *v, const ir::Type &elem) {
   ir::Type target = v->type.withElement(elem.element());
   if (target == v->type) return v;
+  if (!v->type.pointer && !target.pointer &&
+      (v->type.scalar == ScalarType::F8E4B15 || target.scalar == ScalarType::F8E4B15))
+    return castFp8E4B15(v, target);
   return b_.op(OpCode::Cast, {v}, target);
+}
+
+// fp8e4b15 has no conversion instruction: Triton converts its bits (language/extra/cuda/utils.py,
+// convert_custom_float8_sm80) and so do we, with the same results. It shares f16's exponent bias, so
+// widening is a shift: S.EEEE.MMM -> S.0EEEE.MMM0000000 (0x7f is 1.875; there is no inf or NaN).
+// Narrowing goes through f16 (an f32 is first rounded toward zero): the magnitude's bits clamped to
+// 1.75 (0x3f00; NaN and inf clamp too), plus half a unit, shifted right by 7, under the sign: round half
+// away from zero, and 0x7e is the largest result.
+ir::Value *Specializer::castFp8E4B15(ir::Value *v, const ir::Type &target) {
+  const ir::Type u8 = v->type.withElement(ir::Type(ScalarType::U8)), u16 = v->type.withElement(ir::Type(ScalarType::U16));
+  auto constant = [&](int64_t c) { return b_.intConstant(c, u16); }; // a block constant is a splat
+  auto bin = [&](OpCode code, ir::Value *x, ir::Value *y) { return b_.op(code, {x, y}, u16); };
+  if (v->type.scalar == ScalarType::F8E4B15) {
+    if (target.scalar == ScalarType::F8E4B15) return v;
+    ir::Value *bits = b_.op(OpCode::Cast, {b_.op(OpCode::Bitcast, {v}, u8)}, u16);
+    ir::Value *sign = bin(OpCode::Shl, bin(OpCode::And, bits, constant(0x80)), constant(8));
+    ir::Value *rest = bin(OpCode::Shl, bin(OpCode::And, bits, constant(0x7F)), constant(7));
+    ir::Value *half = b_.op(OpCode::Bitcast, {bin(OpCode::Or, sign, rest)}, v->type.withElement(ir::Type(ScalarType::F16)));
+    return castElement(half, target.element());
+  }
+  ir::Value *half = v;
+  if (v->type.scalar != ScalarType::F16) {
+    ir::Value *f32 = castElement(v, ir::Type(ScalarType::F32)); // bf16 and f64 (Triton takes f16 and f32 only)
+    half = castTowardZero(f32, ir::Type(ScalarType::F16));
+  }
+  ir::Value *bits = b_.op(OpCode::Bitcast, {half}, u16);
+  ir::Value *magnitude = bin(OpCode::And, bits, constant(0x7FFF));
+  ir::Value *large = b_.op(OpCode::Cmp, {magnitude, constant(0x3F00)}, v->type.withElement(ir::Type(ScalarType::I1)),
+                           {{"predicate", std::string("gt")}});
+  magnitude = b_.op(OpCode::Select, {large, constant(0x3F00), magnitude}, u16);
+  ir::Value *rounded = bin(OpCode::Shr, bin(OpCode::Add, magnitude, constant(0x40)), constant(7));
+  ir::Value *sign = bin(OpCode::Shr, bin(OpCode::And, bits, constant(0x8000)), constant(8));
+  ir::Value *byte = b_.op(OpCode::Cast, {bin(OpCode::Or, rounded, sign)}, u8);
+  return b_.op(OpCode::Bitcast, {byte}, target);
 }
 
 // Rounded to nearest (even) first, then one unit toward zero where that grew the magnitude: the
@@ -210,7 +247,7 @@ ir::Value *Specializer::castTowardZero(ir::Value *v, const ir::Type &elem) {
 // (by .to(), tl.cast, and the implicit casts of tl.store's value and
 // tl.load's `other`), so it is one here too.
 void Specializer::requireCastable(const ir::Type &from, const ir::Type &to, SourceLoc loc) {
-  auto fp8 = [](ScalarType t) { return t == ScalarType::F8E4M3 || t == ScalarType::F8E5M2; };
+  auto fp8 = [](ScalarType t) { return t == ScalarType::F8E4M3 || t == ScalarType::F8E5M2 || t == ScalarType::F8E4B15; };
   if (from.pointer || to.pointer) return;
   if ((from.isIntElement() && fp8(to.scalar)) || (fp8(from.scalar) && to.isIntElement()))
     error(loc, "cannot cast " + from.element().str() + " to " + to.element().str() +
@@ -379,6 +416,9 @@ SValue Specializer::evalName(const ast::Name &e) {
     if (it != env_->end()) return it->second;
   }
   auto it = globals_.find(e.id);
+  if (it != globals_.end() && it->second.kind == SValue::Kind::Function && it->second.fn->skippedHostCode)
+    error(e.loc, "'" + e.id + "' is the class defined on line " + std::to_string(it->second.fn->loc.line) +
+                     ", host code that a kernel cannot use (pass its values as arguments or constexprs)");
   if (it != globals_.end()) return it->second;
   if (auto u = undecidedGlobals_.find(e.id); u != undecidedGlobals_.end() && !inPrelude_)
     error(e.loc, "name '" + e.id + "' is bound under the module-level statement on line " +
@@ -406,7 +446,7 @@ SValue Specializer::attributeOf(const SValue &base, const std::string &attr, Sou
         return SValue::dtypeOf(ir::Type(*s));
       if (attr == "int1") return SValue::dtypeOf(ir::Type(ScalarType::I1));
       if (attr == "pi32_t") return SValue::dtypeOf(ir::Type::ptr(ScalarType::I32)); // Triton's pointer_type(int32)
-      for (const char *unsupported : {"float8e4b15", "float8e4b8", "float8e5b16"}) // Triton's other fp8 types
+      for (const char *unsupported : {"float8e4b8", "float8e5b16"}) // Triton's AMD fp8 types
         if (attr == unsupported) {
           SValue d = SValue::dtypeOf(ir::Type(ScalarType::F8E4M3));
           d.path = "fp8" + attr.substr(6);

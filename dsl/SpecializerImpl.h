@@ -26,7 +26,7 @@ struct SValue {
     IR,          // a runtime value: ir::Value (scalar or block)
     Const,       // a compile-time Python value
     DType,       // tl.float16, x.dtype, ptr.dtype.element_ty, ... (path non-empty: a dtype
-                 // tessera only names, such as "fp8e4b15": it compares, but no value has it)
+                 // tessera only names, such as "fp8e4b8": it compares, but no value has it)
     Module,      // tl, tl.math, triton, ...
     Function,    // a @jit function of this file
     Builtin,     // a builtin function, e.g. "tl.arange", "range", "float"
@@ -139,6 +139,7 @@ public:
   ir::Value *arithmeticOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *comparisonOperand(const SValue &literal, SourceLoc loc, const ir::Type &peer);
   ir::Value *castElement(ir::Value *v, const ir::Type &elem);
+  ir::Value *castFp8E4B15(ir::Value *v, const ir::Type &target); // to or from fp8e4b15, by its bits
   // A narrowing float conversion rounded toward zero (fp_downcast_rounding="rtz").
   ir::Value *castTowardZero(ir::Value *v, const ir::Type &elem);
   // Triton's semantic.cast refuses int <-> fp8 (see SpecializerExpr.cpp).

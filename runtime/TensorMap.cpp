@@ -48,7 +48,8 @@ int tensorMapDataType(ir::ScalarType dtype) {
   case ScalarType::I8:
   case ScalarType::U8:
   case ScalarType::F8E4M3:
-  case ScalarType::F8E5M2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case ScalarType::F8E5M2:
+  case ScalarType::F8E4B15: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   case ScalarType::I16:
   case ScalarType::U16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
   case ScalarType::I32: return CU_TENSOR_MAP_DATA_TYPE_INT32;

@@ -58,6 +58,7 @@ std::string cppElementType(ir::ScalarType t) {
   case S::F64: return "double";
   case S::F8E4M3: return "float8_e4m3";
   case S::F8E5M2: return "float8_e5m2";
+  case S::F8E4B15: return "uint8_t"; // Triton's fp8e4b15: no C type, its bytes
   }
   return "void";
 }

@@ -40,7 +40,8 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
   if (op.results.size() != 1)
     unsupported(op, "expected one result");
   auto isFp8 = [](const ir::Type &t) {
-    return !t.pointer && (t.scalar == ir::ScalarType::F8E4M3 || t.scalar == ir::ScalarType::F8E5M2);
+    return !t.pointer && (t.scalar == ir::ScalarType::F8E4M3 || t.scalar == ir::ScalarType::F8E5M2 ||
+                          t.scalar == ir::ScalarType::F8E4B15);
   };
   if (op.code != OpCode::Cast && op.code != OpCode::Bitcast && op.code != OpCode::Select && !op.operands.empty() &&
       isFp8(op.operand(op.code == OpCode::Select ? 1 : 0)->type))
@@ -281,6 +282,8 @@ Value *KernelLowering::castElement(ir::Operation &op, Value *x, const ir::Type &
       return b_.CreatePtrToInt(x, toType);
     return b_.CreateIntToPtr(b_.CreateZExtOrTrunc(x, b_.getInt64Ty()), toType);
   }
+  if (!from.pointer && !to.pointer && (from.scalar == ir::ScalarType::F8E4B15 || to.scalar == ir::ScalarType::F8E4B15))
+    unsupported(op, "a cast of fp8e4b15 reached codegen (the front-end converts its bits)");
   const bool fromFloat = from.isFloatElement(), toFloat = to.isFloatElement();
   const bool fromSigned = ir::isSigned(from.scalar), toSigned = ir::isSigned(to.scalar);
   if (!fromFloat && !toFloat) {

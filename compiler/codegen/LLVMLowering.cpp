@@ -56,7 +56,7 @@ Type *KernelLowering::elementType(const ir::Type &t, const ir::Operation *op) co
   case ir::ScalarType::BF16: return Type::getBFloatTy(ctx_);
   case ir::ScalarType::F32: return Type::getFloatTy(ctx_);
   case ir::ScalarType::F64: return Type::getDoubleTy(ctx_);
-  case ir::ScalarType::F8E4M3: case ir::ScalarType::F8E5M2:
+  case ir::ScalarType::F8E4M3: case ir::ScalarType::F8E5M2: case ir::ScalarType::F8E4B15:
     return Type::getInt8Ty(ctx_); // fp8 travels as its bits; casts convert (MathOps.cpp)
   }
   throw std::runtime_error("codegen: unknown element type");
@@ -371,6 +371,8 @@ void KernelLowering::lowerConstant(ir::Operation &op) {
                    : ConstantExpr::getIntToPtr(b_.getInt64(asInt), type);
   else if (elem.scalar == ir::ScalarType::F8E4M3 || elem.scalar == ir::ScalarType::F8E5M2)
     c = b_.getInt8(encodeFp8(asDouble, elem.scalar == ir::ScalarType::F8E4M3));
+  else if (elem.scalar == ir::ScalarType::F8E4B15)
+    c = b_.getInt8(ir::fp8E4B15Bits(asDouble));
   else if (elem.isFloatElement())
     c = ConstantFP::get(type, asDouble);
   else if (elem.scalar == ir::ScalarType::I1)

@@ -123,10 +123,21 @@ static std::string libdeviceName(const std::string &fn, bool isDouble, bool &exi
     exists = !isDouble;
     return fn == "fast_dividef" ? "__nv_fast_fdividef" : "__nv_" + fn;
   }
-  if (fn == "saturate") {
+  if (fn == "saturate" || fn == "saturatef") {
     exists = !isDouble;
     return "__nv_saturatef";
   }
+  if (fn == "rsqrt_rn") {
+    exists = !isDouble;
+    return "__nv_frsqrt_rn";
+  }
+  // Arithmetic with a named rounding: __nv_fadd_rd / __nv_dadd_rd, __nv_fmaf_rz / __nv_fma_rz, ...
+  const std::string op = fn.substr(0, fn.find('_'));
+  if (fn.size() > 3 && fn[fn.size() - 3] == '_' &&
+      (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "rcp" || op == "sqrt"))
+    return std::string("__nv_") + (isDouble ? "d" : "f") + fn;
+  if (op == "fma" && fn.size() > 3 && fn[fn.size() - 3] == '_')
+    return std::string("__nv_fma") + (isDouble ? "" : "f") + fn.substr(3);
   return "__nv_" + fn + (isDouble ? "" : "f");
 }
 

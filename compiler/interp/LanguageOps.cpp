@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numbers>
 
 namespace tessera::interp {
@@ -57,11 +58,81 @@ double erfcx(double x) {
   return 1 / (x * std::sqrt(std::numbers::pi)) * (1 - 1 / (2 * x2) + 3 / (4 * x2 * x2) - 15 / (8 * x2 * x2 * x2));
 }
 
+// Arithmetic with a named rounding (add_rd, sqrt_rz, fma_ru, ...): the result rounded to nearest in
+// the operands' type, then moved one step where the exact result lies on the other side of it (an
+// error-free transformation gives that side: TwoSum, fma's remainder; fma via a wider product).
+template <class T> T stepToward(T nearest, int side, char mode) {
+  // side: the sign of (exact - nearest)
+  if (side == 0 || std::isnan(nearest)) return nearest;
+  const T inf = std::numeric_limits<T>::infinity();
+  if (mode == 'd' && side < 0) return std::nextafter(nearest, -inf);
+  if (mode == 'u' && side > 0) return std::nextafter(nearest, inf);
+  if (mode == 'z' && ((side < 0 && nearest > 0) || (side > 0 && nearest < 0))) return std::nextafter(nearest, T(0));
+  return nearest;
+}
+
+template <class T> int signOf(T v) { return v > 0 ? 1 : v < 0 ? -1 : 0; }
+
+template <class T, class Wide> bool directed(const std::string &op, char mode, const double *x, double &r) {
+  const T a = static_cast<T>(x[0]), b = static_cast<T>(x[1]), c = static_cast<T>(x[2]);
+  T nearest;
+  int side = 0;
+  if (op == "add" || op == "sub") {
+    const T y = op == "add" ? b : -b;
+    nearest = a + y;
+    const T bv = nearest - a;
+    side = signOf((a - (nearest - bv)) + (y - bv));
+  } else if (op == "mul") {
+    nearest = a * b;
+    side = signOf(std::fma(a, b, -nearest));
+  } else if (op == "div" || op == "rcp") {
+    const T n = op == "div" ? a : T(1), d = op == "div" ? b : a;
+    nearest = n / d;
+    side = signOf(std::fma(-nearest, d, n)) * signOf(d);
+  } else if (op == "sqrt") {
+    nearest = std::sqrt(a);
+    side = signOf(std::fma(-nearest, nearest, a));
+  } else if (op == "fma") {
+    const Wide exact = static_cast<Wide>(a) * static_cast<Wide>(b) + static_cast<Wide>(c);
+    nearest = std::fma(a, b, c);
+    side = exact > static_cast<Wide>(nearest) ? 1 : exact < static_cast<Wide>(nearest) ? -1 : 0;
+  } else {
+    return false;
+  }
+  // A finite exact result that rounded to an infinity lies inside the finite range.
+  bool finiteOperands = std::isfinite(a) && (op == "sqrt" || op == "rcp" || std::isfinite(b)) &&
+                        (op != "fma" || std::isfinite(c));
+  if (std::isinf(nearest) && finiteOperands && !(op == "div" && b == 0) && !(op == "rcp" && a == 0))
+    side = nearest > 0 ? -1 : 1;
+  r = static_cast<double>(stepToward(nearest, side, mode));
+  return true;
+}
+
 // A libdevice function by name (tl.math / libdevice); `single`: computed in
 // f32 on the GPU (matters for nextafter only).
 bool libdevice(const std::string &fn, const double *x, size_t n, bool single, double &r) {
   const double a = x[0], b = n > 1 ? x[1] : 0;
   std::string f = fn;
+  if (f.size() > 3 && f[f.size() - 3] == '_' && f[f.size() - 2] == 'r' && f.back() != 'n') {
+    const std::string op = f.substr(0, f.size() - 3);
+    const char mode = f.back();
+    if (single ? directed<float, double>(op, mode, x, r) : directed<double, __float128>(op, mode, x, r)) return true;
+  }
+  if (f == "rsqrt_rn") {
+    r = double(float(1 / std::sqrt(double(float(a))))); // double's 1/sqrt is within 2^-52: one rounding to f32
+    return true;
+  }
+  if (f == "saturatef") f = "saturate";
+  if (n == 3 && (f == "norm3d" || f == "rnorm3d")) {
+    const double s = std::sqrt(a * a + b * b + x[2] * x[2]);
+    r = f == "norm3d" ? s : 1 / s;
+    return true;
+  }
+  if (n == 4 && (f == "norm4d" || f == "rnorm4d")) {
+    const double s = std::sqrt(a * a + b * b + x[2] * x[2] + x[3] * x[3]);
+    r = f == "norm4d" ? s : 1 / s;
+    return true;
+  }
   if (f.rfind("fast_", 0) == 0) { // fast_expf, fast_dividef, ...: the accurate value
     f = f.substr(5);
     if (!f.empty() && f.back() == 'f') f.pop_back();
@@ -160,9 +231,9 @@ HostValue evalMath(Executor &ex, const ir::Operation &op) {
   if (!t.isFloatElement()) ex.error(op, std::string("'") + ir::mnemonic(op.code) + "' needs floats, got " + t.str());
   const bool single = t.scalar != ScalarType::F64;
   const std::string fn = op.code == OpCode::Libdevice ? op.stringAttr("fn") : "";
-  double x[3] = {0, 0, 0};
+  double x[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < out.size(); ++i) {
-    for (size_t k = 0; k < xs.size() && k < 3; ++k) x[k] = at(*xs[k], i).f;
+    for (size_t k = 0; k < xs.size() && k < 4; ++k) x[k] = at(*xs[k], i).f;
     double r = 0;
     switch (op.code) {
     case OpCode::Sin: r = std::sin(x[0]); break;

@@ -139,6 +139,7 @@ double roundFloat(double v, ScalarType t) {
   case ScalarType::BF16: return bfloat16ToDouble(doubleToBFloat16(v));
   case ScalarType::F8E4M3: return fp8E4M3ToDouble(doubleToFp8E4M3(v));
   case ScalarType::F8E5M2: return fp8E5M2ToDouble(doubleToFp8E5M2(v));
+  case ScalarType::F8E4B15: return ir::fp8E4B15Value(ir::fp8E4B15Bits(v));
   default: return v;
   }
 }
@@ -166,6 +167,8 @@ uint64_t encodeElement(Scalar s, const ir::Type &element) {
   case ScalarType::F16: return doubleToHalf(s.f);
   case ScalarType::BF16: return doubleToBFloat16(s.f);
   case ScalarType::F8E4M3: return doubleToFp8E4M3(s.f);
+  case ScalarType::F8E4B15: // a value of the type (a conversion never gives 1.875, the largest one)
+    return std::fabs(s.f) == 1.875 ? (std::signbit(s.f) ? 0xFF : 0x7F) : ir::fp8E4B15Bits(s.f);
   case ScalarType::F8E5M2: // an element is representable: an infinity (loaded) is stored as one, not
                            // saturated as a conversion would (roundFloat already saturated those)
     if (std::isinf(s.f)) return s.f < 0 ? 0xFC : 0x7C;
@@ -196,6 +199,7 @@ Scalar decodeElement(uint64_t bits, const ir::Type &element) {
   case ScalarType::BF16: s.f = bfloat16ToDouble(static_cast<uint16_t>(bits)); break;
   case ScalarType::F8E4M3: s.f = fp8E4M3ToDouble(static_cast<uint8_t>(bits)); break;
   case ScalarType::F8E5M2: s.f = fp8E5M2ToDouble(static_cast<uint8_t>(bits)); break;
+  case ScalarType::F8E4B15: s.f = ir::fp8E4B15Value(static_cast<uint8_t>(bits)); break;
   case ScalarType::F32: {
     uint32_t b32 = static_cast<uint32_t>(bits);
     float f;

@@ -1,12 +1,15 @@
 #include "compiler/ir/Types.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tessera::ir {
 
 unsigned bitWidth(ScalarType t) {
   switch (t) {
   case ScalarType::I1: return 1;
   case ScalarType::I8: case ScalarType::U8:
-  case ScalarType::F8E4M3: case ScalarType::F8E5M2: return 8;
+  case ScalarType::F8E4M3: case ScalarType::F8E5M2: case ScalarType::F8E4B15: return 8;
   case ScalarType::I16: case ScalarType::U16:
   case ScalarType::F16: case ScalarType::BF16: return 16;
   case ScalarType::I32: case ScalarType::U32: case ScalarType::F32: return 32;
@@ -18,7 +21,7 @@ unsigned bitWidth(ScalarType t) {
 bool isFloat(ScalarType t) {
   switch (t) {
   case ScalarType::F16: case ScalarType::BF16: case ScalarType::F32: case ScalarType::F64:
-  case ScalarType::F8E4M3: case ScalarType::F8E5M2: return true;
+  case ScalarType::F8E4M3: case ScalarType::F8E5M2: case ScalarType::F8E4B15: return true;
   default: return false;
   }
 }
@@ -49,8 +52,36 @@ const char *name(ScalarType t) {
   case ScalarType::F64: return "f64";
   case ScalarType::F8E4M3: return "fp8e4m3";
   case ScalarType::F8E5M2: return "fp8e5m2";
+  case ScalarType::F8E4B15: return "fp8e4b15";
   }
   return "?";
+}
+
+double fp8E4B15Value(uint8_t bits) {
+  // S.EEEE.MMM is the f16 S.0EEEE.MMM0000000 (the same exponent bias): 2^(E-15) * 1.MMM, or
+  // 2^-14 * 0.MMM where E is 0.
+  const int e = (bits >> 3) & 0xF, m = bits & 7;
+  const double magnitude = e == 0 ? std::ldexp(double(m), -17) : std::ldexp(double(8 + m), e - 18);
+  return bits & 0x80 ? -magnitude : magnitude;
+}
+
+uint8_t fp8E4B15Bits(double value) {
+  const float f = static_cast<float>(value);
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const double a = std::fabs(double(f));
+  if (std::isnan(f) || a >= 1.75) return sign | 0x7E;
+  // The f16 bits of a toward zero (a < 1.75, so an f16 exponent of at most 15).
+  unsigned half = 0;
+  if (a >= std::ldexp(1.0, -14)) {
+    int e = 0;
+    std::frexp(a, &e); // a = 0.1xxx * 2^e
+    const int exponent = e - 1;
+    const unsigned mantissa = static_cast<unsigned>(std::floor((std::ldexp(a, -exponent) - 1) * 1024));
+    half = (unsigned(exponent + 15) << 10) | mantissa;
+  } else {
+    half = static_cast<unsigned>(std::floor(std::ldexp(a, 24)));
+  }
+  return sign | static_cast<uint8_t>((std::min(half, 0x3F00u) + 0x40) >> 7);
 }
 
 std::optional<ScalarType> parseScalarType(std::string_view s) {
@@ -71,6 +102,7 @@ std::optional<ScalarType> parseScalarType(std::string_view s) {
       {{"f64", "fp64", "float64", nullptr}, ScalarType::F64},
       {{"fp8e4m3", "fp8e4nv", "float8_e4m3fn", "float8e4nv"}, ScalarType::F8E4M3},
       {{"fp8e5m2", "fp8e5", "float8_e5m2", "float8e5"}, ScalarType::F8E5M2},
+      {{"fp8e4b15", "float8e4b15", nullptr, nullptr}, ScalarType::F8E4B15},
   };
   for (const Entry &e : table)
     for (const char *n : e.names)

@@ -13,6 +13,9 @@ namespace tessera::ir {
 enum class ScalarType : uint8_t {
   I1, I8, I16, I32, I64, U8, U16, U32, U64,
   F16, BF16, F32, F64, F8E4M3, F8E5M2,
+  // Triton's fp8e4b15: e4m3 with exponent bias 15 and no inf or NaN (0x7f is 1.875). No
+  // hardware converts it: the front-end converts its bits (SpecializerExpr.cpp, castFp8E4B15).
+  F8E4B15,
 };
 
 unsigned bitWidth(ScalarType t);
@@ -21,6 +24,11 @@ bool isInteger(ScalarType t); // includes I1
 bool isSigned(ScalarType t);  // signed integers (I1 counts as unsigned)
 // "i32", "f16", "bf16", "fp8e4m3", ...
 const char *name(ScalarType t);
+// fp8e4b15 (no hardware has it, so the compiler and the interpreter both convert its bits): the
+// value of a byte, and the byte Triton's conversion gives a value (rounded to f32, then to f16 toward
+// zero, then to 3 mantissa bits half away from zero, the magnitude clamped to 1.75; NaN gives 1.75).
+double fp8E4B15Value(uint8_t bits);
+uint8_t fp8E4B15Bits(double value);
 // Accepts our names and Triton's ("fp32", "float32", "int32", "uint8", "i1", ...).
 std::optional<ScalarType> parseScalarType(std::string_view text);
 

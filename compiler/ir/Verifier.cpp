@@ -262,7 +262,7 @@ private:
       return nOperands(2) && nResults(1) && operandsLikeResult() &&
              (op.result()->type.isIntElement() || fail(op, "needs integers"));
     case OpCode::Libdevice:
-      if (op.operands.empty() || op.operands.size() > 3) return fail(op, "takes 1 to 3 operands");
+      if (op.operands.empty() || op.operands.size() > 4) return fail(op, "takes 1 to 4 operands");
       return nResults(1) && operandsLikeResult() && (op.hasAttr("fn") || fail(op, "needs a function name")) &&
              (op.result()->type.isFloatElement() || fail(op, "needs floats"));
     case OpCode::Trans: {

@@ -72,7 +72,7 @@ std::optional<ScalarType> torchDtype(std::string_view name) {
   static const std::pair<const char *, ScalarType> tritonNames[] = {
       {"fp8e5", ScalarType::F8E5M2}, {"fp8e4nv", ScalarType::F8E4M3}, {"fp16", ScalarType::F16},
       {"bf16", ScalarType::BF16},    {"fp32", ScalarType::F32},       {"fp64", ScalarType::F64},
-      {"int1", ScalarType::I1},
+      {"int1", ScalarType::I1},      {"fp8e4b15", ScalarType::F8E4B15},
   };
   for (const auto &[n, t] : tritonNames)
     if (name == n) return t;
@@ -359,6 +359,7 @@ const char *scalarName(ScalarType t) {
   case ScalarType::F64: return "fp64";
   case ScalarType::F8E4M3: return "fp8e4nv";
   case ScalarType::F8E5M2: return "fp8e5";
+  case ScalarType::F8E4B15: return "fp8e4b15";
   default: return ir::name(t);
   }
 }
@@ -388,7 +389,7 @@ PyObject *internedName(const char *s) { return PyUnicode_InternFromString(s); } 
 } // namespace
 
 void rejectUnsupportedFp8(const std::string &dtypeName, const std::string &kernel, const std::string &param) {
-  for (const char *name : {"fp8e4b15", "fp8e4b8", "fp8e5b16"})
+  for (const char *name : {"fp8e4b8", "fp8e5b16"})
     if (dtypeName == name)
       throw CompileError(kernel + "(): argument '" + param + "': type " + dtypeName +
                              " not supported in this architecture. The supported fp8 dtypes are ('fp8e4nv', 'fp8e5')",

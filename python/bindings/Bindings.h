@@ -76,8 +76,8 @@ struct Arg {
 // scalar type; nullopt for dtypes tessera kernels do not take.
 std::optional<ir::ScalarType> dtypeFromName(std::string_view name);
 
-// Triton's fp8 types that no NVIDIA target of tessera has (a tensor wrapped by triton.reinterpret as
-// fp8e4b15, fp8e4b8, fp8e5b16): Triton's CompilationError, "type fp8e4b8 not supported in this
+// Triton's fp8 types that no NVIDIA target has (a tensor wrapped by triton.reinterpret as
+// fp8e4b8, fp8e5b16: AMD's): Triton's CompilationError, "type fp8e4b8 not supported in this
 // architecture. ..." (Arguments.cpp); returns for any other name.
 void rejectUnsupportedFp8(const std::string &dtypeName, const std::string &kernel, const std::string &param);
 

@@ -56,7 +56,7 @@ std::optional<ScalarType> dtypeByName(std::string name) {
       // Triton's names: what a tensor wrapped by triton.reinterpret (TensorWrapper) reports.
       {"fp8e5", ScalarType::F8E5M2},  {"fp8e4nv", ScalarType::F8E4M3}, {"fp16", ScalarType::F16},
       {"bf16", ScalarType::BF16},     {"fp32", ScalarType::F32},       {"fp64", ScalarType::F64},
-      {"int1", ScalarType::I1},
+      {"int1", ScalarType::I1},       {"fp8e4b15", ScalarType::F8E4B15},
   };
   for (const auto &[n, t] : table)
     if (name == n) return t;

@@ -2,7 +2,7 @@
 arguments (`OUT_DTYPE=tl.float16` at launch, in tessera.compile and on the
 CLI), dtypes in module globals, the attributes and methods of Triton's dtype
 class (core.py), dtype comparisons, and the names tessera knows but does not
-support (tl.float8e4b15 compares; using it is an error)."""
+support (tl.float8e4b8 compares; using it is an error)."""
 import numpy as np
 import pytest
 
@@ -102,7 +102,8 @@ def dtype_attributes_kernel(x_ptr, out_ptr):
     tl.static_assert(x_ptr.dtype.element_ty == tl.float32 and x_ptr.dtype.is_ptr())
     tl.static_assert(x_ptr.dtype.name == "pointer<fp32>" and x_ptr.dtype.scalar == x_ptr.dtype)
     tl.static_assert(tl.float16 != tl.float32 and tl.float16 != 16 and d in (tl.float16, tl.float32))
-    # Triton's other fp8 formats: names that compare (tessera has no conversions for them yet).
+    # Triton's other fp8 formats (fp8e4b15 is a type; AMD's fp8e4b8 and fp8e5b16 are names that compare).
+    tl.static_assert(tl.float8e4b8 != tl.float8e4nv and tl.float8e4b8 == tl.float8e4b8 and tl.float8e4b8.is_fp8())
     tl.static_assert(tl.float8e4b15 != tl.float8e4nv and tl.float8e4b15 == tl.float8e4b15)
     tl.static_assert(tl.float8e4b15.is_fp8() and tl.float8e4b15.is_fp8e4b15() and not tl.float8e4nv.is_fp8e4b15())
     tl.static_assert(tl.float8e4b15.primitive_bitwidth == 8 and tl.float8e4b15.exponent_bias == 15)
@@ -135,7 +136,7 @@ def test_dtype_values_compile_to_ptx(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("y = x.to(tl.float8e4b15)", "to()'s dtype is tl.float8e4b15, a dtype tessera names but does not support yet"),
+    ("y = x.to(tl.float8e4b8)", "to()'s dtype is tl.float8e4b8, a dtype tessera names but does not support yet"),
     ("y = tl.int32.fp_mantissa_width", "dtype int32 has no attribute 'fp_mantissa_width'"),
     ("y = tl.float32.int_bitwidth", "dtype fp32 has no attribute 'int_bitwidth'"),
     ("y = tl.float32.get_int_max_value()", "get_int_max_value() needs an integer dtype, got fp32"),

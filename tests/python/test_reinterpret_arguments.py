@@ -1,6 +1,6 @@
 """triton.reinterpret (tessera.reinterpret): a tensor's memory read as another dtype. Interpreted, a
-wrapped CPU tensor reports Triton's dtype name (fp8e5, bf16, ...), which interpret mode now reads; the fp8
-types no NVIDIA target of tessera has (fp8e4b15, fp8e4b8, fp8e5b16) are Triton's CompilationError "type
+wrapped CPU tensor reports Triton's dtype name (fp8e5, bf16, fp8e4b15, ...), which interpret mode now reads;
+AMD's fp8 types (fp8e4b8, fp8e5b16) are Triton's CompilationError "type
 ... not supported in this architecture" (Triton's test_conversions.py test_typeconvert_upcast), in
 interpret mode and on the GPU launch path alike."""
 import numpy as np
@@ -64,7 +64,7 @@ def test_reinterpreted_cpu_tensor_in_interpret_mode(dtype, np_dtype):
     np.testing.assert_array_equal(out, values.astype(np.float32))
 
 
-@pytest.mark.parametrize("dtype", [tl.float8e4b8, tl.float8e5b16, tl.float8e4b15])
+@pytest.mark.parametrize("dtype", [tl.float8e4b8, tl.float8e5b16])
 def test_fp8_types_tessera_does_not_have_are_triton_compilation_errors(dtype):
     storage = np.zeros(8, np.uint8)
     with pytest.raises(tessera.CompilationError, match=f"type {dtype} not supported in this architecture"):

@@ -711,3 +711,33 @@ TEST(ParserRecovery, BrokenBodyIsKeptAndParsingGoesOn) {
   EXPECT_TRUE(good.parseError.empty());
   EXPECT_EQ(good.body.size(), 1u);
 }
+
+// Host code at module level of a compiled file (a decorated class, a class under a module-level `if`)
+// is skipped with its whole indented block; what follows it parses.
+TEST(ParserRecovery, HostClassesAreSkippedWithTheirBlocks) {
+  const std::string text = "@dataclass(frozen=True)\n"
+                           "class Config:\n"
+                           "    block: int = 128\n"
+                           "\n"
+                           "    def total(self):\n"
+                           "        return {k: v for k, v in self.items()}\n"
+                           "if HAVE_TORCH:\n"
+                           "    class Fn(torch.autograd.Function):\n"
+                           "        pass\n"
+                           "    X = 1\n"
+                           "else:\n"
+                           "    X = 2\n"
+                           "@jit\n"
+                           "def good(x):\n"
+                           "    return x + 1\n";
+  EXPECT_THROW(parse(text), CompileError);
+  Module m = parseModule(makeFile(text), /*recoverFunctionBodies=*/true);
+  ASSERT_EQ(m.body.size(), 3u);
+  const auto &config = static_cast<const FunctionDef &>(*m.body[0]);
+  EXPECT_TRUE(config.skippedHostCode);
+  EXPECT_EQ(config.name, "Config");
+  EXPECT_EQ(config.loc.line, 2u);
+  const auto &good = static_cast<const FunctionDef &>(*m.body[2]);
+  EXPECT_EQ(good.name, "good");
+  EXPECT_TRUE(good.parseError.empty());
+}

@@ -4,6 +4,7 @@ Inside kernels these names are resolved by the C++ front-end; here they
 exist so that kernel files import under Python, for editors, and as the
 host-side values constexprs and dtypes take.
 """
+import builtins as _builtins
 from enum import Enum as _Enum
 
 from . import math
@@ -324,10 +325,10 @@ class block_type(dtype):
     """The type of a block: its element dtype and shape (Triton's `x.type` of a tensor)."""
 
     def __init__(self, element_ty, shape):
-        if not isinstance(shape, (list, tuple)):
+        if not isinstance(shape, (list, _builtins.tuple)):  # tl.tuple (below) is Triton's kernel type
             raise TypeError(f"block_type's shape must be a list or tuple, got {type(shape).__name__}")
         self.element_ty = element_ty
-        self.shape = tuple(d.value if isinstance(d, constexpr) else d for d in shape)
+        self.shape = _builtins.tuple(d.value if isinstance(d, constexpr) else d for d in shape)
         if not self.shape:
             raise TypeError("0d block_type is forbidden")
         numel = 1
@@ -383,7 +384,7 @@ uint16 = dtype("uint16")
 uint32 = dtype("uint32")
 uint64 = dtype("uint64")
 float8e5 = dtype("fp8e5")
-float8e5b16 = dtype("fp8e5b16")  # float8e5b16, float8e4b8, float8e4b15: names only in kernels (docs/language.md)
+float8e5b16 = dtype("fp8e5b16")  # float8e5b16, float8e4b8 (AMD's): names only in kernels (docs/language.md)
 float8e4nv = dtype("fp8e4nv")
 float8e4b8 = dtype("fp8e4b8")
 float8e4b15 = dtype("fp8e4b15")
@@ -411,7 +412,8 @@ for _name in [
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "device_print", "device_assert", "assume", "debug_barrier",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox", "swizzle2d",
     "to_tensor", "max_constancy", "condition", "interleave", "map_elementwise",
-    "sort", "gather", "histogram", "inline_asm_elementwise",
+    "sort", "gather", "histogram", "inline_asm_elementwise", "topk", "bitonic_merge", "add", "sub", "mul",
+    "philox_impl", "uint_to_uniform_float", "pair_uniform_to_normal",
     # tessera's own: two warpgroups taking turns (docs/language.md)
     "pingpong_start", "pingpong_wait", "pingpong_pass", "pingpong_end",
 ]:
@@ -453,6 +455,14 @@ def builtin(fn):
 
 class tensor:
     """The type of block values inside kernels, for annotations (`def f(x: tl.tensor)`); no host values."""
+
+
+class tuple:
+    """Triton's tl.tuple (`tl.tuple([a, b])` inside kernels builds a tuple); no host values."""
+
+
+class slice:
+    """Triton's tl.slice (the type of `x[a:b]`'s index inside kernels); no host values."""
 
 
 class tensor_descriptor_base:

@@ -26,8 +26,16 @@ NAMES = [
     "ilogb", "ldexp", "scalbn", "popc", "clz", "brev", "ffs", "mulhi", "hadd", "rhadd",
     "add_rn", "sub_rn", "mul_rn", "fma_rn", "rcp_rn", "int2float_rn", "uint2float_rn", "ll2float_rn",
     "ull2float_rn", "int2double_rn", "uint2double_rn", "ll2double_rn", "ull2double_rn", "double2float_rn",
+    "mul24", "sad", "byte_perm", "double2hiint", "double2loint", "hiloint2double", "rcp64h",
+    # libdevice calls: arithmetic with a named rounding, norms
+    "rsqrt_rn", "saturatef", "norm3d", "norm4d", "rnorm3d", "rnorm4d",
+    # names only: Bessel functions of integer order (a kernel calling them gets a compile error)
+    "jn", "yn",
 ] + [f"{src}2{dst}_{r}" for src in ("float", "double") for dst in ("int", "uint", "ll", "ull")
-     for r in ("rn", "rz", "rd", "ru")]
+     for r in ("rn", "rz", "rd", "ru")] + [
+    f"{op}_{r}" for op in ("add", "sub", "mul", "div", "fma", "rcp", "sqrt") for r in ("rd", "ru", "rz")] + [
+    f"{c}_{r}" for c in ("int2float", "uint2float", "ll2float", "ull2float", "ll2double", "ull2double",
+                         "double2float") for r in ("rd", "ru", "rz")]
 
 for _name in NAMES:
     globals()[_name] = _device_only(_name)

@@ -9,6 +9,6 @@ def _device_only(name):
 
 
 for _name in ["rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
-              "uint_to_uniform_float", "pair_uniform_to_normal"]:
+              "uint_to_uniform_float", "pair_uniform_to_normal", "philox_impl"]:
     globals()[_name] = _device_only(_name)
 del _name

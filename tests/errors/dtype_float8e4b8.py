@@ -6,4 +6,4 @@ import tessera.language as tl
 @tessera.jit
 def k(x_ptr):
     x = tl.load(x_ptr + tl.arange(0, 16))
-    tl.store(x_ptr + tl.arange(0, 16), x.to(tl.float8e4b15).to(tl.float32))
+    tl.store(x_ptr + tl.arange(0, 16), x.to(tl.float8e4b8).to(tl.float32))
