@@ -682,11 +682,11 @@ def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=F
         c["TMA"] = c["WARP_SPECIALIZE"] = False
     if _is_torch(q):
         import torch
-        o = torch.empty((B, H, N, D), dtype=torch.bfloat16, device=q.device)
+        bf16 = torch.bfloat16
     else:
         import ml_dtypes
-        import numpy as np
-        o = np.empty((B, H, N, D), ml_dtypes.bfloat16)
+        bf16 = ml_dtypes.bfloat16
+    o = _empty(q, (B, H, N, D), bf16)
     lse = _empty(q, (B, H, N), _fp32(q))
     if B * H * N == 0:
         return (o, lse) if return_lse else o
