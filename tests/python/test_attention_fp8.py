@@ -157,3 +157,70 @@ def test_errors():
         tk.attention_fp8(q8[..., :32], k8[..., :32], vt[:, :, :32])
     with pytest.raises(ValueError, match="BLOCK_N must be a power of two"):
         tk.attention_fp8(q8, k8, vt, config={"BLOCK_N": 176})
+
+
+# ------------------------------------------------------------------ sm_90a PTX, ptxas, SASS
+
+KERNEL_FILE = ROOT / "kernels" / "attention.py"
+
+
+def signature(tma, D, BLOCK_N):
+    """What a launch of attention_fp8 on packed CUDA tensors specialises to (V^T: stride_vn 1)."""
+    import inspect
+    from tessera.kernels import _files
+    out = []
+    for name, p in inspect.signature(_files.load("attention").attn_fwd_fp8_kernel.fn).parameters.items():
+        if "constexpr" in str(p.annotation):
+            continue
+        if name in ("stride_qd", "stride_kd", "stride_od", "stride_vn"):
+            out.append("i32:1")
+        elif name.startswith("stride_"):
+            out.append("i32:16")
+        elif name in ("H", "H_KV", "N_Q", "N_KV"):
+            out.append("i32")
+        elif name == "sm_scale":
+            out.append("fp32")
+        elif name == "K" and tma:
+            out.append(f"tensordesc<fp8e4nv[{BLOCK_N},{D}]>")
+        elif name == "V" and tma:
+            out.append(f"tensordesc<fp8e4nv[{D},{BLOCK_N}]>")
+        else:
+            out.append({"Q": "*fp8e4nv", "K": "*fp8e4nv", "V": "*fp8e4nv", "O": "*bf16"}.get(name, "*fp32") + ":16")
+    return ",".join(out)
+
+
+def compile_default(D, causal, tma=True):
+    c = tk.attention_fp8_config(D, causal, wgmma=True)
+    return tessera.compile(str(KERNEL_FILE), kernel="attn_fwd_fp8_kernel", signature=signature(tma, D, c["BLOCK_N"]),
+                           constexprs={"HEAD_DIM": D, "BLOCK_M": c["BLOCK_M"], "BLOCK_N": c["BLOCK_N"],
+                                       "CAUSAL": causal, "TMA": tma, "WARP_SPECIALIZE": tma and c["WARP_SPECIALIZE"]},
+                           num_warps=c["num_warps"], num_stages=c["num_stages"], maxnreg=c["maxnreg"],
+                           target="sm_90a")
+
+
+@pytest.mark.parametrize("tma", [True, False], ids=["tma", "pointers"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
+    """Both dots on fp8 wgmma (e4m3 x e4m3, k = 32: QGMMA ... E4M3 in the SASS), P rounded with
+    cvt.rn.satfinite, no spills under ptxas -v; TMA: K and V^T copied by the TMA unit from a
+    producer warpgroup (setmaxnreg)."""
+    from test_vectorized_access import sass
+    k = compile_default(D, causal, tma)
+    ptx = k.asm["ptx"]
+    assert k.metadata.shared <= 227 * 1024
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
+    assert "f16" not in re.sub(r"bf16", "", "".join(re.findall(r"wgmma\.mma_async[\w.]*", ptx)))
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx
+    if tma:
+        assert "cp.async.bulk.tensor.2d" in ptx and "setmaxnreg" in ptx
+    path = tmp_path / "fwd.ptx"
+    path.write_text(ptx)
+    proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "fwd.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 bytes spill stores" in proc.stderr and "0 bytes spill loads" in proc.stderr, proc.stderr
+    assert "C7514" not in proc.stderr and "C7519" not in proc.stderr, proc.stderr
+    text = sass(tmp_path, path)
+    assert re.search(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3", text), "no fp8 wgmma in the SASS"
+    assert not re.search(r"\bHGMMA\b", text)
