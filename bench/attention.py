@@ -28,7 +28,7 @@ with per-tensor descales, O bf16; provider tessera_fp8) beside tessera's bf16 fo
 shapes (tessera_bf16: tk.attention_forward, its table's blocks) and torch's flash SDPA in bf16,
 same run. Inputs: the bf16 tensors of the other benchmark, quantised per tensor (amax / 448);
 V^T made contiguous once, outside the timing. Checked before timing against torch's bf16 SDPA on
-the dequantised inputs (normwise, fp8 <= 3e-2, bf16 <= 1e-2). --sweep adds tessera_fp8_* block
+the dequantised inputs (normwise, fp8 <= 5e-2, bf16 <= 1e-2). --sweep adds tessera_fp8_* block
 configs (FP8_SWEEP). Acceptance (issue 30): D128 N16k tessera_fp8 >= 1.4x tessera_bf16.
 """
 import importlib.util
@@ -234,7 +234,7 @@ def fp8_check(x, provider, fn):
     torch.cuda.synchronize()
     if "fp8" in provider:
         ref = torch.nn.functional.scaled_dot_product_attention(*x["deq"], is_causal=x["causal"])  # fp32 math
-        harness.check_close(out, ref, 3e-2, f"{provider} forward (against the dequantised inputs)")
+        harness.check_close(out, ref, 5e-2, f"{provider} forward (against the dequantised inputs)")
     else:
         harness.check_close(out, torch_flash(x["q"], x["k"], x["v"], x["causal"]), 1e-2, f"{provider} forward")
 

@@ -159,6 +159,20 @@ def test_errors():
         tk.attention_fp8(q8, k8, vt, config={"BLOCK_N": 176})
 
 
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D, BLOCK_M, BLOCK_N", [(64, 128, 128), (128, 128, 128), (128, 128, 64)])
+def test_after_all_passes_with_the_gpu_tiles(monkeypatch, D, BLOCK_M, BLOCK_N, causal):
+    """The IR after the pass pipeline (TESSERA_INTERPRET_PASSES=1; the interpreter's target
+    runs the dots in the tensor-core layouts), with the sm_90a blocks and warps, ragged N."""
+    from tessera.kernels import _files
+    monkeypatch.setenv("TESSERA_INTERPRET_PASSES", "1")
+    monkeypatch.setitem(_files.load("attention").__dict__, "_interpreted", {})
+    run_case(B=1, H=2, Hk=1, N=150, Nk=200, D=D, causal=causal,
+             config=dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=8, num_stages=3), seed=6)
+    ir = _files.load("attention").__dict__["_interpreted"]["attn_fwd_fp8_kernel"]._interpreter.ir()
+    assert "#mma<version=3" in ir  # wgmma, as on sm_90a
+
 # ------------------------------------------------------------------ sm_90a PTX, ptxas, SASS
 
 KERNEL_FILE = ROOT / "kernels" / "attention.py"
