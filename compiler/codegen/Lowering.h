@@ -170,6 +170,8 @@ private:
   llvm::Value *mathOpElement(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x, const ir::Type &t);
   llvm::Value *halfPrecisionErf(llvm::Value *x);
   llvm::Value *castFp8(ir::Operation &op, llvm::Value *x, const ir::Type &from, const ir::Type &to);
+  // Two f32 registers to fp8 with one cvt.rn.satfinite (sm_90): {low byte = lo, high = hi} as i16.
+  llvm::Value *narrowPairToFp8(llvm::Value *lo, llvm::Value *hi, ir::ScalarType to);
   llvm::Value *widenFp8Bits(llvm::Value *x, const ir::Type &from); // f16 (e5m2) or f32 (e4m3)
   // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)
   void lowerShapeOp(ir::Operation &op);

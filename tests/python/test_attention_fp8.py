@@ -217,7 +217,7 @@ def compile_default(D, causal, tma=True):
 @pytest.mark.parametrize("D", [64, 128])
 def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     """Both dots on fp8 wgmma (e4m3 x e4m3, k = 32: QGMMA ... E4M3 in the SASS), P rounded with
-    cvt.rn.satfinite, no spills under ptxas -v; TMA: K and V^T copied by the TMA unit from a
+    cvt.rn.satfinite two elements at a time, no spills under ptxas -v; TMA: K and V^T copied by the TMA unit from a
     producer warpgroup (setmaxnreg)."""
     from test_vectorized_access import sass
     k = compile_default(D, causal, tma)
@@ -225,7 +225,8 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     assert k.metadata.shared <= 227 * 1024
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
     assert "f16" not in re.sub(r"bf16", "", "".join(re.findall(r"wgmma\.mma_async[\w.]*", ptx)))
-    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx
+    # P: one cvt.rn.satfinite per two elements (a 128 x 128 tile over 256 threads: 32 a sweep).
+    assert ptx.count("cvt.rn.satfinite.e4m3x2.f32") == 2 * 32
     if tma:
         assert "cp.async.bulk.tensor.2d" in ptx and "setmaxnreg" in ptx
     path = tmp_path / "fwd.ptx"
