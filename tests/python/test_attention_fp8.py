@@ -229,6 +229,11 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     assert ptx.count("cvt.rn.satfinite.e4m3x2.f32") == 2 * 32
     if tma:
         assert "cp.async.bulk.tensor.2d" in ptx and "setmaxnreg" in ptx
+    # P V takes P from registers (its 8-bit A fragments exchanged across each quad of lanes:
+    # two shfl and two prmt per 16 k-columns), not through shared memory.
+    pv = re.findall(r"k32\.f32\.e4m3\.e4m3 \{[^}]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}", ptx)
+    assert len(pv) == 2 * (128 // 32), len(pv)  # two sweeps, BLOCK_N / 32 wgmmas each
+    assert ptx.count("prmt.b32") == 2 * 2 * (128 // 16)
     path = tmp_path / "fwd.ptx"
     path.write_text(ptx)
     proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "fwd.cubin")],
@@ -239,3 +244,17 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     text = sass(tmp_path, path)
     assert re.search(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3", text), "no fp8 wgmma in the SASS"
     assert not re.search(r"\bHGMMA\b", text)
+
+
+def test_fp8_register_a_can_be_switched_off(monkeypatch):
+    """TESSERA_WGMMA_FP8_REGISTER_A=0 (an A/B switch for the benchmark): P V's A is staged
+    through shared memory again (a descriptor operand)."""
+    from lang_support import compile_kernel
+    sig = "*u8:16,*u8:16,*u8:16,*fp32:16,*fp32:16"
+    consts = {"E5": 0, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    on = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", sig, consts, "sm_90a", extra=["--num-warps", "4"])
+    off = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", sig, consts, "sm_90a", extra=["--num-warps", "4"],
+                         env={"TESSERA_WGMMA_FP8_REGISTER_A": "0", "TESSERA_CACHE": "off"})
+    register_a = r"k32\.f32\.e4m3\.e4m3 \{[^}]*\}, \{%r"
+    assert re.search(register_a, on) and "prmt.b32" in on
+    assert not re.search(register_a, off) and "prmt.b32" not in off
