@@ -610,7 +610,7 @@ def _descale(d, name, like):
         if not value > 0 or value == float("inf"):  # the softmax takes the maximum of the raw scores
             raise ValueError(f"attention_fp8: {name} must be positive and finite, got {value}")
         return np.asarray(d, np.float32).reshape(1)
-    return d.reshape(1)  # a pointer to its element
+    return d if tuple(d.shape) == (1,) else d.reshape(1)  # a pointer to its element
 
 
 def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=False, sm_scale=None,
