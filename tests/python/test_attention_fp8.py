@@ -246,15 +246,20 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     assert not re.search(r"\bHGMMA\b", text)
 
 
-def test_fp8_register_a_can_be_switched_off(monkeypatch):
+def test_fp8_register_a_can_be_switched_off(monkeypatch, tmp_path):
     """TESSERA_WGMMA_FP8_REGISTER_A=0 (an A/B switch for the benchmark): P V's A is staged
-    through shared memory again (a descriptor operand)."""
-    from lang_support import compile_kernel
-    sig = "*u8:16,*u8:16,*u8:16,*fp32:16,*fp32:16"
-    consts = {"E5": 0, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
-    on = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", sig, consts, "sm_90a", extra=["--num-warps", "4"])
-    off = compile_kernel("dot_fp8.py", "chain_dot_fp8_p_kernel", sig, consts, "sm_90a", extra=["--num-warps", "4"],
-                         env={"TESSERA_WGMMA_FP8_REGISTER_A": "0", "TESSERA_CACHE": "off"})
+    through shared memory again (a descriptor operand). The switch is part of the kernel-cache
+    key when off: the same kernel compiled both ways into one cache gives both."""
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path))
+
+    def ptx():
+        return tessera.compile(str(ROOT / "tests/python/lang_kernels/dot_fp8.py"), kernel="chain_dot_fp8_p_kernel",
+                               signature="*u8:16,*u8:16,*u8:16,*fp32:16,*fp32:16",
+                               constexprs={"E5": 0, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4,
+                               target="sm_90a").asm["ptx"]
     register_a = r"k32\.f32\.e4m3\.e4m3 \{[^}]*\}, \{%r"
+    on = ptx()
+    monkeypatch.setenv("TESSERA_WGMMA_FP8_REGISTER_A", "0")
+    off = ptx()
     assert re.search(register_a, on) and "prmt.b32" in on
     assert not re.search(register_a, off) and "prmt.b32" not in off
