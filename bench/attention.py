@@ -62,10 +62,13 @@ SWEEP_TRITON = [(64, 128, 4, 2), (64, 128, 4, 3), (128, 64, 8, 3), (128, 128, 8,
 SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8, 128, 32, 8, 2),
              (64, 64, 4, 64, 64, 4, 3), (64, 128, 8, 128, 64, 8, 2), (32, 32, 8, 128, 64, 8, 2)]
 
-# --fp8 --sweep: (BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg, TMA, WARP_SPECIALIZE) for tk.attention_fp8.
-FP8_SWEEP = [(128, 128, 8, 3, None, True, True), (128, 128, 8, 2, None, True, True), (128, 128, 8, 3, None, True, False),
-             (128, 256, 8, 2, None, True, True), (128, 64, 8, 3, None, True, True), (64, 128, 4, 3, None, True, False),
-             (128, 128, 8, 3, None, False, False)]
+# --fp8 --sweep: (BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg, TMA, WARP_SPECIALIZE, PINGPONG) for
+# tk.attention_fp8.
+FP8_SWEEP = [(128, 128, 8, 3, None, True, True, False), (128, 128, 8, 2, None, True, True, False),
+             (128, 128, 8, 3, None, True, False, False), (128, 256, 8, 2, None, True, True, False),
+             (128, 64, 8, 3, None, True, True, False), (64, 128, 4, 3, None, True, False, False),
+             (128, 128, 8, 3, None, False, False, False), (128, 128, 8, 3, None, True, True, True),
+             (128, 128, 8, 3, None, True, False, True)]
 
 ONLY_HEAD_DIMS = None  # --head-dims 64,128: a subset of HEAD_DIMS
 ONLY_NS = None  # --ns 16384: a subset of NS
@@ -220,11 +223,11 @@ def fp8_providers(sweep=False):
            "tessera_bf16": lambda x: lambda: tk.attention_forward(x["q"], x["k"], x["v"], x["causal"])[0],
            "torch_bf16": lambda x: lambda: torch_flash(x["q"], x["k"], x["v"], x["causal"])}
     if sweep:
-        for bm, bn, w, st, regs, tma, ws in FP8_SWEEP:
+        for bm, bn, w, st, regs, tma, ws, pp in FP8_SWEEP:
             name = f"tessera_fp8_{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "") + ("_tma" if tma else "") + \
-                ("ws" if ws else "")
+                ("ws" if ws else "") + ("pp" if pp else "")
             out[name] = fp8({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st, "maxnreg": regs,
-                             "TMA": tma, "WARP_SPECIALIZE": ws})
+                             "TMA": tma, "WARP_SPECIALIZE": ws, "PINGPONG": pp})
     return out
 
 

@@ -274,13 +274,14 @@ def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, st
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK_KEYS: tl.constexpr,
                      DIAGONAL: tl.constexpr, TMA: tl.constexpr = False, kv_row0=0, vt_row0=0,
-                     WARP_SPECIALIZE: tl.constexpr = False):
+                     WARP_SPECIALIZE: tl.constexpr = False, PINGPONG: tl.constexpr = False):
     """_fwd_block_sweep for fp8: keys lo..hi into (acc, l_i, m_i). K^T is read [HEAD_DIM,
     BLOCK_N] (head dim contiguous in K: the K-major B of Q K^T), V as the transpose of a
     [HEAD_DIM, BLOCK_N] block of V^T (keys contiguous: the K-major B of P V). Any strides work
     through pointers (others are transposed on the way to shared memory, slower). TMA: k_base
     is a descriptor over K's (rows, HEAD_DIM) view from row kv_row0, vt_base one over V^T's
-    (B * H_KV * HEAD_DIM, N_KV) view, this head's rows from vt_row0."""
+    (B * H_KV * HEAD_DIM, N_KV) view, this head's rows from vt_row0. PINGPONG: as in
+    _fwd_block_sweep (two warpgroups take turns to issue their dots)."""
     offs_nb = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         offs_n = start_n + offs_nb
@@ -290,7 +291,11 @@ def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, st
         else:
             kt = _load_keys(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
                             key_ok[None, :], MASK_KEYS)
+        if PINGPONG:
+            tl.pingpong_wait()
         s = tl.dot(q, kt)
+        if PINGPONG:
+            tl.pingpong_pass()
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
@@ -302,7 +307,12 @@ def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, st
                             key_ok[None, :], MASK_KEYS)
             v = tl.trans(vt)
         acc = acc * alpha[:, None]
-        acc += tl.dot(p.to(tl.float8e4nv), v)
+        p8 = p.to(tl.float8e4nv)
+        if PINGPONG:
+            tl.pingpong_wait()
+        acc += tl.dot(p8, v)
+        if PINGPONG:
+            tl.pingpong_pass()
     return acc, l_i, m_i
 
 
@@ -314,13 +324,15 @@ def attn_fwd_fp8_kernel(Q, K, V, O, LSE, Q_DESCALE, K_DESCALE, V_DESCALE,
                         stride_ob, stride_oh, stride_on, stride_od,
                         H, H_KV, N_Q, N_KV, sm_scale,
                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        CAUSAL: tl.constexpr, TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False):
+                        CAUSAL: tl.constexpr, TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
+                        PINGPONG: tl.constexpr = False):
     """The fp8 forward: Q, K, V float8e4nv, *_DESCALE one fp32 each, O bf16 (or any float type),
     LSE fp32. V's strides are those of V[b, h, n, d] whatever its storage; V^T storage (keys
     contiguous, stride_vn == 1) is the fast one. Grid: (cdiv(N_Q, BLOCK_M), B * H); causal
     as attn_fwd_kernel. TMA (Hopper): K a descriptor over (B * H_KV * N_KV, HEAD_DIM), blocks
     [BLOCK_N, HEAD_DIM], V one over V^T's (B * H_KV * HEAD_DIM, N_KV), blocks [HEAD_DIM,
-    BLOCK_N]; N_KV a multiple of BLOCK_N. WARP_SPECIALIZE (TMA): a producer warpgroup."""
+    BLOCK_N]; N_KV a multiple of BLOCK_N. WARP_SPECIALIZE (TMA): a producer warpgroup.
+    PINGPONG (8 warps): the two warpgroups take turns to issue their dots (FlashAttention-3)."""
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -360,12 +372,16 @@ def attn_fwd_fp8_kernel(Q, K, V, O, LSE, Q_DESCALE, K_DESCALE, V_DESCALE,
     else:
         hi_free = N_KV // BLOCK_N * BLOCK_N
         hi = N_KV
+    if PINGPONG:
+        tl.pingpong_start()
     acc, l_i, m_i = _fp8_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                      offs_m, offs_d, 0, hi_free, N_KV, qk_scale, BLOCK_N, HEAD_DIM, False, False,
-                                     TMA, kv_row0, vt_row0, WARP_SPECIALIZE)
+                                     TMA, kv_row0, vt_row0, WARP_SPECIALIZE, PINGPONG)
     acc, l_i, m_i = _fp8_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                      offs_m, offs_d, hi_free, hi, N_KV, qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL,
-                                     TMA, kv_row0, vt_row0)
+                                     TMA, kv_row0, vt_row0, False, PINGPONG)
+    if PINGPONG:
+        tl.pingpong_end()
 
     inv_l = tl.load(V_DESCALE) / l_i
     out = acc * inv_l[:, None]

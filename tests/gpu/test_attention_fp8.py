@@ -99,8 +99,8 @@ def test_v_not_transposed(D):
 
 @pytest.mark.parametrize("config", [
     {"BLOCK_N": 64}, {"BLOCK_N": 256, "num_stages": 2}, {"num_stages": 2}, {"WARP_SPECIALIZE": False},
-    {"TMA": False}, {"BLOCK_M": 64, "num_warps": 4},
-], ids=["n64", "n256s2", "s2", "nows", "pointers", "m64w4"])
+    {"TMA": False}, {"BLOCK_M": 64, "num_warps": 4}, {"PINGPONG": True}, {"PINGPONG": True, "WARP_SPECIALIZE": False},
+], ids=["n64", "n256s2", "s2", "nows", "pointers", "m64w4", "pingpong", "pingpong-nows"])
 @pytest.mark.parametrize("D", [64, 128])
 def test_other_blocks(config, D):
     run_case(B=1, H=4, Hk=4, N=1024, Nk=1024, D=D, causal=True, config=config)

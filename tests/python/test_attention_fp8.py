@@ -89,6 +89,11 @@ def test_head_dim_128_and_different_lengths(causal):
     run_case(B=1, H=2, Hk=1, N=24, Nk=56, D=128, causal=causal, seed=1)
 
 
+def test_pingpong_schedule_computes_the_same():
+    """PINGPONG only orders the warpgroups' dots (a no-op in the interpreter): same result."""
+    run_case(B=1, H=2, Hk=1, N=40, Nk=40, D=64, causal=True, config=dict(SMALL, PINGPONG=True), seed=8)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_v_not_transposed(causal):
     """v_layout='bhnd': V itself, transposed on its way to the dot."""

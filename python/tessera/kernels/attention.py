@@ -560,13 +560,14 @@ FP8_HEAD_DIMS = (64, 128)
 
 def attention_fp8_config(head_dim, causal=False, wgmma=None):
     """The fp8 forward's launch configuration (a fresh dict): BLOCK_M, BLOCK_N, num_warps,
-    num_stages, maxnreg, TMA (taken where the tensors allow it), WARP_SPECIALIZE."""
+    num_stages, maxnreg, TMA (taken where the tensors allow it), WARP_SPECIALIZE, PINGPONG (8
+    warps: the two warpgroups take turns at the tensor cores; off by default, not yet timed)."""
     if head_dim not in FP8_HEAD_DIMS:
         raise ValueError(f"attention_fp8: head dim {head_dim} is not supported (one of {FP8_HEAD_DIMS})")
     hopper = wgmma_target() if wgmma is None else wgmma
     bm, bn, warps, stages, maxnreg = HOPPER_FP8_FORWARD[(head_dim, bool(causal))] if hopper else FP8_FORWARD
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages, "maxnreg": maxnreg,
-            "TMA": bool(hopper), "WARP_SPECIALIZE": bool(hopper) and warps == 8 and maxnreg is None}
+            "TMA": bool(hopper), "WARP_SPECIALIZE": bool(hopper) and warps == 8 and maxnreg is None, "PINGPONG": False}
 
 
 def _fp8_dtype_problem(x):
@@ -701,8 +702,8 @@ def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=F
     kern[(_cdiv(N, c["BLOCK_M"]), B * H)](
         q, kk, vv, o, lse, *descales, *_strides(q), *sk, *sv, *_strides(o), H, Hk, N, Nk, float(sm_scale),
         HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal), TMA=bool(c["TMA"]),
-        WARP_SPECIALIZE=bool(c["WARP_SPECIALIZE"]), num_warps=c["num_warps"], num_stages=c["num_stages"],
-        maxnreg=c["maxnreg"])
+        WARP_SPECIALIZE=bool(c["WARP_SPECIALIZE"]), PINGPONG=bool(c["PINGPONG"]), num_warps=c["num_warps"],
+        num_stages=c["num_stages"], maxnreg=c["maxnreg"])
     return (o, lse) if return_lse else o
 
 
