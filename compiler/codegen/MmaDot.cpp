@@ -151,10 +151,25 @@ std::vector<Value *> KernelLowering::fp8AFragmentFromRegisters(ir::Value *a, con
   Type *i32Ty = b_.getInt32Ty();
   auto byte = [&](unsigned row, unsigned col) { return b_.CreateZExt(p[layout.regNumber({row, col})], i32Ty); };
   const unsigned rowG = static_cast<unsigned>(2 * mi); // register row index 2mi + h: row g + 8h
-  auto tileWord = [&](unsigned tile) { // register column index 2n + j: column 8n + 2t + j
-    return b_.CreateOr(b_.CreateOr(byte(rowG, 2 * tile), b_.CreateShl(byte(rowG, 2 * tile + 1), 8)),
-                       b_.CreateOr(b_.CreateShl(byte(rowG + 1, 2 * tile), 16),
-                                   b_.CreateShl(byte(rowG + 1, 2 * tile + 1), 24)));
+  // Two bytes that one paired conversion made (Elementwise.cpp: trunc(pair), trunc(pair >> 8))
+  // are that pair's 16 bits already.
+  auto pairedConversion = [](Value *lo, Value *hi) -> Value * {
+    auto *tlo = dyn_cast<TruncInst>(lo), *thi = dyn_cast<TruncInst>(hi);
+    auto *shr = thi ? dyn_cast<BinaryOperator>(thi->getOperand(0)) : nullptr;
+    if (!tlo || !shr || shr->getOpcode() != Instruction::LShr || shr->getOperand(0) != tlo->getOperand(0))
+      return nullptr;
+    auto *amount = dyn_cast<ConstantInt>(shr->getOperand(1));
+    return amount && amount->getZExtValue() == 8 && tlo->getOperand(0)->getType()->isIntegerTy(16)
+               ? tlo->getOperand(0)
+               : nullptr;
+  };
+  auto rowPair = [&](unsigned row, unsigned tile) -> Value * { // register column index 2n + j: 8n + 2t + j
+    Value *lo = p[layout.regNumber({row, 2 * tile})], *hi = p[layout.regNumber({row, 2 * tile + 1})];
+    if (Value *pair = pairedConversion(lo, hi)) return b_.CreateZExt(pair, i32Ty);
+    return b_.CreateOr(byte(row, 2 * tile), b_.CreateShl(byte(row, 2 * tile + 1), 8));
+  };
+  auto tileWord = [&](unsigned tile) {
+    return b_.CreateOr(rowPair(rowG, tile), b_.CreateShl(rowPair(rowG + 1, tile), 16));
   };
   Value *t = b_.CreateAnd(lane_, b_.getInt32(3));
   Value *quad = b_.CreateAnd(lane_, b_.getInt32(~3u));

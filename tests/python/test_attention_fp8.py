@@ -239,6 +239,8 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     pv = re.findall(r"k32\.f32\.e4m3\.e4m3 \{[^}]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}", ptx)
     assert len(pv) == 2 * (128 // 32), len(pv)  # two sweeps, BLOCK_N / 32 wgmmas each
     assert ptx.count("prmt.b32") == 2 * 2 * (128 // 16)
+    # The exchanged words are built from the cvt pairs' 16 bits, not byte by byte.
+    assert "shr.u16" not in ptx and "and.b16" not in ptx
     path = tmp_path / "fwd.ptx"
     path.write_text(ptx)
     proc = subprocess.run([str(PTXAS), "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "fwd.cubin")],
