@@ -250,6 +250,8 @@ def test_sm90a_fp8_wgmma_without_spills(D, causal, tma, tmp_path):
     assert "C7514" not in proc.stderr and "C7519" not in proc.stderr, proc.stderr
     text = sass(tmp_path, path)
     assert re.search(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3", text), "no fp8 wgmma in the SASS"
+    assert re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3 R\d+, R\d+, gdesc", text), "P V's A not from registers"
+    assert not re.search(r"\b(LDL|STL)\b", text)
     assert not re.search(r"\bHGMMA\b", text)
 
 
