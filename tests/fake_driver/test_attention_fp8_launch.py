@@ -61,3 +61,4 @@ def test_e5m2_is_refused(fake):
     q, k, v, scales = inputs(1, 2, 2, 128, 128, 64)
     with pytest.raises(TypeError, match="float8_e5m2; attention_fp8 takes float8_e4m3fn only"):
         tk.attention_fp8(q, torch.empty((1, 2, 128, 64), dtype=torch.float8_e5m2), v, *scales)
+

@@ -640,6 +640,12 @@ def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=F
                              "arrays (the host interpreter)")
     if len({_on_gpu(x) for x in (q, k, v)}) != 1 or (_on_gpu(q) and len({q.device, k.device, v.device}) != 1):
         raise ValueError("attention_fp8: q, k, v must be on one device")
+    if _on_gpu(q):
+        from .. import _ext
+        arch = _ext.require().target_arch(q.device.index or 0)
+        if arch not in ("sm_90", "sm_90a"):  # codegen: conversions to fp8 need sm_90
+            raise NotImplementedError(f"attention_fp8: needs an sm_90 GPU (Hopper), which rounds P to fp8 with "
+                                      f"cvt.rn.satfinite.e4m3x2; this one is {arch}")
     B, H, N, D = q.shape
     Bk, Hk, Nk, Dk = k.shape
     sv = _strides(v)
