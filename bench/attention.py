@@ -26,6 +26,15 @@ and tessera_tmawspp_* (with PINGPONG).
     python3 bench/attention.py [--quick] [--out DIR] [--providers tessera,torch,cudnn,triton]
                                [--sweep]   # also time other tessera block configs
                                [--fwd-only | --bwd-only] [--bf16-only] [--head-dims 64]
+    python3 bench/attention.py --fp8 [--quick] [--sweep] [--head-dims 128] [--ns 16384]
+
+--fp8 (benchmark "attention_fp8", instead of the others): tk.attention_fp8 (e4m3 Q, K and V^T
+with per-tensor descales, O bf16; provider tessera_fp8) beside tessera's bf16 forward at the same
+shapes (tessera_bf16: tk.attention_forward, its table's blocks) and torch's flash SDPA in bf16,
+same run. Inputs: the bf16 tensors of the other benchmark, quantised per tensor (amax / 448);
+V^T made contiguous once, outside the timing. Checked before timing against torch's bf16 SDPA on
+the dequantised inputs (normwise, fp8 <= 5e-2, bf16 <= 1e-2). --sweep adds tessera_fp8_* block
+configs (FP8_SWEEP). Acceptance (issue 30): D128 N16k tessera_fp8 >= 1.4x tessera_bf16.
 """
 import importlib.util
 import pathlib
@@ -60,7 +69,16 @@ SWEEP_BWD = [(64, 64, 4, 64, 64, 4, 2), (64, 64, 4, 128, 64, 8, 2), (32, 128, 8,
 # --sweep, backward in one pass (BWD_FUSED): (FUSED_BLOCK_M, FUSED_BLOCK_N, warps, stages).
 SWEEP_BWD_FUSED = [(64, 128, 8, 2), (64, 128, 8, 3), (64, 64, 4, 2), (64, 64, 4, 3), (32, 128, 8, 2), (128, 128, 8, 2)]
 
+# --fp8 --sweep: (BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg, TMA, WARP_SPECIALIZE, PINGPONG) for
+# tk.attention_fp8.
+FP8_SWEEP = [(128, 128, 8, 3, None, True, True, False), (128, 128, 8, 2, None, True, True, False),
+             (128, 128, 8, 3, None, True, False, False), (128, 256, 8, 2, None, True, True, False),
+             (128, 64, 8, 3, None, True, True, False), (64, 128, 4, 3, None, True, False, False),
+             (128, 128, 8, 3, None, False, False, False), (128, 128, 8, 3, None, True, True, True),
+             (128, 128, 8, 3, None, True, False, True)]
+
 ONLY_HEAD_DIMS = None  # --head-dims 64,128: a subset of HEAD_DIMS
+ONLY_NS = None  # --ns 16384: a subset of NS
 ONLY_BF16 = False  # --bf16-only: the forward in bf16 only (the dtype issue 7 and 8 measure)
 _triton_module = None
 
@@ -183,6 +201,74 @@ def providers(sweep=False):
     return out
 
 
+def fp8_quantise(x):
+    """(x in float8_e4m3fn, descale as a one-element fp32 tensor): per-tensor, amax at 448."""
+    import torch
+    descale = (x.abs().amax().float() / 448.0).reshape(1)
+    return (x.float() / descale).to(torch.float8_e4m3fn), descale
+
+
+def fp8_cases():
+    import torch
+    out = []
+    for D in (ONLY_HEAD_DIMS or HEAD_DIMS):
+        for N in (ONLY_NS or NS):
+            for causal in (False, True):
+                def make(D=D, N=N, causal=causal):
+                    B, H = max(1, TOKENS // N), MODEL_DIM // D
+                    t = lambda: torch.randn((B, H, N, D), device="cuda", dtype=torch.bfloat16)  # noqa: E731
+                    x = {"q": t(), "k": t(), "v": t(), "causal": causal, "mode": "fwd"}
+                    (x["q8"], x["qd"]), (x["k8"], x["kd"]), (v8, x["vd"]) = (fp8_quantise(x[n]) for n in "qkv")
+                    x["vt8"] = v8.transpose(2, 3).contiguous()
+                    # The reference's inputs: the dequantised fp8 values, in fp32.
+                    x["deq"] = [a.float() * d for a, d in ((x["q8"], x["qd"]), (x["k8"], x["kd"]), (v8, x["vd"]))]
+                    return x
+                out.append((f"D{D} N{N}{' causal' if causal else ''}", make))
+    return out
+
+
+def fp8_providers(sweep=False):
+    import tessera.kernels as tk
+
+    def fp8(config=None):
+        return lambda x: lambda: tk.attention_fp8(x["q8"], x["k8"], x["vt8"], x["qd"], x["kd"], x["vd"], x["causal"],
+                                                  config=config)
+    out = {"tessera_fp8": fp8(),
+           "tessera_bf16": lambda x: lambda: tk.attention_forward(x["q"], x["k"], x["v"], x["causal"])[0],
+           "torch_bf16": lambda x: lambda: torch_flash(x["q"], x["k"], x["v"], x["causal"])}
+    if sweep:
+        for bm, bn, w, st, regs, tma, ws, pp in FP8_SWEEP:
+            name = f"tessera_fp8_{bm}x{bn}w{w}s{st}" + (f"r{regs}" if regs else "") + ("_tma" if tma else "") + \
+                ("ws" if ws else "") + ("pp" if pp else "")
+            out[name] = fp8({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": st, "maxnreg": regs,
+                             "TMA": tma, "WARP_SPECIALIZE": ws, "PINGPONG": pp})
+    return out
+
+
+def fp8_check(x, provider, fn):
+    import torch
+    out = fn()
+    torch.cuda.synchronize()
+    if "fp8" in provider:
+        ref = torch.nn.functional.scaled_dot_product_attention(*x["deq"], is_causal=x["causal"])  # fp32 math
+        harness.check_close(out, ref, 5e-2, f"{provider} forward (against the dequantised inputs)")
+    else:
+        harness.check_close(out, torch_flash(x["q"], x["k"], x["v"], x["causal"]), 1e-2, f"{provider} forward")
+
+
+def run_fp8(options):
+    results = harness.run_benchmark("attention_fp8", fp8_cases(), fp8_providers(getattr(options, "sweep", False)),
+                                    flops, options, check=fp8_check)
+    print("(attention_fp8: the GB/s column above is GFLOP/s)")
+    for row in results["rows"]:
+        g = row["gbps"]
+        ratio = f" fp8/bf16={g['tessera_fp8'] / g['tessera_bf16']:.2f}x" if "tessera_fp8" in g and "tessera_bf16" in g \
+            else ""
+        print(f"attention_fp8 {row['case']:<20}", " ".join(f"{p}={v / 1000:.1f}" for p, v in g.items()),
+              "TFLOP/s" + ratio, row["errors"] or "")
+    return [results]
+
+
 def check(x, provider, fn):
     import torch
     out = fn()
@@ -202,7 +288,7 @@ def cases(mode):
     out = []
     for dtype in (DTYPES if mode == "fwd" and not ONLY_BF16 else ["bfloat16"]):
         for D in (ONLY_HEAD_DIMS or HEAD_DIMS):
-            for N in NS:
+            for N in (ONLY_NS or NS):
                 for causal in (False, True):
                     def make(dtype=dtype, D=D, N=N, causal=causal):
                         B, H = max(1, TOKENS // N), MODEL_DIM // D
@@ -242,11 +328,14 @@ if __name__ == "__main__":
     ap.add_argument("--bwd-only", action="store_true", help="skip the forward benchmark")
     ap.add_argument("--head-dims", default="", help="comma-separated subset of the head dims (default 64,128)")
     ap.add_argument("--bf16-only", action="store_true", help="forward in bf16 only (default: fp16 and bf16)")
+    ap.add_argument("--fp8", action="store_true", help="the FP8 forward beside the bf16 one (benchmark attention_fp8)")
+    ap.add_argument("--ns", default="", help="comma-separated subset of the sequence lengths (default 1024,4096,16384)")
     opts = harness.parse(ap)
+    ONLY_NS = [int(n) for n in opts.ns.split(",")] if opts.ns else None
     ONLY_BF16 = opts.bf16_only
     ONLY_HEAD_DIMS = [int(d) for d in opts.head_dims.split(",")] if opts.head_dims else None
     reason = harness.skip_reason()
     if reason:
         print(f"attention benchmark skipped: {reason}")
         sys.exit(0)
-    run(opts)
+    run_fp8(opts) if opts.fp8 else run(opts)

@@ -244,6 +244,154 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     tl.store(LSE + off_bh.to(tl.int64) * N_Q + offs_m, lse, mask=row_ok)
 
 
+# ------------------------------------------------------------------ fp8 forward
+# Q, K and V in float8_e4m3fn with per-tensor fp32 descale factors (the dequantised x is its fp8
+# value times the descale), both dots on fp8 tensor cores with fp32 accumulation, O in bf16 and
+# LSE as attn_fwd_kernel writes it (docs/attention.md, "FP8 forward"). S = Q K^T is scaled by
+# q_descale * k_descale with sm_scale (one factor, folded into the softmax's qk_scale). P is
+# quantised to e4m3 for P V as 2^P_SHIFT * exp2(score - row max): the shift (free: it is folded
+# into the exponent) puts P in [0, 256] instead of [0, 1], where e4m3 keeps its 3 mantissa bits
+# down to 2^-14 instead of flushing below 2^-9; the row sum l carries the same factor, so O =
+# acc / l cancels it. V comes as V^T (keys contiguous): the B operand of P V must be K-major for
+# fp8 wgmma, which has no transpose bit.
+P_SHIFT = tl.constexpr(8.0)
+
+
+@tessera.jit
+def _fp8_online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr):
+    """_online_softmax with P scaled by 2^P_SHIFT (l too): the block's P in [0, 2^P_SHIFT]."""
+    if MASKED:
+        s = tl.where(keep, s, -float("inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
+    m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+    p = tl.exp2(s * qk_scale - (m_safe - P_SHIFT)[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
+
+
+@tessera.jit
+def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                     offs_m, offs_d, lo, hi, N_KV, qk_scale,
+                     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK_KEYS: tl.constexpr,
+                     DIAGONAL: tl.constexpr, TMA: tl.constexpr = False, kv_row0=0, vt_row0=0,
+                     WARP_SPECIALIZE: tl.constexpr = False, PINGPONG: tl.constexpr = False):
+    """_fwd_block_sweep for fp8: keys lo..hi into (acc, l_i, m_i). K^T is read [HEAD_DIM,
+    BLOCK_N] (head dim contiguous in K: the K-major B of Q K^T), V as the transpose of a
+    [HEAD_DIM, BLOCK_N] block of V^T (keys contiguous: the K-major B of P V). Any strides work
+    through pointers (others are transposed on the way to shared memory, slower). TMA: k_base
+    is a descriptor over K's (rows, HEAD_DIM) view from row kv_row0, vt_base one over V^T's
+    (B * H_KV * HEAD_DIM, N_KV) view, this head's rows from vt_row0. PINGPONG: as in
+    _fwd_block_sweep (two warpgroups take turns to issue their dots)."""
+    offs_nb = tl.arange(0, BLOCK_N)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        offs_n = start_n + offs_nb
+        key_ok = offs_n < N_KV
+        if TMA:
+            kt = tl.trans(k_base.load([kv_row0 + start_n, 0]))
+        else:
+            kt = _load_keys(k_base + offs_d[:, None] * stride_kd + offs_n[None, :] * stride_kn,
+                            key_ok[None, :], MASK_KEYS)
+        if PINGPONG:
+            tl.pingpong_wait()
+        s = tl.dot(q, kt)
+        if PINGPONG:
+            tl.pingpong_pass()
+        keep = key_ok[None, :]
+        if DIAGONAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        p, alpha, m_i, l_i = _fp8_online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
+        if TMA:
+            v = tl.trans(vt_base.load([vt_row0, start_n]))
+        else:
+            vt = _load_keys(vt_base + offs_d[:, None] * stride_vd + offs_n[None, :] * stride_vn,
+                            key_ok[None, :], MASK_KEYS)
+            v = tl.trans(vt)
+        acc = acc * alpha[:, None]
+        p8 = p.to(tl.float8e4nv)
+        if PINGPONG:
+            tl.pingpong_wait()
+        acc += tl.dot(p8, v)
+        if PINGPONG:
+            tl.pingpong_pass()
+    return acc, l_i, m_i
+
+
+@tessera.jit
+def attn_fwd_fp8_kernel(Q, K, V, O, LSE, Q_DESCALE, K_DESCALE, V_DESCALE,
+                        stride_qb, stride_qh, stride_qn, stride_qd,
+                        stride_kb, stride_kh, stride_kn, stride_kd,
+                        stride_vb, stride_vh, stride_vn, stride_vd,
+                        stride_ob, stride_oh, stride_on, stride_od,
+                        H, H_KV, N_Q, N_KV, sm_scale,
+                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        CAUSAL: tl.constexpr, TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
+                        PINGPONG: tl.constexpr = False):
+    """The fp8 forward: Q, K, V float8e4nv, *_DESCALE one fp32 each, O bf16 (or any float type),
+    LSE fp32. V's strides are those of V[b, h, n, d] whatever its storage; V^T storage (keys
+    contiguous, stride_vn == 1) is the fast one. Grid: (cdiv(N_Q, BLOCK_M), B * H); causal
+    as attn_fwd_kernel. TMA (Hopper): K a descriptor over (B * H_KV * N_KV, HEAD_DIM), blocks
+    [BLOCK_N, HEAD_DIM], V one over V^T's (B * H_KV * HEAD_DIM, N_KV), blocks [HEAD_DIM,
+    BLOCK_N]; N_KV a multiple of BLOCK_N. WARP_SPECIALIZE (TMA): a producer warpgroup.
+    PINGPONG (8 warps): the two warpgroups take turns to issue their dots (FlashAttention-3)."""
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    off_hkv = off_h // (H // H_KV)
+    q_base = Q + off_b * stride_qb + off_h * stride_qh
+    if TMA:
+        k_base = K
+        v_base = V
+        kv_row0 = ((off_b * H_KV + off_hkv) * N_KV).to(tl.int32)
+        vt_row0 = ((off_b * H_KV + off_hkv) * HEAD_DIM).to(tl.int32)
+    else:
+        k_base = K + off_b * stride_kb + off_hkv * stride_kh
+        v_base = V + off_b * stride_vb + off_hkv * stride_vh
+        kv_row0 = 0
+        vt_row0 = 0
+    o_base = O + off_b * stride_ob + off_h * stride_oh
+
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_Q
+    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None], other=0.0)
+
+    # Dequantisation: S = (q_descale * k_descale) * Q K^T, folded into the softmax's scale;
+    # O = v_descale * P V, applied once at the end.
+    qk_scale = sm_scale * LOG2E * (tl.load(Q_DESCALE) * tl.load(K_DESCALE))
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        hi_free = tl.minimum(start_m // BLOCK_N * BLOCK_N, N_KV // BLOCK_N * BLOCK_N)
+        hi = tl.minimum(start_m + BLOCK_M, N_KV)
+    else:
+        hi_free = N_KV // BLOCK_N * BLOCK_N
+        hi = N_KV
+    if PINGPONG:
+        tl.pingpong_start()
+    acc, l_i, m_i = _fp8_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                     offs_m, offs_d, 0, hi_free, N_KV, qk_scale, BLOCK_N, HEAD_DIM, False, False,
+                                     TMA, kv_row0, vt_row0, WARP_SPECIALIZE, PINGPONG)
+    acc, l_i, m_i = _fp8_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                     offs_m, offs_d, hi_free, hi, N_KV, qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL,
+                                     TMA, kv_row0, vt_row0, False, PINGPONG)
+    if PINGPONG:
+        tl.pingpong_end()
+
+    inv_l = tl.load(V_DESCALE) / l_i
+    out = acc * inv_l[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    # l carries 2^P_SHIFT.
+    lse = (m_i + tl.log2(l_i) - P_SHIFT) * LN2
+    tl.store(LSE + off_bh.to(tl.int64) * N_Q + offs_m, lse, mask=row_ok)
+
+
 @tessera.jit
 def _bwd_delta(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od, stride_dob, stride_doh, stride_don,
                stride_dod, H, N_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):

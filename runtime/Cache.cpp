@@ -335,6 +335,7 @@ Key makeKey(std::string_view source, const std::string &kernelName, const std::v
   t += std::string("tensor_cores: ") + (resolved.tensorCores ? "1" : "0") + "\n";
   t += std::string("fp_fusion: ") + (resolved.fpFusion ? "1" : "0") + "\n";
   t += std::string("wgmma: ") + (resolved.wgmma ? "1" : "0") + "\n";
+  if (!resolved.fp8RegisterA) t += "fp8_register_a: 0\n"; // TESSERA_WGMMA_FP8_REGISTER_A=0 (default keys unchanged)
   const std::string &backend = resolved.backend;
   t += "backend: " + backend;
   if (backend == "nvrtc") {

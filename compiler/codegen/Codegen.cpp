@@ -29,6 +29,7 @@ CodegenResult generate(ir::Function &fn, const CodegenOptions &options, bool emi
   lowering.setArch(options.arch);
   lowering.setMaxRegisters(options.maxRegisters);
   lowering.setCompareRuns(options.compareRuns);
+  lowering.setFp8RegisterA(options.fp8RegisterA);
   lowering.run();
   CodegenResult result;
   result.sharedBytes = lowering.sharedBytes();

@@ -40,6 +40,9 @@ struct CodegenOptions {
   // Evaluate a compare once per run of equal results (docs/codegen.md, masks);
   // off only to measure what that saves (TESSERA_COMPARE_RUNS=0).
   bool compareRuns = true;
+  // fp8 wgmma takes a register A (attention's P) from registers, permuted across lanes into
+  // its 8-bit fragments; off (TESSERA_WGMMA_FP8_REGISTER_A=0): staged through shared memory.
+  bool fp8RegisterA = true;
   // libdevice.10.bc, linked when the kernel calls libdevice (f64 math); the
   // driver gives TESSERA_LIBDEVICE's or CUDA_HOME's (ResolvedOptions).
   std::string libdevicePath;

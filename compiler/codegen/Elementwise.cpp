@@ -69,6 +69,21 @@ void KernelLowering::lowerElementwise(ir::Operation &op) {
     define(op.result(), std::move(out));
     return;
   }
+  const ir::Type &castTo = op.result()->type.element();
+  if (op.code == OpCode::Cast && isFp8(castTo) && !op.operand(0)->type.element().pointer &&
+      op.operand(0)->type.element().scalar == ir::ScalarType::F32 &&
+      (arch_ == "sm_90" || arch_ == "sm_90a")) {
+    // f32 -> fp8: two registers per cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (e.g. attention's P).
+    const Regs &in = *operands[0];
+    for (unsigned r = 0; r + 1 < n; r += 2) {
+      Value *pair = narrowPairToFp8(in[r], in[r + 1], castTo.scalar);
+      out.push_back(b_.CreateTrunc(pair, b_.getInt8Ty()));
+      out.push_back(b_.CreateTrunc(b_.CreateLShr(pair, 8), b_.getInt8Ty()));
+    }
+    if (n % 2) out.push_back(elementwise(op, {in[n - 1]}));
+    define(op.result(), std::move(out));
+    return;
+  }
   std::vector<unsigned> first;
   if (op.code == OpCode::Cmp) first = sharedCompareRegisters(op, n);
   SmallVector<Value *, 3> x(operands.size());

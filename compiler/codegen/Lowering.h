@@ -54,6 +54,7 @@ public:
   void setArch(std::string arch) { arch_ = std::move(arch); } // fp8 needs sm_89+
   void setMaxRegisters(unsigned n) { maxRegisters_ = n; }      // .maxnreg; 0: none
   void setCompareRuns(bool on) { compareRuns_ = on; }          // CodegenOptions::compareRuns
+  void setFp8RegisterA(bool on) { fp8RegisterA_ = on; }        // CodegenOptions::fp8RegisterA
   llvm::Function *run();
   unsigned sharedBytes() const { return sharedBytes_; }
 
@@ -163,6 +164,7 @@ private:
   // The rest of triton.language (docs/language.md)
   std::string arch_ = "sm_90a";
   bool compareRuns_ = true;
+  bool fp8RegisterA_ = true;
   unsigned maxRegisters_ = 0;
   bool valueIsUsed(const ir::Value *v);
   // MathOps.cpp: sin ... libdevice, fp8 conversions
@@ -170,6 +172,8 @@ private:
   llvm::Value *mathOpElement(ir::Operation &op, llvm::ArrayRef<llvm::Value *> x, const ir::Type &t);
   llvm::Value *halfPrecisionErf(llvm::Value *x);
   llvm::Value *castFp8(ir::Operation &op, llvm::Value *x, const ir::Type &from, const ir::Type &to);
+  // Two f32 registers to fp8 with one cvt.rn.satfinite (sm_90): {low byte = lo, high = hi} as i16.
+  llvm::Value *narrowPairToFp8(llvm::Value *lo, llvm::Value *hi, ir::ScalarType to);
   llvm::Value *widenFp8Bits(llvm::Value *x, const ir::Type &from); // f16 (e5m2) or f32 (e4m3)
   // ShapeOps.cpp: trans, join, split, cat, flip (element moves through shared memory)
   void lowerShapeOp(ir::Operation &op);
@@ -210,6 +214,10 @@ private:
   const ir::Layout *registerOperandA(ir::Value *a, const ir::Layout &result);
   std::vector<llvm::Value *> aFragmentFromRegisters(ir::Value *a, const DistributedLayout &layout, int64_t mi,
                                                     int64_t ks);
+  // The 8-bit A fragments (k = 32) of wgmma from an fp8 tile in the #mma C layout: lanes swap
+  // column pairs (MmaDot.cpp).
+  std::vector<llvm::Value *> fp8AFragmentFromRegisters(ir::Value *a, const DistributedLayout &layout, int64_t mi,
+                                                       int64_t ks);
   // The shared tiles of a tensor-core dot's operands: the pipeline's buffers
   // (local_load), or `v` staged here into scratch laid out as `tileA/B` say.
   void dotOperandTiles(ir::Operation &op, llvm::Value *&aBase, ir::LayoutRef &tileA, llvm::Value *&bBase,

@@ -87,14 +87,18 @@ Value *KernelLowering::castFp8(ir::Operation &op, Value *x, const ir::Type &from
     Value *half = b_.CreateBitCast(bits, b_.getHalfTy());
     return castElement(op, half, f16, to);
   }
-  // To fp8: through f32; cvt.rn.satfinite packs cvt(a) high and cvt(b) low.
+  // To fp8: through f32, as the low byte of a pair whose high one is zero (lowerElementwise
+  // converts pairs of registers with one cvt where it can).
   Value *wide = castElement(op, x, from, f32);
-  std::string type = to.scalar == ir::ScalarType::F8E4M3 ? "e4m3x2" : "e5m2x2";
+  return b_.CreateTrunc(narrowPairToFp8(wide, ConstantFP::get(b_.getFloatTy(), 0.0), to.scalar), b_.getInt8Ty());
+}
+
+Value *KernelLowering::narrowPairToFp8(Value *lo, Value *hi, ir::ScalarType to) {
+  // cvt.rn.satfinite packs cvt(a) high and cvt(b) low.
+  std::string type = to == ir::ScalarType::F8E4M3 ? "e4m3x2" : "e5m2x2";
   std::string text = "cvt.rn.satfinite." + type + ".f32 $0, $1, $2;";
   auto *fnType = FunctionType::get(b_.getInt16Ty(), {b_.getFloatTy(), b_.getFloatTy()}, false);
-  Value *pair = b_.CreateCall(InlineAsm::get(fnType, text, "=h,f,f", false),
-                              {ConstantFP::get(b_.getFloatTy(), 0.0), wide});
-  return b_.CreateTrunc(pair, b_.getInt8Ty());
+  return b_.CreateCall(InlineAsm::get(fnType, text, "=h,f,f", false), {hi, lo});
 }
 
 void KernelLowering::lowerMathOp(ir::Operation &op) {

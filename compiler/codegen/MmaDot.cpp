@@ -20,6 +20,7 @@
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <optional>
 
@@ -132,6 +133,67 @@ std::vector<Value *> KernelLowering::aFragmentFromRegisters(ir::Value *a, const 
       frag.push_back(b_.CreateBitCast(pair, b_.getInt32Ty()));
     else
       frag.push_back(b_.CreateOr(half(lo), b_.CreateShl(half(hi), 16)));
+  }
+  return frag;
+}
+
+std::vector<Value *> KernelLowering::fp8AFragmentFromRegisters(ir::Value *a, const DistributedLayout &layout,
+                                                               int64_t mi, int64_t ks) {
+  // The C layout gives lane t (= lane % 4) of a quad columns 2t, 2t + 1 of each 8-column tile
+  // (rows g and g + 8); the 8-bit A fragment of k = 32 wants columns 4t .. 4t + 3 of tiles 0-1
+  // (registers a0-a3: row g, a4-a7: row g + 8) and of tiles 2-3 (a8-a11, a12-a15). So lane t
+  // needs tile 2kb + t / 2 of quad lanes 2t % 4 (columns 4t, 4t + 1) and 2t % 4 + 1. Each lane
+  // packs a tile as one word (row g's pair, then row g + 8's) and offers tile 2kb in its first
+  // word if even, tile 2kb + 1 if odd (the second word the other); lane t reads the first word
+  // of lane 2t % 4 + t / 2 and the second of lane 2t % 4 + 1 - t / 2: two shuffles make both
+  // rows' registers, and prmt orders the pairs (Triton's and CUTLASS's exchange).
+  const Regs &p = lookup(a);
+  Type *i32Ty = b_.getInt32Ty();
+  auto byte = [&](unsigned row, unsigned col) { return b_.CreateZExt(p[layout.regNumber({row, col})], i32Ty); };
+  const unsigned rowG = static_cast<unsigned>(2 * mi); // register row index 2mi + h: row g + 8h
+  // Two bytes that one paired conversion made (Elementwise.cpp: trunc(pair), trunc(pair >> 8))
+  // are that pair's 16 bits already.
+  auto pairedConversion = [](Value *lo, Value *hi) -> Value * {
+    auto *tlo = dyn_cast<TruncInst>(lo), *thi = dyn_cast<TruncInst>(hi);
+    auto *shr = thi ? dyn_cast<BinaryOperator>(thi->getOperand(0)) : nullptr;
+    if (!tlo || !shr || shr->getOpcode() != Instruction::LShr || shr->getOperand(0) != tlo->getOperand(0))
+      return nullptr;
+    auto *amount = dyn_cast<ConstantInt>(shr->getOperand(1));
+    return amount && amount->getZExtValue() == 8 && tlo->getOperand(0)->getType()->isIntegerTy(16)
+               ? tlo->getOperand(0)
+               : nullptr;
+  };
+  auto rowPair = [&](unsigned row, unsigned tile) -> Value * { // register column index 2n + j: 8n + 2t + j
+    Value *lo = p[layout.regNumber({row, 2 * tile})], *hi = p[layout.regNumber({row, 2 * tile + 1})];
+    if (Value *pair = pairedConversion(lo, hi)) return b_.CreateZExt(pair, i32Ty);
+    return b_.CreateOr(byte(row, 2 * tile), b_.CreateShl(byte(row, 2 * tile + 1), 8));
+  };
+  auto tileWord = [&](unsigned tile) {
+    return b_.CreateOr(rowPair(rowG, tile), b_.CreateShl(rowPair(rowG + 1, tile), 16));
+  };
+  Value *t = b_.CreateAnd(lane_, b_.getInt32(3));
+  Value *quad = b_.CreateAnd(lane_, b_.getInt32(~3u));
+  Value *high = b_.CreateLShr(t, 1);                     // t / 2: this lane wants the odd tile
+  Value *odd = b_.CreateICmpNE(b_.CreateAnd(lane_, b_.getInt32(1)), b_.getInt32(0));
+  Value *even = b_.CreateOr(quad, b_.CreateAnd(b_.CreateShl(t, 1), b_.getInt32(3)));
+  Value *srcFirst = b_.CreateOr(even, high);
+  Value *srcSecond = b_.CreateOr(even, b_.CreateXor(high, b_.getInt32(1)));
+  Value *lowFirst = b_.CreateICmpEQ(high, b_.getInt32(0)); // the first word holds columns 4t, 4t + 1
+  Value *selRowG = b_.CreateSelect(lowFirst, b_.getInt32(0x5410), b_.getInt32(0x1054));
+  Value *selRowG8 = b_.CreateSelect(lowFirst, b_.getInt32(0x7632), b_.getInt32(0x3276));
+  InlineAsm *prmt = InlineAsm::get(FunctionType::get(i32Ty, {i32Ty, i32Ty, i32Ty}, false),
+                                   "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", false);
+  auto shfl = [&](Value *v, Value *lane) {
+    return b_.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_idx_i32, {}, {b_.getInt32(-1), v, lane, b_.getInt32(31)});
+  };
+  std::vector<Value *> frag;
+  for (unsigned kb = 0; kb < 2; ++kb) {
+    const unsigned tile = static_cast<unsigned>(4 * ks) + 2 * kb;
+    Value *t0 = tileWord(tile), *t1 = tileWord(tile + 1);
+    Value *first = shfl(b_.CreateSelect(odd, t1, t0), srcFirst);
+    Value *second = shfl(b_.CreateSelect(odd, t0, t1), srcSecond);
+    frag.push_back(b_.CreateCall(prmt, {first, second, selRowG}));  // a0-a3 / a8-a11: row g
+    frag.push_back(b_.CreateCall(prmt, {first, second, selRowG8})); // a4-a7 / a12-a15: row g + 8
   }
   return frag;
 }

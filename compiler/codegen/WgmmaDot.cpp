@@ -80,7 +80,10 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   // dot's warps (attention's P, the cast result of a dot): the register A
   // fragment of wgmma is mma.sync's m16n8k16 A fragment per warp, which
   // LayoutMath's mmaAFragmentRegisters picks out of the C fragments.
-  const ir::Layout *aRegLayout = fp8 || colWarps > 1 ? nullptr : registerOperandA(a, *result->layout);
+  // fp8 (TESSERA_WGMMA_FP8_REGISTER_A, on by default): the 8-bit fragments, whose columns lanes
+  // exchange (fp8AFragmentFromRegisters).
+  const ir::Layout *aRegLayout =
+      colWarps > 1 || (fp8 && !fp8RegisterA_) ? nullptr : registerOperandA(a, *result->layout);
   Value *aBase, *bBase;
   ir::LayoutRef tileA, tileB;
   bool staged;
@@ -197,7 +200,8 @@ void KernelLowering::lowerWgmmaDot(ir::Operation &op) {
   std::vector<std::vector<Value *>> aFragments;
   if (aRegs)
     for (int64_t s = 0; s < slabs; ++s)
-      for (int64_t ks = 0; ks < K / kStep; ++ks) aFragments.push_back(aFragmentFromRegisters(a, *aRegs, s, ks));
+      for (int64_t ks = 0; ks < K / kStep; ++ks)
+        aFragments.push_back(fp8 ? fp8AFragmentFromRegisters(a, *aRegs, s, ks) : aFragmentFromRegisters(a, *aRegs, s, ks));
   // max_num_imprecise_acc (fp8, Triton's semantics): Hopper's fp8 wgmma adds
   // its products in reduced precision, so at most that many K elements of
   // them go into a partial accumulator (started at zero: scale-d = 0) before

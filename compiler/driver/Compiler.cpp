@@ -272,6 +272,7 @@ CompiledKernel compileKernel(std::shared_ptr<const SourceFile> file, const std::
   cg.fpFusion = resolved.fpFusion;
   cg.maxRegisters = options.maxRegisters;
   cg.compareRuns = resolved.compareRuns;
+  cg.fp8RegisterA = resolved.fp8RegisterA;
   cg.libdevicePath = resolved.libdevicePath;
   // The NVRTC back-end prints the per-thread form as CUDA C++ instead of
   // optimising it; --emit cuda prints it whichever back-end is selected.
@@ -328,6 +329,7 @@ ResolvedOptions resolveOptions(const CompileOptions &options) {
   r.wgmma = e.wgmma;
   r.dumpIR = e.dumpIR;
   r.compareRuns = e.compareRuns;
+  r.fp8RegisterA = e.fp8RegisterA;
   r.libdevicePath = e.libdevicePath;
   return r;
 }

@@ -56,6 +56,7 @@ struct ResolvedOptions {
   bool wgmma = true;            // TESSERA_WGMMA
   bool dumpIR = false;          // TESSERA_DUMP_IR
   bool compareRuns = true;      // TESSERA_COMPARE_RUNS (benchmarks only: not in the cache key)
+  bool fp8RegisterA = true;     // TESSERA_WGMMA_FP8_REGISTER_A (an A/B switch; in the cache key when off)
   std::string libdevicePath;    // TESSERA_LIBDEVICE, else under CUDA_HOME
 };
 // Reads the environment. Throws std::invalid_argument for a back-end other

@@ -46,6 +46,7 @@ CompilerEnvironment readCompilerEnvironment() {
   e.wgmma = onUnlessZero("TESSERA_WGMMA");
   e.fpFusion = onUnlessZero("TESSERA_FP_FUSION");
   e.compareRuns = onUnlessZero("TESSERA_COMPARE_RUNS");
+  e.fp8RegisterA = onUnlessZero("TESSERA_WGMMA_FP8_REGISTER_A");
   e.backend = text("TESSERA_BACKEND");
   e.libdevicePath = libdevicePath();
   return e;

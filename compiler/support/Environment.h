@@ -9,6 +9,7 @@
 //   TESSERA_MMA=0            no tensor cores (CompileOptions::tensorCores)    on unless "0"
 //   TESSERA_WGMMA=0          sm_90a dots on mma.sync instead of wgmma         on unless "0"
 //   TESSERA_FP_FUSION=0      no fused multiply-adds (CompileOptions::fpFusion) on unless "0"
+//   TESSERA_WGMMA_FP8_REGISTER_A=0  fp8 wgmma's A from a register tile staged through shared memory (A/B switch) on unless "0"
 //   TESSERA_COMPARE_RUNS=0   one compare per register (an A/B switch for benchmarks) on unless "0"
 //   TESSERA_BACKEND=NAME     the back-end (CompileOptions::backend)          the text, "" when unset
 //   TESSERA_LIBDEVICE=PATH   libdevice.10.bc; else $CUDA_HOME (default /usr/local/cuda)/nvvm/libdevice/libdevice.10.bc
@@ -39,6 +40,7 @@ struct CompilerEnvironment {
   bool wgmma = true;
   bool fpFusion = true;
   bool compareRuns = true;
+  bool fp8RegisterA = true;
   std::string backend;
   std::string libdevicePath;
 };

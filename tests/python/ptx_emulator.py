@@ -13,7 +13,7 @@ createpolicy as no-ops), bra, shfl.sync, bar.sync, ret; and for mma.sync GEMMs: 
 its zero fill; commit_group / wait_group are no-ops in lockstep), atom.global.add (lane after lane),
 ldmatrix (x1/x2/x4, .trans) and
 mma.sync.aligned.m16n8k16.row.col with f16/bf16 operands into f32 or f16 (computed in float64, rounded once;
-the hardware's f16 accumulation may round in between). Anything else raises NotImplementedError naming the
+the hardware's f16 accumulation may round in between); cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (through ml_dtypes). Anything else raises NotImplementedError naming the
 instruction, so a kernel is never half-run silently. fma.f32 is computed in float64 and rounded once (exact for
 the product; the sum may round twice in rare ties).
 
@@ -272,6 +272,10 @@ class Executor:
     def __init__(self, st, instrs, labels, shared_syms, trace):
         self.st, self.instrs, self.labels, self.shared_syms, self.trace = st, instrs, labels, shared_syms, trace
         self.active = None  # None: every lane
+        # Registers no instruction writes (first operands, where PTX puts destinations) are LLVM's
+        # undef, e.g. the half of a `mov.b32 %r, {%rs1, %rs8}` that later bfi's overwrite: they
+        # read as zeros. Any other read before a write is an error.
+        self.written_somewhere = None
 
     # ---- operands
 
@@ -286,7 +290,14 @@ class Executor:
             return np.broadcast_to(np.asarray(v, np.uint64), (st.n,))
         if tok.startswith("%"):
             if tok not in st.regs:
-                raise KeyError(f"register {tok} read before written")
+                if self.written_somewhere is None:
+                    self.written_somewhere = set()
+                    for ins in self.instrs:
+                        if ins.args:
+                            self.written_somewhere.update(re.findall(r"%[\w.]+", ins.args[0]))
+                if tok in self.written_somewhere:
+                    raise KeyError(f"register {tok} read before written")
+                return np.zeros(st.n, np.uint64)
             return st.regs[tok]
         if tok in self.shared_syms:
             return np.full(st.n, self.shared_syms[tok], np.uint64)
@@ -843,6 +854,19 @@ class Executor:
     # conversions
 
     def op_cvt(self, ins, m):
+        fp8 = next((x for x in ins.mods if x in ("e4m3x2", "e5m2x2")), None)
+        if fp8 and ins.mods[-1] == "f32":  # cvt.rn.satfinite.e4m3x2.f32 d, a, b: a -> high byte, b -> low byte
+            assert "rn" in ins.mods and "satfinite" in ins.mods, ins.text
+            import ml_dtypes
+            dtype, limit = (ml_dtypes.float8_e4m3fn, 448.0) if fp8 == "e4m3x2" else (ml_dtypes.float8_e5m2, 57344.0)
+
+            def code(x):  # round to nearest even once (from f32), saturating to the largest finite value
+                x = np.asarray(x, np.float32)
+                clipped = np.where(np.isnan(x), x, np.clip(x, -limit, limit)).astype(np.float32)
+                return clipped.astype(dtype).view(np.uint8).astype(np.uint64)
+            hi, lo = code(self.val(ins.args[1], "f32")), code(self.val(ins.args[2], "f32"))
+            self.write(ins.args[0], (hi << np.uint64(8)) | lo, "b16", m)
+            return
         types = [x for x in ins.mods if x in _TYPES]
         rnd = next((x for x in ins.mods if x in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), None)
         sat = "sat" in ins.mods

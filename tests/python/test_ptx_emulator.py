@@ -208,3 +208,46 @@ def test_lanes_that_return_early_stop_there():
     out = mem.alloc(np.full(32, -1, np.int32))
     run_kernel(ptx, grid=(1,), block=(32,), args=[out], memory=mem)
     np.testing.assert_array_equal(mem.read(out, np.int32, 32), np.where(np.arange(32) < 5, -1, np.arange(32)))
+
+
+FP8_CAST_KERNEL = '''
+import tessera
+import tessera.language as tl
+
+
+@tessera.jit
+def to_fp8_kernel(X, Y, E5: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    if E5:
+        tl.store(Y + offs, x.to(tl.float8e5))
+    else:
+        tl.store(Y + offs, x.to(tl.float8e4nv))
+'''
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_f32_to_fp8_pairs_keep_each_element_in_its_byte(tmp_path, kind):
+    """sm_90 converts two registers per cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (the first source
+    lands in the high byte): every value lands in its own element, rounded to nearest even and
+    saturated, as ml_dtypes rounds it (ties, subnormals, overflow, NaN, -0 included)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    path = tmp_path / "to_fp8.py"
+    path.write_text(FP8_CAST_KERNEL)
+    ty = "fp8e4nv" if kind == "e4m3" else "fp8e5"
+    proc = run_cli(["compile", str(path), "--kernel", "to_fp8_kernel", "--signature", f"*fp32:16,*{ty}:16",
+                    "--arch", "sm_90a", "--num-warps", "4", "--constexpr", f"E5={int(kind == 'e5m2')}",
+                    "--constexpr", "BLOCK=1024"])
+    assert proc.returncode == 0, proc.stderr
+    ptx = proc.stdout
+    assert ptx.count(f"cvt.rn.satfinite.{kind}x2.f32") == 1024 // 128 // 2  # 8 elements a thread: 4 cvts
+    dtype, limit = (ml_dtypes.float8_e4m3fn, 448.0) if kind == "e4m3" else (ml_dtypes.float8_e5m2, 57344.0)
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(2048) * np.exp2(rng.integers(-20, 20, 2048))).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1e9, -1e9, np.nan, 1.0625, 1.1875, 2.0 ** -12]
+    mem = GlobalMemory()
+    ax, ay = mem.alloc(x), mem.alloc(np.zeros(2048, np.uint8))
+    run_kernel(ptx, grid=(2,), block=(128,), args=[ax, ay], memory=mem)
+    got = mem.read(ay, np.uint8, 2048)
+    want = np.where(np.isnan(x), x, np.clip(x, -limit, limit)).astype(dtype).view(np.uint8)
+    np.testing.assert_array_equal(got, want)

@@ -249,7 +249,7 @@ def _kernels(interpret):
     module = _files.load("attention")
     names = ("attn_fwd_kernel", "attn_bwd_preprocess_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel",
              "attn_fwd_mod_kernel", "attn_bwd_fused_preprocess_kernel", "attn_bwd_fused_kernel",
-             "attn_bwd_dq_convert_kernel")
+             "attn_bwd_dq_convert_kernel", "attn_fwd_fp8_kernel")
     if not interpret:
         return {n: getattr(module, n) for n in names}
     cache = module.__dict__.setdefault("_interpreted", {})
@@ -571,3 +571,192 @@ def attention(q, k, v, causal=False, sm_scale=None, layout=None, *, return_lse=F
             return (o, lse) if return_lse else o
     o, lse = attention_forward(q, k, v, causal, sm_scale, layout, config, autotune=autotune)
     return (o, lse) if return_lse else o
+
+
+# ------------------------------------------------------------------ fp8 forward
+
+FP8_V_LAYOUTS = ("vt", "bhnd")
+# The fp8 forward's blocks where dots run on wgmma (sm_90a), by (head dim, causal): (BLOCK_M,
+# BLOCK_N, warps, stages, maxnreg); K and V^T through TMA descriptors with a producer warpgroup
+# where attention_fp8 can (as the bf16 D128 forward's best). Not timed yet: bench/attention.py
+# --fp8 --sweep times the alternatives (FP8_SWEEP there). BLOCK_N is a power of two (tl.arange):
+# FlashAttention-3's 176-key fp8 blocks are not expressible.
+HOPPER_FP8_FORWARD = {
+    (64, False): (128, 128, 8, 3, None), (64, True): (128, 128, 8, 3, None),
+    (128, False): (128, 128, 8, 3, None), (128, True): (128, 128, 8, 3, None),
+}
+# Elsewhere (sm_89's fp8 mma.sync, sm_80's widened f16 dot, the interpreter).
+FP8_FORWARD = (128, 64, 8, 2, None)
+FP8_HEAD_DIMS = (64, 128)
+
+
+def attention_fp8_config(head_dim, causal=False, wgmma=None):
+    """The fp8 forward's launch configuration (a fresh dict): BLOCK_M, BLOCK_N, num_warps,
+    num_stages, maxnreg, TMA (taken where the tensors allow it), WARP_SPECIALIZE, PINGPONG (8
+    warps: the two warpgroups take turns at the tensor cores; off by default, not yet timed)."""
+    if head_dim not in FP8_HEAD_DIMS:
+        raise ValueError(f"attention_fp8: head dim {head_dim} is not supported (one of {FP8_HEAD_DIMS})")
+    hopper = wgmma_target() if wgmma is None else wgmma
+    bm, bn, warps, stages, maxnreg = HOPPER_FP8_FORWARD[(head_dim, bool(causal))] if hopper else FP8_FORWARD
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages, "maxnreg": maxnreg,
+            "TMA": bool(hopper), "WARP_SPECIALIZE": bool(hopper) and warps == 8 and maxnreg is None, "PINGPONG": False}
+
+
+def _fp8_dtype_problem(x):
+    """Why x is not float8_e4m3fn, or None."""
+    name = str(x.dtype).replace("torch.", "")
+    if name == "float8_e4m3fn":
+        return None
+    if name.startswith("float8"):
+        return (f"has dtype {name}; attention_fp8 takes float8_e4m3fn only (e4m3fnuz and e5m2fnuz are AMD's "
+                "encodings, e5m2 has too few mantissa bits for attention's inputs)")
+    return f"has dtype {name}; attention_fp8 takes float8_e4m3fn (tk.attention takes float16 / bfloat16)"
+
+
+def _descale(d, name, like):
+    """A descale factor as a one-element fp32 array on like's device (a Python number is copied
+    there; a one-element fp32 tensor is passed as it is)."""
+    if hasattr(d, "item") and getattr(d, "shape", None) == () and not _is_torch(d):
+        d = d.item()  # a numpy scalar
+    if isinstance(d, (int, float)) and not isinstance(d, bool):
+        if not d > 0 or d == float("inf"):
+            raise ValueError(f"attention_fp8: {name} must be a positive finite number, got {d}")
+        if _is_torch(like):
+            import torch
+            return torch.full((1,), float(d), dtype=torch.float32, device=like.device)
+        import numpy as np
+        return np.full((1,), d, np.float32)
+    if not hasattr(d, "dtype") or not hasattr(d, "shape"):
+        raise TypeError(f"attention_fp8: {name} must be a number or a one-element float32 tensor, "
+                        f"not {type(d).__name__}")
+    size = 1
+    for n in d.shape:
+        size *= n
+    if size != 1 or str(d.dtype).replace("torch.", "") != "float32":
+        raise ValueError(f"attention_fp8: {name} must be one float32 element (per-tensor scaling), got shape "
+                         f"{tuple(d.shape)} and dtype {d.dtype}")
+    if _on_gpu(like) != _on_gpu(d) or (_on_gpu(d) and d.device != like.device):
+        raise ValueError(f"attention_fp8: {name} must be on q's device")
+    if not _on_gpu(d):
+        import numpy as np
+        value = float(np.asarray(d).reshape(()))
+        if not value > 0 or value == float("inf"):  # the softmax takes the maximum of the raw scores
+            raise ValueError(f"attention_fp8: {name} must be positive and finite, got {value}")
+        return np.asarray(d, np.float32).reshape(1)
+    return d if tuple(d.shape) == (1,) else d.reshape(1)  # a pointer to its element
+
+
+def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=False, sm_scale=None,
+                  v_layout="vt", *, return_lse=False, config=None):
+    """The FP8 attention forward (kernels/attention.py attn_fwd_fp8_kernel, docs/attention.md):
+    O = softmax(sm_scale * Q K^T [causal]) V of the dequantised inputs Q = q * q_descale,
+    K = k * k_descale, V = v * v_descale, with q (B, H, N, D), k (B, H_KV, N_KV, D) float8_e4m3fn
+    and v float8_e4m3fn as v_layout says: "vt" (the default and the fast one) V^T of shape
+    (B, H_KV, D, N_KV), keys contiguous, the K-major operand fp8 wgmma needs; "bhnd" V itself
+    (B, H_KV, N_KV, D), transposed on its way to shared memory (slower, no TMA). Descales:
+    positive Python numbers or one-element float32 tensors (per-tensor scaling; a CUDA
+    tensor's sign is not checked: it must be positive). O bfloat16 (B, H, N, D), contiguous;
+    with return_lse=True also LSE (B, H, N) fp32, natural log. CUDA tensors run on the GPU
+    (fp8 wgmma on sm_90a), numpy arrays (ml_dtypes.float8_e4m3fn) on the host interpreter.
+    Grouped-query attention and ragged N as tk.attention. Forward only (no autograd)."""
+    if v_layout not in FP8_V_LAYOUTS:
+        raise ValueError(f"attention_fp8: v_layout must be one of {FP8_V_LAYOUTS}, not {v_layout!r}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not hasattr(x, "shape") or len(x.shape) != 4:
+            raise ValueError(f"attention_fp8: {name} must have 4 dims, has shape {tuple(getattr(x, 'shape', ()))}")
+        problem = _fp8_dtype_problem(x)
+        if problem:
+            raise TypeError(f"attention_fp8: {name} {problem}")
+        if _is_torch(x) and not x.is_cuda:
+            raise ValueError(f"attention_fp8: {name} is a CPU tensor; pass CUDA tensors (the GPU) or numpy "
+                             "arrays (the host interpreter)")
+    if len({_on_gpu(x) for x in (q, k, v)}) != 1 or (_on_gpu(q) and len({q.device, k.device, v.device}) != 1):
+        raise ValueError("attention_fp8: q, k, v must be on one device")
+    if _on_gpu(q):
+        from .. import _ext
+        arch = _ext.require().target_arch(q.device.index or 0)
+        if arch not in ("sm_90", "sm_90a"):  # codegen: conversions to fp8 need sm_90
+            raise NotImplementedError(f"attention_fp8: needs an sm_90 GPU (Hopper), which rounds P to fp8 with "
+                                      f"cvt.rn.satfinite.e4m3x2; this one is {arch}")
+    B, H, N, D = q.shape
+    Bk, Hk, Nk, Dk = k.shape
+    sv = _strides(v)
+    if v_layout == "vt":
+        Bv, Hv, Dv, Nv = v.shape
+        sv = (sv[0], sv[1], sv[3], sv[2])  # V[b, h, n, d]'s strides
+    else:
+        Bv, Hv, Nv, Dv = v.shape
+    if (Bk, Hk, Nk, Dk) != (Bv, Hv, Nv, Dv):
+        what = "(B, H_KV, D, N_KV)" if v_layout == "vt" else "(B, H_KV, N_KV, D)"
+        raise ValueError(f"attention_fp8: v of shape {tuple(v.shape)} does not match k {tuple(k.shape)} "
+                         f"(v_layout={v_layout!r}: v is {what})")
+    if Bk != B or Dk != D:
+        raise ValueError(f"attention_fp8: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head dim")
+    if Hk == 0 or H % Hk:
+        raise ValueError(f"attention_fp8: q's {H} heads are not a multiple of k/v's {Hk}")
+    if D not in FP8_HEAD_DIMS:
+        raise ValueError(f"attention_fp8: head dim {D} is not supported (one of {FP8_HEAD_DIMS})")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    if not sm_scale > 0:
+        raise ValueError(f"attention_fp8: sm_scale must be positive, got {sm_scale}")
+    descales = [_descale(d, name, q) for d, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
+                                                     (v_descale, "v_descale"))]
+    c = attention_fp8_config(D, causal, wgmma=_on_gpu(q) and wgmma_target())
+    if config:
+        unknown = set(config) - set(c)
+        if unknown:
+            raise ValueError(f"attention_fp8: unknown config keys {sorted(unknown)} (known: {sorted(c)})")
+        c.update(config)
+        if "WARP_SPECIALIZE" not in config:
+            c["WARP_SPECIALIZE"] = bool(c["TMA"]) and c["num_warps"] == 8 and c["maxnreg"] is None
+    for key in ("BLOCK_M", "BLOCK_N"):
+        if c[key] < 16 or c[key] & (c[key] - 1):
+            raise ValueError(f"attention_fp8: {key} must be a power of two of at least 16 (got {c[key]})")
+    sk = _strides(k)
+    tma_problem = _fp8_tma_problem(q, k, v, v_layout, sk, _strides(v), (B, Hk, Nk, D), c) if c["TMA"] else None
+    if tma_problem:
+        if config and config.get("TMA"):
+            raise ValueError(f"attention_fp8: config TMA=True needs {tma_problem}")
+        c["TMA"] = c["WARP_SPECIALIZE"] = False
+    if _is_torch(q):
+        import torch
+        bf16 = torch.bfloat16
+    else:
+        import ml_dtypes
+        bf16 = ml_dtypes.bfloat16
+    o = _empty(q, (B, H, N, D), bf16)
+    lse = _empty(q, (B, H, N), _fp32(q))
+    if B * H * N == 0:
+        return (o, lse) if return_lse else o
+    if Nk == 0:
+        raise ValueError("attention_fp8: k and v have no rows (every softmax would be empty)")
+    kk, vv = k, v
+    if c["TMA"]:
+        from ..tensor_descriptor import TensorDescriptor
+        kk = TensorDescriptor(k, shape=[B * Hk * Nk, D], strides=[D, 1], block_shape=[c["BLOCK_N"], D])
+        vv = TensorDescriptor(v, shape=[B * Hk * D, Nk], strides=[Nk, 1], block_shape=[D, c["BLOCK_N"]])
+    kern = _kernels(not _on_gpu(q))["attn_fwd_fp8_kernel"]
+    kern[(_cdiv(N, c["BLOCK_M"]), B * H)](
+        q, kk, vv, o, lse, *descales, *_strides(q), *sk, *sv, *_strides(o), H, Hk, N, Nk, float(sm_scale),
+        HEAD_DIM=D, BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"], CAUSAL=bool(causal), TMA=bool(c["TMA"]),
+        WARP_SPECIALIZE=bool(c["WARP_SPECIALIZE"]), PINGPONG=bool(c["PINGPONG"]), num_warps=c["num_warps"],
+        num_stages=c["num_stages"], maxnreg=c["maxnreg"])
+    return (o, lse) if return_lse else o
+
+
+def _fp8_tma_problem(q, k, v, v_layout, sk, sv, dims, c):
+    """Why K and V^T cannot be read through TMA descriptors (K over (B * H_KV * N_KV, D), V^T over
+    (B * H_KV * D, N_KV)), or None."""
+    B, Hk, Nk, D = dims
+    if not _on_gpu(q) or not wgmma_target():
+        return "a GPU whose dots run on wgmma (sm_90a)"
+    if v_layout != "vt":
+        return "v_layout='vt' (V^T's keys contiguous)"
+    if Nk % c["BLOCK_N"]:
+        return f"a number of keys that is a multiple of BLOCK_N ({Nk} keys, BLOCK_N {c['BLOCK_N']})"
+    if tuple(sk) != (Hk * Nk * D, Nk * D, D, 1) or k.data_ptr() % 16:
+        return f"k packed as (B, H_KV, N_KV, D) in memory, 16-byte aligned (strides {tuple(sk)})"
+    if tuple(sv) != (Hk * D * Nk, D * Nk, Nk, 1) or v.data_ptr() % 16:
+        return f"v packed as (B, H_KV, D, N_KV) in memory, 16-byte aligned (strides {tuple(sv)})"
+    return None
