@@ -33,10 +33,13 @@ unsigned elementBytes(const Type &t) {
   return std::max(1u, bitWidth(t.scalar) / 8);
 }
 
-// Dims by decreasing contiguity; ties keep the last dim fastest.
+// Dims by decreasing contiguity; ties put the first dim fastest, as Triton 3.6 orders them (a
+// gather with no contiguous dim, e.g. an implicit-GEMM conv's [pixels, channels] input tile, then
+// gives each thread one row and many columns: the row's pointer, offsets and masks once a thread,
+// not once per row it holds).
 std::vector<unsigned> orderFromContiguity(const std::vector<int64_t> &contiguity) {
   std::vector<unsigned> order(contiguity.size());
-  std::iota(order.rbegin(), order.rend(), 0u);
+  std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](unsigned a, unsigned b) { return contiguity[a] > contiguity[b]; });
   return order;

@@ -37,12 +37,30 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
   return found;
 }
 
+// Bits one thread may move at once along the load's fastest dim: what the axis analysis proves
+// contiguous, aligned and (masked) equally masked there. cp.async moves 4, 8 or 16 bytes.
+static int64_t copyBits(const Operation &load) {
+  const Type &t = load.result()->type;
+  const LayoutRef &l = load.operand(0)->layout;
+  if (!l || l->kind != Layout::Kind::Blocked || !load.hasAttr("contiguity") || !load.hasAttr("alignment")) return 0;
+  const unsigned d = l->order[0];
+  const int64_t bytes = std::max(1u, bitWidth(t.scalar) / 8);
+  int64_t vec = std::min(load.arrayAttr("contiguity").at(d), load.arrayAttr("alignment").at(d) / bytes);
+  if (load.loadMask()) vec = load.hasAttr("mask_constancy") ? std::min(vec, load.arrayAttr("mask_constancy").at(d)) : 1;
+  return std::max<int64_t>(vec, 1) * bitWidth(t.scalar);
+}
+
 // The load can be copied ahead: a 2-D block of a stageable type, other = 0, its address (and
-// mask) computable at another iteration.
+// mask) computable at another iteration, and at least 4 bytes a copy. Narrower loads (a gather
+// of 16-bit elements: an implicit-GEMM conv's input tile) stay in the loop, as Triton's
+// pipeliner leaves them (canBeConvertedToAsyncLoad: width >= 32 bits): a ring of them would be
+// loaded and stored element by element anyway, an iteration early, with its address math and
+// masks live across the loop.
 bool LoopPipeliner::fitsCpAsyncRing(Operation &load) {
   if (!stageableType(load.result()->type)) return false;
   if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
   if (load.loadOther() && !isZeroConstant(load.loadOther())) return false;
+  if (copyBits(load) < 32) return false;
   return canClone(load.operand(0)) && (!load.loadMask() || canClone(load.loadMask()));
 }
 
