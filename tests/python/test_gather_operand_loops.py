@@ -5,10 +5,10 @@ either is contiguous), compiled as Triton 3.6 compiles them:
 * coalesce orders a pointer block whose dims tie in contiguity with dim 0 fastest, as Triton does,
   so a thread holds one pixel and many channels: the pixel's address, offsets and masks once, not
   once per pixel row (the conv's 128x32 tile on 8 warps: 16 copies of each);
-* the software pipeline leaves in the loop a load narrower than cp.async's 4 bytes (16-bit
-  elements with no contiguity, or a mask that changes every element along the fastest dim), as
-  Triton's pipeliner does (width >= 32 bits); a ring of them was loaded and stored element by
-  element an iteration early, with their address math and masks live across the loop.
+* the software pipeline leaves in the loop a gather of elements narrower than cp.async's 4 bytes
+  (16-bit elements, no dim contiguous), as Triton's pipeliner leaves loads under 32 bits; a ring
+  of them was loaded and stored element by element an iteration early, with every element's
+  address and mask live across the loop.
 
 attorch conv2d 3x3 fp16 (B=32, C=O=128, 56x56) took 25.9x Triton's time on an H100, its configs
 spilling 0.1-29 KB; here: no spills at the configurations below. Interpreted after all passes
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conftest import PTXAS, ROOT
-from lang_support import compile_kernel, first_loop
+from lang_support import compile_kernel
 
 import tessera
 
@@ -69,25 +69,6 @@ def test_conv_configs_do_not_spill(tmp_path, cfg):
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"\b0 bytes spill stores", proc.stderr), proc.stderr
     assert ptx.count("wgmma.mma_async") > 0 and "cp.async.ca" not in ptx
-
-
-GEMM_SIG = "*fp16:16,*fp16:16,*fp16:16,i32,{n},i32:16,i32:16,i32:1,i32:16,i32:1,i32:16,i32:1"
-
-
-@pytest.mark.parametrize("n_hint, rings", [("i32", 1), ("i32:16", 2)])
-def test_a_b_tile_masked_by_an_unaligned_n_is_not_ringed(n_hint, rings):
-    # B's mask (offs_n < N) changes every column unless N is a multiple of 16: its copies would be
-    # 2 bytes; Triton pipelines A only then (and both with N % 16 == 0)
-    args = ["compile", "kernels/matmul.py", "--kernel", "matmul_kernel", "--signature", GEMM_SIG.format(n=n_hint),
-            "--arch", "sm_90a", "--emit", "ir-opt", "--num-warps", "8", "--num-stages", "3"]
-    for k, v in {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}.items():
-        args += ["--constexpr", f"{k}={v}"]
-    from conftest import run_cli
-    proc = run_cli(args)
-    assert proc.returncode == 0, proc.stderr
-    body = "\n".join(first_loop(proc.stdout)[1])
-    assert body.count("async_copy") == rings
-    assert proc.stdout.count("local_alloc") == rings
 
 
 def conv_reference(x, w, pad):
