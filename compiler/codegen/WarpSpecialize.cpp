@@ -14,7 +14,7 @@
 //
 // Named barriers: 0 every thread (before the split), 1 and 2 tl.pingpong_*, 3 the consumers,
 // 4 consumers and producer once the loop is over (the barrier before the mbarriers are
-// invalidated). setmaxnreg needs the register count at entry fixed: .maxntid and
+// invalidated). setmaxnreg needs the register count at entry fixed: .reqntid and
 // .minnctapersm 1 (LLVMLowering.cpp) make it 65536 / 384 = 168 for 12 warps, and
 // 4 x 40 + 8 x 232 = 12 x 168, so the consumers' increase is always granted.
 #include "compiler/codegen/Lowering.h"
