@@ -300,7 +300,7 @@ std::string Printer::run() {
     blocks.emplace_back(&block, out_);
   }
 
-  // Launch bounds: the lowering's maxntidx, minctasm and maxnreg annotations.
+  // Launch bounds: the lowering's reqntidx (or maxntidx), minctasm and maxnreg annotations.
   unsigned maxThreads = 0, maxRegisters = 0, minBlocks = 0;
   if (const NamedMDNode *annotations = module_.getNamedMetadata("nvvm.annotations")) {
     for (const MDNode *node : annotations->operands()) {
@@ -309,7 +309,8 @@ std::string Printer::run() {
       auto *key = dyn_cast<MDString>(node->getOperand(1));
       auto *value = mdconst::dyn_extract_or_null<ConstantInt>(node->getOperand(2));
       if (target != &fn_ || !key || !value) continue;
-      if (key->getString() == "maxntidx") maxThreads = static_cast<unsigned>(value->getZExtValue());
+      if (key->getString() == "maxntidx" || key->getString() == "reqntidx")
+        maxThreads = static_cast<unsigned>(value->getZExtValue());
       if (key->getString() == "maxnreg") maxRegisters = static_cast<unsigned>(value->getZExtValue());
       if (key->getString() == "minctasm") minBlocks = static_cast<unsigned>(value->getZExtValue());
     }

@@ -234,7 +234,10 @@ Function *KernelLowering::run() {
     annotations->addOperand(MDNode::get(ctx_, ops));
   };
   annotate("kernel", 1);
-  annotate("maxntidx", kWarpSize * ir::launchedWarps(fn_));
+  // .reqntid, as Triton: the exact block size. With only .maxntid ptxas may budget registers for
+  // smaller blocks: SGLang's MLA extend attention (32 x 576 q, 32 x 512 accumulator, 8 warps)
+  // got 32 registers and 20 KB of spills, 255 and 3.4 KB with .reqntid.
+  annotate("reqntidx", kWarpSize * ir::launchedWarps(fn_));
   if (rebalancesRegisters()) annotate("minctasm", 1); // fixes the register count setmaxnreg starts from
   if (maxRegisters_)
     annotate("maxnreg", maxRegisters_);

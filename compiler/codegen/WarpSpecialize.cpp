@@ -20,7 +20,7 @@
 // was laid out for fn.numWarps = 4 warps, and two groups of 4 run it, warps 0-3 and 4-7 (the
 // producer is warps 8-11). After the split a consumer's thread id is its index in its group
 // (every layout's warp index is masked to 4 warps already), the group's CTA barriers are its
-// own named barrier, and the scratch shared memory above the ring is one copy per group. setmaxnreg needs the register count at entry fixed: .maxntid and
+// own named barrier, and the scratch shared memory above the ring is one copy per group. setmaxnreg needs the register count at entry fixed: .reqntid and
 // .minnctapersm 1 (LLVMLowering.cpp) make it 65536 / 384 = 168 for 12 warps, and
 // 4 x 40 + 8 x 232 = 12 x 168, so the consumers' increase is always granted.
 #include "compiler/codegen/Lowering.h"

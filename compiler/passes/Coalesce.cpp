@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <numeric>
 
 namespace tessera::passes {
@@ -33,10 +34,33 @@ unsigned elementBytes(const Type &t) {
   return std::max(1u, bitWidth(t.scalar) / 8);
 }
 
-// Dims by decreasing contiguity; ties keep the last dim fastest.
-std::vector<unsigned> orderFromContiguity(const std::vector<int64_t> &contiguity) {
+// Whether v is computed through a shape op (reshape, trans, join, split, cat) of a block: such an
+// offset block is laid out row-major for free (tl.arange(0, N).reshape(...), Triton's
+// test_chained_reductions); another order would convert every pointer through shared memory
+// (Triton gives the arange a linear layout instead, which tessera has not).
+bool builtThroughShapeOp(const Value *v, std::set<const Value *> &seen) {
+  if (!v || !v->type.isBlock() || !seen.insert(v).second || !v->definingOp) return false;
+  const Operation &op = *v->definingOp;
+  if (op.code == OpCode::Reshape || op.code == OpCode::Trans || op.code == OpCode::Join || op.code == OpCode::Split ||
+      op.code == OpCode::Cat)
+    return true;
+  if (!op.regions.empty()) return false;
+  for (const Value *operand : op.operands)
+    if (builtThroughShapeOp(operand, seen)) return true;
+  return false;
+}
+
+// Dims by decreasing contiguity. Ties put the first dim fastest, as Triton 3.6 orders them (a
+// gather with no contiguous dim, e.g. an implicit-GEMM conv's [pixels, channels] input tile of
+// broadcast row and column offsets, then gives each thread one row and many columns: the row's
+// pointer, offsets and masks once a thread, not once per row it holds), but keep the last dim
+// fastest for pointers built through a shape op (row-major there).
+std::vector<unsigned> orderFromContiguity(const std::vector<int64_t> &contiguity, bool lastDimOnTies) {
   std::vector<unsigned> order(contiguity.size());
-  std::iota(order.rbegin(), order.rend(), 0u);
+  if (lastDimOnTies)
+    std::iota(order.rbegin(), order.rend(), 0u);
+  else
+    std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](unsigned a, unsigned b) { return contiguity[a] > contiguity[b]; });
   return order;
@@ -72,7 +96,8 @@ public:
           !op.hasAttr("contiguity") || !op.hasAttr("alignment"))
         return;
       const std::vector<int64_t> &shape = op.operand(0)->type.shape;
-      std::vector<unsigned> order = orderFromContiguity(op.arrayAttr("contiguity"));
+      std::set<const Value *> seen;
+      std::vector<unsigned> order = orderFromContiguity(op.arrayAttr("contiguity"), builtThroughShapeOp(op.operand(0), seen));
       accesses.push_back({&op, shape, order, vectorElements(op, shape, order)});
     });
     for (const Access &a : accesses) {

@@ -37,12 +37,28 @@ std::vector<Candidate> LoopPipeliner::findCandidates() {
   return found;
 }
 
+// Bits of consecutive elements along the load's fastest dim, as far as the axis analysis proves
+// them contiguous (alignment and masks aside).
+static int64_t contiguousBits(const Operation &load) {
+  const Type &t = load.result()->type;
+  const LayoutRef &l = load.operand(0)->layout;
+  if (!l || l->kind != Layout::Kind::Blocked || !load.hasAttr("contiguity")) return 32; // unknown: no gather
+  return std::max<int64_t>(1, load.arrayAttr("contiguity").at(l->order[0])) * bitWidth(t.scalar);
+}
+
 // The load can be copied ahead: a 2-D block of a stageable type, other = 0, its address (and
-// mask) computable at another iteration.
+// mask) computable at another iteration, and not a gather of elements narrower than cp.async's
+// 4 bytes (an implicit-GEMM conv's 16-bit [pixels, channels] tile: no dim contiguous). Such a
+// ring is loaded and stored element by element an iteration early, with every element's 64-bit
+// address and mask live across the loop (attorch's conv2d spilled 0.1-29 KB); Triton's pipeliner
+// leaves loads under 32 bits wide in the loop too (canBeConvertedToAsyncLoad). A contiguous block
+// whose alignment or mask narrows the copies (a GEMM's B with N % 8 != 0) keeps its ring: its
+// dot can still run on into the next iteration.
 bool LoopPipeliner::fitsCpAsyncRing(Operation &load) {
   if (!stageableType(load.result()->type)) return false;
   if (load.hasAttr("volatile") && load.intAttr("volatile")) return false;
   if (load.loadOther() && !isZeroConstant(load.loadOther())) return false;
+  if (contiguousBits(load) < 32) return false;
   return canClone(load.operand(0)) && (!load.loadMask() || canClone(load.loadMask()));
 }
 

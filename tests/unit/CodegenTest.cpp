@@ -403,7 +403,7 @@ Compiled compileEverywhere(Function &fn) {
   for (const char *arch : {"sm_80", "sm_90a"}) {
     codegen::CodegenResult r = codegen::generate(fn, codegenOptions(arch, true), /*emitPTX=*/true);
     EXPECT_NE(r.ptx.find(".entry " + fn.name), std::string::npos) << r.ptx;
-    EXPECT_NE(r.ptx.find(".maxntid " + std::to_string(32 * fn.numWarps) + ", 1, 1"), std::string::npos);
+    EXPECT_NE(r.ptx.find(".reqntid " + std::to_string(32 * fn.numWarps) + ", 1, 1"), std::string::npos);
     EXPECT_EQ(access(kPtxas, X_OK), 0) << "ptxas is required at " << kPtxas;
     int status = 0;
     std::string log = runPtxas(r.ptx, arch, status);
