@@ -57,7 +57,13 @@ def test_narrowing_f32():
                         np.array([0.0, -0.0, 1.75, 1.875, np.inf, -np.inf, np.nan, 1.0625], np.float32)])
     out = torch.zeros(len(x), dtype=torch.uint8, device="cuda")
     kernels.narrow[(len(x) // 1024 + 1,)](torch.from_numpy(x).cuda(), e4b15(out), len(x), BLOCK=1024)
-    np.testing.assert_array_equal(out.cpu().numpy(), ref.narrow_f32(x))
+    got, want = out.cpu().numpy(), ref.narrow_f32(x)
+    bad = np.flatnonzero(got != want)
+    # (2026-11-28, H200: this failed; the inputs that differ are not known yet. A suspect: NaN inputs,
+    # whose sign numpy's f32 -> f16 keeps where the hardware's cvt may give its canonical NaN.)
+    assert bad.size == 0, (f"{bad.size} of {len(x)} differ; first inputs (f32 bits): "
+                           f"{[hex(v) for v in x[bad[:12]].view(np.uint32)]}, got {got[bad[:12]]}, want {want[bad[:12]]}; "
+                           f"{int(np.isnan(x[bad]).sum())} of them NaN")
 
 
 def test_abs():

