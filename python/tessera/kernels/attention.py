@@ -84,15 +84,19 @@ HOPPER_BACKWARD = {
 
 # The one-pass backward (BWD_FUSED=True: attn_bwd_fused_kernel, dQ by fp32 atomics) by head dim:
 # (FUSED_BLOCK_M queries a step, FUSED_BLOCK_N keys a program, warps), where dots run on wgmma
-# and elsewhere. Not yet timed on a GPU: bench/attention.py's providers tessera_fused and
-# tessera_split run it beside the split kernels. 128 keys a program: the atomics move
+# and elsewhere. bench/attention.py's providers tessera_fused and tessera_split run it beside the
+# split kernels (timings below). 128 keys a program: the atomics move
 # 4 * N_Q * D bytes per head and key block, so per flop they shrink with BLOCK_N (FlashAttention-3
 # takes 128 too). At D <= 64 dQ's 64 rows x 64 columns stay on mma.sync (8 warps, no 64-column
 # halves to split along N); the other four dots are wgmma, and nothing spills.
 HOPPER_BACKWARD_FUSED = {16: (64, 128, 8), 32: (64, 128, 8), 64: (64, 128, 8), 128: (64, 128, 8)}
 BACKWARD_FUSED = {16: (32, 64, 4), 32: (32, 64, 4), 64: (32, 64, 4), 128: (32, 64, 8)}
-# The wrapper's default for BWD_FUSED.
+# The wrapper's default for BWD_FUSED, and the (head dim, causal) that take the one pass on sm_90a:
+# bench/attention.py --quick --bwd-only, H200, 2026-11-28, bf16 TFLOP/s split / one pass, one run:
+# D128 causal N1k/4k/16k 198.7/212.1, 277.0/297.2, 318.1/339.1 (+7 %); D128 non-causal 269.1/264.5,
+# 320.4/317.0, 324.6/317.4 (-1 to -2 %); D64 260/183, 306/215, 315/225 (-30 %: dQ on mma.sync there).
 BWD_FUSED_DEFAULT = False
+HOPPER_BACKWARD_FUSED_BY_DEFAULT = {(128, True)}
 
 
 # Other forward blocks where they measured faster for some numbers of keys (same sweep):
@@ -173,12 +177,13 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
         raise ValueError(f"attention: head dim {head_dim} is not supported (one of {HEAD_DIMS})")
     fwd, dkdv, dq = CONFIGS[(head_dim, bool(causal))]
     stages, overlap, maxnreg, use_tma = 2, False, None, False
-    fused = BACKWARD_FUSED[head_dim]
+    fused, bwd_fused = BACKWARD_FUSED[head_dim], BWD_FUSED_DEFAULT
     if wgmma_target() if wgmma is None else wgmma:
         stages = 3
         dkdv, dq = HOPPER_BACKWARD[head_dim]
         fused = HOPPER_BACKWARD_FUSED[head_dim]
         key = (head_dim, bool(causal))
+        bwd_fused = BWD_FUSED_DEFAULT or key in HOPPER_BACKWARD_FUSED_BY_DEFAULT
         if not modifiers:
             *fwd, stages, maxnreg = HOPPER_FORWARD[key]
             use_tma = tma and key in HOPPER_FORWARD_TMA and (keys is None or keys > HOPPER_FORWARD_TMA_UP_TO_KEYS.get(key, 0))
@@ -198,7 +203,7 @@ def attention_config(head_dim, causal=False, wgmma=None, modifiers=False, keys=N
             "bwd_num_stages": 2,
             "DKDV_BLOCK_M": dkdv[0], "DKDV_BLOCK_N": dkdv[1], "dkdv_num_warps": dkdv[2],
             "DQ_BLOCK_M": dq[0], "DQ_BLOCK_N": dq[1], "dq_num_warps": dq[2],
-            "BWD_FUSED": BWD_FUSED_DEFAULT, "FUSED_BLOCK_M": fused[0], "FUSED_BLOCK_N": fused[1],
+            "BWD_FUSED": bwd_fused, "FUSED_BLOCK_M": fused[0], "FUSED_BLOCK_N": fused[1],
             "fused_num_warps": fused[2], "FUSED_STAGGER": False}
 
 
