@@ -253,6 +253,11 @@ HostValue evalCast(Executor &ex, const ir::Operation &op) {
       r.f = intToFloat(s, from.scalar, to.scalar);
     } else if (!to.isFloatElement()) {
       r.i = to.scalar == ScalarType::I1 ? int64_t(!(s.f == 0)) : floatToInt(s.f, to.scalar); // NaN -> true
+    } else if (to.scalar == ScalarType::F16 && ir::bitWidth(from.scalar) > 16 && std::isnan(s.f)) {
+      // The GPU's cvt gives the canonical NaN 0x7FFF, its sign dropped (a double whose payload's
+      // top bits are all ones encodes to it).
+      const uint64_t canonical = 0x7FFFFFFFFFFFFFFFull;
+      std::memcpy(&r.f, &canonical, sizeof canonical);
     } else {
       r.f = roundFloat(s.f, to.scalar);
     }

@@ -75,13 +75,14 @@ def narrow_f16(values):
 
 
 def f32_to_f16_toward_zero(values):
-    """cvt.rz.f16.f32."""
+    """cvt.rz.f16.f32. A NaN becomes the canonical 0x7FFF, sign dropped, as NVIDIA's GPUs convert it
+    (and CUDA's host reference, cpu_float2half_rn); numpy would keep the sign."""
     x = np.asarray(values, np.float32)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         h = x.astype(np.float16)
-    grew = np.abs(h.astype(np.float32)) > np.abs(x)
+        grew = np.abs(h.astype(np.float32)) > np.abs(x)
     stepped = (h.view(np.uint16) - np.uint16(1)).view(np.float16)
-    return np.where(grew, stepped, h)
+    return np.where(np.isnan(x), np.uint16(0x7FFF).view(np.float16), np.where(grew, stepped, h))
 
 
 def narrow_f32(values):

@@ -147,7 +147,7 @@ def parse_entry(ptx, name=None):
                 or stmt.startswith(".shared") or stmt.startswith(".pragma"):
             continue
         pred, neg = None, False
-        m = re.match(r"^@(!?)(%\w+)\s+", stmt)
+        m = re.match(r"^@(!?)(%?\w+)\s+", stmt)  # inline asm names its own predicates (tsr_p0)
         if m:
             neg, pred = m.group(1) == "!", m.group(2)
             stmt = stmt[m.end():]
@@ -298,6 +298,8 @@ class Executor:
                 if tok in self.written_somewhere:
                     raise KeyError(f"register {tok} read before written")
                 return np.zeros(st.n, np.uint64)
+            return st.regs[tok]
+        if tok in st.regs:  # a register inline asm declared in its own braces, without '%' (tsr_p0)
             return st.regs[tok]
         if tok in self.shared_syms:
             return np.full(st.n, self.shared_syms[tok], np.uint64)
@@ -878,7 +880,9 @@ class Executor:
             half = "f16" if dty == "f16x2" else "bf16"
             if "relu" in ins.mods:
                 a, b = np.where(a < 0, 0, a), np.where(b < 0, 0, b)
-            hi, lo = _bits(a.astype(np.float32), half), _bits(b.astype(np.float32), half)  # one rounding each
+            hi, lo = (_bits(v.astype(np.float32), half) for v in (a, b))  # one rounding each
+            if half == "f16":  # a NaN converts to the canonical 0x7FFF, its sign dropped, as the GPU's cvt does
+                hi, lo = (np.where(np.isnan(v), np.uint64(0x7FFF), h) for v, h in ((a, hi), (b, lo)))
             self.write(d, (hi << np.uint64(16)) | lo, "b32", m)
             return
         dkind, skind = _TYPES[dty][1], _TYPES[sty][1]
@@ -924,10 +928,9 @@ class Executor:
             if dty == "f32":
                 self.write(d, _bits(xf.astype(np.float32), dty), dty, m)
             elif dty == "f16":
-                if sty == "f64":
-                    self.write(d, _bits(xf.astype(np.float16), dty), dty, m)
-                else:
-                    self.write(d, _bits(x.astype(np.float16), dty), dty, m)
+                h = _bits((xf if sty == "f64" else x).astype(np.float16), dty)
+                # a NaN converts to the canonical 0x7FFF, its sign dropped, as the GPU's cvt does
+                self.write(d, np.where(np.isnan(xf), np.uint64(0x7FFF), h), dty, m)
             elif dty == "bf16":
                 if sty == "f64":
                     raise NotImplementedError(ins.text)
