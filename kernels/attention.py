@@ -440,6 +440,28 @@ def attn_bwd_fused_preprocess_kernel(O, DO, DELTA, DQ_ACC,
 
 
 @tessera.jit
+def _key_block(K, V, stride_kb, stride_kh, stride_kn, stride_kd, stride_vb, stride_vh, stride_vn, stride_vd,
+               H, H_KV, N_KV, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The backward's key block of this program (grid (cdiv(N_KV, BLOCK_N), B * H_KV)): its index,
+    batch, K/V head, query heads a K/V head, first key, key and head-dim offsets, which keys exist,
+    and its K and V (zeros past N_KV)."""
+    pid_n = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = (off_bh // H_KV).to(tl.int64)
+    off_hkv = (off_bh % H_KV).to(tl.int64)
+    group = H // H_KV
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n < N_KV
+    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
+                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
+                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    return pid_n, off_b, off_hkv, group, start_n, offs_n, offs_d, key_ok, k, v
+
+
+@tessera.jit
 def _dkdv_block_sweep(dk, dv, k, v, q_base, do_base, LSE, DELTA, row_base, stride_qn, stride_qd, stride_don,
                       stride_dod, offs_n, offs_d, lo, hi, N_Q, qk_scale, BLOCK_M: tl.constexpr,
                       DIAGONAL: tl.constexpr):
@@ -484,20 +506,9 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
     """dK, dV of BLOCK_N keys of one (batch, K/V head), summed over the query heads of its
     group. Works in the transposed orientation (keys as rows) so both results are plain
     dot outputs. Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
-    pid_n = tl.program_id(0)
-    off_bh = tl.program_id(1)
-    off_b = (off_bh // H_KV).to(tl.int64)
-    off_hkv = (off_bh % H_KV).to(tl.int64)
-    group = H // H_KV
-
-    start_n = pid_n * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    key_ok = offs_n < N_KV
-    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
-                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
-    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
-                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    pid_n, off_b, off_hkv, group, start_n, offs_n, offs_d, key_ok, k, v = _key_block(
+        K, V, stride_kb, stride_kh, stride_kn, stride_kd, stride_vb, stride_vh, stride_vn, stride_vd,
+        H, H_KV, N_KV, HEAD_DIM, BLOCK_N)
     qk_scale = sm_scale * LOG2E
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
@@ -679,20 +690,9 @@ def attn_bwd_fused_kernel(Q, K, V, DO, LSE, DELTA, DQ_ACC, DK, DV,
     multiple of BLOCK_N): P of the keys past N_KV is zeroed. STAGGER: program pid_n starts its
     (unmasked) steps at step pid_n (_fused_bwd_steps).
     Grid: (cdiv(N_KV, BLOCK_N), B * H_KV)."""
-    pid_n = tl.program_id(0)
-    off_bh = tl.program_id(1)
-    off_b = (off_bh // H_KV).to(tl.int64)
-    off_hkv = (off_bh % H_KV).to(tl.int64)
-    group = H // H_KV
-
-    start_n = pid_n * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    key_ok = offs_n < N_KV
-    k = tl.load(K + off_b * stride_kb + off_hkv * stride_kh + offs_n[:, None] * stride_kn
-                + offs_d[None, :] * stride_kd, mask=key_ok[:, None], other=0.0)
-    v = tl.load(V + off_b * stride_vb + off_hkv * stride_vh + offs_n[:, None] * stride_vn
-                + offs_d[None, :] * stride_vd, mask=key_ok[:, None], other=0.0)
+    pid_n, off_b, off_hkv, group, start_n, offs_n, offs_d, key_ok, k, v = _key_block(
+        K, V, stride_kb, stride_kh, stride_kn, stride_kd, stride_vb, stride_vh, stride_vn, stride_vd,
+        H, H_KV, N_KV, HEAD_DIM, BLOCK_N)
     qk_scale = sm_scale * LOG2E
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
