@@ -15,7 +15,7 @@ if ! command -v llvm-config-19 >/dev/null || ! command -v clang++-19 >/dev/null 
     llvm-19-dev clang-19 libclang-rt-19-dev ninja-build ccache cmake g++ libgtest-dev \
     zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-dev
 fi
-python3 -m pip install -q pybind11 pytest numpy nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm "scikit-build-core>=0.8"
+python3 -m pip install -q pybind11 pytest numpy ml_dtypes nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm "scikit-build-core>=0.8"
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
