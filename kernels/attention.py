@@ -163,22 +163,13 @@ def _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, str
 
 
 @tessera.jit
-def attn_fwd_kernel(Q, K, V, O, LSE,
-                    stride_qb, stride_qh, stride_qn, stride_qd,
-                    stride_kb, stride_kh, stride_kn, stride_kd,
-                    stride_vb, stride_vh, stride_vn, stride_vd,
-                    stride_ob, stride_oh, stride_on, stride_od,
-                    H, H_KV, N_Q, N_KV, sm_scale,
-                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False,
-                    TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False):
-    """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
-    sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps.
-    TMA (Hopper): K and V are tensor descriptors over their (B * H_KV * N_KV, HEAD_DIM) view
-    (contiguous heads), blocks [BLOCK_N, HEAD_DIM], N_KV a multiple of BLOCK_N; the K/V strides
-    are then unused. WARP_SPECIALIZE (TMA, not OVERLAP): the unmasked sweep's copies come from a
-    producer warpgroup, launched as 4 more warps (docs/tma.md)."""
-    tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
+def _query_block(Q, K, V, O, stride_qb, stride_qh, stride_qn, stride_qd, stride_kb, stride_kh, stride_vb, stride_vh,
+                 stride_ob, stride_oh, H, H_KV, N_Q, N_KV, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                 CAUSAL: tl.constexpr, TMA: tl.constexpr):
+    """The forward's query block of this program (grid (cdiv(N_Q, BLOCK_M), B * H); causal: the last
+    blocks first): its (batch, head) row, batch, K/V head, K and V bases (TMA: the descriptors, and
+    the first row of this (batch, K/V head) in their (B * H_KV * N_KV, HEAD_DIM) view), O's base,
+    first row, row and head-dim offsets, which rows exist, and its Q."""
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
@@ -203,19 +194,49 @@ def attn_fwd_kernel(Q, K, V, O, LSE,
     row_ok = offs_m < N_Q
     q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
                 mask=row_ok[:, None], other=0.0)
+    return off_bh, off_b, off_hkv, k_base, v_base, kv_row0, o_base, start_m, offs_m, offs_d, row_ok, q
 
-    qk_scale = sm_scale * LOG2E
-    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    # Key blocks wholly inside N_KV (and, causal, wholly left of the diagonal: every key <=
-    # every row) need no mask; the ragged last block and the diagonal blocks do.
+
+@tessera.jit
+def _key_bounds(start_m, N_KV, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """(hi_free, hi): key blocks below hi_free lie wholly inside N_KV (and, causal, wholly left of the
+    diagonal: every key <= every row) and need no mask; those up to hi (the ragged last block, the
+    diagonal ones) do; nothing to their right."""
     if CAUSAL:
         hi_free = tl.minimum(start_m // BLOCK_N * BLOCK_N, N_KV // BLOCK_N * BLOCK_N)
         hi = tl.minimum(start_m + BLOCK_M, N_KV)
     else:
         hi_free = N_KV // BLOCK_N * BLOCK_N
         hi = N_KV
+    return hi_free, hi
+
+
+@tessera.jit
+def attn_fwd_kernel(Q, K, V, O, LSE,
+                    stride_qb, stride_qh, stride_qn, stride_qd,
+                    stride_kb, stride_kh, stride_kn, stride_kd,
+                    stride_vb, stride_vh, stride_vn, stride_vd,
+                    stride_ob, stride_oh, stride_on, stride_od,
+                    H, H_KV, N_Q, N_KV, sm_scale,
+                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    CAUSAL: tl.constexpr, OVERLAP: tl.constexpr = False, PINGPONG: tl.constexpr = False,
+                    TMA: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False):
+    """Grid: (cdiv(N_Q, BLOCK_M), B * H). Causal: the last query blocks (the most keys to
+    sweep) run first, so the short ones fill the tail. OVERLAP and PINGPONG: see the sweeps.
+    TMA (Hopper): K and V are tensor descriptors over their (B * H_KV * N_KV, HEAD_DIM) view
+    (contiguous heads), blocks [BLOCK_N, HEAD_DIM], N_KV a multiple of BLOCK_N; the K/V strides
+    are then unused. WARP_SPECIALIZE (TMA, not OVERLAP): the unmasked sweep's copies come from a
+    producer warpgroup, launched as 4 more warps (docs/tma.md)."""
+    tl.static_assert(not (OVERLAP and PINGPONG), "OVERLAP and PINGPONG are two schedules: pick one")
+    off_bh, off_b, off_hkv, k_base, v_base, kv_row0, o_base, start_m, offs_m, offs_d, row_ok, q = _query_block(
+        Q, K, V, O, stride_qb, stride_qh, stride_qn, stride_qd, stride_kb, stride_kh, stride_vb, stride_vh,
+        stride_ob, stride_oh, H, H_KV, N_Q, N_KV, HEAD_DIM, BLOCK_M, CAUSAL, TMA)
+
+    qk_scale = sm_scale * LOG2E
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    hi_free, hi = _key_bounds(start_m, N_KV, BLOCK_M, BLOCK_N, CAUSAL)
     if OVERLAP:
         acc, l_i, m_i = _fwd_block_sweep_overlapped(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd,
                                                     stride_vn, stride_vd, offs_m, offs_d, 0, hi_free, N_KV,
@@ -333,32 +354,12 @@ def attn_fwd_fp8_kernel(Q, K, V, O, LSE, Q_DESCALE, K_DESCALE, V_DESCALE,
     [BLOCK_N, HEAD_DIM], V one over V^T's (B * H_KV * HEAD_DIM, N_KV), blocks [HEAD_DIM,
     BLOCK_N]; N_KV a multiple of BLOCK_N. WARP_SPECIALIZE (TMA): a producer warpgroup.
     PINGPONG (8 warps): the two warpgroups take turns to issue their dots (FlashAttention-3)."""
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    off_bh = tl.program_id(1)
-    off_b = (off_bh // H).to(tl.int64)
-    off_h = (off_bh % H).to(tl.int64)
-    off_hkv = off_h // (H // H_KV)
-    q_base = Q + off_b * stride_qb + off_h * stride_qh
-    if TMA:
-        k_base = K
-        v_base = V
-        kv_row0 = ((off_b * H_KV + off_hkv) * N_KV).to(tl.int32)
+    off_bh, off_b, off_hkv, k_base, v_base, kv_row0, o_base, start_m, offs_m, offs_d, row_ok, q = _query_block(
+        Q, K, V, O, stride_qb, stride_qh, stride_qn, stride_qd, stride_kb, stride_kh, stride_vb, stride_vh,
+        stride_ob, stride_oh, H, H_KV, N_Q, N_KV, HEAD_DIM, BLOCK_M, CAUSAL, TMA)
+    vt_row0 = 0
+    if TMA:  # V^T's first row of this (batch, K/V head) in the descriptor's (B * H_KV * HEAD_DIM, N_KV) view
         vt_row0 = ((off_b * H_KV + off_hkv) * HEAD_DIM).to(tl.int32)
-    else:
-        k_base = K + off_b * stride_kb + off_hkv * stride_kh
-        v_base = V + off_b * stride_vb + off_hkv * stride_vh
-        kv_row0 = 0
-        vt_row0 = 0
-    o_base = O + off_b * stride_ob + off_h * stride_oh
-
-    start_m = pid_m * BLOCK_M
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    row_ok = offs_m < N_Q
-    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None], other=0.0)
 
     # Dequantisation: S = (q_descale * k_descale) * Q K^T, folded into the softmax's scale;
     # O = v_descale * P V, applied once at the end.
@@ -366,12 +367,7 @@ def attn_fwd_fp8_kernel(Q, K, V, O, LSE, Q_DESCALE, K_DESCALE, V_DESCALE,
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    if CAUSAL:
-        hi_free = tl.minimum(start_m // BLOCK_N * BLOCK_N, N_KV // BLOCK_N * BLOCK_N)
-        hi = tl.minimum(start_m + BLOCK_M, N_KV)
-    else:
-        hi_free = N_KV // BLOCK_N * BLOCK_N
-        hi = N_KV
+    hi_free, hi = _key_bounds(start_m, N_KV, BLOCK_M, BLOCK_N, CAUSAL)
     if PINGPONG:
         tl.pingpong_start()
     acc, l_i, m_i = _fp8_block_sweep(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
