@@ -36,18 +36,22 @@ LN2 = tl.constexpr(0.6931471805599453)
 
 
 @tessera.jit
-def _online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr):
+def _online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr, SHIFT: tl.constexpr = 0.0):
     """One key block of the online softmax: s the raw scores Q K^T, masked by keep when
     MASKED; returns the block's exp2(s * qk_scale - m) in fp32, the factor alpha =
     exp2(m_old - m_new) that rescales what came before, and the new row maximum (log2
     units) and sum. The maximum is taken over the raw scores and scaled after (qk_scale > 0),
-    so scaling and subtracting the maximum are one fused multiply-add per score."""
+    so scaling and subtracting the maximum are one fused multiply-add per score. SHIFT: P (and
+    the sum) scaled by 2^SHIFT (the fp8 forward's P_SHIFT)."""
     if MASKED:
         s = tl.where(keep, s, -float("inf"))
     m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
     # Guard rows that have seen no key yet (m = -inf): exp2(-inf - -inf) would be NaN.
     m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-    p = tl.exp2(s * qk_scale - m_safe[:, None])
+    bias = m_safe
+    if SHIFT != 0.0:
+        bias = m_safe - SHIFT
+    p = tl.exp2(s * qk_scale - bias[:, None])
     alpha = tl.exp2(m_i - m_safe)
     return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
 
@@ -279,18 +283,6 @@ P_SHIFT = tl.constexpr(8.0)
 
 
 @tessera.jit
-def _fp8_online_softmax(s, m_i, l_i, keep, qk_scale, MASKED: tl.constexpr):
-    """_online_softmax with P scaled by 2^P_SHIFT (l too): the block's P in [0, 2^P_SHIFT]."""
-    if MASKED:
-        s = tl.where(keep, s, -float("inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
-    m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
-    p = tl.exp2(s * qk_scale - (m_safe - P_SHIFT)[:, None])
-    alpha = tl.exp2(m_i - m_safe)
-    return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
-
-
-@tessera.jit
 def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, stride_vn, stride_vd,
                      offs_m, offs_d, lo, hi, N_KV, qk_scale,
                      BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK_KEYS: tl.constexpr,
@@ -320,7 +312,7 @@ def _fp8_block_sweep(acc, l_i, m_i, q, k_base, vt_base, stride_kn, stride_kd, st
         keep = key_ok[None, :]
         if DIAGONAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        p, alpha, m_i, l_i = _fp8_online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL)
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, keep, qk_scale, MASK_KEYS or DIAGONAL, P_SHIFT)
         if TMA:
             v = tl.trans(vt_base.load([vt_row0, start_n]))
         else:
