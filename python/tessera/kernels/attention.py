@@ -249,6 +249,28 @@ def _dims(x, layout):
     return (b, h, n, d), (s[0], s[2], s[1], s[3])
 
 
+def _check_q_against_k(who, q, k, q_dims, k_dims, head_dims):
+    """q's (B, H, D) against k's: the same batch and head dim, q's heads a multiple of k's (GQA),
+    a head dim of head_dims."""
+    (B, H, D), (Bk, Hk, Dk) = q_dims, k_dims
+    if Bk != B or Dk != D:
+        raise ValueError(f"{who}: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head dim")
+    if Hk == 0 or H % Hk:
+        raise ValueError(f"{who}: q's {H} heads are not a multiple of k/v's {Hk}")
+    if D not in head_dims:
+        raise ValueError(f"{who}: head dim {D} is not supported (one of {head_dims})")
+
+
+def _softmax_scale(who, sm_scale, head_dim):
+    """sm_scale, 1 / sqrt(head_dim) by default; positive, since the kernels scale each row's maximum
+    raw score (_online_softmax)."""
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    if not sm_scale > 0:
+        raise ValueError(f"{who}: sm_scale must be positive, got {sm_scale}")
+    return sm_scale
+
+
 def _kernels(interpret):
     """The kernels of kernels/attention.py; host-interpreted copies for CPU arrays."""
     module = _files.load("attention")
@@ -276,12 +298,7 @@ def _check(q, k, v, layout):
     (Bv, Hv, Nv, Dv), _ = _dims(v, layout)
     if (Bk, Hk, Nk, Dk) != (Bv, Hv, Nv, Dv):
         raise ValueError(f"attention: k and v differ in shape: {tuple(k.shape)} vs {tuple(v.shape)}")
-    if Bk != B or Dk != D:
-        raise ValueError(f"attention: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head dim")
-    if Hk == 0 or H % Hk:
-        raise ValueError(f"attention: q's {H} heads are not a multiple of k/v's {Hk}")
-    if D not in HEAD_DIMS:
-        raise ValueError(f"attention: head dim {D} is not supported (one of {HEAD_DIMS})")
+    _check_q_against_k("attention", q, k, (B, H, D), (Bk, Hk, Dk), HEAD_DIMS)
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise ValueError(f"attention: q, k, v must share a dtype ({q.dtype}, {k.dtype}, {v.dtype})")
     if _on_gpu(q):
@@ -357,10 +374,7 @@ def attention_forward(q, k, v, causal=False, sm_scale=None, layout="bhnd", confi
         padded, num_args = _mod_args(mod_args, q)
     elif mod_args:
         raise ValueError("attention: mod_args without score_mod, mask_mod or kv_range")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(D)
-    if not sm_scale > 0:  # the kernel scales each row's maximum raw score (_online_softmax)
-        raise ValueError(f"attention: sm_scale must be positive, got {sm_scale}")
+    sm_scale = _softmax_scale("attention", sm_scale, D)
     _, sk = _dims(k, layout)
     _, sv = _dims(v, layout)
     # TMA where the table has blocks for it and K/V allow it; asked for by config, it must apply.
@@ -695,16 +709,8 @@ def attention_fp8(q, k, v, q_descale=1.0, k_descale=1.0, v_descale=1.0, causal=F
         what = "(B, H_KV, D, N_KV)" if v_layout == "vt" else "(B, H_KV, N_KV, D)"
         raise ValueError(f"attention_fp8: v of shape {tuple(v.shape)} does not match k {tuple(k.shape)} "
                          f"(v_layout={v_layout!r}: v is {what})")
-    if Bk != B or Dk != D:
-        raise ValueError(f"attention_fp8: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head dim")
-    if Hk == 0 or H % Hk:
-        raise ValueError(f"attention_fp8: q's {H} heads are not a multiple of k/v's {Hk}")
-    if D not in FP8_HEAD_DIMS:
-        raise ValueError(f"attention_fp8: head dim {D} is not supported (one of {FP8_HEAD_DIMS})")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(D)
-    if not sm_scale > 0:
-        raise ValueError(f"attention_fp8: sm_scale must be positive, got {sm_scale}")
+    _check_q_against_k("attention_fp8", q, k, (B, H, D), (Bk, Hk, Dk), FP8_HEAD_DIMS)
+    sm_scale = _softmax_scale("attention_fp8", sm_scale, D)
     descales = [_descale(d, name, q) for d, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
                                                      (v_descale, "v_descale"))]
     c = attention_fp8_config(D, causal, wgmma=_on_gpu(q) and wgmma_target())
